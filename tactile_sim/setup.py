@@ -1,0 +1,51 @@
+"""tactile_sim: ROS 2 ament_python package that is also pip-installable (library + CLI) without ROS."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "tactile_sim"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    package_data={package_name: ["data/*", "data/**/*"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        ("share/" + package_name + "/launch", glob("launch/*.py")),
+        ("share/" + package_name + "/config", glob("config/*.yaml")),
+        ("share/" + package_name + "/rviz", glob("rviz/*.rviz")),
+    ],
+    python_requires=">=3.10",
+    # torch is deliberately unpinned here: install the CPU or CUDA build you want *first*
+    # (CI: `pip install torch==2.13.0`), otherwise pip may pull a multi-GB CUDA build.
+    install_requires=[
+        "torch>=2.1",
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "trimesh>=4.0",
+        "warp-lang>=1.5",
+        "yourdfpy>=0.0.56",
+        "pydantic>=2.5",
+        "pyyaml>=6.0",
+        "rosbags>=0.10",
+        "matplotlib>=3.7",
+        "tqdm>=4.60",
+        "lxml>=4.9",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1"],
+    },
+    zip_safe=True,
+    maintainer="tactile_sim developers",
+    maintainer_email="maintainers@users.noreply.a-seed-bb478f83.example",
+    description="Robot skin sensor simulation (tactile, proximity, thermal, joint torque, contact) without a physics engine.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "tactile-sim = tactile_sim.cli:main",
+        ],
+    },
+)

@@ -1,0 +1,24 @@
+"""Command line: ``tactile-sim <command> …`` (also ``python -m tactile_sim``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tactile-sim", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"tactile-sim {__version__}")
+    parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args.func(args) or 0)

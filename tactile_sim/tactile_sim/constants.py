@@ -1,0 +1,60 @@
+"""Named small constants of spec §16.3 — the only tolerances that gate a model.
+
+Nothing else may act as an epsilon; in particular never the machine epsilon of the working dtype.
+"""
+
+EPS_D = 1e-9
+"""m — contact gate: a depth / penetration must exceed it (KinematicTaxel, ContactSensor)."""
+
+EPS_LEN = 1e-9
+"""m — "zero length": exact-mode normal fallback, zero normals, degenerate spacings, coincident probes."""
+
+EPS_GRAD = 1e-12
+"""relative to 1 — zero interpolated SDF gradient → the consumer's fallback normal."""
+
+EPS_NORMAL = 1e-6
+"""probe normals count as shared / grid axes count as parallel (§14.2)."""
+
+GRID_FIT_ABS = 1e-6
+"""m — absolute part of the regular-planar-grid fit tolerance: 1e-6 m + 1e-3·min(Δu, Δv)."""
+
+GRID_FIT_REL = 1e-3
+"""relative part of the regular-planar-grid fit tolerance."""
+
+T_MULT = 1e-6
+"""relative — "is a multiple of dt" for `delay` and `update_period`."""
+
+X_FLOOR_MARGIN = 1e-3
+"""m — ContactProbe floor below a negative release threshold (§5)."""
+
+TIMER_TOL = 1e-8
+"""s — ContactSensor first-contact / first-air helpers."""
+
+QUAT_NORM_TOL = 1e-3
+"""incoming quaternions with |‖q‖ − 1| above it are rejected, others normalised."""
+
+INT_RATIO_TOL = 1e-9
+"""relative — integer counts from real ratios: ceil(x − tol·max(1,|x|)), floor(x + tol·max(1,|x|))."""
+
+STEFAN_BOLTZMANN = 5.670374419e-8
+"""W/(m²·K⁴)."""
+
+KELVIN_OFFSET = 273.15
+"""T_K = T_°C + 273.15."""
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+"""m/s², world frame (z up)."""
+
+
+def int_ceil(x: float) -> int:
+    """ceil of a real ratio that may be an integer up to round-off (spec preamble)."""
+    import math
+
+    return math.ceil(x - INT_RATIO_TOL * max(1.0, abs(x)))
+
+
+def int_floor(x: float) -> int:
+    """floor of a real ratio that may be an integer up to round-off (spec preamble)."""
+    import math
+
+    return math.floor(x + INT_RATIO_TOL * max(1.0, abs(x)))

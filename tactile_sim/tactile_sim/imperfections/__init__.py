@@ -1,0 +1,1 @@
+"""Imperfection pipeline (spec §13): the measured branch, seeded, per env."""

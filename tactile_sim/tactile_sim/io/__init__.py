@@ -1,0 +1,1 @@
+"""io layer: tensors → message fields, rosbag2/MCAP read and write, message types from msg/*.msg (rosbags)."""

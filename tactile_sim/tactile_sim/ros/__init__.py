@@ -1,0 +1,1 @@
+"""ROS 2 adapter: the only place that imports rclpy."""

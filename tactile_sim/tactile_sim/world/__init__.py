@@ -1,0 +1,1 @@
+"""World layer: robot model, kinematics, dynamics, TF buffer, declared objects and the per-step WorldState."""

@@ -1,0 +1,19 @@
+"""Test configuration: one torch thread (2-core CI machine), quiet warp, a CI hypothesis profile."""
+
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+torch.set_num_threads(1)
+os.environ.setdefault("WARP_LOG_LEVEL", "error")
+
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
+
+
+@pytest.fixture(params=[torch.float64, torch.float32], ids=["f64", "f32"])
+def dtype(request):
+    """Run a test in both working dtypes."""
+    return request.param
