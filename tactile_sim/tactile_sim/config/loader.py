@@ -1,0 +1,123 @@
+"""Load and validate configurations: YAML files (or dicts) into :class:`SuiteConfig`, Python keyword options
+into one sensor's option model. Every problem becomes one :class:`ConfigError` (spec §2.6 format)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import OptionProblem, combined_error, config_error, suggest
+from .paths import resolve_path
+from .schema import SuiteConfig
+from .sensor_options import SENSOR_TYPES, SensorOptions
+from .suite_checks import check_suite
+from .validation_errors import problem_lines
+
+_FLOAT = re.compile(r"""^[-+]?(?:
+      [0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    | [0-9][0-9_]*[eE][-+]?[0-9]+
+    | \.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    | \.(?:inf|Inf|INF)
+    | \.(?:nan|NaN|NAN)
+)$""", re.X)
+
+
+class ConfigYamlLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that also reads exponent floats without a dot (``1e-3``, YAML 1.2) and refuses duplicate
+    keys in a mapping (the later one would otherwise silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise config_error(f"{key_node.start_mark.name}:{line}", "", f"duplicate key {key!r}", key,
+                                       f"each key once per mapping (first at line {seen[key]})")
+                if isinstance(key, (str, int, float, bool)):
+                    seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+ConfigYamlLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+class _NamedText(io.StringIO):
+    """In-memory YAML source whose marks carry the file name."""
+
+    def __init__(self, text: str, name: str):
+        super().__init__(text)
+        self.name = name
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """The document of a YAML file (``ConfigYamlLoader``); ConfigError naming the file on I/O or syntax errors."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise config_error(str(path), "", f"cannot read the configuration file ({exc})", str(path),
+                           "an existing, readable UTF-8 YAML file") from None
+    try:
+        return yaml.load(_NamedText(text, str(path)), Loader=ConfigYamlLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        if mark is None:
+            raise config_error(str(path), "", f"YAML syntax error: {exc.problem}", text[:40], "valid YAML") from None
+        lines = text.splitlines() or [""]
+        raise config_error(f"{path}:{mark.line + 1}:{mark.column + 1}", "", f"YAML syntax error: {exc.problem}",
+                           lines[min(mark.line, len(lines) - 1)], "valid YAML") from None
+
+
+def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathLike | None = None) -> SuiteConfig:
+    """Validate a configuration file (path, ``file://`` or ``package://``) or an already-parsed mapping.
+
+    Relative paths inside resolve against ``base_dir``, by default the YAML file's folder (the working directory
+    for a mapping). Errors name ``<file>:<yaml.path>`` (``<dict>:<yaml.path>`` for a mapping). Runs the
+    cross-section checks of :mod:`.suite_checks`; scene-dependent names are left to the suite.
+    """
+    if isinstance(source, Mapping):
+        label, data = "<dict>", source
+        base = Path(base_dir) if base_dir is not None else Path.cwd()
+    else:
+        label = str(source)
+        try:
+            path = resolve_path(source, None, "file")
+        except OptionProblem as exc:
+            raise config_error(label, "", exc.problem, exc.got,
+                               "an existing YAML file (path relative to the working directory, file:// or "
+                               "package://<pkg>/<path>)") from None
+        data = read_yaml(path)
+        base = Path(base_dir) if base_dir is not None else path.parent
+    if not isinstance(data, Mapping):
+        raise config_error(label, "", "the configuration is not a mapping", data,
+                           "a mapping with suite, robot, materials, objects, sensors")
+    try:
+        config = SuiteConfig.model_validate(data, context={"base_dir": base})
+    except ValidationError as exc:
+        raise combined_error(problem_lines(exc, SuiteConfig, f"{label}:")) from None
+    config._source = label
+    for i, sensor in enumerate(config.sensors):
+        sensor.located(f"{label}:sensors[{i}]")
+    for i, obj in enumerate(config.objects):
+        obj.located(f"{label}:objects[{i}]")
+    check_suite(config)
+    return config
+
+
+def config_from_python(sensor_class_name: str, /, **options: Any) -> SensorOptions:
+    """One sensor's options from Python keywords (the Python API): ``config_from_python("KinematicTaxel",
+    name="pad", link="finger", probe_radius=0.002)``, the same as ``KinematicTaxel(name="pad", ...)``. Errors name
+    ``KinematicTaxel(name='pad').<option>``; relative paths resolve against the working directory."""
+    cls = SENSOR_TYPES.get(sensor_class_name)
+    if cls is None:
+        raise config_error("sensor", "type", "unknown sensor class", sensor_class_name,
+                           ", ".join(SENSOR_TYPES), suggest(sensor_class_name, SENSOR_TYPES, cutoff=0.6))
+    return cls(**options)

@@ -1,0 +1,117 @@
+"""Path resolution for configuration files: relative paths, ``file://`` and ``package://pkg/rel``.
+
+``package://pkg/rel`` is looked up through, in this order: the ROS 2 ament index (``ament_index_python``, when
+importable and it knows the package), the roots listed in the environment variable ``TACTILE_SIM_PACKAGE_PATH``
+(``os.pathsep``-separated; a root holds package folders, ``<root>/<pkg>/rel``), and, for ``package://tactile_sim/…``
+only, the installed tactile_sim package itself (source/editable checkout with ``package.xml``, the pip-installed
+``<prefix>/share/tactile_sim`` data files, then the Python package folder). The first location where ``rel`` exists
+wins; when it exists nowhere the first candidate is returned so that the caller's existence check names it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote
+
+from .errors import OptionProblem
+
+PACKAGE_PATH_ENV = "TACTILE_SIM_PACKAGE_PATH"
+"""Environment variable: os.pathsep-separated roots holding ROS package folders (used without ROS)."""
+
+PathKind = Literal["file", "dir", "any"]
+"""What a resolved path must be: an existing file, an existing folder, or anything (may not exist yet)."""
+
+
+def _ament_share(package: str) -> Path | None:
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:
+        return None
+    try:
+        return Path(get_package_share_directory(package))
+    except (PackageNotFoundError, ValueError, LookupError):
+        return None
+
+
+def _bundled_roots() -> list[Path]:
+    """Where the installed tactile_sim keeps its package files (see the module docstring)."""
+    import tactile_sim
+
+    python_pkg = Path(tactile_sim.__file__).resolve().parent
+    roots = []
+    if (python_pkg.parent / "package.xml").is_file():
+        roots.append(python_pkg.parent)
+    roots += [Path(sys.prefix) / "share" / "tactile_sim", python_pkg]
+    return roots
+
+
+def package_roots(package: str, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Every folder that may hold ``package``'s files, in lookup order (ament share, env roots, bundled data)."""
+    env = os.environ if environ is None else environ
+    roots = []
+    share = _ament_share(package)
+    if share is not None:
+        roots.append(share)
+    for root in env.get(PACKAGE_PATH_ENV, "").split(os.pathsep):
+        if root and (Path(root).expanduser() / package).is_dir():
+            roots.append(Path(root).expanduser() / package)
+    if package == "tactile_sim":
+        roots += [r for r in _bundled_roots() if r.is_dir()]
+    return roots
+
+
+def package_share(package: str) -> Path | None:
+    """The first folder of :func:`package_roots` (a ``package_resolver`` for URDF mesh lookup), or None."""
+    roots = package_roots(package)
+    return roots[0] if roots else None
+
+
+def resolve_package_uri(uri: str) -> Path:
+    """``package://pkg/rel`` → a path (the first root where ``rel`` exists, else under the first root).
+
+    Raises OptionProblem when the URI is malformed or no root knows the package.
+    """
+    package, _, rel = uri[len("package://"):].partition("/")
+    if not package or not rel:
+        raise OptionProblem("malformed package URI", uri, "package://<package>/<relative path>")
+    roots = package_roots(package)
+    if not roots:
+        raise OptionProblem(
+            f"ROS package {package!r} not found (ament index, {PACKAGE_PATH_ENV}"
+            + (", the installed tactile_sim" if package == "tactile_sim" else "") + ")",
+            uri, f"a package known to ament, or a root holding '{package}/' listed in {PACKAGE_PATH_ENV}")
+    for root in roots:
+        if (root / rel).exists():
+            return root / rel
+    return roots[0] / rel
+
+
+def resolve_path(value: Any, base_dir: str | os.PathLike | None, kind: PathKind = "file") -> Path:
+    """Resolve a configured path: ``package://``, ``file://``, ``~``, absolute, or relative to ``base_dir``
+    (the YAML file's folder; the working directory when None). ``kind`` "file"/"dir" require an existing
+    file/folder; "any" accepts a path that does not exist yet (caches). Raises OptionProblem."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise OptionProblem("not a path", value, "a non-empty path string, file:// or package://<pkg>/<path>")
+    text = str(value)
+    if text.startswith("package://"):
+        path = resolve_package_uri(text)
+    elif text.startswith("file://"):
+        path = Path(unquote(text[len("file://"):]))
+    elif "://" in text:
+        raise OptionProblem("unsupported URI scheme", text, "a file path, file://<path> or package://<pkg>/<path>")
+    else:
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = Path(base_dir if base_dir is not None else Path.cwd()) / path
+    path = Path(os.path.normpath(path.absolute()))
+    if kind == "file" and not path.is_file():
+        raise OptionProblem(f"file not found (resolved to {path})", text,
+                            "an existing file; relative paths resolve against the YAML file's folder")
+    if kind == "dir" and not path.is_dir():
+        raise OptionProblem(f"folder not found (resolved to {path})", text,
+                            "an existing folder; relative paths resolve against the YAML file's folder")
+    return path
