@@ -1,0 +1,211 @@
+"""Spatial crosstalk of grid taxel layouts (spec §13.5): kernels and the batched filter.
+
+Each channel map (M rows × N columns of a regular planar grid) is filtered by a same-size, zero-padded
+cross-correlation ``out[r, c] = Σ_ab K[a, b] · in[r + a − h_r, c + b − h_c]`` (the kernel is not flipped; edge probes
+lose signal). Kernel rows run along the grid rows (spacing Δv), columns along the grid columns (spacing Δu).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..constants import int_ceil
+from ..errors import ConfigError
+
+SPLIT_CHANNELS = 9
+"""Channels of a split (normal / shear / torque) force-torque filter: P_n f (3), (I − P_n) f (3), torque (3)."""
+
+
+def gaussian_crosstalk_kernel(
+    n_rows: int, n_cols: int, sigma: float, spacing: float | tuple[float, float] = 1.0
+) -> np.ndarray:
+    """L1-normalised Gaussian point-spread kernel, float64 (n_rows, n_cols), centred on the self taxel.
+
+    Weight ∝ exp(−d²/(2σ²)) with d the offset from the centre tap: (row offset · row spacing, column offset · column
+    spacing). ``spacing`` is a scalar or (row_spacing, col_spacing) in the unit of σ; the default 1.0 measures σ in
+    taxel cells (same meaning as Genesis's helper of the same name). n_rows, n_cols must be odd; σ > 0.
+    """
+    for label, n in (("n_rows", n_rows), ("n_cols", n_cols)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 or n % 2 == 0:
+            raise ValueError(f"gaussian_crosstalk_kernel: {label} must be an odd integer >= 1; got {n!r}")
+    if not np.isfinite(sigma) or sigma <= 0:
+        raise ValueError(f"gaussian_crosstalk_kernel: sigma must be finite and > 0; got {sigma!r}")
+    row_spacing, col_spacing = (spacing, spacing) if np.ndim(spacing) == 0 else tuple(spacing)
+    if not (np.isfinite(row_spacing) and np.isfinite(col_spacing) and row_spacing > 0 and col_spacing > 0):
+        raise ValueError(f"gaussian_crosstalk_kernel: spacing must be finite and > 0; got {spacing!r}")
+    dr = (np.arange(n_rows) - n_rows // 2) * float(row_spacing)
+    dc = (np.arange(n_cols) - n_cols // 2) * float(col_spacing)
+    g = np.exp(-(dr[:, None] ** 2 + dc[None, :] ** 2) / (2.0 * float(sigma) ** 2))
+    return g / g.sum()
+
+
+def gaussian_option_kernel(strength: float, sigma: float, delta_u: float, delta_v: float) -> np.ndarray:
+    """Kernel of the Gaussian options: K = s·G + (1 − s)·δ_centre, G on half sizes h_r = max(1, ⌈3σ/Δv⌉),
+    h_c = max(1, ⌈3σ/Δu⌉) (integer-tolerant ceil), float64 (2h_r + 1, 2h_c + 1). σ, Δu, Δv in m."""
+    h_r = max(1, int_ceil(3.0 * sigma / delta_v))
+    h_c = max(1, int_ceil(3.0 * sigma / delta_u))
+    k = strength * gaussian_crosstalk_kernel(2 * h_r + 1, 2 * h_c + 1, sigma, spacing=(delta_v, delta_u))
+    k[h_r, h_c] += 1.0 - strength
+    return k
+
+
+@dataclass(frozen=True)
+class CrosstalkKernel:
+    """A sensor's crosstalk kernel: planes float64 [C, h, w], C = 1 (all channels), 2 ([normal force, shear force +
+    torque]) or 3 ([normal force, shear force, torque]); normal: unit grid normal (3,) for C > 1, else None."""
+
+    planes: np.ndarray
+    normal: np.ndarray | None = None
+
+    @property
+    def split(self) -> bool:
+        return self.planes.shape[0] > 1
+
+    def channel_kernels(self, channels: int) -> np.ndarray:
+        """Kernel per filtered channel: [K, h, w] (C = 1) or [9, h, w] for the split channels of SPLIT_CHANNELS."""
+        if not self.split:
+            return np.repeat(self.planes, channels, axis=0)
+        normal, shear = self.planes[0], self.planes[1]
+        torque = self.planes[-1]
+        return np.stack([normal] * 3 + [shear] * 3 + [torque] * 3)
+
+    def expansion(self) -> np.ndarray:
+        """Split filters only: [9, 6] map from (force, torque) to (P_n f, (I − P_n) f, torque), P_n = n nᵀ."""
+        p_n = np.outer(self.normal, self.normal)
+        e = np.zeros((SPLIT_CHANNELS, 6))
+        e[0:3, 0:3] = p_n
+        e[3:6, 0:3] = np.eye(3) - p_n
+        e[6:9, 3:6] = np.eye(3)
+        return e
+
+
+def crosstalk_kernel_from_options(
+    *,
+    strength: float,
+    sigma: float,
+    kernel,
+    delta_u: float,
+    delta_v: float,
+    channels: int,
+    normal,
+    where: str,
+) -> CrosstalkKernel | None:
+    """Validate and build a sensor's kernel; None when it is an exact identity (strength 0 or a delta kernel), so
+    the filter is skipped and the stage is an exact no-op. Raises ConfigError (§2.6 format) for bad kernels; warns
+    when a kernel plane does not sum to 1."""
+    if kernel is None:
+        planes = gaussian_option_kernel(strength, sigma, delta_u, delta_v)[None] if strength > 0 else None
+    else:
+        planes = _checked_kernel(kernel, channels, where)
+    if planes is None:
+        return None
+    h, w = planes.shape[1:]
+    delta = np.zeros((h, w))
+    delta[h // 2, w // 2] = 1.0
+    if all(np.array_equal(p, delta) for p in planes):
+        return None
+    unit = None
+    if planes.shape[0] > 1:
+        if normal is None:
+            raise ValueError(f"{where}: a split crosstalk kernel needs the grid normal (grid_normal)")
+        n = np.asarray(normal, dtype=np.float64).reshape(3)
+        unit = n / np.linalg.norm(n)
+    return CrosstalkKernel(planes=planes, normal=unit)
+
+
+def _checked_kernel(kernel, channels: int, where: str) -> np.ndarray:
+    """A user kernel as float64 [C, h, w] after the checks of §13.5."""
+    allowed = "finite array (h, w), (2, h, w) or (3, h, w) with odd h, w"
+    try:
+        k = np.asarray(kernel, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}.crosstalk_kernel: not a numeric array; got {kernel!r}; allowed: {allowed}") from None
+    if k.ndim == 2:
+        k = k[None]
+    if k.ndim != 3 or k.shape[0] not in (1, 2, 3) or k.shape[1] % 2 == 0 or k.shape[2] % 2 == 0:
+        raise ConfigError(f"{where}.crosstalk_kernel: wrong shape; got shape {tuple(np.shape(kernel))}; allowed: {allowed}")
+    if not np.isfinite(k).all():
+        raise ConfigError(f"{where}.crosstalk_kernel: not finite; got {kernel!r}; allowed: {allowed}")
+    if k.shape[0] > 1 and channels != 6:
+        raise ConfigError(
+            f"{where}.crosstalk_kernel: a (2|3, h, w) kernel splits force and torque; got shape {k.shape} for a "
+            f"sensor with {channels} channels; allowed: (h, w)"
+        )
+    for i, plane in enumerate(k):
+        total = plane.sum()
+        if abs(total - 1.0) > 1e-9:  # warning only; never gates the model
+            warnings.warn(f"{where}.crosstalk_kernel: plane {i} sums to {total:.6g}, not 1 (gain change)", stacklevel=4)
+    return k
+
+
+@dataclass(frozen=True)
+class CrosstalkMember:
+    """One sensor of a batch with crosstalk: first probe index in the batch, grid (M, N), kernel, active [M·N]."""
+
+    offset: int
+    grid: tuple[int, int]
+    kernel: CrosstalkKernel
+    active: np.ndarray
+
+
+class GridCrosstalk:
+    """Stage 1 for the crosstalk sensors of one batch; x [E, P, K] → [E, P, K] (other probes pass unchanged).
+
+    Sensors with the same grid (M, N) and kind (plain / split) are filtered together by one grouped conv2d whose
+    groups are (sensor, channel) pairs; smaller kernels are zero-padded to the group's largest. Fillers are re-zeroed.
+    """
+
+    def __init__(self, members: list[CrosstalkMember], channels: int, device, dtype: torch.dtype):
+        self.channels = channels
+        groups: dict[tuple[int, int, bool], list[CrosstalkMember]] = {}
+        for m in members:
+            groups.setdefault((m.grid[0], m.grid[1], m.kernel.split), []).append(m)
+        self.groups = [self._build(ms, device, dtype) for ms in groups.values()]
+
+    def _build(self, ms: list[CrosstalkMember], device, dtype) -> dict:
+        m_rows, n_cols = ms[0].grid
+        cells = m_rows * n_cols
+        split = ms[0].kernel.split
+        per = [m.kernel.channel_kernels(self.channels) for m in ms]
+        kh = max(k.shape[1] for k in per)
+        kw = max(k.shape[2] for k in per)
+        weight = np.zeros((len(ms), per[0].shape[0], kh, kw))
+        for i, k in enumerate(per):
+            r0, c0 = (kh - k.shape[1]) // 2, (kw - k.shape[2]) // 2
+            weight[i, :, r0 : r0 + k.shape[1], c0 : c0 + k.shape[2]] = k
+        idx = np.concatenate([np.arange(m.offset, m.offset + cells) for m in ms])
+        active = np.concatenate([m.active for m in ms])
+        return {
+            "shape": (len(ms), m_rows, n_cols),
+            "idx": torch.as_tensor(idx, dtype=torch.int64, device=device),
+            "weight": torch.as_tensor(weight.reshape(-1, 1, kh, kw), dtype=dtype, device=device),
+            "padding": (kh // 2, kw // 2),
+            "expansion": (
+                torch.as_tensor(np.stack([m.kernel.expansion() for m in ms]), dtype=dtype, device=device) if split else None
+            ),
+            "active": torch.as_tensor(active, device=device)[None, :, None],
+        }
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = x.clone()
+        e, k = x.shape[0], self.channels
+        for g in self.groups:
+            s, m_rows, n_cols = g["shape"]
+            xg = x.index_select(1, g["idx"]).view(e, s, m_rows, n_cols, k)
+            if g["expansion"] is None:
+                z = xg.permute(0, 1, 4, 2, 3)
+            else:
+                z = torch.einsum("sck,esmnk->escmn", g["expansion"], xg)
+            c = z.shape[2]
+            y = F.conv2d(z.reshape(e, s * c, m_rows, n_cols), g["weight"], padding=g["padding"], groups=s * c)
+            y = y.view(e, s, c, m_rows, n_cols)
+            if g["expansion"] is not None:
+                y = torch.cat((y[:, :, 0:3] + y[:, :, 3:6], y[:, :, 6:9]), dim=2)
+            y = y.permute(0, 1, 3, 4, 2).reshape(e, s * m_rows * n_cols, k)
+            out.index_copy_(1, g["idx"], torch.where(g["active"], y, torch.zeros((), dtype=y.dtype, device=y.device)))
+        return out

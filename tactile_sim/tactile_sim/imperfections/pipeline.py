@@ -1,0 +1,462 @@
+"""The measured branch of one sensor batch (spec §13): probe-level draws, transform, hardware stages, rings, reads.
+
+A batch is the sensors of one class and one evaluation period, evaluated together: their probes are concatenated.
+Internally a value is [E, P, K] (E envs, P probes/cells/joints of all sensors, K channels per probe). Per evaluation a
+sensor calls, in this order::
+
+    r_tilde = branch.radius(R)                 # stage: radius noise  (R [P] nominal → [E, P])
+    g = branch.gain                            # [E, P] state, drawn at reset
+    y = branch.transform(raw_measured)         # stages 1–2: crosstalk, hysteresis   ([E, P, K])
+    ...                                        # stages 3–4 are the sensor's (ElastomerTaxel gain, temperature lag)
+    y = branch.hardware(y)                     # stages 5–9: random walk, noise, bias, quantisation, dead taxels
+    ...                                        # stage 10: ContactProbe latch (the sensor's, see latch.py)
+    branch.push(y, ground_truth)               # stage 11 filler mask, rings; commits the evaluation
+
+and any time later ``branch.read(i)`` / ``branch.read_ground_truth(i)`` for sensor i of the batch.
+
+Randomness (§13.9) is counter-based (:mod:`.rng`): each sensor's draws are a pure function of its own seed, the stage
+(1 radius noise, 2 jitter, 3 random-walk increments, 4 white noise; per reset 5 gains, 6 dead mask, 7 dead values),
+the env, the element within the sensor and a counter. Per-evaluation draws use the batch's evaluation index g
+(1, 2, … since build; shared by all envs, never rewound by a reset). Per-reset draws use the env's own reset count
+(0 for the reset that ends the build). Hence: adding or removing a sensor never changes another's draws; a run is
+reproducible from the seeds and the call sequence; resetting a subset of envs draws for those envs exactly what a
+reset of every env would have drawn for them, and leaves the other envs untouched. There is no Python loop over
+sensors or probes in the step path: per-sensor options are precomputed into per-probe tensors at build.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .crosstalk import CrosstalkMember, GridCrosstalk
+from .rng import (
+    CounterStream,
+    bits_to_normal,
+    bits_to_uniform,
+    block_size,
+    counter_hash,
+    draw_bits,
+    lane_keys,
+)
+from .spec import SensorImperfections
+
+STAGE_RADIUS, STAGE_JITTER, STAGE_RANDOM_WALK, STAGE_NOISE = 1, 2, 3, 4
+STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
+
+
+class MeasuredBranch:
+    """Measured branch, ground-truth ring and read-out of the sensors of one batch.
+
+    specs: the batch's sensors (same channels K and dt); n_envs: E ≥ 1; device, dtype: of every tensor.
+    Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe range of sensor i,
+    ``sensor_of_probe`` [P] long, ``active`` [P] bool. Build ends with a reset of every env.
+    """
+
+    def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32):
+        if not specs:
+            raise ValueError("MeasuredBranch: a batch needs at least one sensor")
+        if n_envs < 1:
+            raise ValueError(f"MeasuredBranch: n_envs must be >= 1 inside the library; got {n_envs}")
+        k, dt = specs[0].channels, specs[0].dt
+        for s in specs:
+            if s.channels != k or s.dt != dt:
+                raise ValueError(
+                    f"MeasuredBranch: sensors of one batch share channels and dt; {s.where} has K={s.channels}, "
+                    f"dt={s.dt} but {specs[0].where} has K={k}, dt={dt}"
+                )
+        self.specs = list(specs)
+        self.n_envs, self.channels, self.dt = n_envs, k, dt
+        self.device, self.dtype = torch.device(device), dtype
+        offsets = [0]
+        for s in specs:
+            offsets.append(offsets[-1] + s.n_probes)
+        self.slices = [slice(a, b) for a, b in zip(offsets[:-1], offsets[1:])]
+        self.n_probes = offsets[-1]
+        self.sensor_of_probe = torch.repeat_interleave(
+            torch.arange(len(specs), device=self.device), torch.tensor([s.n_probes for s in specs], device=self.device)
+        )
+        self.active = self._cat_probe([torch.as_tensor(s.active) for s in specs]).to(torch.bool)
+        self._has_fillers = not bool(self.active.all())
+        self._active3 = self.active[None, :, None]
+        self._count = 0
+        self._cache = None
+        self._build_probe_level()
+        self._build_transform()
+        self._build_hardware()
+        self._build_rings()
+        self.reset()
+
+    # ---- build helpers ------------------------------------------------------------------------------------------
+
+    def _tensor(self, values) -> torch.Tensor:
+        return torch.as_tensor(values, dtype=self.dtype, device=self.device)
+
+    def _cat_probe(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([p.reshape(-1).to(self.device) for p in parts])
+
+    def _per_probe(self, value_of) -> torch.Tensor:
+        """[P] tensor from a per-sensor scalar (or [n] array) given by value_of(spec)."""
+        return self._cat_probe([self._tensor(value_of(s)).expand(s.n_probes) for s in self.specs])
+
+    def _per_channel(self, option: str) -> torch.Tensor:
+        """[P, K] tensor of a per-channel option; 0 at fillers (they carry no imperfections)."""
+        v = torch.cat([self._tensor(s.per_channel(option)) for s in self.specs])
+        return torch.where(self._active3[0], v, torch.zeros((), dtype=self.dtype, device=self.device))
+
+    def _probe_lanes(self, stage: int) -> torch.Tensor:
+        """Lane keys [E, P]: one lane per (env, probe)."""
+        return torch.cat([lane_keys(s.seed, stage, self.n_envs, s.n_probes, self.device) for s in self.specs], dim=1)
+
+    def _channel_lanes(self, stage: int) -> torch.Tensor:
+        """Lane keys [E, P, K]: one lane per (env, probe, channel)."""
+        e, k = self.n_envs, self.channels
+        return torch.cat(
+            [lane_keys(s.seed, stage, e, s.n_probes * k, self.device).view(e, s.n_probes, k) for s in self.specs], dim=1
+        )
+
+    def _sensor_lanes(self, stage: int, n: int) -> torch.Tensor:
+        """Lane keys [E, S, n]: n lanes per (env, sensor)."""
+        return torch.stack([lane_keys(s.seed, stage, self.n_envs, n, self.device) for s in self.specs], dim=1)
+
+    def _block(self, n_elements: int) -> int:
+        return block_size(n_elements)
+
+    def _build_probe_level(self) -> None:
+        specs, e, p = self.specs, self.n_envs, self.n_probes
+        a = self._per_probe(lambda s: s.probe_radius_noise) * self.active
+        self._radius_noise = None
+        if bool((a > 0).any()):
+            def radius_offsets(bits, counters):
+                return a * (bits_to_uniform(bits, self.dtype).mul_(2.0).sub_(1.0))
+            self._radius_noise = CounterStream(self._probe_lanes(STAGE_RADIUS), radius_offsets, self._block(e * p))
+        self._static_gain = torch.where(self.active, self._per_probe(lambda s: s.probe_gain), self._tensor(1.0))
+        ranges = [s.probe_gain_resample_range for s in specs]
+        self._gain_range = None
+        if any(r is not None for r in ranges):
+            has = self._per_probe(lambda s: float(s.probe_gain_resample_range is not None)) > 0
+            lo = self._per_probe(lambda s: (s.probe_gain_resample_range or (1.0, 1.0))[0])
+            hi = self._per_probe(lambda s: (s.probe_gain_resample_range or (1.0, 1.0))[1])
+            self._gain_range = (has & self.active, lo, hi - lo, self._probe_lanes(STAGE_GAIN))
+        self.gain = self._static_gain.expand(e, p).clone()
+        prob = self._per_probe(lambda s: s.dead_taxel_probability) * self.active
+        self._dead = None
+        if bool((prob > 0).any()):
+            lo = self._per_probe(lambda s: s.dead_taxel_value_range[0])
+            hi = self._per_probe(lambda s: s.dead_taxel_value_range[1])
+            self._dead = (prob, lo, hi - lo, self._probe_lanes(STAGE_DEAD_MASK), self._probe_lanes(STAGE_DEAD_VALUE))
+            self._dead_mask = torch.zeros((e, p, 1), dtype=torch.bool, device=self.device)
+            self._dead_value = torch.zeros((e, p, 1), dtype=self.dtype, device=self.device)
+
+    def _build_transform(self) -> None:
+        members, offset = [], 0
+        for s in self.specs:
+            if s.kernel is not None:
+                members.append(CrosstalkMember(offset, s.layout_shape, s.kernel, s.active))
+            offset += s.n_probes
+        self._crosstalk = GridCrosstalk(members, self.channels, self.device, self.dtype) if members else None
+        strength = self._per_probe(lambda s: s.hysteresis_strength)
+        self._hysteresis = None
+        if bool((strength > 0).any()):
+            tau = self._per_probe(lambda s: s.hysteresis_tau if s.hysteresis_strength > 0 else 1.0)
+            alpha = torch.where(strength > 0, torch.exp(-self.dt / tau), torch.zeros_like(tau))
+            shape = (self.n_envs, self.n_probes, self.channels)
+            self._hysteresis = (strength[:, None], alpha[:, None])
+            self._xi = torch.zeros(shape, dtype=self.dtype, device=self.device)
+            self._x_prev = torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def _build_hardware(self) -> None:
+        e, p, k = self.n_envs, self.n_probes, self.channels
+        n = e * p * k
+        walk = self._per_channel("random_walk")
+        self._walk = None
+        if bool((walk > 0).any()):
+            def increments(bits, counters):
+                return bits_to_normal(bits, self.dtype).mul_(walk)
+            self._walk = CounterStream(self._channel_lanes(STAGE_RANDOM_WALK), increments, self._block(n))
+            self._walk_state = torch.zeros((e, p, k), dtype=self.dtype, device=self.device)
+        sigma, bias = self._per_channel("noise"), self._per_channel("bias")
+        self._bias = bias if bool((bias != 0).any()) else None
+        self._noise = None
+        if bool((sigma > 0).any()):
+            def offsets(bits, counters):
+                z = bits_to_normal(bits, self.dtype).mul_(sigma)
+                return z if self._bias is None else z.add_(bias)
+            self._noise = CounterStream(self._channel_lanes(STAGE_NOISE), offsets, self._block(n))
+        res = self._per_channel("resolution")
+        self._resolution = None
+        if bool((res > 0).any()):
+            on = res > 0
+            mixed = not bool(on[self.active].all())
+            self._resolution = (torch.where(on, res, torch.ones_like(res)), on if mixed else None)
+
+    def _build_rings(self) -> None:
+        e, p, k, s = self.n_envs, self.n_probes, self.channels, len(self.specs)
+        dev = self.device
+        delays = [sp.delay_steps for sp in self.specs]
+        jitters = [sp.jitter for sp in self.specs]
+        has_jitter = any(j > 0 for j in jitters)
+        self._ring_len = max(delays) + 1 + (1 if has_jitter else 0)
+        r = self._ring_len
+        self._ring = torch.zeros((r, e, p, k), dtype=self.dtype, device=dev)
+        self._ring_views = list(self._ring.unbind(0))
+        self._gt = torch.zeros((e, p, k), dtype=self.dtype, device=dev)
+        self._n_since = torch.zeros(e, dtype=torch.int64, device=dev)
+        self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
+        self._flags = any(sp.sample_validity for sp in self.specs)
+        if self._flags:
+            self._ring_valid = torch.ones((r, e, s), dtype=torch.bool, device=dev)
+            self._gt_sample_valid = torch.ones((e, s), dtype=torch.bool, device=dev)
+        self._uniform_delay = None if has_jitter or len(set(delays)) > 1 else delays[0]
+        self._lag_stream = None
+        if self._uniform_delay is None:
+            d_s = torch.tensor(delays, dtype=torch.int64, device=dev)
+            if has_jitter:
+                ratio = torch.tensor([j / self.dt for j in jitters], dtype=torch.float64, device=dev)
+
+                def lags(bits, counters):
+                    u = bits_to_uniform(bits, torch.float64)
+                    lag_s = d_s + (u[..., 1] < u[..., 0] * ratio).to(torch.int64)   # [B, E, S]
+                    return self._slots(lag_s, counters)
+
+                self._lag_stream = CounterStream(self._sensor_lanes(STAGE_JITTER, 2), lags, self._block(e * p * k))
+            else:
+                residues = torch.arange(r, dtype=torch.int64, device=dev)
+                lag_s = d_s.expand(r, e, s)
+                self._static_lags = list(zip(*(t.unbind(0) for t in self._slots(lag_s, residues))))
+        h = max(sp.history_length for sp in self.specs)
+        self._hist_len = h
+        if h:
+            self._hist = torch.zeros((e, h, p, k), dtype=self.dtype, device=dev)
+            self._hist_valid = torch.zeros((e, h, s), dtype=torch.bool, device=dev)
+            self._gt_hist = torch.zeros((e, h, p, k), dtype=self.dtype, device=dev)
+            self._gt_hist_valid = torch.zeros((e, h, s), dtype=torch.bool, device=dev)
+            pos = torch.arange(h, device=dev)
+            self._newest_first = [(q - pos) % h for q in range(h)]
+        self._history_of = [sp.history_length for sp in self.specs]
+        self._ring_sensor_views = [[self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)] for v in self._ring_views]
+        self._gt_sensor_views = [self._shaped(i, self._gt[:, sl]) for i, sl in enumerate(self.slices)]
+
+    def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
+        """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
+        lag [B, E, S], slot per sensor [B, 1, E, S])."""
+        b, e, s = lag_s.shape
+        slot_s = (counters.view(b, 1, 1) - lag_s) % self._ring_len
+        slot_p = slot_s[:, :, self.sensor_of_probe]
+        full = slot_p[:, None, :, :, None].expand(b, 1, e, self.n_probes, self.channels).contiguous()
+        return full, lag_s, slot_s[:, None]
+
+    # ---- per-evaluation stages ----------------------------------------------------------------------------------
+
+    def radius(self, nominal: torch.Tensor) -> torch.Tensor:
+        """Measured-branch radii R̃ = max(0, R + U(−a, a)) per env and active probe (fillers untouched), m.
+        nominal: [P] m → [E, P] (a broadcast view of nominal when no sensor has radius noise)."""
+        if self._radius_noise is None:
+            return nominal.expand(self.n_envs, self.n_probes)
+        return torch.add(nominal, self._radius_noise[self._count + 1]).clamp_min_(0.0)
+
+    def transform(self, x: torch.Tensor) -> torch.Tensor:
+        """Stages 1–2 on clean values: spatial crosstalk (grid sensors with a kernel), then viscoelastic hysteresis
+        ξ_k = α ξ_k−1 + (x_k − x_k−1), y = x + s ξ (per channel). x: [E, P, K] → y [E, P, K] (x itself when no
+        stage is active; never modified in place). Call once per evaluation."""
+        if self._crosstalk is not None:
+            x = self._crosstalk(x)
+        if self._hysteresis is None:
+            return x
+        strength, alpha = self._hysteresis
+        step = x - self._x_prev
+        self._xi.mul_(alpha).add_(step)
+        self._x_prev.copy_(x)
+        return torch.addcmul(x, self._xi, strength)
+
+    def hardware(self, x: torch.Tensor) -> torch.Tensor:
+        """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
+        r·round(x/r) (half to even), dead-taxel override. x: [E, P, K] → new tensor (x itself when no stage is
+        active; never modified in place). Call once per evaluation, before :meth:`push`."""
+        g = self._count + 1
+        y = x
+        if self._walk is not None:
+            self._walk_state.add_(self._walk[g])
+            y = y + self._walk_state
+        if self._noise is not None:
+            y = y + self._noise[g]
+        elif self._bias is not None:
+            y = y + self._bias
+        if self._resolution is not None:
+            step, on = self._resolution
+            q = torch.div(y, step).round_().mul_(step)
+            y = q if on is None else torch.where(on, q, y)
+        if self._dead is not None:
+            y = torch.where(self._dead_mask, self._dead_value, y)
+        return y
+
+    def push(self, measured: torch.Tensor, ground_truth: torch.Tensor, sample_valid: torch.Tensor | None = None) -> None:
+        """Commit one evaluation: filler mask (stage 11), measured ring, ground truth, histories.
+
+        measured, ground_truth: [E, P, K] (ContactProbe: 0./1.); sample_valid: [E, S] bool, only for sensors built
+        with ``sample_validity`` (False marks a sample invalid, e.g. JointTorque warm-up; None = all valid).
+        """
+        g = self._count + 1
+        slot = self._ring_views[g % self._ring_len]
+        if self._has_fillers:
+            zero = torch.zeros((), dtype=self.dtype, device=self.device)
+            torch.where(self._active3, measured, zero, out=slot)
+            torch.where(self._active3, ground_truth, zero, out=self._gt)
+        else:
+            slot.copy_(measured)
+            self._gt.copy_(ground_truth)
+        if self._flags:
+            flags = True if sample_valid is None else sample_valid
+            self._ring_valid[g % self._ring_len] = flags
+            self._gt_sample_valid[:] = flags
+        self._n_since.add_(1)
+        self._count = g
+        self._cache = None
+        if self._hist_len:
+            value, valid = self.read_batch()
+            pos = g % self._hist_len
+            self._hist[:, pos] = value
+            self._hist_valid[:, pos] = valid
+            gt, gt_valid = self.read_ground_truth_batch()
+            self._gt_hist[:, pos] = gt
+            self._gt_hist_valid[:, pos] = gt_valid
+
+    # ---- reading ------------------------------------------------------------------------------------------------
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations committed since build (the counter of per-evaluation draws)."""
+        return self._count
+
+    def _current(self):
+        """Cached delayed read of the latest evaluation: (value [E, P, K], ring slot or None, valid [E] or None,
+        valid [E, S] or None) — exactly one validity form is set."""
+        if self._cache is not None:
+            return self._cache
+        g = self._count
+        if self._uniform_delay is not None:
+            d = self._uniform_delay
+            slot = (g - d) % self._ring_len
+            valid_env = self._n_since > d
+            if self._flags:
+                self._cache = (self._ring_views[slot], slot, None, valid_env[:, None] & self._ring_valid[slot])
+            else:
+                self._cache = (self._ring_views[slot], slot, valid_env, None)
+        else:
+            if self._lag_stream is not None:
+                index, lag_s, slot_s = self._lag_stream[g]
+            else:
+                index, lag_s, slot_s = self._static_lags[g % self._ring_len]
+            valid = self._n_since[:, None] > lag_s
+            if self._flags:
+                valid = valid & torch.gather(self._ring_valid, 0, slot_s)[0]
+            self._cache = (torch.gather(self._ring, 0, index)[0], None, None, valid)
+        return self._cache
+
+    def read_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Delayed measured reads of the latest evaluation: value [E, P, K] (zeros where invalid), valid [E, S]."""
+        value, _, valid_env, valid = self._current()
+        if valid is None:
+            valid = valid_env[:, None].expand(self.n_envs, len(self.specs))
+        return value, valid
+
+    def read_ground_truth_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Ground truth of the latest evaluation (never delayed): value [E, P, K], valid [E, S]."""
+        valid = (self._n_since > 0)[:, None].expand(self.n_envs, len(self.specs))
+        if self._flags:
+            valid = valid & self._gt_sample_valid
+        return self._gt, valid
+
+    def read(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Measured read of sensor i: value [E, (H,) *layout, (K if K > 1)], valid [E] or [E, H] (H > 0: the last
+        H delayed reads, newest first; slots before the first evaluation after a reset are zeros and invalid).
+        The value may be a view of an internal buffer: copy it before modifying it or keeping it across steps."""
+        if self._history_of[i]:
+            return self._history(i, self._hist, self._hist_valid)
+        value, slot, valid_env, valid = self._current()
+        shaped = self._ring_sensor_views[slot][i] if slot is not None else self._shaped(i, value[:, self.slices[i]])
+        return shaped, (valid_env if valid is None else valid[:, i])
+
+    def read_ground_truth(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Ground truth of sensor i, shaped as :meth:`read` (history of ground truth when H > 0); may be a view."""
+        if self._history_of[i]:
+            return self._history(i, self._gt_hist, self._gt_hist_valid)
+        valid = self._n_since > 0
+        if self._flags:
+            valid = valid & self._gt_sample_valid[:, i]
+        return self._gt_sensor_views[i], valid
+
+    def _history(self, i: int, values: torch.Tensor, valids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        order = self._newest_first[self._count % self._hist_len][: self._history_of[i]]
+        value = values[:, :, self.slices[i]].index_select(1, order)
+        return self._shaped(i, value), valids[:, :, i].index_select(1, order)
+
+    def _shaped(self, i: int, value: torch.Tensor) -> torch.Tensor:
+        """[E, (H,) n, K] → [E, (H,) *layout, (K if K > 1)]."""
+        spec = self.specs[i]
+        tail = spec.layout_shape + ((self.channels,) if self.channels > 1 else ())
+        return value.reshape(value.shape[:-2] + tail)
+
+    # ---- reset --------------------------------------------------------------------------------------------------
+
+    def env_mask(self, envs: torch.Tensor | None) -> torch.Tensor | None:
+        """[E] bool mask from None (all), a bool mask or env indices."""
+        if envs is None:
+            return None
+        envs = torch.as_tensor(envs, device=self.device)
+        if envs.dtype == torch.bool:
+            return envs.reshape(self.n_envs)
+        mask = torch.zeros(self.n_envs, dtype=torch.bool, device=self.device)
+        mask[envs.reshape(-1).to(torch.int64)] = True
+        return mask
+
+    def reset(self, envs: torch.Tensor | None = None) -> None:
+        """§13.8 for the chosen envs (None = all; [E] bool mask or indices): rings, validity, histories, hysteresis,
+        random walk zeroed; gains and dead taxels redrawn (per-reset draws use each env's own reset count).
+        The other envs are untouched."""
+        mask = self.env_mask(envs)
+        state = [self._ring, self._gt, self._n_since]
+        if self._hysteresis is not None:
+            state += [self._xi, self._x_prev]
+        if self._walk is not None:
+            state.append(self._walk_state)
+        if self._hist_len:
+            state += [self._hist, self._hist_valid, self._gt_hist, self._gt_hist_valid]
+        for t in state:
+            if mask is None:
+                t.zero_()
+            else:
+                env_axis = 1 if t is self._ring else 0
+                t.masked_fill_(mask.view((1,) * env_axis + (-1,) + (1,) * (t.dim() - env_axis - 1)), 0)
+        if self._flags:
+            self._fill_envs(self._ring_valid, mask, True, env_axis=1)
+            self._fill_envs(self._gt_sample_valid, mask, True, env_axis=0)
+        self._draw_reset(mask)
+        self._reset_count += 1 if mask is None else mask.to(torch.int64)
+        self._cache = None
+
+    @staticmethod
+    def _fill_envs(t: torch.Tensor, mask: torch.Tensor | None, value, env_axis: int) -> None:
+        if mask is None:
+            t.fill_(value)
+        else:
+            t.masked_fill_(mask.view((1,) * env_axis + (-1,) + (1,) * (t.dim() - env_axis - 1)), value)
+
+    def _reset_uniform(self, lanes: torch.Tensor) -> torch.Tensor:
+        """U[0, 1) per (env, lane) for the current reset of each env: [E, …]."""
+        hashes = counter_hash(self._reset_count).view((-1,) + (1,) * (lanes.dim() - 1))
+        return bits_to_uniform(draw_bits(lanes, hashes), self.dtype)
+
+    def _draw_reset(self, mask: torch.Tensor | None) -> None:
+        if self._gain_range is not None:
+            has, lo, span, lanes = self._gain_range
+            new = torch.where(has, lo + span * self._reset_uniform(lanes), self._static_gain)
+            self.gain = new if mask is None else torch.where(mask[:, None], new, self.gain)
+        if self._dead is not None:
+            prob, lo, span, mask_lanes, value_lanes = self._dead
+            dead = (self._reset_uniform(mask_lanes) < prob)[..., None]
+            value = (lo + span * self._reset_uniform(value_lanes))[..., None]
+            if mask is None:
+                self._dead_mask, self._dead_value = dead, value
+            else:
+                self._dead_mask = torch.where(mask[:, None, None], dead, self._dead_mask)
+                self._dead_value = torch.where(mask[:, None, None], value, self._dead_value)
