@@ -142,7 +142,8 @@ class RobotModel:
         for name in self.movable_joint_names:
             m, o, j = 1.0, 0.0, self.joint(name)
             while j.mimic is not None:  # chains were checked for cycles at parse time
-                m, o = m * j.mimic.multiplier, o * j.mimic.multiplier + j.mimic.offset
+                # q = m q_j + o with q_j = k q_src + c  →  q = (m k) q_src + (m c + o)
+                m, o = m * j.mimic.multiplier, m * j.mimic.offset + o
                 j = self.joint(j.mimic.joint)
             src.append(act_index[j.name])
             mul.append(m)
