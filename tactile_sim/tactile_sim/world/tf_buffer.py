@@ -1,0 +1,254 @@
+"""A framework-free transform buffer (the part of ROS tf2 the simulator needs), float64 NumPy on the host.
+
+Frames form a forest: every frame has at most one parent. An edge parent → child stores the pose of the child
+frame in the parent frame (``x_parent = R x_child + t``), either **static** (one value, valid at every time) or
+**dynamic** (time-stamped samples kept for ``cache_time`` seconds behind the newest one). Between two samples the
+translation is interpolated linearly and the rotation by slerp; outside the stored span a lookup is an
+extrapolation error. Quaternions are (x, y, z, w); their norm must be 1 ± 1e-3 (spec §16.3) and they are normalised.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..constants import QUAT_NORM_TOL
+from ..geometry.transforms import check_quaternion, matrix_to_quat, quat_to_matrix_np
+
+
+class TFError(ValueError):
+    """A transform cannot be stored or looked up (unknown frame, disconnected trees, loop, bad value)."""
+
+
+class ExtrapolationError(TFError):
+    """The requested time lies outside the samples stored for some edge of the chain."""
+
+
+@dataclass(frozen=True, eq=False)
+class StampedTransform:
+    """Pose of a source frame in a target frame: ``x_target = rot x_source + trans``.
+
+    rot (3, 3), trans (3,) m, float64; stamp: time of the result in s (for a lookup at the latest time: the latest
+    time every dynamic edge of the chain has data; 0.0 when the whole chain is static); static: the chain holds no
+    dynamic edge.
+    """
+
+    rot: np.ndarray
+    trans: np.ndarray
+    stamp: float
+    static: bool
+
+
+@dataclass(eq=False)
+class _Edge:
+    parent: str
+    static: bool
+    stamps: list[float] = field(default_factory=list)
+    quats: list[np.ndarray] = field(default_factory=list)  # (x, y, z, w), for slerp
+    rots: list[np.ndarray] = field(default_factory=list)
+    trans: list[np.ndarray] = field(default_factory=list)
+
+    def at(self, time: float | None, child: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rotation (3, 3), translation (3,)) of this edge at ``time`` (None or static: the newest sample)."""
+        if self.static or time is None:
+            return self.rots[-1], self.trans[-1]
+        lo, hi = self.stamps[0], self.stamps[-1]
+        if time < lo or time > hi:
+            raise ExtrapolationError(
+                f"TF: transform {self.parent!r} -> {child!r} requested at t = {time:.9f} s, outside the stored "
+                f"samples [{lo:.9f}, {hi:.9f}] s ({'future' if time > hi else 'past'} extrapolation)")
+        i = bisect.bisect_left(self.stamps, time)
+        if self.stamps[i] == time:
+            return self.rots[i], self.trans[i]
+        s0, s1 = self.stamps[i - 1], self.stamps[i]
+        a = (time - s0) / (s1 - s0)
+        q = _slerp(self.quats[i - 1], self.quats[i], a)
+        return quat_to_matrix_np(q), (1 - a) * self.trans[i - 1] + a * self.trans[i]
+
+
+def _slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
+    """Shortest-path spherical interpolation of unit quaternions (x, y, z, w), a ∈ [0, 1]."""
+    d = float(np.dot(q0, q1))
+    if d < 0.0:
+        q1, d = -q1, -d
+    theta = math.acos(min(d, 1.0))
+    if theta < 1e-9:  # coincident rotations: the linear blend is exact to round-off
+        q = (1 - a) * q0 + a * q1
+    else:
+        q = (math.sin((1 - a) * theta) * q0 + math.sin(a * theta) * q1) / math.sin(theta)
+    return q / np.linalg.norm(q)
+
+
+class TFBuffer:
+    """Time-stamped transforms between named frames; see the module docstring. cache_time: seconds of dynamic
+    samples kept behind the newest sample of each edge (> 0)."""
+
+    def __init__(self, cache_time: float = 10.0):
+        if not (math.isfinite(cache_time) and cache_time > 0):
+            raise ValueError(f"TFBuffer: cache_time must be finite and > 0 s; got {cache_time}")
+        self.cache_time = float(cache_time)
+        self._edges: dict[str, _Edge] = {}
+
+    # ------------------------------------------------------------------ storing
+    def set_transform(self, parent: str, child: str, trans, stamp: float, *, rot=None, quat=None,
+                      static: bool = False) -> bool:
+        """Store the pose of ``child`` in ``parent``: translation trans (3,) m and either rot (3, 3) or quat (x, y, z, w).
+
+        Returns False (nothing stored) for a dynamic sample older than the buffer span of that edge; raises TFError
+        for invalid values, a second parent, a loop, or a static/dynamic mismatch on an existing edge.
+        """
+        where = f"TF {parent!r} -> {child!r}"
+        if not parent or not child or not isinstance(parent, str) or not isinstance(child, str):
+            raise TFError(f"{where}: frame names must be non-empty strings")
+        if parent == child:
+            raise TFError(f"{where}: a frame cannot be its own parent")
+        stamp = float(stamp)
+        if not math.isfinite(stamp):
+            raise TFError(f"{where}: stamp must be finite; got {stamp}")
+        t = np.asarray(trans, dtype=np.float64)
+        if t.shape != (3,) or not np.all(np.isfinite(t)):
+            raise TFError(f"{where}: translation must be 3 finite numbers (m); got {np.asarray(trans).tolist()}")
+        q, r = self._rotation(rot, quat, where)
+        edge = self._edges.get(child)
+        if edge is not None and edge.parent != parent:
+            raise TFError(f"{where}: frame {child!r} already has parent {edge.parent!r}; a frame has one parent "
+                          "(check for two publishers of the same frame)")
+        if edge is not None and edge.static != static:
+            kind = "static" if edge.static else "dynamic"
+            raise TFError(f"{where}: the edge is already {kind}; it cannot also be published as "
+                          f"{'static' if static else 'dynamic'}")
+        if edge is None:
+            anc = parent
+            while anc in self._edges:
+                anc = self._edges[anc].parent
+                if anc == child:
+                    raise TFError(f"{where}: {child!r} is an ancestor of {parent!r}; this would close a loop")
+            edge = self._edges[child] = _Edge(parent, static)
+        if static:
+            edge.stamps, edge.quats, edge.rots, edge.trans = [stamp], [q], [r], [t]
+            return True
+        if edge.stamps and stamp < edge.stamps[-1] - self.cache_time:
+            return False
+        i = bisect.bisect_left(edge.stamps, stamp)
+        if i < len(edge.stamps) and edge.stamps[i] == stamp:
+            edge.quats[i], edge.rots[i], edge.trans[i] = q, r, t
+        else:
+            edge.stamps.insert(i, stamp)
+            edge.quats.insert(i, q)
+            edge.rots.insert(i, r)
+            edge.trans.insert(i, t)
+        cut = bisect.bisect_left(edge.stamps, edge.stamps[-1] - self.cache_time)
+        if cut:
+            del edge.stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
+        return True
+
+    @staticmethod
+    def _rotation(rot, quat, where: str) -> tuple[np.ndarray, np.ndarray]:
+        """Validated (unit quaternion (x, y, z, w), rotation matrix) from exactly one of rot or quat."""
+        if (rot is None) == (quat is None):
+            raise TFError(f"{where}: give exactly one of rot (3×3) or quat (x, y, z, w)")
+        if quat is not None:
+            try:
+                q = check_quaternion(quat, where)
+            except ValueError as e:
+                raise TFError(str(e)) from None
+            return q, quat_to_matrix_np(q)
+        r = np.asarray(rot, dtype=np.float64)
+        if r.shape != (3, 3) or not np.all(np.isfinite(r)):
+            raise TFError(f"{where}: rot must be a finite 3×3 matrix; got shape {r.shape}")
+        ortho = float(np.abs(r.T @ r - np.eye(3)).max())
+        if ortho > QUAT_NORM_TOL or np.linalg.det(r) < 0:
+            raise TFError(f"{where}: rot must be a rotation (|RᵀR − I| ≤ {QUAT_NORM_TOL}, det > 0); "
+                          f"got |RᵀR − I| = {ortho:.3g}, det = {np.linalg.det(r):.6g}")
+        q = matrix_to_quat(torch.as_tensor(r)).numpy()
+        return q, quat_to_matrix_np(q)
+
+    def clear(self):
+        """Forget every frame."""
+        self._edges.clear()
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def frames(self) -> list[str]:
+        """Every known frame name (children and parents), sorted."""
+        names = set(self._edges)
+        names.update(e.parent for e in self._edges.values())
+        return sorted(names)
+
+    def has_frame(self, frame: str) -> bool:
+        return frame in self._edges or any(e.parent == frame for e in self._edges.values())
+
+    def parent(self, frame: str) -> str | None:
+        """The parent of ``frame`` (None for a tree root)."""
+        self._require(frame)
+        edge = self._edges.get(frame)
+        return None if edge is None else edge.parent
+
+    def _require(self, frame: str):
+        if not self.has_frame(frame):
+            close = difflib.get_close_matches(frame, self.frames, n=5, cutoff=0.0) if self._edges else []
+            hint = f"; closest known frames: {close}" if close else "; the buffer holds no frames yet"
+            raise TFError(f"TF: unknown frame {frame!r}{hint}")
+
+    def _chain(self, frame: str) -> list[str]:
+        """frame, its parent, …, its tree root."""
+        chain = [frame]
+        while chain[-1] in self._edges:
+            chain.append(self._edges[chain[-1]].parent)
+        return chain
+
+    def _path(self, target: str, source: str) -> tuple[list[str], list[str]]:
+        """Frames from source up to (excluding) the common ancestor, and the same for target."""
+        self._require(target)
+        self._require(source)
+        up_s, up_t = self._chain(source), self._chain(target)
+        if up_s[-1] != up_t[-1]:
+            raise TFError(f"TF: frames {target!r} and {source!r} are not connected (tree roots {up_t[-1]!r} and "
+                          f"{up_s[-1]!r}); publish a transform that joins the two trees")
+        common = next(f for f in up_s if f in set(up_t))
+        return up_s[:up_s.index(common)], up_t[:up_t.index(common)]
+
+    def latest_common_time(self, target: str, source: str) -> float | None:
+        """The newest time at which every dynamic edge between the frames has data (None: all static)."""
+        from_s, from_t = self._path(target, source)
+        newest = [self._edges[f].stamps[-1] for f in from_s + from_t if not self._edges[f].static]
+        return min(newest) if newest else None
+
+    def lookup(self, target: str, source: str, time: float | None = None) -> StampedTransform:
+        """Pose of ``source`` in ``target`` at ``time`` (s; None = the latest common time; see StampedTransform)."""
+        from_s, from_t = self._path(target, source)
+        static = all(self._edges[f].static for f in from_s + from_t)
+        if time is None:
+            time = self.latest_common_time(target, source)
+        elif not math.isfinite(float(time)):
+            raise TFError(f"TF: lookup time must be finite; got {time}")
+        r_s, t_s = self._compose(from_s, time)  # pose of source in the common ancestor
+        r_t, t_t = self._compose(from_t, time)  # pose of target in the common ancestor
+        stamp = 0.0 if time is None else float(time)
+        return StampedTransform(r_t.T @ r_s, r_t.T @ (t_s - t_t), stamp, static)
+
+    def _compose(self, frames: list[str], time: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Pose of frames[0] in the parent of frames[-1] (identity for an empty list)."""
+        r, t = np.eye(3), np.zeros(3)
+        for f in frames:  # walk up: T_parent(f) ∘ T_current
+            re, te = self._edges[f].at(time, f)
+            r, t = re @ r, re @ t + te
+        return r, t
+
+    def can_transform(self, target: str, source: str, time: float | None = None) -> bool:
+        try:
+            self.lookup(target, source, time)
+        except TFError:
+            return False
+        return True
+
+    def is_stale(self, frame: str, now: float, max_age: float) -> bool:
+        """Whether some dynamic edge between ``frame`` and its tree root has no sample newer than now − max_age."""
+        self._require(frame)
+        return any(not self._edges[f].static and self._edges[f].stamps[-1] < now - max_age
+                   for f in self._chain(frame)[:-1])

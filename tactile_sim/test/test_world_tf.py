@@ -1,0 +1,181 @@
+"""TF buffer: composition, interpolation, latest common time, staleness, pruning and every error case."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from tactile_sim.world.tf_buffer import ExtrapolationError, TFBuffer, TFError
+
+
+def rz(a):
+    return Rotation.from_euler("z", a).as_matrix()
+
+
+def quat_z(a):
+    return [0.0, 0.0, math.sin(a / 2), math.cos(a / 2)]
+
+
+def test_chain_composition_and_inverse():
+    rng = np.random.default_rng(0)
+    tf = TFBuffer()
+    poses = {}
+    for parent, child in [("world", "base"), ("base", "arm"), ("world", "cam"), ("cam", "marker")]:
+        r, t = Rotation.random(random_state=rng).as_matrix(), rng.normal(size=3)
+        tf.set_transform(parent, child, t, 1.0, rot=r, static=(child == "cam"))
+        poses[child] = (r, t)
+
+    def world_pose(*chain):
+        r, t = np.eye(3), np.zeros(3)
+        for c in chain:
+            rc, tc = poses[c]
+            r, t = r @ rc, r @ tc + t
+        return r, t
+
+    r_a, t_a = world_pose("base", "arm")
+    r_m, t_m = world_pose("cam", "marker")
+    s = tf.lookup("marker", "arm")
+    np.testing.assert_allclose(s.rot, r_m.T @ r_a, atol=1e-12)
+    np.testing.assert_allclose(s.trans, r_m.T @ (t_a - t_m), atol=1e-12)
+    assert s.stamp == 1.0 and not s.static
+    back = tf.lookup("arm", "marker")
+    np.testing.assert_allclose(back.rot, s.rot.T, atol=1e-12)
+    np.testing.assert_allclose(back.trans, -s.rot.T @ s.trans, atol=1e-12)
+    ident = tf.lookup("arm", "arm")
+    np.testing.assert_allclose(ident.rot, np.eye(3))
+    assert tf.lookup("world", "cam").static and tf.lookup("world", "cam").stamp == 0.0
+
+
+def test_interpolation_linear_and_slerp():
+    tf = TFBuffer()
+    tf.set_transform("world", "obj", [0.0, 0.0, 0.0], 1.0, quat=quat_z(0.0))
+    tf.set_transform("world", "obj", [2.0, -4.0, 1.0], 2.0, quat=quat_z(math.pi / 2))
+    s = tf.lookup("world", "obj", 1.25)
+    np.testing.assert_allclose(s.trans, [0.5, -1.0, 0.25], atol=1e-12)
+    np.testing.assert_allclose(s.rot, rz(math.pi / 8), atol=1e-12)  # slerp: a quarter of the 90° turn
+    assert s.stamp == 1.25
+    exact = tf.lookup("world", "obj", 2.0)
+    np.testing.assert_allclose(exact.rot, rz(math.pi / 2), atol=1e-12)
+
+
+def test_slerp_takes_the_short_way():
+    tf = TFBuffer()
+    tf.set_transform("w", "o", [0, 0, 0], 0.0, quat=quat_z(math.radians(170)))
+    q = np.array(quat_z(math.radians(-170)))
+    tf.set_transform("w", "o", [0, 0, 0], 1.0, quat=(-q).tolist())  # same rotation, opposite sign
+    np.testing.assert_allclose(tf.lookup("w", "o", 0.5).rot, rz(math.pi), atol=1e-12)
+
+
+def test_latest_common_time_interpolates_the_faster_edge():
+    tf = TFBuffer()
+    for t in (0.0, 1.0, 2.0):
+        tf.set_transform("world", "base", [t, 0, 0], t, quat=quat_z(0))
+    tf.set_transform("base", "tool", [0, 0, 0], 0.5, quat=quat_z(0))
+    tf.set_transform("base", "tool", [0, 0, 1], 1.5, quat=quat_z(0))
+    assert tf.latest_common_time("world", "tool") == 1.5
+    s = tf.lookup("world", "tool")
+    assert s.stamp == 1.5
+    np.testing.assert_allclose(s.trans, [1.5, 0, 1.0], atol=1e-12)
+
+
+def test_extrapolation_errors():
+    tf = TFBuffer()
+    tf.set_transform("world", "obj", [0, 0, 0], 1.0, quat=quat_z(0))
+    tf.set_transform("world", "obj", [1, 0, 0], 2.0, quat=quat_z(0))
+    with pytest.raises(ExtrapolationError, match=r"'world' -> 'obj' requested at t = 2.5.*\[1.0+, 2.0+\] s \(future"):
+        tf.lookup("world", "obj", 2.5)
+    with pytest.raises(ExtrapolationError, match=r"past extrapolation"):
+        tf.lookup("world", "obj", 0.5)
+    assert not tf.can_transform("world", "obj", 3.0) and tf.can_transform("world", "obj", 1.5)
+
+
+def test_unknown_and_disconnected_frames():
+    tf = TFBuffer()
+    with pytest.raises(TFError, match="unknown frame 'a'; the buffer holds no frames yet"):
+        tf.lookup("a", "b")
+    tf.set_transform("world", "base_link", [0, 0, 0], 0.0, quat=quat_z(0))
+    tf.set_transform("odom", "camera", [0, 0, 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match=r"unknown frame 'base_lnk'; closest known frames: \['base_link'"):
+        tf.lookup("world", "base_lnk")
+    with pytest.raises(TFError, match=r"'world' and 'camera' are not connected \(tree roots 'world' and 'odom'\)"):
+        tf.lookup("world", "camera")
+    assert tf.frames == ["base_link", "camera", "odom", "world"]
+    assert tf.parent("camera") == "odom" and tf.parent("odom") is None
+
+
+def test_structure_errors():
+    tf = TFBuffer()
+    tf.set_transform("a", "b", [0, 0, 0], 0.0, quat=quat_z(0))
+    tf.set_transform("b", "c", [0, 0, 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match="frame 'c' already has parent 'b'"):
+        tf.set_transform("a", "c", [0, 0, 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match="'a' is an ancestor of 'c'; this would close a loop"):
+        tf.set_transform("c", "a", [0, 0, 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match="cannot be its own parent"):
+        tf.set_transform("a", "a", [0, 0, 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match="already dynamic; it cannot also be published as static"):
+        tf.set_transform("a", "b", [0, 0, 0], 1.0, quat=quat_z(0), static=True)
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(quat=[0, 0, 0, 1.01]), r"norm 1 ± 0.001"),
+    (dict(quat=[0, 0, 0, float("nan")]), r"quaternion"),
+    (dict(rot=np.diag([1.0, 1.0, -1.0])), r"rot must be a rotation"),
+    (dict(rot=np.eye(3) * 1.01), r"rot must be a rotation"),
+    (dict(), r"exactly one of rot"),
+    (dict(quat=[0, 0, 0, 1], rot=np.eye(3)), r"exactly one of rot"),
+])
+def test_bad_rotations(kwargs, pattern):
+    with pytest.raises(TFError, match=pattern):
+        TFBuffer().set_transform("a", "b", [0, 0, 0], 0.0, **kwargs)
+
+
+def test_bad_values():
+    tf = TFBuffer()
+    with pytest.raises(TFError, match="translation must be 3 finite numbers"):
+        tf.set_transform("a", "b", [0, float("inf"), 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match="stamp must be finite"):
+        tf.set_transform("a", "b", [0, 0, 0], float("nan"), quat=quat_z(0))
+    with pytest.raises(ValueError, match="cache_time must be finite and > 0"):
+        TFBuffer(cache_time=0.0)
+
+
+def test_near_unit_quaternion_is_normalised():
+    tf = TFBuffer()
+    q = np.array(quat_z(0.7)) * 1.0008
+    tf.set_transform("a", "b", [0, 0, 0], 0.0, quat=q)
+    np.testing.assert_allclose(tf.lookup("a", "b").rot, rz(0.7), atol=1e-12)
+
+
+def test_buffer_duration_and_late_samples():
+    tf = TFBuffer(cache_time=1.0)
+    for k in range(31):
+        assert tf.set_transform("w", "o", [k * 0.1, 0, 0], k * 0.1, quat=quat_z(0))
+    # samples older than newest − 1 s are gone
+    with pytest.raises(ExtrapolationError):
+        tf.lookup("w", "o", 1.85)
+    np.testing.assert_allclose(tf.lookup("w", "o", 2.05).trans, [2.05, 0, 0], atol=1e-12)
+    assert tf.set_transform("w", "o", [9, 9, 9], 0.5, quat=quat_z(0)) is False  # too old: dropped
+    assert tf.set_transform("w", "o", [2.45, 0, 0], 2.45, quat=quat_z(0))  # out of order, inside the span
+    np.testing.assert_allclose(tf.lookup("w", "o", 2.45).trans, [2.45, 0, 0], atol=1e-12)
+    tf.set_transform("w", "o", [7, 0, 0], 3.0, quat=quat_z(0))  # same stamp: replaced
+    np.testing.assert_allclose(tf.lookup("w", "o").trans, [7, 0, 0])
+
+
+def test_staleness():
+    tf = TFBuffer()
+    tf.set_transform("world", "table", [0, 0, 0], 0.0, quat=quat_z(0), static=True)
+    tf.set_transform("world", "base", [0, 0, 0], 1.0, quat=quat_z(0))
+    tf.set_transform("base", "cam", [0, 0, 0], 3.0, quat=quat_z(0))
+    assert not tf.is_stale("table", now=100.0, max_age=0.1)  # static never goes stale
+    assert not tf.is_stale("world", now=100.0, max_age=0.1)  # a root has no edge
+    assert not tf.is_stale("cam", now=1.4, max_age=0.5)
+    assert tf.is_stale("cam", now=1.6, max_age=0.5)  # the base edge is older than 0.5 s
+    assert not tf.is_stale("cam", now=3.4, max_age=2.5)
+    with pytest.raises(TFError, match="unknown frame"):
+        tf.is_stale("nope", 0.0, 1.0)
+    tf.clear()
+    assert tf.frames == []
