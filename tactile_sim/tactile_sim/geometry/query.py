@@ -1,0 +1,466 @@
+"""Batched signed-distance queries against the scene's shapes: the hot path of every sensor (spec §2.2, §2.3).
+
+Public API
+----------
+``ShapeQuery(shapes, *, device="cpu", dtype=torch.float32, sdf_cell_size=2e-3, sdf_max_nodes=128,
+sdf_padding=0.01, cache_dir=None, exact_only=False)``
+    ``shapes``: sequence of ``(body_index, Shape)`` in scene order (the order is the tie-break). Builds once: shape
+    tables, one warp BVH per distinct mesh and, unless ``exact_only``, one SDF grid per distinct mesh
+    (:func:`.sdf_grid.build_sdf_grid`, cached on disk in ``cache_dir``). With ``exact_only=True`` meshes are always
+    queried through the BVH and ``group_exact`` is ignored.
+
+``ShapeQuery.query(points, body_rot, body_pos, point_group, group_shape_mask, cutoff, group_exact=None,
+unsigned=False, out=None) -> QueryResult``
+    points [E, P, 3] world, m · body_rot [E, B, 3, 3] · body_pos [E, B, 3] (world poses of the bodies; a shape's
+    pose is body pose ∘ (shape.rot, shape.pos)) · point_group [P] int32 (int64 is converted) · group_shape_mask
+    [G, S] bool (candidate shapes of each group) · cutoff [P] m · group_exact [G] bool (meshes by exact BVH instead
+    of the SDF grid; primitives are always analytic) · unsigned: minimise |sd| instead of sd (a point inside a body
+    reports its positive distance to the surface). Float tensors in the query's dtype, all on its device,
+    contiguous.
+
+    Per point: the minimum over its group's shapes of sd (or |sd|), strict ``<`` in scene order (ties → earlier
+    shape). It is reported only when it is < cutoff; otherwise the point reads "none". Culling by bounding spheres
+    never changes a reported result.
+
+``QueryResult`` (named tuple): sd [E, P] (|sd| when unsigned; +inf for none) · normal [E, P, 3] world unit gradient
+    of the minimising shape's sd (points out of that shape; the zero vector where an SDF-grid gradient vanishes and
+    for none — the caller applies its fallback) · closest [E, P, 3] world closest surface point of that shape
+    (the query point itself for none; SDF grid: c − sd(c)·n(c), see :func:`.sdf_funcs.grid_sd`) · shape [E, P]
+    int32 (−1 none) · body [E, P] int64 (−1 none).
+
+    **The returned tensors are persistent buffers** owned by the ShapeQuery, one set per (E, P, B, G): the next
+    call with the same sizes overwrites them. Clone what you keep, or pass ``out=`` (a QueryResult of tensors with
+    the shapes and dtypes above) to receive the results in your own tensors.
+
+``ShapeQuery.body_shape_mask(bodies) -> [S] bool``: shapes owned by the given body indices — one row of
+    ``group_shape_mask``. "Minimum over the shapes of one body" = a group whose row is ``body_shape_mask([b])``.
+
+``ShapeQuery.sdf_grid(shape_index) -> SdfGrid | None``: the grid a mesh shape is sampled from.
+
+One fused warp kernel evaluates every (env, point) pair, looping over the group's shapes; the same kernel runs on
+CPU and CUDA (on the current torch stream) in float32 or float64. The launch is recorded once per (E, P, B, G)
+and later calls only swap data pointers, so the fixed cost per call is a few tens of µs on CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+import torch
+import warp as wp
+
+from .sdf_funcs import (BVH_UNBOUNDED, box_sd, cylinder_sd, grid_sd, mesh_exact_sd, plane_sd,
+                        round_segment_sd)
+from .mesh_io import mesh_content_hash
+from .sdf_grid import SdfGrid, build_sdf_grid
+from .shapes import Shape, ShapeKind
+
+_SPHERE = wp.constant(int(ShapeKind.SPHERE))
+_BOX = wp.constant(int(ShapeKind.BOX))
+_CAPSULE = wp.constant(int(ShapeKind.CAPSULE))
+_CYLINDER = wp.constant(int(ShapeKind.CYLINDER))
+_PLANE = wp.constant(int(ShapeKind.PLANE))
+
+_CULL_NEVER = wp.constant(0)
+_CULL_ALWAYS = wp.constant(1)
+_CULL_UNSIGNED_ONLY = wp.constant(2)
+"""Culling modes per shape: planes are never culled; an open mesh's exact-mode sign is not bounded by its bounding
+sphere (the winding number may call an outside point inside), so it is culled only in unsigned mode."""
+
+ROUND_OFF_ULPS = 64
+"""Culling compares lower bounds with a margin of this many ulps of the working dtype (relative to the magnitudes
+involved), so that round-off can never cull a shape that the exact comparison would keep."""
+
+
+class QueryResult(NamedTuple):
+    """Result of :meth:`ShapeQuery.query` (see the module docstring for shapes and conventions)."""
+
+    sd: torch.Tensor
+    normal: torch.Tensor
+    closest: torch.Tensor
+    shape: torch.Tensor
+    body: torch.Tensor
+
+
+def _struct(name: str, fields: dict):
+    """A warp struct type named ``name`` (fields given as a dict, so that they can depend on the float type)."""
+    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+
+
+def _struct_types(scalar, vec, mat):
+    """(per-call struct, static-table struct) for one float type."""
+    arr, arr2, i32 = (lambda t: wp.array(dtype=t)), (lambda t: wp.array2d(dtype=t)), wp.array(dtype=wp.int32)
+    suffix = scalar.__name__
+    call = _struct(f"QueryCall_{suffix}", {
+        "points": arr2(vec), "body_rot": arr2(mat), "body_pos": arr2(vec), "point_group": i32,
+        "group_shape_mask": arr2(wp.bool), "cutoff": arr(scalar), "group_exact": arr(wp.bool),
+        "sd": arr2(scalar), "normal": arr2(vec), "closest": arr2(vec), "shape": arr2(wp.int32),
+        "body": arr2(wp.int64)})
+    tables = _struct(f"ShapeTables_{suffix}", {
+        "shape_kind": i32, "shape_body": i32, "shape_mesh": i32, "shape_cull": i32, "shape_rot": arr(mat),
+        "shape_pos": arr(vec), "shape_size": arr(vec), "cull_center": arr(vec), "cull_radius": arr(scalar),
+        "grid_cull_radius": arr(scalar), "grid_cull_floor": arr(scalar), "mesh_ids": arr(wp.uint64),
+        "mesh_vertex_offset": i32, "mesh_face_offset": i32, "vertices": arr(vec), "faces": i32, "grid_offset": i32,
+        "grid_dims": arr(wp.vec3i), "grid_lo": arr(vec), "grid_hi": arr(vec), "grid_inv_spacing": arr(vec),
+        "grid_values": arr(scalar), "grid_gradients": arr(vec), "round_off": scalar})
+    return call, tables
+
+
+_CALL_INPUTS = ("points", "body_rot", "body_pos", "point_group", "group_shape_mask", "cutoff", "group_exact")
+"""Per-call input fields of the call struct, in :meth:`ShapeQuery.query` order; the outputs follow QueryResult."""
+
+
+@wp.kernel(enable_backward=False)
+def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int):
+    e, i = wp.tid()
+    x = call.points[e, i]
+    g = call.point_group[i]
+    cut = call.cutoff[i]
+    exact = call.group_exact[g]
+    zero = tables.round_off - tables.round_off
+    inf = type(zero)(wp.inf)
+    best = inf
+    best_s = int(-1)
+    best_grad = type(x)(zero, zero, zero)
+    best_closest = x
+    last_b = int(-1)
+    xb = x
+    for s in range(tables.shape_kind.shape[0]):
+        if not call.group_shape_mask[g, s]:
+            continue
+        b = tables.shape_body[s]
+        if b != last_b:
+            xb = wp.transpose(call.body_rot[e, b]) @ (x - call.body_pos[e, b])
+            last_b = b
+        kind = tables.shape_kind[s]
+        m = tables.shape_mesh[s]
+        use_grid = False
+        if m >= 0:
+            if not exact and tables.grid_offset[m] >= 0:
+                use_grid = True
+        thr = wp.min(best, cut)
+        cull = tables.shape_cull[s]
+        if cull != _CULL_NEVER and thr < inf:
+            # lower bound of this shape's (|)sd(|) from a bounding sphere; skip the shape when it cannot win
+            dc = wp.length(xb - tables.cull_center[s])
+            r = tables.cull_radius[s]
+            lb = dc - r
+            if use_grid:
+                r = tables.grid_cull_radius[s]
+                lb = wp.max(dc - r, tables.grid_cull_floor[s])
+            elif cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0:
+                lb = -inf
+            if unsigned_mode != 0:
+                lb = wp.max(lb, zero)
+            if lb > thr + tables.round_off * (dc + r + wp.abs(thr)):
+                continue
+        p = wp.transpose(tables.shape_rot[s]) @ (xb - tables.shape_pos[s])
+        size = tables.shape_size[s]
+        found = True
+        sd = zero
+        grad = best_grad
+        closest = p
+        if kind == _SPHERE:
+            sd, grad, closest = round_segment_sd(p, size[0], zero)
+        elif kind == _BOX:
+            sd, grad, closest = box_sd(p, size)
+        elif kind == _CAPSULE:
+            sd, grad, closest = round_segment_sd(p, size[0], size[1])
+        elif kind == _CYLINDER:
+            sd, grad, closest = cylinder_sd(p, size[0], size[1])
+        elif kind == _PLANE:
+            sd, grad, closest = plane_sd(p)
+        elif use_grid:
+            sd, grad, closest = grid_sd(tables.grid_values, tables.grid_gradients, tables.grid_offset[m],
+                                        tables.grid_dims[m], tables.grid_lo[m], tables.grid_hi[m],
+                                        tables.grid_inv_spacing[m], p)
+        else:
+            max_dist = float(BVH_UNBOUNDED)
+            if unsigned_mode != 0 and thr < inf:
+                max_dist = wp.float32(thr) * 1.001 + 1.0e-6
+            found, sd, grad, closest = mesh_exact_sd(tables.mesh_ids[m], tables.vertices, tables.faces,
+                                                     tables.mesh_vertex_offset[m], tables.mesh_face_offset[m], p,
+                                                     max_dist)
+        if found:
+            value = sd
+            if unsigned_mode != 0:
+                value = wp.abs(sd)
+            if value < best:
+                best = value
+                best_s = s
+                best_grad = grad
+                best_closest = closest
+    if best_s >= 0 and best < cut:
+        b = tables.shape_body[best_s]
+        rb = call.body_rot[e, b]
+        rot = rb @ tables.shape_rot[best_s]
+        call.sd[e, i] = best
+        call.normal[e, i] = rot @ best_grad
+        call.closest[e, i] = rot @ best_closest + rb @ tables.shape_pos[best_s] + call.body_pos[e, b]
+        call.shape[e, i] = best_s
+        call.body[e, i] = wp.int64(b)
+    else:
+        call.sd[e, i] = inf
+        call.normal[e, i] = type(x)(zero, zero, zero)
+        call.closest[e, i] = x
+        call.shape[e, i] = -1
+        call.body[e, i] = wp.int64(-1)
+
+
+_WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
+_STRUCTS = {dt: _struct_types(*types) for dt, types in _WP_TYPES.items()}
+_KERNELS = {dt: wp.overload(_shape_query_kernel, {"call": _STRUCTS[dt][0], "tables": _STRUCTS[dt][1]})
+            for dt in _WP_TYPES}
+
+
+class _Launch:
+    """A recorded kernel launch for one (E, P, B, G), with its persistent output buffers.
+
+    The per-call tensors (inputs, then outputs) are the array fields of one warp struct argument; a call only
+    rewrites the data pointers that changed since the previous call (a tensor passed again is recognised by identity
+    and data pointer). The bound tensors stay referenced until replaced, so an asynchronous CUDA launch can still
+    read them.
+    """
+
+    def __init__(self, query: ShapeQuery, inputs: list[torch.Tensor], unsigned: int):
+        self.outputs = QueryResult(*_empty_outputs(inputs[0]))
+        call_type = _STRUCTS[query.dtype][0]
+        call = call_type()
+        names = _CALL_INPUTS + QueryResult._fields
+        self.bound = inputs + list(self.outputs)
+        for name, t in zip(names, self.bound):
+            setattr(call, name, wp.from_torch(t, dtype=call_type.vars[name].type.dtype))
+        self.expected = [(t.shape, t.dtype) for t in self.bound]
+        self.pointers = [t.data_ptr() for t in self.bound]
+        e, p = inputs[0].shape[:2]
+        self.cmd = wp.launch(query._kernel, dim=(e, p), inputs=[call, query._tables, unsigned],
+                             device=query._wp_device, record_cmd=True)
+        self._call_ctype = call.__ctype__()
+        self.cmd.set_param_at_index_from_ctype(0, self._call_ctype)
+        self._arrays = [getattr(self._call_ctype, name) for name in names]  # views sharing the struct's memory
+
+    def bind(self, index: int, t: torch.Tensor) -> None:
+        """Point argument ``index`` (struct field order) at ``t`` (already validated)."""
+        self.bound[index] = t
+        self.pointers[index] = self._arrays[index].data = t.data_ptr()
+
+    def launch(self, unsigned: int, stream) -> None:
+        self.cmd.set_param_at_index_from_ctype(2, unsigned)
+        self.cmd.launch(stream)
+
+
+def _empty_outputs(points: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    e, p = points.shape[:2]
+    kw = {"device": points.device}
+    return (torch.empty(e, p, dtype=points.dtype, **kw), torch.empty(e, p, 3, dtype=points.dtype, **kw),
+            torch.empty(e, p, 3, dtype=points.dtype, **kw), torch.empty(e, p, dtype=torch.int32, **kw),
+            torch.empty(e, p, dtype=torch.int64, **kw))
+
+
+class ShapeQuery:
+    """Signed distance, normal and closest point of the nearest candidate shape, for batches of points.
+
+    See the module docstring for the full contract. Attributes: ``shapes`` (the Shape list, scene order),
+    ``shape_body`` [S] int64 owning body per shape (on ``device``), ``device``, ``dtype``.
+    """
+
+    def __init__(self, shapes: Sequence[tuple[int, Shape]], *, device="cpu", dtype: torch.dtype = torch.float32,
+                 sdf_cell_size: float = 2e-3, sdf_max_nodes: int = 128, sdf_padding: float = 0.01, cache_dir=None,
+                 exact_only: bool = False):
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"ShapeQuery: dtype must be torch.float32 or torch.float64; got {dtype}")
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        self.device, self.dtype = device, dtype
+        self._device_index = -1 if device.type == "cpu" else device.index
+        wp.init()
+        self._wp_device = wp.device_from_torch(device)
+        self._kernel = _KERNELS[dtype]
+        bodies = [int(b) for b, _ in shapes]
+        if any(b < 0 for b in bodies):
+            raise ValueError(f"ShapeQuery: body indices must be >= 0; got {bodies}")
+        self.shapes: list[Shape] = [s for _, s in shapes]
+        self.shape_body = torch.tensor(bodies, dtype=torch.int64, device=device)
+        self._min_bodies = max(bodies, default=-1) + 1
+        self._grids: dict[int, SdfGrid] = {}
+        self._tables = self._build_tables(bodies, exact_only, dict(
+            cell_size=sdf_cell_size, max_nodes=sdf_max_nodes, padding=sdf_padding, cache_dir=cache_dir))
+        self._launches: dict[tuple, _Launch] = {}
+        self._default_exact: dict[int, torch.Tensor] = {}
+        self._streams: dict[int, Any] = {}
+
+    # ------------------------------------------------------------------ public helpers
+    @property
+    def n_shapes(self) -> int:
+        return len(self.shapes)
+
+    def body_shape_mask(self, bodies: Sequence[int]) -> torch.Tensor:
+        """[S] bool: True for the shapes owned by any of ``bodies`` (body indices)."""
+        wanted = torch.as_tensor(list(bodies), dtype=torch.int64, device=self.device)
+        return torch.isin(self.shape_body, wanted)
+
+    def sdf_grid(self, shape_index: int) -> SdfGrid | None:
+        """The SDF grid mesh shape ``shape_index`` is sampled from (None for primitives or with exact_only)."""
+        return self._grids.get(shape_index)
+
+    # ------------------------------------------------------------------ query
+    def query(self, points: torch.Tensor, body_rot: torch.Tensor, body_pos: torch.Tensor, point_group: torch.Tensor,
+              group_shape_mask: torch.Tensor, cutoff: torch.Tensor, group_exact: torch.Tensor | None = None,
+              unsigned: bool = False, out: QueryResult | None = None) -> QueryResult:
+        """Nearest-shape query; see the module docstring. Returns persistent buffers unless ``out`` is given."""
+        try:
+            e, p, _ = points.shape
+            _, b, _, _ = body_rot.shape
+            g, _ = group_shape_mask.shape
+        except ValueError:
+            raise ValueError(f"ShapeQuery.query: points must be [E, P, 3], body_rot [E, B, 3, 3], group_shape_mask "
+                             f"[G, S]; got {list(points.shape)}, {list(body_rot.shape)}, "
+                             f"{list(group_shape_mask.shape)}") from None
+        if b < self._min_bodies:
+            raise ValueError(f"ShapeQuery.query: body_rot has {b} bodies but shapes refer to body "
+                             f"{self._min_bodies - 1}; allowed: B >= {self._min_bodies}")
+        if point_group.dtype is not torch.int32:
+            point_group = point_group.to(torch.int32)
+        if group_exact is None:
+            group_exact = self._default_exact.get(g)
+            if group_exact is None:
+                group_exact = self._default_exact[g] = torch.zeros(g, dtype=torch.bool, device=self.device)
+        tensors = (points, body_rot, body_pos, point_group, group_shape_mask, cutoff, group_exact)
+        launch = self._launches.get((e, p, b, g))
+        if launch is None:
+            tensors = tuple(self._validate(index, t, expected)
+                            for index, (t, expected) in enumerate(zip(tensors, self._expected(e, p, b, g))))
+            if e == 0 or p == 0:
+                return QueryResult(*_empty_outputs(points)) if out is None else out
+            launch = self._launches[(e, p, b, g)] = _Launch(self, list(tensors), int(unsigned))
+        if out is not None:
+            tensors = tensors + tuple(out)
+        elif launch.bound[len(tensors)] is not launch.outputs[0]:
+            tensors = tensors + launch.outputs
+        bound, pointers = launch.bound, launch.pointers
+        for index, t in enumerate(tensors):
+            if t is not bound[index] or t.data_ptr() != pointers[index]:
+                launch.bind(index, self._validate(index, t, launch.expected[index]))
+        launch.launch(int(unsigned), self._stream())
+        return launch.outputs if out is None else out
+
+    def _expected(self, e: int, p: int, b: int, g: int) -> list[tuple]:
+        """(shape, dtype) of each query input, in struct field order."""
+        dt = self.dtype
+        return [((e, p, 3), dt), ((e, b, 3, 3), dt), ((e, b, 3), dt), ((p,), torch.int32),
+                ((g, self.n_shapes), torch.bool), ((p,), dt), ((g,), torch.bool)]
+
+    def _validate(self, index: int, t: torch.Tensor, expected: tuple) -> torch.Tensor:
+        """``t`` (made contiguous) after checking its shape, dtype and device against ``expected``."""
+        shape, dtype = expected
+        if t.shape != shape or t.dtype is not dtype or t.get_device() != self._device_index:
+            name = (_CALL_INPUTS + tuple(f"out.{f}" for f in QueryResult._fields))[index]
+            raise ValueError(f"ShapeQuery.query: {name} must be a {dtype} tensor of shape {list(shape)} on "
+                             f"{self.device}; got {t.dtype} {list(t.shape)} on {t.device}")
+        return t if t.is_contiguous() else t.contiguous()
+
+    def _stream(self):
+        if self.device.type != "cuda":
+            return None
+        ts = torch.cuda.current_stream(self.device)
+        stream = self._streams.get(ts.cuda_stream)
+        if stream is None:
+            stream = self._streams[ts.cuda_stream] = wp.stream_from_torch(ts)
+        return stream
+
+    # ------------------------------------------------------------------ build
+    def _build_tables(self, bodies: list[int], exact_only: bool, grid_options: dict):
+        """The static shape, mesh and grid tables as one warp struct (device arrays)."""
+        n = len(self.shapes)
+        kind = np.zeros(n, np.int32)
+        mesh_index = np.full(n, -1, np.int32)
+        cull = np.full(n, _CULL_ALWAYS, np.int32)
+        rot = np.zeros((n, 3, 3))
+        pos = np.zeros((n, 3))
+        size = np.zeros((n, 3))
+        center = np.zeros((n, 3))
+        radius = np.zeros(n)
+        grid_radius = np.zeros(n)
+        grid_floor = np.zeros(n)
+        meshes: dict[str, int] = {}
+        mesh_list, grid_list = [], []
+        for s, shape in enumerate(self.shapes):
+            kind[s] = int(shape.kind)
+            rot[s], pos[s] = shape.rot, shape.pos
+            k = shape.kind
+            if k == ShapeKind.SPHERE:
+                size[s, 0] = shape.size[0]
+            elif k == ShapeKind.BOX:
+                size[s] = shape.size
+            elif k in (ShapeKind.CAPSULE, ShapeKind.CYLINDER):
+                size[s, :2] = shape.size[0], shape.size[1] / 2
+            if k == ShapeKind.PLANE:
+                cull[s] = _CULL_NEVER
+                radius[s] = grid_radius[s] = np.inf
+            elif k == ShapeKind.MESH:
+                md = shape.mesh
+                key = md.content_hash or mesh_content_hash(md.vertices, md.faces)
+                if key not in meshes:
+                    meshes[key] = len(mesh_list)
+                    mesh_list.append(md)
+                    grid_list.append(None if exact_only else build_sdf_grid(md, **grid_options))
+                m = mesh_index[s] = meshes[key]
+                lo, hi = md.vertices.min(0), md.vertices.max(0)
+                c = (lo + hi) / 2
+                radius[s] = np.linalg.norm(md.vertices - c, axis=1).max()
+                if not md.watertight:
+                    cull[s] = _CULL_UNSIGNED_ONLY
+                grid = grid_list[m]
+                if grid is not None:
+                    self._grids[s] = grid
+                    c = (grid.lo + grid.hi) / 2
+                    grid_radius[s] = np.linalg.norm(grid.hi - grid.lo) / 2
+                    grid_floor[s] = grid.values.min()
+                center[s] = shape.rot @ c + shape.pos
+            else:
+                radius[s] = shape.bounding_radius
+                center[s] = shape.pos
+            if k != ShapeKind.MESH or grid_list[mesh_index[s]] is None:
+                grid_radius[s], grid_floor[s] = radius[s], -np.inf
+        # meshes: BVHs (float32, as warp requires) and working-precision vertices for the closest point
+        dev = self._wp_device
+        self._wp_meshes = [wp.Mesh(points=wp.array(md.vertices, dtype=wp.vec3f, device=dev),
+                                   indices=wp.array(md.faces.astype(np.int32).reshape(-1), dtype=wp.int32, device=dev),
+                                   support_winding_number=True) for md in mesh_list]
+        v_off = np.cumsum([0] + [len(md.vertices) for md in mesh_list])
+        f_off = np.cumsum([0] + [len(md.faces) for md in mesh_list])
+        vertices = np.concatenate([md.vertices for md in mesh_list] or [np.zeros((0, 3))])
+        faces = np.concatenate([md.faces.reshape(-1) for md in mesh_list] or [np.zeros(0, np.int64)])
+        grid_offset = np.full(len(mesh_list), -1, np.int32)
+        grid_dims = np.zeros((len(mesh_list), 3), np.int32)
+        grid_lo, grid_hi, grid_inv = (np.zeros((len(mesh_list), 3)) for _ in range(3))
+        values, gradients, total = [], [], 0
+        for m, grid in enumerate(grid_list):
+            if grid is None:
+                continue
+            grid_offset[m] = total
+            grid_dims[m] = grid.dims
+            grid_lo[m], grid_hi[m], grid_inv[m] = grid.lo, grid.hi, 1.0 / grid.spacing
+            values.append(grid.values.reshape(-1))
+            gradients.append(grid.gradients.reshape(-1, 3))
+            total += grid.values.size
+        values = np.concatenate(values or [np.zeros(0)])
+        gradients = np.concatenate(gradients or [np.zeros((0, 3))])
+
+        tables_type = _STRUCTS[self.dtype][1]
+        columns = {
+            "shape_kind": kind, "shape_body": np.asarray(bodies, np.int32).reshape(n), "shape_mesh": mesh_index,
+            "shape_cull": cull, "shape_rot": rot, "shape_pos": pos, "shape_size": size, "cull_center": center,
+            "cull_radius": radius, "grid_cull_radius": grid_radius, "grid_cull_floor": grid_floor,
+            "mesh_ids": np.array([wm.id for wm in self._wp_meshes], np.uint64),
+            "mesh_vertex_offset": v_off[:-1].astype(np.int32), "mesh_face_offset": f_off[:-1].astype(np.int32),
+            "vertices": vertices, "faces": faces.astype(np.int32), "grid_offset": grid_offset,
+            "grid_dims": grid_dims, "grid_lo": grid_lo, "grid_hi": grid_hi, "grid_inv_spacing": grid_inv,
+            "grid_values": values, "grid_gradients": gradients}
+        tables = tables_type()
+        for name, column in columns.items():
+            setattr(tables, name, wp.array(column, dtype=tables_type.vars[name].type.dtype, device=dev))
+        tables.round_off = ROUND_OFF_ULPS * float(torch.finfo(self.dtype).eps)
+        return tables
