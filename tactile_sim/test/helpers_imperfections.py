@@ -35,4 +35,5 @@ def run(branch: MeasuredBranch, raws, sensor: int = 0, ground_truth: bool = Fals
 
 def constant(branch: MeasuredBranch, value: float) -> torch.Tensor:
     """A raw input [E, P, K] filled with value, on the branch's device/dtype."""
-    return torch.full((branch.n_envs, branch.n_probes, branch.channels), value, dtype=branch.dtype, device=branch.device)
+    shape = (branch.n_envs, branch.n_probes, branch.channels)
+    return torch.full(shape, value, dtype=branch.dtype, device=branch.device)

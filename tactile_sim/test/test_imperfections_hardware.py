@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from helpers_imperfections import DT, constant, evaluate, spec
 
 from tactile_sim.imperfections.pipeline import MeasuredBranch
@@ -238,3 +240,20 @@ def test_batch_validation():
         MeasuredBranch([spec("a", 1), spec("b", 1, dt=0.02)], 1)
     with pytest.raises(ValueError, match="n_envs"):
         MeasuredBranch([spec("a", 1)], 0)
+
+
+@given(
+    x=st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=16),
+    r=st.sampled_from([0.5, 0.25, 1e-3, 0.1, 3.0]),
+    bias=st.floats(-10, 10, allow_nan=False),
+)
+def test_bias_and_quantisation_property(x, r, bias):
+    """Output = r·round((x + b)/r): a multiple of r within r/2 of x + b, halves to even (float64)."""
+    n = len(x)
+    b = MeasuredBranch([spec(n_probes=n, bias=bias, resolution=r)], n_envs=1, dtype=torch.float64)
+    raw = torch.tensor(x, dtype=torch.float64).view(1, n, 1)
+    evaluate(b, raw)
+    out = b.read(0)[0][0].numpy()
+    shifted = np.asarray(x) + bias
+    assert np.array_equal(out, r * np.round(shifted / r))  # numpy rounds half to even too
+    assert np.all(np.abs(out - shifted) <= r / 2 * (1 + 1e-12))

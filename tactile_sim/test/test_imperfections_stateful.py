@@ -12,8 +12,8 @@ from tactile_sim.imperfections.pipeline import MeasuredBranch
 
 def test_hysteresis_step_response_and_reset(dtype):
     s, tau, x_step = 0.5, 0.05, 2.0
-    b = MeasuredBranch([spec("h", 3, channels=3, hysteresis_strength=s, hysteresis_tau=tau), spec("plain", 2, channels=3)],
-                       n_envs=2, dtype=dtype)
+    sensors = [spec("h", 3, channels=3, hysteresis_strength=s, hysteresis_tau=tau), spec("plain", 2, channels=3)]
+    b = MeasuredBranch(sensors, n_envs=2, dtype=dtype)
     alpha = math.exp(-DT / tau)
     tol = 1e-5 if dtype == torch.float32 else 1e-12
     for episode in range(2):

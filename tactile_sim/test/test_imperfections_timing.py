@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from helpers_imperfections import DT, constant, evaluate, run, spec
 
 from tactile_sim.imperfections.pipeline import MeasuredBranch
@@ -137,3 +139,39 @@ def test_sample_validity_flags_are_delayed_with_their_sample():
         assert torch.equal(gt_valid, flags[:, 0])
     assert b.read(0)[1].tolist() == [False, True]  # sample 1 of env 0 was flagged invalid
     assert b.read(1)[1].tolist() == [True, True]
+
+
+def test_reads_are_not_overwritten_by_later_evaluations():
+    b = MeasuredBranch([spec(n_probes=2)], n_envs=1)
+    evaluate(b, constant(b, 1.0))
+    first, first_gt = b.read(0)[0], b.read_ground_truth(0)[0]
+    evaluate(b, constant(b, 2.0))
+    assert first.eq(1.0).all() and first_gt.eq(1.0).all()
+
+
+@given(
+    delays=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+    history=st.integers(0, 3),
+    values=st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=12),
+    reset_at=st.integers(0, 12),
+)
+def test_delay_and_history_property(delays, history, values, reset_at):
+    """Read of sensor i at evaluation n (counted from the last reset) = sample n − D_i, zeros/invalid before 1."""
+    sensors = [spec(f"s{i}", 2, delay=d * DT, history_length=history) for i, d in enumerate(delays)]
+    b = MeasuredBranch(sensors, n_envs=1, dtype=torch.float64)
+    episode = []
+    for k, v in enumerate(values):
+        if k == reset_at:
+            b.reset()
+            episode = []
+        episode.append(v)
+        evaluate(b, constant(b, v))
+        n = len(episode)
+        for i, d in enumerate(delays):
+            value, valid = b.read(i)
+            slots = range(history) if history else [None]
+            for h in slots:
+                m = n - d - (h or 0)
+                got = value[0, h, 0] if history else value[0, 0]
+                ok = valid[0, h] if history else valid[0]
+                assert bool(ok) == (m >= 1) and float(got) == (episode[m - 1] if m >= 1 else 0.0)

@@ -124,11 +124,15 @@ def _checked_kernel(kernel, channels: int, where: str) -> np.ndarray:
     try:
         k = np.asarray(kernel, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}.crosstalk_kernel: not a numeric array; got {kernel!r}; allowed: {allowed}") from None
+        raise ConfigError(
+            f"{where}.crosstalk_kernel: not a numeric array; got {kernel!r}; allowed: {allowed}"
+        ) from None
     if k.ndim == 2:
         k = k[None]
     if k.ndim != 3 or k.shape[0] not in (1, 2, 3) or k.shape[1] % 2 == 0 or k.shape[2] % 2 == 0:
-        raise ConfigError(f"{where}.crosstalk_kernel: wrong shape; got shape {tuple(np.shape(kernel))}; allowed: {allowed}")
+        raise ConfigError(
+            f"{where}.crosstalk_kernel: wrong shape; got shape {tuple(np.shape(kernel))}; allowed: {allowed}"
+        )
     if not np.isfinite(k).all():
         raise ConfigError(f"{where}.crosstalk_kernel: not finite; got {kernel!r}; allowed: {allowed}")
     if k.shape[0] > 1 and channels != 6:
@@ -180,14 +184,15 @@ class GridCrosstalk:
             weight[i, :, r0 : r0 + k.shape[1], c0 : c0 + k.shape[2]] = k
         idx = np.concatenate([np.arange(m.offset, m.offset + cells) for m in ms])
         active = np.concatenate([m.active for m in ms])
+        expansion = None
+        if split:
+            expansion = torch.as_tensor(np.stack([m.kernel.expansion() for m in ms]), dtype=dtype, device=device)
         return {
             "shape": (len(ms), m_rows, n_cols),
             "idx": torch.as_tensor(idx, dtype=torch.int64, device=device),
             "weight": torch.as_tensor(weight.reshape(-1, 1, kh, kw), dtype=dtype, device=device),
             "padding": (kh // 2, kw // 2),
-            "expansion": (
-                torch.as_tensor(np.stack([m.kernel.expansion() for m in ms]), dtype=dtype, device=device) if split else None
-            ),
+            "expansion": expansion,
             "active": torch.as_tensor(active, device=device)[None, :, None],
         }
 

@@ -25,11 +25,14 @@ class SchmittLatch:
     active: [P] bool (fillers always read False). Reset clears the state of the chosen envs.
     """
 
-    def __init__(self, contact_threshold: torch.Tensor, release_threshold: torch.Tensor, active: torch.Tensor, n_envs: int):
+    def __init__(
+        self, contact_threshold: torch.Tensor, release_threshold: torch.Tensor, active: torch.Tensor, n_envs: int
+    ):
         self.contact = contact_threshold
         self.release = release_threshold
         self.active = active.to(torch.bool)
-        self.state = torch.zeros((n_envs, contact_threshold.shape[0]), dtype=torch.bool, device=contact_threshold.device)
+        shape = (n_envs, contact_threshold.shape[0])
+        self.state = torch.zeros(shape, dtype=torch.bool, device=contact_threshold.device)
 
     def update(self, x: torch.Tensor) -> torch.Tensor:
         """x: [E, P] signed overlap after the hardware stages (m) → on: [E, P] bool (also stored as the new state)."""

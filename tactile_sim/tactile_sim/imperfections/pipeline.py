@@ -118,9 +118,6 @@ class MeasuredBranch:
         """Lane keys [E, S, n]: n lanes per (env, sensor)."""
         return torch.stack([lane_keys(s.seed, stage, self.n_envs, n, self.device) for s in self.specs], dim=1)
 
-    def _block(self, n_elements: int) -> int:
-        return block_size(n_elements)
-
     def _build_probe_level(self) -> None:
         specs, e, p = self.specs, self.n_envs, self.n_probes
         a = self._per_probe(lambda s: s.probe_radius_noise) * self.active
@@ -128,7 +125,7 @@ class MeasuredBranch:
         if bool((a > 0).any()):
             def radius_offsets(bits, counters):
                 return a * (bits_to_uniform(bits, self.dtype).mul_(2.0).sub_(1.0))
-            self._radius_noise = CounterStream(self._probe_lanes(STAGE_RADIUS), radius_offsets, self._block(e * p))
+            self._radius_noise = CounterStream(self._probe_lanes(STAGE_RADIUS), radius_offsets, block_size(e * p))
         self._static_gain = torch.where(self.active, self._per_probe(lambda s: s.probe_gain), self._tensor(1.0))
         ranges = [s.probe_gain_resample_range for s in specs]
         self._gain_range = None
@@ -172,7 +169,7 @@ class MeasuredBranch:
         if bool((walk > 0).any()):
             def increments(bits, counters):
                 return bits_to_normal(bits, self.dtype).mul_(walk)
-            self._walk = CounterStream(self._channel_lanes(STAGE_RANDOM_WALK), increments, self._block(n))
+            self._walk = CounterStream(self._channel_lanes(STAGE_RANDOM_WALK), increments, block_size(n))
             self._walk_state = torch.zeros((e, p, k), dtype=self.dtype, device=self.device)
         sigma, bias = self._per_channel("noise"), self._per_channel("bias")
         self._bias = bias if bool((bias != 0).any()) else None
@@ -181,7 +178,7 @@ class MeasuredBranch:
             def offsets(bits, counters):
                 z = bits_to_normal(bits, self.dtype).mul_(sigma)
                 return z if self._bias is None else z.add_(bias)
-            self._noise = CounterStream(self._channel_lanes(STAGE_NOISE), offsets, self._block(n))
+            self._noise = CounterStream(self._channel_lanes(STAGE_NOISE), offsets, block_size(n))
         res = self._per_channel("resolution")
         self._resolution = None
         if bool((res > 0).any()):
@@ -215,10 +212,10 @@ class MeasuredBranch:
 
                 def lags(bits, counters):
                     u = bits_to_uniform(bits, torch.float64)
-                    lag_s = d_s + (u[..., 1] < u[..., 0] * ratio).to(torch.int64)   # [B, E, S]
+                    lag_s = d_s + (u[..., 1] < u[..., 0] * ratio).to(torch.int64)  # [B, E, S]
                     return self._slots(lag_s, counters)
 
-                self._lag_stream = CounterStream(self._sensor_lanes(STAGE_JITTER, 2), lags, self._block(e * p * k))
+                self._lag_stream = CounterStream(self._sensor_lanes(STAGE_JITTER, 2), lags, block_size(e * p * k))
             else:
                 residues = torch.arange(r, dtype=torch.int64, device=dev)
                 lag_s = d_s.expand(r, e, s)
@@ -233,7 +230,9 @@ class MeasuredBranch:
             pos = torch.arange(h, device=dev)
             self._newest_first = [(q - pos) % h for q in range(h)]
         self._history_of = [sp.history_length for sp in self.specs]
-        self._ring_sensor_views = [[self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)] for v in self._ring_views]
+        self._ring_sensor_views = [
+            [self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)] for v in self._ring_views
+        ]
         self._gt_sensor_views = [self._shaped(i, self._gt[:, sl]) for i, sl in enumerate(self.slices)]
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
@@ -289,7 +288,9 @@ class MeasuredBranch:
             y = torch.where(self._dead_mask, self._dead_value, y)
         return y
 
-    def push(self, measured: torch.Tensor, ground_truth: torch.Tensor, sample_valid: torch.Tensor | None = None) -> None:
+    def push(
+        self, measured: torch.Tensor, ground_truth: torch.Tensor, sample_valid: torch.Tensor | None = None
+    ) -> None:
         """Commit one evaluation: filler mask (stage 11), measured ring, ground truth, histories.
 
         measured, ground_truth: [E, P, K] (ContactProbe: 0./1.); sample_valid: [E, S] bool, only for sensors built
@@ -353,14 +354,16 @@ class MeasuredBranch:
         return self._cache
 
     def read_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Delayed measured reads of the latest evaluation: value [E, P, K] (zeros where invalid), valid [E, S]."""
+        """Delayed measured reads of the latest evaluation: value [E, P, K] (zeros where invalid), valid [E, S].
+        Both may be views of internal buffers that later evaluations overwrite: consume or copy them at once."""
         value, _, valid_env, valid = self._current()
         if valid is None:
             valid = valid_env[:, None].expand(self.n_envs, len(self.specs))
         return value, valid
 
     def read_ground_truth_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ground truth of the latest evaluation (never delayed): value [E, P, K], valid [E, S]."""
+        """Ground truth of the latest evaluation (never delayed): value [E, P, K] (a view of an internal buffer,
+        as :meth:`read_batch`), valid [E, S]."""
         valid = (self._n_since > 0)[:, None].expand(self.n_envs, len(self.specs))
         if self._flags:
             valid = valid & self._gt_sample_valid
@@ -369,21 +372,25 @@ class MeasuredBranch:
     def read(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Measured read of sensor i: value [E, (H,) *layout, (K if K > 1)], valid [E] or [E, H] (H > 0: the last
         H delayed reads, newest first; slots before the first evaluation after a reset are zeros and invalid).
-        The value may be a view of an internal buffer: copy it before modifying it or keeping it across steps."""
+        The value is the caller's own tensor (never overwritten by later evaluations)."""
         if self._history_of[i]:
             return self._history(i, self._hist, self._hist_valid)
         value, slot, valid_env, valid = self._current()
-        shaped = self._ring_sensor_views[slot][i] if slot is not None else self._shaped(i, value[:, self.slices[i]])
+        if slot is not None:
+            shaped = self._ring_sensor_views[slot][i].clone()
+        else:
+            shaped = self._shaped(i, value[:, self.slices[i]])
         return shaped, (valid_env if valid is None else valid[:, i])
 
     def read_ground_truth(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ground truth of sensor i, shaped as :meth:`read` (history of ground truth when H > 0); may be a view."""
+        """Ground truth of sensor i, shaped as :meth:`read` (history of ground truth when H > 0); the caller's own
+        tensor."""
         if self._history_of[i]:
             return self._history(i, self._gt_hist, self._gt_hist_valid)
         valid = self._n_since > 0
         if self._flags:
             valid = valid & self._gt_sample_valid[:, i]
-        return self._gt_sensor_views[i], valid
+        return self._gt_sensor_views[i].clone(), valid
 
     def _history(self, i: int, values: torch.Tensor, valids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         order = self._newest_first[self._count % self._hist_len][: self._history_of[i]]

@@ -81,7 +81,7 @@ def counter_hash(counter: torch.Tensor) -> torch.Tensor:
 
 
 def draw_bits(lanes: torch.Tensor, counter_hashes: torch.Tensor) -> torch.Tensor:
-    """32 random bits per (lane, counter): int64 in [0, 2**32); shapes broadcast (e.g. lanes [E, P], hashes [B, 1, 1])."""
+    """32 random bits per (lane, counter): int64 in [0, 2**32); shapes broadcast (lanes [E, P], hashes [B, 1, 1])."""
     return mix32(lanes ^ counter_hashes)
 
 

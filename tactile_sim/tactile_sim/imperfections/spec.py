@@ -60,7 +60,8 @@ class SensorImperfections:
     grid's shared normal (else t_u × t_v; needed for split kernels). sample_validity: the sensor flags samples
     invalid itself (JointTorque warm-up) and passes ``sample_valid`` to ``push``.
 
-    Derived (read-only after construction): delay_steps D, kernels (per-channel crosstalk kernels or None).
+    Derived (read-only after construction): delay_steps D; kernel, the crosstalk kernel (None: no crosstalk or an
+    exact identity).
     """
 
     name: str
@@ -177,7 +178,8 @@ class SensorImperfections:
             raise self.error(option, f"wrong shape {tuple(arr.shape)}", getattr(self, option), allowed)
         if option != "bias" and (arr < 0).any():
             i = int(np.argmin(arr)) if arr.ndim else None
-            raise self.error(option, "negative" + (f" at [{i}]" if i is not None else ""), getattr(self, option), allowed)
+            where = f" at [{i}]" if i is not None else ""
+            raise self.error(option, "negative" + where, getattr(self, option), allowed)
         return float(arr) if arr.ndim == 0 else arr
 
     def per_channel(self, option: str) -> np.ndarray:
