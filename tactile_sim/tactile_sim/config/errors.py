@@ -30,11 +30,18 @@ class OptionProblem(ConfigError):
         super().__init__(format_problem("", option, problem, got, allowed, hint))
 
 
-def format_value(value: Any) -> str:
-    """Short rendering of a received value: repr of scalars and strings, lists/tuples/arrays as nested lists."""
+def _plain(value: Any) -> Any:
+    """Arrays/tensors (``tolist``) and tuples → lists, recursively, so that every sequence prints alike."""
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()
-    text = repr(list(value)) if isinstance(value, tuple) else repr(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def format_value(value: Any) -> str:
+    """Short rendering of a received value: repr of scalars and strings, lists/tuples/arrays as nested lists."""
+    text = repr(_plain(value))
     if len(text) > MAX_VALUE_CHARS:
         text = text[: MAX_VALUE_CHARS - 3] + "..."
     return text

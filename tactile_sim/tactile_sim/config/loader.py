@@ -114,10 +114,13 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
 
 def config_from_python(sensor_class_name: str, /, **options: Any) -> SensorOptions:
     """One sensor's options from Python keywords (the Python API): ``config_from_python("KinematicTaxel",
-    name="pad", link="finger", probe_radius=0.002)``, the same as ``KinematicTaxel(name="pad", ...)``. Errors name
-    ``KinematicTaxel(name='pad').<option>``; relative paths resolve against the working directory."""
+    name="pad", link="finger", probe_radius=0.002)``. Errors name ``KinematicTaxel(name='pad').<option>``;
+    relative paths resolve against the working directory."""
     cls = SENSOR_TYPES.get(sensor_class_name)
     if cls is None:
         raise config_error("sensor", "type", "unknown sensor class", sensor_class_name,
                            ", ".join(SENSOR_TYPES), suggest(sensor_class_name, SENSOR_TYPES, cutoff=0.6))
-    return cls(**options)
+    try:
+        return cls.model_validate(options, context={"base_dir": Path.cwd()})
+    except ValidationError as exc:
+        raise combined_error(problem_lines(exc, cls, f"{sensor_class_name}(name={options.get('name')!r})")) from None

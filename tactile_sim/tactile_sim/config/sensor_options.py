@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .base import ConfigModel, Located
-from .errors import OptionProblem, combined_error
+from .errors import OptionProblem
 from .fields import (
     BodyPattern,
     Color3,
@@ -43,7 +43,6 @@ from .fields import (
 )
 from .layouts import LayoutPositions
 from .materials import AboveAbsoluteZero, MaterialRef
-from .validation_errors import problem_lines
 
 AtLeastOne = Annotated[float, Field(ge=1.0)]
 
@@ -63,6 +62,8 @@ def _contact_depth_query(value: Any) -> Any:
     """None (Genesis default) → "sdf"; "exact" is the spec's alias of "raycast"."""
     if value is None:
         return "sdf"
+    if value not in ("sdf", "raycast", "exact"):
+        raise OptionProblem("unknown mesh distance backend", value, "'sdf', 'raycast' or 'exact' (alias of 'raycast')")
     return "raycast" if value == "exact" else value
 
 
@@ -172,20 +173,15 @@ PIPELINE_KEYS = ("noise", "bias", "resolution", "random_walk", "delay", "jitter"
 
 # ------------------------------------------------------------------------------------------------ bases
 class SensorOptions(ConfigModel, Located):
-    """Options every sensor has (spec §2.6). ``where`` names it in errors."""
+    """Options every sensor has (spec §2.6). ``where`` names it in errors.
+
+    Build from Python with :func:`~tactile_sim.config.loader.config_from_python` (errors as ConfigError in the
+    §2.6 format); direct construction works too but raises pydantic's ValidationError.
+    """
 
     name: Name = Field(description="a unique non-empty sensor name")
     update_period: NonNegFloat = 0.0
     history_length: NonNegInt = 0
-
-    def __init__(self, /, **options: Any):
-        """Direct construction from Python keywords; errors become one ConfigError naming
-        ``Class(name='…').<option>`` (the YAML loader validates through :class:`SuiteConfig` instead)."""
-        try:
-            super().__init__(**options)
-        except ValidationError as exc:
-            where = f"{type(self).__name__}(name={options.get('name')!r})"
-            raise combined_error(problem_lines(exc, type(self), where)) from None
 
     def default_where(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

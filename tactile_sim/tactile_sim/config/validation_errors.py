@@ -83,13 +83,13 @@ class _Location:
         self.last_key = None
         ann: Any = root
         for seg in loc:
-            members = _union_members(_strip_annotated(ann))
+            ann = _strip(ann)
+            members = _union_members(ann)
             if members and isinstance(seg, str):
                 chosen = _member_for_tag(members, seg)
                 if chosen is not None:
                     ann = chosen
                     continue
-            ann = _strip(ann)
             if isinstance(ann, type) and issubclass(ann, BaseModel):
                 self.model, self.field, self.last_key = ann, ann.model_fields.get(seg), seg
                 self.path = join_location(self.path, str(seg))
@@ -108,12 +108,6 @@ class _Location:
         self.annotation = ann
 
 
-def _strip_annotated(annotation: Any) -> Any:
-    while typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return annotation
-
-
 def _bounds_text(field: FieldInfo | None, ctx: dict) -> str:
     """"> 0", ">= 0 and <= 1", ... from the field's constraints (or the violated one from ``ctx``)."""
     parts = []
@@ -128,7 +122,7 @@ def _bounds_text(field: FieldInfo | None, ctx: dict) -> str:
 
 def _expected_tags(annotation: Any) -> list[str]:
     names = []
-    for member in _union_members(_strip_annotated(annotation)):
+    for member in _union_members(_strip(annotation)):
         base = _strip(member)
         names.append(base.__name__ if isinstance(base, type) else str(base))
     return names
