@@ -1,0 +1,116 @@
+"""From a validated configuration to the scene: robot model, declared objects and probe layouts.
+
+This is the one place where config models are turned into geometry and world objects (the config layer knows no
+geometry, the sensors know no YAML).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .config.layouts import ConformingLayout, FileLayout, GridLayout, UrdfTactileLayout
+from .config.schema import ObjectConfig, RobotConfig, ShapeConfig
+from .errors import ConfigError
+from .geometry.mesh_io import load_mesh
+from .geometry.shapes import Shape, ShapeKind
+from .geometry.transforms import pose_from_xyz_rpy, quat_to_matrix_np, rpy_to_matrix_np
+from .sensors.layout import ProbeLayout, generate_grid_points_on_plane, load_layout_file
+from .sensors.layout_sources import conforming_layout, urdf_tactile_layouts
+from .world.objects import DeclaredObject
+from .world.scene import Scene
+from .world.urdf import RobotModel
+
+
+def shape_from_config(cfg: ShapeConfig, name: str) -> Shape:
+    """One YAML shape → :class:`Shape` (box size → half-extents; origin xyz/rpy → pose in the body frame)."""
+    rot, pos = pose_from_xyz_rpy(cfg.origin.xyz, cfg.origin.rpy)
+    spec, kind = cfg.spec, cfg.kind
+    if kind == "sphere":
+        return Shape(ShapeKind.SPHERE, (spec.radius,), rot=rot, pos=pos, name=name)
+    if kind == "box":
+        return Shape(ShapeKind.BOX, tuple(s / 2 for s in spec.size), rot=rot, pos=pos, name=name)
+    if kind == "cylinder":
+        return Shape(ShapeKind.CYLINDER, (spec.radius, spec.length), rot=rot, pos=pos, name=name)
+    if kind == "capsule":
+        return Shape(ShapeKind.CAPSULE, (spec.radius, spec.length), rot=rot, pos=pos, name=name)
+    if kind == "plane":
+        return Shape(ShapeKind.PLANE, (), rot=rot, pos=pos, name=name)
+    return Shape(ShapeKind.MESH, (), mesh=load_mesh(spec.file, spec.scale), rot=rot, pos=pos, name=name)
+
+
+def object_from_config(cfg: ObjectConfig, world_frame: str) -> DeclaredObject:
+    """A declared object: shapes, fixed pose in ``frame`` or the TF frame it follows, material name."""
+    shapes = [shape_from_config(s, f"{cfg.name}[{i}]") for i, s in enumerate(cfg.geometry)]
+    rot, pos = np.eye(3), np.zeros(3)
+    if cfg.pose is not None:
+        pos = np.asarray(cfg.pose.xyz, dtype=np.float64)
+        if cfg.pose.quat is not None:
+            rot = quat_to_matrix_np(cfg.pose.quat)
+        elif cfg.pose.rpy is not None:
+            rot = rpy_to_matrix_np(cfg.pose.rpy)
+    frame = None if cfg.frame in (None, world_frame) else cfg.frame
+    material = cfg.material if isinstance(cfg.material, str) or cfg.material is None else cfg.name
+    return DeclaredObject(cfg.name, tuple(shapes), rot=rot, pos=pos, frame=frame, follow=cfg.follow,
+                          material=material, source=cfg.where)
+
+
+def load_robot(robot: RobotConfig | None, description: str | None = None) -> tuple[RobotModel | None, str | None]:
+    """The robot model and its URDF text: from a description string (ROS ``robot_description``) when given,
+    else the configured URDF file. Returns (None, None) for a scene without a robot."""
+    search = [Path(p) for p in robot.search_paths] if robot is not None else []
+    if description is not None:
+        return RobotModel.from_urdf(description, search_paths=search), description
+    if robot is None:
+        return None, None
+    path = Path(robot.urdf)
+    return RobotModel.from_urdf(path, search_paths=search), path.read_text()
+
+
+def build_scene(objects: list[ObjectConfig], robot: RobotModel | None, world_frame: str) -> Scene:
+    """Bodies in scene order: robot links, then the declared objects."""
+    return Scene(robot, [object_from_config(o, world_frame) for o in objects])
+
+
+def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius: float,
+                 allow_fillers: bool = True) -> ProbeLayout:
+    """The resolved probe layout of one probe sensor (array, file, planar grid, conforming or urdf_tactile)."""
+    where = options.where
+    src = options.probe_local_pos
+    given_radius = "probe_radius" in options.model_fields_set
+    radius = options.probe_radius if given_radius else None
+    normal = options.probe_local_normal if "probe_local_normal" in options.model_fields_set else None
+    common = dict(pos_offset=options.pos_offset, euler_offset=options.euler_offset, where=where)
+    if isinstance(src, UrdfTactileLayout):
+        decls = urdf_tactile_layouts(urdf_text or "", source="robot description") if urdf_text else {}
+        if src.urdf_tactile not in decls:
+            raise ConfigError(f"{where}.probe_local_pos.urdf_tactile: no <sensor> with a <tactile> child named "
+                              f"{src.urdf_tactile!r} in the robot description; got {src.urdf_tactile!r}; allowed: "
+                              f"{', '.join(decls) or 'none declared'}")
+        decl = decls[src.urdf_tactile]
+        if decl.link != options.link:
+            raise ConfigError(f"{where}.link: the urdf_tactile sensor {decl.name!r} is mounted on {decl.link!r}; "
+                              f"got {options.link!r}; allowed: {decl.link!r}")
+        return decl.layout(radius, default_radius=default_radius, allow_fillers=allow_fillers, **common)
+    if isinstance(src, ConformingLayout):
+        spec = src.conforming
+        body = scene.body(scene.body_index(options.link, where))
+        lay = conforming_layout(body.shapes, spec.spacing, facing=spec.facing, min_cos=spec.min_cos, box=spec.box,
+                                seed=spec.seed, where=where)
+        return ProbeLayout.from_options(lay.positions, radius if radius is not None else lay.radius,
+                                        normal if normal is not None else lay.normals,
+                                        default_radius=default_radius, allow_fillers=allow_fillers, **common)
+    if isinstance(src, FileLayout):
+        data = load_layout_file(src.file, where)
+        positions = data.positions
+        radius = radius if radius is not None else data.radius
+        normal = normal if normal is not None else data.normals
+    elif isinstance(src, GridLayout):
+        g = src.grid
+        positions = generate_grid_points_on_plane(g.lo, g.hi, g.normal, g.nx, g.ny)
+        normal = normal if normal is not None else g.normal
+    else:
+        positions = src
+    return ProbeLayout.from_options(positions, radius, normal, default_radius=default_radius,
+                                    allow_fillers=allow_fillers, **common)

@@ -1,0 +1,110 @@
+"""What every sensor batch shares: build context, imperfection options and the read/reset protocol.
+
+A *batch* is the sensors of one class and one evaluation period, evaluated together (their probes, cells or joints
+concatenated). The suite calls ``evaluate(state)`` on the engine steps where the batch is due, then ``read(i)`` /
+``read_ground_truth(i)`` for sensor i of the batch, and ``reset(env_mask)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+import torch
+
+from ..geometry.query import ShapeQuery
+from ..imperfections.pipeline import MeasuredBranch
+from ..imperfections.rng import sensor_seed
+from ..imperfections.spec import SensorImperfections
+from ..world.scene import Scene
+from ..world.state import WorldState
+
+
+@dataclass
+class BuildContext:
+    """Everything a batch needs at build time.
+
+    scene: bodies and shapes; query: the scene's ShapeQuery; n_envs: E ≥ 1 (library-internal env count);
+    dt: the batch's evaluation period, s; scene_seed: the suite's `seed`; where: sensor name → error prefix
+    (``file:sensors[i]`` or ``Class(name='…')``); layouts: sensor name → resolved ProbeLayout (probe sensors);
+    extras: model-specific shared objects (e.g. the robot model for JointTorque).
+    """
+
+    scene: Scene
+    query: ShapeQuery
+    device: torch.device
+    dtype: torch.dtype
+    n_envs: int
+    dt: float
+    scene_seed: int = 0
+    where: dict[str, str] = field(default_factory=dict)
+    layouts: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def tensor(self, x, dtype=None) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x), device=self.device, dtype=dtype or self.dtype)
+
+
+PIPELINE_KEYS = ("noise", "bias", "resolution", "random_walk", "delay", "jitter", "history_length")
+PROBE_KEYS = ("probe_radius_noise", "probe_gain", "probe_gain_resample_range", "dead_taxel_probability",
+              "dead_taxel_value_range", "hysteresis_strength", "hysteresis_tau")
+CROSSTALK_KEYS = ("crosstalk_strength", "crosstalk_sigma", "crosstalk_kernel")
+
+
+def imperfections_of(options, ctx: BuildContext, *, n: int, channels: int, layout_shape: tuple[int, ...],
+                     active: np.ndarray | None = None, grid=None, sample_validity: bool = False) -> SensorImperfections:
+    """The validated imperfection options of one sensor from its config model (only the keys it has)."""
+    kwargs: dict[str, Any] = {}
+    for key in PIPELINE_KEYS + PROBE_KEYS + CROSSTALK_KEYS:
+        if hasattr(options, key):
+            value = getattr(options, key)
+            if isinstance(value, (list, tuple)) and key not in ("probe_gain_resample_range", "dead_taxel_value_range"):
+                value = np.asarray(value, dtype=np.float64)
+            kwargs[key] = value
+    if grid is not None and grid.regular and any(k in kwargs for k in CROSSTALK_KEYS):
+        kwargs["grid_spacing"] = (grid.du, grid.dv)
+        kwargs["grid_normal"] = grid.shared_normal if grid.shared_normal is not None else np.cross(grid.t_u, grid.t_v)
+    return SensorImperfections(
+        name=options.name,
+        seed=sensor_seed(ctx.scene_seed, options.name, getattr(options, "seed", None)),
+        n_probes=n, dt=ctx.dt, channels=channels, layout_shape=tuple(layout_shape),
+        where=ctx.where.get(options.name, ""), active=active, sample_validity=sample_validity, **kwargs,
+    )
+
+
+class SensorBatch:
+    """Base of every model's batch. Subclasses set ``sensor_type`` and implement ``evaluate``.
+
+    ``branch`` is the batch's :class:`MeasuredBranch`; values are ``[E, P, K]`` inside, shaped per sensor on read.
+    """
+
+    sensor_type: ClassVar[str] = ""
+
+    def __init__(self, options: Sequence[Any], ctx: BuildContext):
+        self.options = list(options)
+        self.names = [o.name for o in self.options]
+        self.ctx = ctx
+        self.n_envs = ctx.n_envs
+        self.branch: MeasuredBranch | None = None
+
+    def evaluate(self, state: WorldState) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def output(self, value: torch.Tensor) -> Any:
+        """Convert a shaped value ``[E, (H,) *layout, (K)]`` into the sensor's public output type."""
+        return value
+
+    def read(self, i: int) -> tuple[Any, torch.Tensor]:
+        """Measured read of sensor i: (value, valid)."""
+        value, valid = self.branch.read(i)
+        return self.output(value), valid
+
+    def read_ground_truth(self, i: int) -> tuple[Any, torch.Tensor]:
+        """Ground-truth read of sensor i: (value, valid)."""
+        value, valid = self.branch.read_ground_truth(i)
+        return self.output(value), valid
+
+    def reset(self, env_mask: torch.Tensor | None) -> None:
+        """§13.8 for the envs of env_mask ([E] bool; None = all)."""
+        self.branch.reset(env_mask)

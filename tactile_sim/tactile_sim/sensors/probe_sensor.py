@@ -1,0 +1,69 @@
+"""Shared build and geometry of the SDF-query probe sensors (ContactDepthProbe, ContactProbe, KinematicTaxel).
+
+Spec §3: for every probe the nearest candidate geometry sd*_i (one query for both branches), its body O_i and the
+object normal n_i; the measured branch uses the noisy radius R̃ and the gain g of the measured branch (§13.4).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..imperfections.pipeline import MeasuredBranch
+from ..world.state import WorldState
+from .base import BuildContext, SensorBatch, imperfections_of
+from .probe_set import ProbeSensorGeometry, ProbeSet
+
+
+def per_probe(options: Sequence, counts: Sequence[int], key: str, ctx: BuildContext) -> torch.Tensor:
+    """One scalar option per sensor expanded to a per-probe tensor ``[P]``."""
+    return ctx.tensor(np.repeat([float(getattr(o, key)) for o in options], counts))
+
+
+class ProbeSensorBatch(SensorBatch):
+    """Probe layouts of the batch's sensors, their candidate shapes and the measured branch (K channels/probe)."""
+
+    channels: int = 1
+
+    def __init__(self, options, ctx: BuildContext):
+        super().__init__(options, ctx)
+        scene = ctx.scene
+        geoms, specs = [], []
+        for o in self.options:
+            layout = ctx.layouts[o.name]
+            link = scene.body_index(o.link)
+            candidates = scene.candidate_mask(link, list(o.ignore))
+            shape_mask = np.array([bool(candidates[b]) for b, _ in scene.shape_table()], dtype=bool)
+            geoms.append(ProbeSensorGeometry(link, layout, shape_mask, exact=o.contact_depth_query != "sdf"))
+            specs.append(imperfections_of(o, ctx, n=layout.n, channels=self.channels, layout_shape=layout.shape,
+                                          active=layout.active, grid=layout.grid))
+        self.probes = ProbeSet(geoms, ctx.query, ctx.device, ctx.dtype)
+        self.branch = MeasuredBranch(specs, ctx.n_envs, ctx.device, ctx.dtype)
+        self.counts = [g.layout.n for g in geoms]
+        # distances beyond the largest measured radius cannot matter; fillers never query
+        noise = per_probe(self.options, self.counts, "probe_radius_noise", ctx)
+        reach = self.probes.radius + noise + self.extra_reach()
+        self.cutoff = torch.where(self.probes.active, reach, torch.full_like(reach, -torch.inf)).contiguous()
+
+    def extra_reach(self) -> torch.Tensor | float:
+        """Distance beyond R̃ at which a model still changes its output (ContactProbe's negative release)."""
+        return 0.0
+
+    def min_gain(self) -> torch.Tensor:
+        """Smallest gain a probe can get on the measured branch ``[P]`` (static gain or resample range)."""
+        lows = []
+        for o, n in zip(self.options, self.counts):
+            if o.probe_gain_resample_range is not None:
+                lows.append(np.full(n, float(o.probe_gain_resample_range[0])))
+            else:
+                lows.append(np.broadcast_to(np.asarray(o.probe_gain, dtype=np.float64), self.ctx.layouts[o.name].shape)
+                            .reshape(-1))
+        return self.ctx.tensor(np.concatenate(lows))
+
+    def geometry(self, state: WorldState):
+        """Link poses of the probes, probe centres x [E, P, 3] and the nearest-geometry query result."""
+        rot, pos = self.probes.link_pose(state)
+        x = self.probes.world_positions(rot, pos)
+        return rot, pos, x, self.probes.query(x, state, self.cutoff)

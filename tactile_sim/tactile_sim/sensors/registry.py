@@ -1,0 +1,16 @@
+"""Sensor type name (the YAML ``type:``) → the batch class that evaluates it."""
+
+from __future__ import annotations
+
+from .base import SensorBatch
+from .contact_depth import ContactDepthProbeBatch, ContactProbeBatch
+from .kinematic_taxel import KinematicTaxelBatch
+
+BATCH_CLASSES: dict[str, type[SensorBatch]] = {
+    cls.sensor_type: cls
+    for cls in (ContactDepthProbeBatch, ContactProbeBatch, KinematicTaxelBatch)
+}
+
+PROBE_SENSOR_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
+                      "SurfaceDistanceProbe")
+"""Types whose layout comes from ``probe_local_pos`` (spec §3, §14)."""

@@ -1,0 +1,178 @@
+"""The sensor suite: everything built from a configuration and a robot description, stepped once per engine step.
+
+Typical use (no ROS)::
+
+    suite = SensorSuite.from_yaml("sensors.yaml")
+    state = suite.world.update(t, joint_pos=q, object_poses={"ball": (R, p)})   # or build a WorldState yourself
+    suite.step(state)
+    depth = suite.read("pad_depth")                      # [n_envs, *layout] (no env axis when n_envs = 0)
+    force, torque = suite.read("pad_force")              # KinematicTaxel: link frame, N and N·m
+
+Sensors of one class and one evaluation period are evaluated as one batch (spec §13.1: a sensor with update_period
+P runs every k = max(1, round(P/dt)) engine steps, on the steps whose index is a multiple of k).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Any, Mapping
+
+import torch
+
+from .config.loader import load_config
+from .config.schema import SuiteConfig
+from .config.suite_checks import evaluation_steps
+from .errors import ConfigError
+from .geometry.query import ShapeQuery
+from .scene_build import build_scene, load_robot, probe_layout
+from .sensors.base import BuildContext, SensorBatch
+from .sensors.registry import BATCH_CLASSES, PROBE_SENSOR_TYPES
+from .world.motion import WorldModel
+from .world.state import WorldState
+from .world.tf_buffer import TFBuffer
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def resolve_device(name: str) -> torch.device:
+    """``cpu``, ``cuda[:i]`` or ``auto`` (CUDA when available)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+class SensorSuite:
+    """All sensors of one configuration.
+
+    config: a validated :class:`SuiteConfig`; robot_description: URDF text overriding ``robot.urdf`` (ROS);
+    device / dtype / n_envs: override the configuration's suite settings; tf: a TF buffer for objects and a root
+    posed by TF (the node passes its own).
+    """
+
+    def __init__(self, config: SuiteConfig, *, robot_description: str | None = None, device: str | None = None,
+                 dtype: str | None = None, n_envs: int | None = None, tf: TFBuffer | None = None,
+                 root_from_tf: bool = False):
+        s = config.suite
+        self.config = config
+        self.device = resolve_device(device or s.device)
+        self.dtype = DTYPES[dtype or s.dtype]
+        self.unbatched = (s.n_envs if n_envs is None else n_envs) == 0
+        self.n_envs = max(1, s.n_envs if n_envs is None else n_envs)
+        self.dt = s.step_dt
+        self.robot, self.urdf_text = load_robot(config.robot, robot_description)
+        self.scene = build_scene(config.objects, self.robot, s.world_frame)
+        self.tf = tf
+        self.world = WorldModel(self.scene, n_envs=self.n_envs, device=self.device, dtype=self.dtype,
+                                world_frame=s.world_frame, tf=tf, root_from_tf=root_from_tf)
+        cache = s.sdf_cache_dir or os.environ.get("TACTILE_SIM_CACHE")
+        self.query = ShapeQuery(self.scene.shape_table(), device=self.device, dtype=self.dtype,
+                                sdf_cell_size=s.sdf_cell_size, sdf_max_nodes=s.sdf_max_nodes,
+                                sdf_padding=s.sdf_padding, cache_dir=cache)
+        self._check_names(config)
+        self.batches: list[tuple[int, SensorBatch]] = []
+        self._where: dict[str, tuple[SensorBatch, int]] = {}
+        self._types: dict[str, str] = {}
+        self.layouts: dict[str, Any] = {}
+        groups: dict[tuple[str, int], list] = defaultdict(list)
+        for opt in config.sensors:
+            if opt.type not in BATCH_CLASSES:
+                raise ConfigError(f"{opt.where}.type: sensor type {opt.type!r} is not available in this version; "
+                                  f"got {opt.type!r}; allowed: {', '.join(BATCH_CLASSES)}")
+            if opt.type in PROBE_SENSOR_TYPES:
+                self.layouts[opt.name] = probe_layout(
+                    opt, self.scene, self.urdf_text,
+                    default_radius=0.5 if opt.type == "SurfaceDistanceProbe" else 0.01,
+                    allow_fillers=opt.type != "SurfaceDistanceProbe")
+            groups[(opt.type, evaluation_steps(opt.update_period, self.dt))].append(opt)
+            self._types[opt.name] = opt.type
+        for (type_name, k), options in groups.items():
+            ctx = BuildContext(self.scene, self.query, self.device, self.dtype, self.n_envs, k * self.dt,
+                               scene_seed=s.seed, where={o.name: o.where for o in options}, layouts=self.layouts,
+                               extras={"suite": self})
+            batch = BATCH_CLASSES[type_name](options, ctx)
+            self.batches.append((k, batch))
+            for i, name in enumerate(batch.names):
+                self._where[name] = (batch, i)
+        self.steps = 0
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike | Mapping, **kwargs) -> "SensorSuite":
+        """Load and validate a sensor YAML (path, ``package://`` or a parsed mapping), then build."""
+        return cls(load_config(path), **kwargs)
+
+    def _check_names(self, config: SuiteConfig) -> None:
+        """Every body a sensor names must exist (errors list the closest names)."""
+        for opt in config.sensors:
+            for key in ("link", "ignore", "track"):
+                names = getattr(opt, key, None)
+                for name in [names] if isinstance(names, str) else (names or []):
+                    self.scene.body_index(name, f"{opt.where}.{key}")
+
+    # ------------------------------------------------------------------ stepping
+    @property
+    def sensor_names(self) -> list[str]:
+        return list(self._types)
+
+    def sensor_type(self, name: str) -> str:
+        """The model class name of a sensor (``KinematicTaxel``, …)."""
+        batch, _ = self._lookup(name)
+        return batch.sensor_type
+
+    def step(self, state: WorldState) -> None:
+        """Advance one engine step: evaluate every batch that is due on this step with the given world state."""
+        for k, batch in self.batches:
+            if self.steps % k == 0:
+                batch.evaluate(state)
+        self.steps += 1
+
+    def update(self, t: float, **inputs) -> WorldState:
+        """Convenience: ``world.update(t, **inputs)`` then :meth:`step`; returns the state used."""
+        state = self.world.update(t, **inputs)
+        self.step(state)
+        return state
+
+    def reset(self, envs=None) -> None:
+        """Reset all sensors and the world model for the given envs (None = all; bool mask or indices)."""
+        mask = None
+        if envs is not None:
+            envs = torch.as_tensor(envs, device=self.device)
+            if envs.dtype != torch.bool:
+                m = torch.zeros(self.n_envs, dtype=torch.bool, device=self.device)
+                m[envs.reshape(-1).long()] = True
+                envs = m
+            mask = envs.reshape(self.n_envs)
+        for _, batch in self.batches:
+            batch.reset(mask)
+        self.world.reset(mask)
+
+    # ------------------------------------------------------------------ reading
+    def _lookup(self, name: str) -> tuple[SensorBatch, int]:
+        try:
+            return self._where[name]
+        except KeyError:
+            from .config.errors import suggest
+
+            raise KeyError(f"unknown sensor {name!r}; {suggest(name, self._where) or 'no sensors configured'}") \
+                from None
+
+    def _unbatch(self, x):
+        if not self.unbatched:
+            return x
+        if isinstance(x, tuple):
+            return type(x)(*(v[0] for v in x))
+        return x[0]
+
+    def read(self, name: str, with_valid: bool = False):
+        """Measured reading of a sensor (after every imperfection and the delay), spec §13.7."""
+        batch, i = self._lookup(name)
+        value, valid = batch.read(i)
+        value, valid = self._unbatch(value), self._unbatch(valid)
+        return (value, valid) if with_valid else value
+
+    def read_ground_truth(self, name: str, with_valid: bool = False):
+        """Ground-truth reading of a sensor (never delayed)."""
+        batch, i = self._lookup(name)
+        value, valid = batch.read_ground_truth(i)
+        value, valid = self._unbatch(value), self._unbatch(valid)
+        return (value, valid) if with_valid else value
