@@ -94,6 +94,7 @@ class SensorSuite:
             self.batches.append((k, batch))
             for i, name in enumerate(batch.names):
                 self._where[name] = (batch, i)
+        self.batches.sort(key=lambda kb: kb[1].evaluation_order)
         self.steps = 0
 
     @classmethod

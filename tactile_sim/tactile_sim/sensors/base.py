@@ -80,6 +80,8 @@ class SensorBatch:
     """
 
     sensor_type: ClassVar[str] = ""
+    evaluation_order: ClassVar[int] = 0
+    """Batches run in ascending order within an engine step (contact sources 0 before JointTorque 1, §13.1)."""
 
     def __init__(self, options: Sequence[Any], ctx: BuildContext):
         self.options = list(options)
