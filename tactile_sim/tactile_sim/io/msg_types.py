@@ -1,0 +1,156 @@
+"""Message types without ROS: a rosbags typestore of ROS 2 Jazzy plus the types of ``tactile_sim_msgs/msg/*.msg``.
+
+The ``.msg`` files are the single source of truth for our message layouts; they are parsed at run time. They are
+found in the source tree (``<repo>/tactile_sim_msgs/msg``) and, for a pip installation, as package data
+(``tactile_sim/data/msg``, byte-identical copies guarded by a test).
+
+Type names are accepted in the full form ``pkg/msg/Type`` and in the short form ``pkg/Type``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.base import Nodetype
+from rosbags.typesys.store import Typestore
+
+MSG_PACKAGE = "tactile_sim_msgs"
+"""ROS package that owns our message definitions."""
+
+SOURCE_MSG_DIR = Path(__file__).resolve().parents[3] / MSG_PACKAGE / "msg"
+"""The ``.msg`` files in a source checkout (absent in a pip installation)."""
+
+SHIPPED_MSG_DIR = Path(__file__).resolve().parents[1] / "data" / "msg"
+"""Copies of the ``.msg`` files shipped as package data."""
+
+_NUMPY_DTYPES = {
+    "bool": np.bool_,
+    "byte": np.uint8,
+    "char": np.uint8,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "uint16": np.uint16,
+    "int32": np.int32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "uint64": np.uint64,
+    "float32": np.float32,
+    "float64": np.float64,
+}
+
+
+def msg_dir() -> Path:
+    """Folder of our ``.msg`` files: the source tree when present, else the shipped package data."""
+    for folder in (SOURCE_MSG_DIR, SHIPPED_MSG_DIR):
+        if folder.is_dir() and any(folder.glob("*.msg")):
+            return folder
+    raise FileNotFoundError(
+        f"tactile_sim.io.msg_types: no .msg files found; looked in {SOURCE_MSG_DIR} (source tree) and "
+        f"{SHIPPED_MSG_DIR} (package data); reinstall tactile_sim or run from a checkout"
+    )
+
+
+def own_type_names() -> tuple[str, ...]:
+    """Full names (``tactile_sim_msgs/msg/X``) of our message types, sorted."""
+    return tuple(sorted(f"{MSG_PACKAGE}/msg/{path.stem}" for path in msg_dir().glob("*.msg")))
+
+
+def register_own_types(store: Typestore) -> None:
+    """Parse our ``.msg`` files and register the types in ``store`` (which must know std_msgs/geometry_msgs)."""
+    types: dict[str, Any] = {}
+    for path in sorted(msg_dir().glob("*.msg")):
+        types.update(get_types_from_msg(path.read_text(encoding="utf-8"), f"{MSG_PACKAGE}/msg/{path.stem}"))
+    store.register(types)
+
+
+@cache
+def typestore() -> Typestore:
+    """The shared typestore: every ROS 2 Jazzy standard type plus ours. Do not register more types in it."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    register_own_types(store)
+    return store
+
+
+def full_type_name(typename: str) -> str:
+    """``pkg/Type`` → ``pkg/msg/Type``; a full name is returned unchanged."""
+    parts = typename.split("/")
+    if len(parts) == 2:
+        return f"{parts[0]}/msg/{parts[1]}"
+    return typename
+
+
+def _known(typename: str) -> str:
+    name = full_type_name(typename)
+    if name not in typestore().fielddefs:
+        close = difflib.get_close_matches(name, typestore().fielddefs, n=5)
+        raise ValueError(f"message type {typename!r} is unknown; closest known types: {close}")
+    return name
+
+
+def message_class(typename: str) -> type:
+    """The message class (a dataclass) of ``typename``."""
+    return typestore().types[_known(typename)]
+
+
+def _default_value(desc: tuple) -> Any:
+    """Default of one field description (rosbags parse tree): zeros, empty strings/sequences, nested defaults."""
+    kind, arg = desc
+    if kind == Nodetype.BASE:
+        base = arg[0]
+        return "" if base == "string" else False if base == "bool" else 0.0 if base.startswith("float") else 0
+    if kind == Nodetype.NAME:
+        return new_message(arg)
+    (subkind, subarg), length = arg
+    count = length if kind == Nodetype.ARRAY else 0
+    if subkind == Nodetype.BASE and subarg[0] != "string":
+        return np.zeros(count, dtype=_NUMPY_DTYPES[subarg[0]])
+    return [_default_value((subkind, subarg)) for _ in range(count)]
+
+
+def new_message(typename: str, **fields: Any) -> Any:
+    """A message of ``typename`` with the given fields; every other field gets its default (0, "", empty, nested).
+
+    Primitive sequences are numpy arrays of the field's dtype, string sequences and message sequences lists.
+    A given float32 scalar is rounded to float32 here, so that the object holds exactly what goes on the wire.
+    """
+    name = _known(typename)
+    fielddefs = typestore().fielddefs[name][1]
+    unknown = set(fields) - {field for field, _ in fielddefs}
+    if unknown:
+        allowed = [field for field, _ in fielddefs]
+        raise ValueError(f"new_message({typename!r}): unknown fields {sorted(unknown)}; allowed: {allowed}")
+    for field, desc in fielddefs:
+        if field not in fields:
+            fields[field] = _default_value(desc)
+        elif desc == (Nodetype.BASE, ("float32", 0)):
+            fields[field] = float(np.float32(fields[field]))
+    return typestore().types[name](**fields)
+
+
+def serialize_cdr(msg: Any, typename: str | None = None) -> bytes:
+    """CDR bytes (little endian, with the 4-byte encapsulation header) of ``msg``; typename defaults to its own."""
+    name = _known(typename or msg.__msgtype__)
+    return bytes(typestore().serialize_cdr(msg, name))
+
+
+def deserialize_cdr(data: bytes | memoryview, typename: str) -> Any:
+    """Message object of ``typename`` from CDR bytes (as produced by :func:`serialize_cdr` or rclpy)."""
+    return typestore().deserialize_cdr(data, _known(typename))
+
+
+@cache
+def message_definition(typename: str) -> str:
+    """ROS 2 ``.msg`` definition text of ``typename`` with its dependencies appended (rosbag2/MCAP ``ros2msg``)."""
+    return typestore().generate_msgdef(_known(typename), ros_version=2)[0]
+
+
+@cache
+def type_hash(typename: str) -> str:
+    """RIHS01 type-description hash of ``typename`` (``RIHS01_`` + 64 hex digits), as ROS 2 Iron+ computes it."""
+    return typestore().hash_rihs01(_known(typename))
