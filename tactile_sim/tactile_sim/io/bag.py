@@ -1,0 +1,208 @@
+"""rosbag2 bags without ROS (rosbags): write MCAP or sqlite3 bags with embedded message definitions, read any
+rosbag2 bag back as message objects, one message at a time.
+
+Written bags carry, per topic, the ``ros2msg`` definition and the RIHS01 hash of its type (ours included), so
+Foxglove and ``ros2 bag play`` / ``ros2 bag info`` open them. Reading builds the types from the definitions
+stored in the bag (falling back to the standard Jazzy + tactile_sim_msgs types where a bag stores none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from rosbags.interfaces import (
+    MessageDefinitionFormat,
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
+from rosbags.typesys.base import Nodetype
+from rosbags.typesys.store import Typestore
+
+from .msg_types import full_type_name, message_definition, serialize_cdr, type_hash, typestore
+
+STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+"""Storage names accepted by :class:`BagWriter` → rosbags plugin."""
+
+_UNSPECIFIED = QosTime(0, 0)
+
+
+def qos_profile(*, reliable: bool = True, transient_local: bool = False, depth: int = 10) -> Qos:
+    """An offered QoS profile to record with a topic (KEEP_LAST ``depth``; deadlines/lifespans unspecified).
+
+    transient_local=True is the "latched" profile (``/robot_description``, ``/tf_static``) that ``ros2 bag play``
+    re-offers to late subscribers.
+    """
+    return Qos(
+        history=QosHistory.KEEP_LAST,
+        depth=depth,
+        reliability=QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+        durability=QosDurability.TRANSIENT_LOCAL if transient_local else QosDurability.VOLATILE,
+        deadline=_UNSPECIFIED,
+        lifespan=_UNSPECIFIED,
+        liveliness=QosLiveliness.AUTOMATIC,
+        liveliness_lease_duration=_UNSPECIFIED,
+        avoid_ros_namespace_conventions=False,
+    )
+
+
+class BagWriter:
+    """Write one rosbag2 bag (a new directory at ``path``) in ``storage`` "mcap" (default) or "sqlite3".
+
+    Use as a context manager, or call :meth:`close`; the bag is complete (metadata.yaml written) only after close.
+    """
+
+    def __init__(self, path: str | Path, storage: str = "mcap") -> None:
+        if storage not in STORAGES:
+            raise ValueError(f"BagWriter({str(path)!r}).storage: got {storage!r}; allowed: {sorted(STORAGES)}")
+        self.path = Path(path)
+        self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=STORAGES[storage])
+        self._writer.open()
+        self._connections: dict[str, Any] = {}
+
+    def add_topic(self, name: str, typename: str, qos: Qos | None = None) -> None:
+        """Declare topic ``name`` of message type ``typename`` (``pkg/msg/Type`` or ``pkg/Type``), offered with
+        ``qos`` (default: :func:`qos_profile` defaults). The type's definition and hash are stored in the bag."""
+        if name in self._connections:
+            raise ValueError(f"BagWriter({str(self.path)!r}).add_topic: topic {name!r} was already added")
+        typename = full_type_name(typename)
+        self._connections[name] = self._writer.add_connection(
+            name,
+            typename,
+            msgdef=message_definition(typename),
+            rihs01=type_hash(typename),
+            offered_qos_profiles=[qos or qos_profile()],
+        )
+
+    def write(self, topic: str, stamp_ns: int, msg: Any) -> None:
+        """Append ``msg`` (a message object of the topic's type) to ``topic`` with receive time ``stamp_ns`` (ns)."""
+        connection = self._connections.get(topic)
+        if connection is None:
+            raise ValueError(
+                f"BagWriter({str(self.path)!r}).write: unknown topic {topic!r}; "
+                f"added topics: {sorted(self._connections)}"
+            )
+        if msg.__msgtype__ != connection.msgtype:
+            raise ValueError(
+                f"BagWriter({str(self.path)!r}).write: topic {topic!r} has type {connection.msgtype}; "
+                f"got a {msg.__msgtype__}"
+            )
+        self._writer.write(connection, int(stamp_ns), serialize_cdr(msg, connection.msgtype))
+
+    def close(self) -> None:
+        """Finish the bag (writes metadata.yaml). Further calls do nothing."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def __enter__(self) -> BagWriter:
+        return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _dependencies(store: Typestore, typename: str, found: dict[str, Any]) -> dict[str, Any]:
+    """``typename`` and every type it nests, as a rosbags types dict (for registering in another store)."""
+    if typename not in found:
+        found[typename] = store.fielddefs[typename]
+        for _, (kind, arg) in store.fielddefs[typename][1]:
+            if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+                kind, arg = arg[0]
+            if kind == Nodetype.NAME:
+                _dependencies(store, arg, found)
+    return found
+
+
+class BagReader:
+    """Read a rosbag2 bag (directory, or a single .mcap/.db3 file) as (topic, stamp_ns, message) tuples.
+
+    Messages are deserialised one at a time while iterating (memory stays bounded by one message and the storage
+    plugin's chunk), in receive-time order. Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._reader = Reader(self.path)
+        self._reader.open()
+        try:
+            self.typestore = self._types_from_bag()
+        except BaseException:
+            self._reader.close()
+            raise
+
+    def _types_from_bag(self) -> Typestore:
+        """A fresh typestore with the types the bag's connections need, from the definitions it stores."""
+        store = get_typestore(Stores.EMPTY)
+        for connection in self._reader.connections:
+            definition = connection.msgdef
+            try:
+                if definition.format == MessageDefinitionFormat.MSG and definition.data:
+                    types = get_types_from_msg(definition.data, connection.msgtype)
+                elif definition.format == MessageDefinitionFormat.IDL and definition.data:
+                    types = get_types_from_idl(definition.data)
+                elif connection.msgtype in typestore().fielddefs:
+                    types = _dependencies(typestore(), connection.msgtype, {})
+                else:
+                    raise ValueError(
+                        f"BagReader({str(self.path)!r}): topic {connection.topic!r} of type {connection.msgtype} "
+                        "has no stored message definition and the type is neither a ROS 2 Jazzy nor a "
+                        "tactile_sim_msgs type"
+                    )
+                store.register(types)
+            except TypesysError as err:
+                raise ValueError(
+                    f"BagReader({str(self.path)!r}): the definitions stored for topic {connection.topic!r} "
+                    f"({connection.msgtype}) conflict with another topic's: {err}"
+                ) from err
+        return store
+
+    @property
+    def topics(self) -> dict[str, str]:
+        """Topic name → message type (``pkg/msg/Type``)."""
+        return {c.topic: c.msgtype for c in self._reader.connections}
+
+    @property
+    def message_count(self) -> int:
+        return self._reader.message_count
+
+    def messages(
+        self, topics: Iterable[str] | None = None, start_ns: int | None = None, stop_ns: int | None = None
+    ) -> Iterator[tuple[str, int, Any]]:
+        """Yield (topic, stamp_ns, message) in time order, only for ``topics`` (default all), with
+        start_ns ≤ stamp_ns < stop_ns where given."""
+        connections = self._reader.connections
+        if topics is not None:
+            wanted = set(topics)
+            missing = wanted - set(self.topics)
+            if missing:
+                raise ValueError(
+                    f"BagReader({str(self.path)!r}).messages: topics {sorted(missing)} are not in the bag; "
+                    f"allowed: {sorted(self.topics)}"
+                )
+            connections = [c for c in connections if c.topic in wanted]
+            if not connections:
+                return
+        for connection, stamp_ns, data in self._reader.messages(connections, start=start_ns, stop=stop_ns):
+            yield connection.topic, stamp_ns, self.typestore.deserialize_cdr(data, connection.msgtype)
+
+    def __iter__(self) -> Iterator[tuple[str, int, Any]]:
+        return self.messages()
+
+    def close(self) -> None:
+        if self._reader.is_open:
+            self._reader.close()
+
+    def __enter__(self) -> BagReader:
+        return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

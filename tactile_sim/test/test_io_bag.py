@@ -1,0 +1,164 @@
+"""rosbag2 write/read in MCAP and sqlite3 with our types; reading uses the definitions stored in the bag."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from helpers_io import (
+    assert_messages_equal,
+    assert_readings_equal,
+    sample_link_contact_reading,
+    sample_taxel_reading,
+    sample_thermal_reading,
+)
+from rosbags.interfaces import QosDurability
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from tactile_sim.io import encode, markers
+from tactile_sim.io.bag import BagReader, BagWriter, qos_profile
+from tactile_sim.io.msg_types import type_hash, typestore
+from tactile_sim.io.readings import JointTorqueReading
+from tactile_sim.io.stamps import seconds_to_ns
+
+STORAGES = ("mcap", "sqlite3")
+
+
+def sample_stream():
+    """(topic, typename, stamp_ns, message) of a short mixed recording, in time order."""
+    stream = []
+    for step in range(3):
+        t = 0.01 * step
+        taxels = sample_taxel_reading("KinematicTaxel", seed=step, stamp=t)
+        stream.append(("/skin/pad", encode.TAXEL_ARRAY, encode.encode_taxel_array(taxels)))
+        thermal = sample_thermal_reading(stamp=t)
+        stream.append(("/skin/palm_thermal", encode.THERMAL_GRID, encode.encode_thermal_grid(thermal)))
+        contact = sample_link_contact_reading(2, stamp=t)
+        stream.append(("/contact/left_foot", encode.LINK_CONTACT, encode.encode_link_contact(contact)))
+        wrench = encode.encode_wrench_stamped(contact.wrench())
+        stream.append(("/contact/left_foot/wrench", encode.WRENCH_STAMPED, wrench))
+        torque = JointTorqueReading(t, ["j1", "j2"], [0.5 * step, -1.0])
+        stream.append(("/joint_torques", encode.JOINT_STATE, encode.encode_joint_torque(torque)))
+        stream.append(("/skin/markers", markers.MARKER_ARRAY,
+                       markers.marker_array(markers.taxel_markers(taxels, max_value=5.0, sphere_diameter=0.01))))
+    return [(topic, typename, seconds_to_ns(1000.0 + i * 1e-3), msg) for i, (topic, typename, msg) in enumerate(stream)]
+
+
+def write_stream(path, storage, stream):
+    with BagWriter(path, storage) as writer:
+        for topic, typename in dict.fromkeys((topic, typename) for topic, typename, _, _ in stream):
+            writer.add_topic(topic, typename, qos=qos_profile(transient_local=topic == "/joint_torques"))
+        for topic, _, stamp_ns, msg in stream:
+            writer.write(topic, stamp_ns, msg)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_bag_round_trip_with_a_fresh_reader_and_typestore(tmp_path, storage):
+    stream = sample_stream()
+    write_stream(tmp_path / "bag", storage, stream)
+    with BagReader(tmp_path / "bag") as reader:
+        assert reader.typestore is not typestore()
+        assert reader.message_count == len(stream)
+        assert reader.topics == {topic: typename for topic, typename, _, _ in stream}
+        read = list(reader)
+    assert [(topic, stamp) for topic, stamp, _ in read] == [(topic, stamp) for topic, _, stamp, _ in stream]
+    for (_, _, msg), (_, typename, _, original) in zip(read, stream, strict=True):
+        assert msg.__msgtype__ == typename
+        assert_messages_equal(msg, original)
+    taxels = [msg for topic, _, msg in read if topic == "/skin/pad"]
+    assert_readings_equal(encode.decode_taxel_array(taxels[2]), sample_taxel_reading("KinematicTaxel", seed=2,
+                                                                                    stamp=0.02))
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_bag_stores_definitions_hashes_and_qos(tmp_path, storage):
+    write_stream(tmp_path / "bag", storage, sample_stream())
+    with Reader(tmp_path / "bag") as reader:  # rosbags directly: what other tools see
+        connections = {c.topic: c for c in reader.connections}
+        taxel = connections["/skin/pad"]
+        assert taxel.msgtype == encode.TAXEL_ARRAY and taxel.digest == type_hash(encode.TAXEL_ARRAY)
+        assert taxel.msgdef.data.startswith("string TYPE_CONTACT_PROBE=ContactProbe\n")
+        assert "MSG: std_msgs/Header" in taxel.msgdef.data
+        (qos,) = connections["/joint_torques"].ext.offered_qos_profiles
+        assert qos.durability == QosDurability.TRANSIENT_LOCAL
+        for connection in reader.connections:  # every stored definition rebuilds the type with the same hash
+            store = get_typestore(Stores.EMPTY)
+            store.register(get_types_from_msg(connection.msgdef.data, connection.msgtype))
+            assert store.hash_rihs01(connection.msgtype) == connection.digest
+
+
+def test_reader_builds_types_from_the_bag_not_from_the_library(tmp_path):
+    """A type unknown to tactile_sim (written by rosbags with its definition) is still read."""
+    definition = "float32[] samples\nstring label\ngeometry_msgs/Point where\n"
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register(get_types_from_msg(definition, "probe_msgs/msg/Sample"))
+    cls, point = store.types["probe_msgs/msg/Sample"], store.types["geometry_msgs/msg/Point"]
+    msg = cls(samples=np.array([1.5, -2.0], np.float32), label="x", where=point(1.0, 2.0, 3.0))
+    with Writer(tmp_path / "bag", version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connection = writer.add_connection("/probe", "probe_msgs/msg/Sample", typestore=store)
+        writer.write(connection, 5, store.serialize_cdr(msg, "probe_msgs/msg/Sample"))
+    with BagReader(tmp_path / "bag") as reader:
+        ((topic, stamp, back),) = list(reader)
+    assert (topic, stamp, back.label, back.where.z) == ("/probe", 5, "x", 3.0)
+    assert back.samples.tolist() == [1.5, -2.0]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_topic_and_time_filtering(tmp_path, storage):
+    stream = sample_stream()
+    write_stream(tmp_path / "bag", storage, stream)
+    with BagReader(tmp_path / "bag") as reader:
+        only = list(reader.messages(topics=["/skin/pad", "/joint_torques"]))
+        assert [t for t, _, _ in only] == [t for t, _, _, _ in stream if t in ("/skin/pad", "/joint_torques")]
+        stamps = [s for _, _, s, _ in stream]
+        window = list(reader.messages(start_ns=stamps[3], stop_ns=stamps[7]))
+        assert [s for _, s, _ in window] == stamps[3:7]
+        assert list(reader.messages(topics=[])) == []
+        with pytest.raises(ValueError, match=r"topics \['/nope'\] are not in the bag; allowed: \['/contact"):
+            list(reader.messages(topics=["/nope"]))
+
+
+def test_single_mcap_file_can_be_read_directly(tmp_path):
+    write_stream(tmp_path / "bag", "mcap", sample_stream())
+    (mcap,) = (tmp_path / "bag").glob("*.mcap")
+    with BagReader(mcap) as reader:
+        assert reader.message_count == len(sample_stream())
+
+
+def test_reading_streams_with_bounded_memory(tmp_path):
+    n = 2000  # ~100 kB per message, 100 messages: ~10 MB of bag
+    reading = sample_taxel_reading("KinematicTaxel", rows=40, cols=50)
+    msg = encode.encode_taxel_array(reading)
+    assert n == reading.n_taxels
+    with BagWriter(tmp_path / "bag") as writer:
+        writer.add_topic("/pad", encode.TAXEL_ARRAY)
+        for i in range(100):
+            writer.write("/pad", i, msg)
+    size = sum(p.stat().st_size for p in (tmp_path / "bag").iterdir())
+    with BagReader(tmp_path / "bag") as reader:
+        tracemalloc.start()
+        try:
+            count = sum(1 for _ in reader)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert count == 100
+    assert peak < size / 3, (peak, size)
+
+
+def test_writer_errors(tmp_path):
+    with pytest.raises(ValueError, match=r"storage: got 'rosbag1'; allowed: \['mcap', 'sqlite3'\]"):
+        BagWriter(tmp_path / "a", "rosbag1")
+    with BagWriter(tmp_path / "b") as writer:
+        writer.add_topic("/pad", "tactile_sim_msgs/TaxelArray")
+        with pytest.raises(ValueError, match="topic '/pad' was already added"):
+            writer.add_topic("/pad", encode.TAXEL_ARRAY)
+        with pytest.raises(ValueError, match=r"unknown topic '/other'; added topics: \['/pad'\]"):
+            writer.write("/other", 0, encode.encode_taxel_array(sample_taxel_reading()))
+        wrench = encode.encode_wrench_stamped(sample_link_contact_reading().wrench())
+        with pytest.raises(ValueError, match="has type tactile_sim_msgs/msg/TaxelArray; got a geometry_msgs"):
+            writer.write("/pad", 0, wrench)
+        with pytest.raises(ValueError, match="is unknown"):
+            writer.add_topic("/x", "tactile_sim_msgs/Nothing")
