@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -24,12 +25,16 @@ from tactile_sim.config import (
     SurfaceDistanceProbe,
     TemperatureGrid,
     TemperatureProperties,
+    SuiteConfig,
+    SuiteSettings,
     UrdfTactileLayout,
+    check_suite,
     config_from_python,
     evaluation_period,
     evaluation_steps,
     load_config,
 )
+from tactile_sim.errors import ConfigError
 
 URDF = """<robot name="r"><link name="base"/></robot>"""
 MESH = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
@@ -315,3 +320,19 @@ def test_joint_torque_selection_forms():
 def test_evaluation_period_rounds_halves_up(period, dt, steps):
     assert evaluation_steps(period, dt) == steps
     assert math.isclose(evaluation_period(period, dt), steps * dt, rel_tol=0, abs_tol=0)
+
+
+def test_python_built_suite_runs_the_same_cross_checks():
+    fast = config_from_python("KinematicTaxel", name="a", link="l", delay=0.01, jitter=0.01)
+    config = SuiteConfig(suite=SuiteSettings(dt=0.01), sensors=[fast, config_from_python("ContactProbe", name="b",
+                                                                                           link="l")])
+    assert config.sensors[0] is fast
+    with pytest.raises(ConfigError, match=r"^KinematicTaxel\(name='a'\)\.jitter: jitter must be < "):
+        check_suite(config)
+    check_suite(SuiteConfig(suite=SuiteSettings(dt=0.02), sensors=[fast]))  # 0.01 < dt = 0.02: fine
+
+
+def test_json_round_trip_keeps_every_value(full_config):
+    config, _ = full_config
+    again = SuiteConfig.model_validate(json.loads(json.dumps(config.model_dump(mode="json"))))
+    assert again.model_dump() == config.model_dump()

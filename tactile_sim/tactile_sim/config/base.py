@@ -34,7 +34,7 @@ class ConfigModel(BaseModel):
     be refused, and ``replacements`` (Genesis key → our option) when they differ from :data:`GENESIS_REPLACEMENTS`.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     rejected_options: ClassVar[Mapping[str, tuple[str, str]]] = {}
     replacements: ClassVar[Mapping[str, str]] = GENESIS_REPLACEMENTS

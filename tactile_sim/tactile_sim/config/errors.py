@@ -57,6 +57,13 @@ def join_location(where: str, option: str) -> str:
     return f"{where}.{option}"
 
 
+class Got:
+    """A received value already rendered as text (e.g. ``Got('nothing')`` for a missing option)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
 def format_problem(where: str, option: str, problem: str, got: Any, allowed: str, hint: str = "") -> str:
     """One problem line: ``<where>.<option>: <problem>; got <value>; allowed: <allowed>[; <hint>]``.
 
@@ -68,13 +75,6 @@ def format_problem(where: str, option: str, problem: str, got: Any, allowed: str
     if hint:
         line += f"; {hint}"
     return f"{location}: {line}" if location else line
-
-
-class Got:
-    """A received value already rendered as text (e.g. ``Got('nothing')`` for a missing option)."""
-
-    def __init__(self, text: str):
-        self.text = text
 
 
 def config_error(where: str, option: str, problem: str, got: Any, allowed: str, hint: str = "") -> ConfigError:

@@ -104,9 +104,9 @@ class ShapeConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _exactly_one_kind(self):
-        if "plane" in self.model_fields_set and self.plane is None:  # YAML "plane:" with nothing after it
-            self.plane = PlaneSpec()
         given = [k for k in SHAPE_KINDS if getattr(self, k) is not None]
+        if not given and "plane" in self.model_fields_set:  # YAML "plane:" with nothing after it
+            self.plane, given = PlaneSpec(), ["plane"]
         if len(given) != 1:
             raise OptionProblem(f"a shape needs exactly one kind, found {len(given)}", given,
                                 "one of " + ", ".join(SHAPE_KINDS))
