@@ -95,7 +95,7 @@ def test_visual_geometry_not_loaded():
 def test_declared_object_validation():
     with pytest.raises(SceneError, match="give either 'frame'.*or 'follow'"):
         ball("x", frame="a", follow="b")
-    with pytest.raises(SceneError, match="rot is not a rotation"):
+    with pytest.raises(SceneError, match=r"object .x.: rot: not a rotation"):
         ball("x", rot=np.diag([1.0, 1.0, -1.0]))
     with pytest.raises(SceneError, match="pos must be 3 finite numbers"):
         ball("x", pos=[0, np.nan, 0])

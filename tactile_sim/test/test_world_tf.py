@@ -123,8 +123,9 @@ def test_structure_errors():
 @pytest.mark.parametrize("kwargs, pattern", [
     (dict(quat=[0, 0, 0, 1.01]), r"norm 1 ± 0.001"),
     (dict(quat=[0, 0, 0, float("nan")]), r"quaternion"),
-    (dict(rot=np.diag([1.0, 1.0, -1.0])), r"rot must be a rotation"),
-    (dict(rot=np.eye(3) * 1.01), r"rot must be a rotation"),
+    (dict(rot=np.diag([1.0, 1.0, -1.0])), r"not a rotation: need .* det > 0; got .* det = -1"),
+    (dict(rot=np.eye(3) * 1.01), r"not a rotation: need \|RᵀR − I\| ≤ 0.001"),
+    (dict(rot=np.full((3, 3), np.nan)), r"rotation must be a finite 3×3 matrix"),
     (dict(), r"exactly one of rot"),
     (dict(quat=[0, 0, 0, 1], rot=np.eye(3)), r"exactly one of rot"),
 ])
@@ -148,6 +149,15 @@ def test_near_unit_quaternion_is_normalised():
     q = np.array(quat_z(0.7)) * 1.0008
     tf.set_transform("a", "b", [0, 0, 0], 0.0, quat=q)
     np.testing.assert_allclose(tf.lookup("a", "b").rot, rz(0.7), atol=1e-12)
+
+
+def test_near_rotation_matrix_is_projected():
+    tf = TFBuffer()
+    r = rz(0.4) + 4e-4 * np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    tf.set_transform("a", "b", [0, 0, 0], 0.0, rot=r)
+    out = tf.lookup("a", "b").rot
+    np.testing.assert_allclose(out.T @ out, np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(out, rz(0.4), atol=1e-3)
 
 
 def test_buffer_duration_and_late_samples():

@@ -84,6 +84,23 @@ def check_quaternion(q, where: str) -> np.ndarray:
     return q / n
 
 
+def check_rotation(r, where: str) -> np.ndarray:
+    """Validate an incoming rotation matrix: reject a non-finite or non-3×3 value, |RᵀR − I| > 1e-3 (the
+    quaternion-norm tolerance of spec §16.3) or det < 0; otherwise return the nearest rotation (float64).
+
+    Raises ``ValueError`` naming ``where``.
+    """
+    m = np.asarray(r, dtype=np.float64)
+    if m.shape != (3, 3) or not np.all(np.isfinite(m)):
+        raise ValueError(f"{where}: rotation must be a finite 3×3 matrix; got shape {m.shape}")
+    ortho = float(np.abs(m.T @ m - np.eye(3)).max())
+    det = float(np.linalg.det(m))
+    if ortho > QUAT_NORM_TOL or det < 0:
+        raise ValueError(f"{where}: not a rotation: need |RᵀR − I| ≤ {QUAT_NORM_TOL} and det > 0; "
+                         f"got |RᵀR − I| = {ortho:.3g}, det = {det:.6g}")
+    return quat_to_matrix(matrix_to_quat(torch.as_tensor(m))).numpy()
+
+
 def skew(v: torch.Tensor) -> torch.Tensor:
     """Cross-product matrix ``[v]×`` of ``[..., 3]`` → ``[..., 3, 3]``."""
     x, y, z = v.unbind(-1)

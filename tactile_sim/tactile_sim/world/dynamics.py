@@ -64,21 +64,18 @@ class InverseDynamics:
         qdm = k.as_joint_batch(qdm, k.n_movable, "movable joint velocities")
         qddm = k.as_joint_batch(qddm, k.n_movable, "movable joint accelerations")
         E = qm.shape[0]
-        rf, pf = k.rotational_mask[:, None], k.prismatic_mask[:, None]
         z, o = k.joint_frames(rot, p)  # [E, n, 3] joint axes and origins (= child origins) in W
-        zq, zqq = z * qdm[..., None], z * qddm[..., None]
-        w, u = zq * rf, zq * pf  # angular / linear velocity contributed by each joint
-        vel = k.ancestor_sum(torch.cat([w, u - torch.cross(w, o, dim=-1)], dim=-1))
-        omega = vel[..., :3]
-        v = torch.cross(omega, p, dim=-1) + vel[..., 3:]  # [E, L, 3] velocity of each link origin
+        w, u = k.joint_contributions(z, qdm)  # angular / linear velocity contributed by each joint
+        v, omega = k.sum_over_ancestors(p, o, w, u)  # [E, L, 3] velocity of each link origin, angular velocity
         omega_c = torch.index_select(omega, 1, k.joint_child)
         v_c = torch.index_select(v, 1, k.joint_child)
-        w_dot = zqq * rf + torch.cross(omega_c, w, dim=-1)
-        u_dot = zqq * pf + torch.cross(omega_c, u, dim=-1)
-        acc = k.ancestor_sum(torch.cat(
-            [w_dot, u_dot - torch.cross(w_dot, o, dim=-1) - torch.cross(w, v_c, dim=-1)], dim=-1))
-        alpha = acc[..., :3]
-        a = torch.cross(alpha, p, dim=-1) + torch.cross(omega, v, dim=-1) + acc[..., 3:]  # origin acceleration
+        # time derivatives: ẇ = z q̈ + ω_c × w (the axis turns with its child link), same for u; the origin
+        # acceleration is the same ancestor sum with (ẇ, u̇ − w × v_c) plus ω × v
+        w_acc, u_acc = k.joint_contributions(z, qddm)
+        w_dot = w_acc + torch.cross(omega_c, w, dim=-1)
+        u_dot = u_acc + torch.cross(omega_c, u, dim=-1)
+        a, alpha = k.sum_over_ancestors(p, o, w_dot, u_dot - torch.cross(w, v_c, dim=-1))
+        a = a + torch.cross(omega, v, dim=-1)
 
         r = (rot @ self.com[..., None])[..., 0]  # [E, L, 3] COM offset from the link origin, W axes
         a_com = a + torch.cross(alpha, r, dim=-1) + torch.cross(omega, torch.cross(omega, r, dim=-1), dim=-1)

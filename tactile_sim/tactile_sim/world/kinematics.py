@@ -29,8 +29,9 @@ class Kinematics:
     Public constant tensors (for :mod:`.dynamics` and callers):
     ancestor [L, n_mov]: 1 where movable joint j lies on the path from the root to link l (its child is l or an
     ancestor of l); joint_child [n_mov] long: child link of each movable joint; joint_axis [n_mov, 3]: unit axis in
-    the joint (= child link) frame; joint_rotational [n_mov] bool; mimic_matrix [n_mov, n_act]: ∂q_mov/∂q_act;
-    mimic_source [n_mov] long, mimic_multiplier / mimic_offset [n_mov].
+    the joint (= child link) frame; joint_rotational [n_mov] bool, rotational_mask / prismatic_mask [n_mov] the same
+    as 1/0 in the working dtype; mimic_matrix [n_mov, n_act]: ∂q_mov/∂q_act; mimic_source [n_mov] long,
+    mimic_multiplier / mimic_offset [n_mov].
     """
 
     def __init__(self, robot: RobotModel, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
@@ -159,22 +160,37 @@ class Kinematics:
                        root_ang_vel: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`twists` from movable velocities qdm [E, n_mov]."""
         qdm = self.as_joint_batch(qdm, self.n_movable, "movable joint velocities")
-        z, o = self.joint_frames(rot, pos)
-        p = pos - pos[:, self.root_index: self.root_index + 1]  # origins relative to the root (round-off)
-        zq = z * qdm[..., None]
-        w = zq * self.rotational_mask[:, None]
-        u = zq * self.prismatic_mask[:, None]
-        o = o - pos[:, self.root_index: self.root_index + 1]
-        sums = self.ancestor_sum(torch.cat([w, u - torch.cross(w, o, dim=-1)], dim=-1))  # [E, L, 6]
-        ang = sums[..., :3]
-        lin = torch.cross(ang, p, dim=-1) + sums[..., 3:]
+        origin = pos[:, self.root_index: self.root_index + 1]
+        p = pos - origin  # relative to the root origin (round-off far from the world origin)
+        z, o = self.joint_frames(rot, p)
+        w, u = self.joint_contributions(z, qdm)
+        lin, ang = self.sum_over_ancestors(p, o, w, u)
         if root_ang_vel is not None:
-            wr = root_ang_vel.to(self.dtype)[:, None, :]
+            wr = root_ang_vel.to(self.device, self.dtype)[:, None, :]
             ang = ang + wr
             lin = lin + torch.cross(wr.expand_as(p), p, dim=-1)
         if root_lin_vel is not None:
-            lin = lin + root_lin_vel.to(self.dtype)[:, None, :]
+            lin = lin + root_lin_vel.to(self.device, self.dtype)[:, None, :]
         return lin, ang
+
+    def joint_contributions(self, z: torch.Tensor, rate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per movable joint, z·rate split into its rotational part w and prismatic part u, each [E, n_mov, 3].
+
+        z: world axes [E, n_mov, 3]; rate: q̇ or q̈ of the movable joints [E, n_mov].
+        """
+        zr = z * rate[..., None]
+        return zr * self.rotational_mask[:, None], zr * self.prismatic_mask[:, None]
+
+    def sum_over_ancestors(self, p: torch.Tensor, o: torch.Tensor, w: torch.Tensor,
+                           u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per link, Σ over its ancestor joints j of (w_j × (p_l − o_j) + u_j) and of w_j: [E, L, 3] each.
+
+        With (w, u) the joint velocity contributions this is the link twist (origin velocity, angular velocity);
+        p: link origins [E, L, 3] and o: joint origins [E, n_mov, 3], both relative to the same point.
+        """
+        sums = self.ancestor_sum(torch.cat([w, u - torch.cross(w, o, dim=-1)], dim=-1))
+        ang = sums[..., :3]
+        return torch.cross(ang, p, dim=-1) + sums[..., 3:], ang
 
     def joint_frames(self, rot: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """World axes z [E, n_mov, 3] and origins o [E, n_mov, 3] of the movable joints from an :meth:`fk` result."""

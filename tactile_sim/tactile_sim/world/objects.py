@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constants import QUAT_NORM_TOL
 from ..errors import SceneError
 from ..geometry.shapes import Shape
+from ..geometry.transforms import check_rotation
 from .tf_buffer import StampedTransform, TFBuffer
 
 
@@ -51,13 +51,11 @@ class DeclaredObject:
         for s in self.shapes + self.visual_shapes:
             if not isinstance(s, Shape):
                 raise SceneError(f"{where}: shapes must be Shape instances; got {type(s).__name__}")
-        rot = np.asarray(self.rot, dtype=np.float64)
+        try:
+            rot = check_rotation(self.rot, f"{where}: rot")
+        except ValueError as e:
+            raise SceneError(str(e)) from None
         pos = np.asarray(self.pos, dtype=np.float64)
-        if rot.shape != (3, 3) or not np.all(np.isfinite(rot)):
-            raise SceneError(f"{where}: rot must be a finite 3×3 rotation; got shape {rot.shape}")
-        err = float(np.abs(rot.T @ rot - np.eye(3)).max())
-        if err > QUAT_NORM_TOL or np.linalg.det(rot) < 0:
-            raise SceneError(f"{where}: rot is not a rotation (|RᵀR − I| = {err:.3g}, det = {np.linalg.det(rot):.4g})")
         if pos.shape != (3,) or not np.all(np.isfinite(pos)):
             raise SceneError(f"{where}: pos must be 3 finite numbers (m); got {pos.tolist()}")
         object.__setattr__(self, "rot", rot)

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..constants import QUAT_NORM_TOL
-from ..geometry.transforms import check_quaternion, matrix_to_quat, quat_to_matrix_np
+from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np
 
 
 class TFError(ValueError):
@@ -158,15 +157,11 @@ class TFBuffer:
             except ValueError as e:
                 raise TFError(str(e)) from None
             return q, quat_to_matrix_np(q)
-        r = np.asarray(rot, dtype=np.float64)
-        if r.shape != (3, 3) or not np.all(np.isfinite(r)):
-            raise TFError(f"{where}: rot must be a finite 3×3 matrix; got shape {r.shape}")
-        ortho = float(np.abs(r.T @ r - np.eye(3)).max())
-        if ortho > QUAT_NORM_TOL or np.linalg.det(r) < 0:
-            raise TFError(f"{where}: rot must be a rotation (|RᵀR − I| ≤ {QUAT_NORM_TOL}, det > 0); "
-                          f"got |RᵀR − I| = {ortho:.3g}, det = {np.linalg.det(r):.6g}")
-        q = matrix_to_quat(torch.as_tensor(r)).numpy()
-        return q, quat_to_matrix_np(q)
+        try:
+            r = check_rotation(rot, where)
+        except ValueError as e:
+            raise TFError(str(e)) from None
+        return matrix_to_quat(torch.as_tensor(r)).numpy(), r
 
     def clear(self):
         """Forget every frame."""
