@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from ..world.resources import _ament_share
 from .errors import OptionProblem
 
 PACKAGE_PATH_ENV = "TACTILE_SIM_PACKAGE_PATH"
@@ -24,17 +25,6 @@ PACKAGE_PATH_ENV = "TACTILE_SIM_PACKAGE_PATH"
 
 PathKind = Literal["file", "dir", "any"]
 """What a resolved path must be: an existing file, an existing folder, or anything (may not exist yet)."""
-
-
-def _ament_share(package: str) -> Path | None:
-    try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-    except ImportError:
-        return None
-    try:
-        return Path(get_package_share_directory(package))
-    except (PackageNotFoundError, ValueError, LookupError):
-        return None
 
 
 def _bundled_roots() -> list[Path]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..constants import int_floor
+from ..imperfections.spec import steps_from_period
 from .errors import combined_error, format_problem, suggest
 from .materials import TemperatureProperties
 from .schema import SuiteConfig
@@ -18,7 +18,7 @@ from .sensor_options import ContactSensor, JointTorque, KinematicTaxel, Pipeline
 
 def evaluation_steps(update_period: float, engine_dt: float) -> int:
     """k = max(1, round(P / dt_engine)), halves rounded up (spec §13.1): the sensor runs every k engine steps."""
-    return max(1, int_floor(update_period / engine_dt + 0.5))
+    return max(1, steps_from_period(update_period, engine_dt)[0])
 
 
 def evaluation_period(update_period: float, engine_dt: float) -> float:
