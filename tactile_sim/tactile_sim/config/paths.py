@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -29,9 +28,7 @@ PathKind = Literal["file", "dir", "any"]
 
 def _bundled_roots() -> list[Path]:
     """Where the installed tactile_sim keeps its package files (see the module docstring)."""
-    import tactile_sim
-
-    python_pkg = Path(tactile_sim.__file__).resolve().parent
+    python_pkg = Path(__file__).resolve().parents[1]
     roots = []
     if (python_pkg.parent / "package.xml").is_file():
         roots.append(python_pkg.parent)
@@ -39,14 +36,13 @@ def _bundled_roots() -> list[Path]:
     return roots
 
 
-def package_roots(package: str, environ: Mapping[str, str] | None = None) -> list[Path]:
+def package_roots(package: str) -> list[Path]:
     """Every folder that may hold ``package``'s files, in lookup order (ament share, env roots, bundled data)."""
-    env = os.environ if environ is None else environ
     roots = []
     share = _ament_share(package)
     if share is not None:
         roots.append(share)
-    for root in env.get(PACKAGE_PATH_ENV, "").split(os.pathsep):
+    for root in os.environ.get(PACKAGE_PATH_ENV, "").split(os.pathsep):
         if root and (Path(root).expanduser() / package).is_dir():
             roots.append(Path(root).expanduser() / package)
     if package == "tactile_sim":
