@@ -154,3 +154,9 @@ def test_marker_argument_errors():
         markers.taxel_markers(reading, max_value=1.0, sphere_diameter=0.01, channel="force")
     with pytest.raises(ValueError, match="temperature_range"):
         markers.thermal_markers(sample_thermal_reading(), temperature_range=(10.0, 10.0))
+
+
+def test_force_arrows_can_be_left_out():
+    reading = sample_taxel_reading("KinematicTaxel", rows=2, cols=3)
+    result = markers.taxel_markers(reading, max_value=5.0, sphere_diameter=0.01, force_arrows=False)
+    assert [m.type for m in result] == [Marker.SPHERE_LIST]

@@ -158,3 +158,13 @@ def test_sensor_type_constants_are_the_six_taxel_models():
             cls.TYPE_PROXIMITY_TAXEL, cls.TYPE_SURFACE_DISTANCE_PROBE} == {
         "ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
         "SurfaceDistanceProbe"}
+
+
+def test_new_message_coerces_given_values_to_the_wire_representation():
+    msg = msg_types.new_message(THERMAL_GRID, temperatures=[1.0, 1.0 / 3.0], nx=2, link_names=["a"])
+    assert msg.temperatures.dtype == np.float32 and msg.temperatures.tolist() == [1.0, np.float32(1.0 / 3.0)]
+    colour = msg_types.new_message("std_msgs/ColorRGBA", r=0.1)
+    assert colour.r == float(np.float32(0.1)) and colour.r != 0.1
+    back = msg_types.deserialize_cdr(msg_types.serialize_cdr(msg), THERMAL_GRID)
+    assert_messages_equal(back, msg)
+    assert msg_types.new_message("sensor_msgs/JointState", effort=np.array([1, 2], np.int64)).effort.dtype == np.float64

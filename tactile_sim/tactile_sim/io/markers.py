@@ -16,12 +16,13 @@ or the contact body) and has a stable namespace and id, so each update replaces 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .encode import header, point, pose, vector3
+from .encode import header, pose, vector3
 from .msg_types import message_class, new_message
 from .readings import LinkContactReading, TaxelReading, ThermalReading
 
@@ -37,6 +38,9 @@ FILLER_RGBA = (0.6, 0.6, 0.6, 0.25)
 INVALID_RGBA = (0.6, 0.6, 0.6, 1.0)
 """Every element of an invalid reading: opaque grey."""
 
+WHITE = (1.0, 1.0, 1.0, 1.0)
+"""Marker-wide colour of the list markers (their per-point colours apply)."""
+
 TAXEL_CHANNEL_PREFERENCE = ("force", "displacement", "depth", "distance", "contact")
 """The channel that colours the taxels when the caller names none: the first one the reading has."""
 
@@ -48,9 +52,16 @@ def colour_ramp(u: np.ndarray) -> np.ndarray:
     return np.stack([np.interp(u, stops, RAMP_STOPS[:, c]) for c in range(3)], axis=-1)
 
 
-def _rgba(rgba: Sequence[float]) -> Any:
-    r, g, b, a = (float(v) for v in rgba)
-    return new_message("std_msgs/msg/ColorRGBA", r=r, g=g, b=b, a=a)
+def _rgba(rgba: np.ndarray) -> list[Any]:
+    """``std_msgs/msg/ColorRGBA`` of each row of (k, 4), rounded to float32 (the message's type)."""
+    cls = message_class("std_msgs/msg/ColorRGBA")
+    return [cls(r=r, g=g, b=b, a=a) for r, g, b, a in np.asarray(rgba, np.float32).reshape(-1, 4).tolist()]
+
+
+def _points(xyz: np.ndarray) -> list[Any]:
+    """``geometry_msgs/msg/Point`` of each row of (k, 3)."""
+    cls = message_class("geometry_msgs/msg/Point")
+    return [cls(x=x, y=y, z=z) for x, y, z in np.asarray(xyz, np.float64).reshape(-1, 3).tolist()]
 
 
 def _colours(values: np.ndarray, max_value: float, alpha: float) -> np.ndarray:
@@ -64,34 +75,29 @@ def _check_positive(value: float, name: str) -> None:
         raise ValueError(f"markers: {name} must be > 0; got {value!r}")
 
 
-def _marker(frame_id: str, stamp: float, ns: str, marker_id: int, marker_type: int, **fields: Any) -> Any:
-    """A marker locked to ``frame_id``; its pose is the identity unless ``fields`` sets one."""
+def _marker(head: Any, ns: str, marker_id: int, marker_type: int, **fields: Any) -> Any:
+    """A marker with header ``head`` (shared by the markers of one reading), locked to its frame; its pose is the
+    identity unless ``fields`` sets one."""
     fields.setdefault("pose", pose((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
-    return new_message(
-        MARKER, header=header(frame_id, stamp), ns=ns, id=marker_id, type=marker_type, frame_locked=True, **fields
-    )
+    return new_message(MARKER, header=head, ns=ns, id=marker_id, type=marker_type, frame_locked=True, **fields)
 
 
-def _arrow(frame_id: str, stamp: float, ns: str, marker_id: int, tip: np.ndarray, vector: np.ndarray,
-           max_value: float, arrow_length: float) -> Any:
-    """ARROW from tip − vector/max_value·arrow_length to tip, coloured by |vector|; DELETE when vector is 0."""
+def _arrows(head: Any, ns: str, tips: np.ndarray, vectors: np.ndarray, max_value: float, arrow_length: float
+            ) -> list[Any]:
+    """One ARROW per row (id = row index) from tip − vector/max_value·arrow_length to tip, coloured by |vector|
+    on [0, max_value]; a DELETE for a zero vector. tips, vectors: (k, 3)."""
     cls = message_class(MARKER)
-    magnitude = float(np.linalg.norm(vector))
-    if magnitude == 0.0:
-        return _marker(frame_id, stamp, ns, marker_id, cls.ARROW, action=cls.DELETE)
-    start = tip - vector / max_value * arrow_length
-    rgba = _colours(np.array([magnitude]), max_value, 1.0)[0]
-    return _marker(
-        frame_id,
-        stamp,
-        ns,
-        marker_id,
-        cls.ARROW,
-        action=cls.ADD,
-        points=[point(start), point(tip)],
-        scale=vector3((0.1 * arrow_length, 0.2 * arrow_length, 0.0)),
-        color=_rgba(rgba),
-    )
+    magnitudes = np.linalg.norm(vectors, axis=1)
+    ends = _points(np.stack([tips - vectors / max_value * arrow_length, tips], axis=1))
+    colours = _rgba(_colours(magnitudes, max_value, 1.0))
+    scale = vector3((0.1 * arrow_length, 0.2 * arrow_length, 0.0))
+    template = _marker(head, ns, 0, cls.ARROW, action=cls.ADD, scale=scale)  # nested defaults shared
+    return [
+        replace(template, id=k, action=cls.DELETE)
+        if magnitudes[k] == 0.0
+        else replace(template, id=k, points=ends[2 * k : 2 * k + 2], color=colours[k])
+        for k in range(len(tips))
+    ]
 
 
 def default_sphere_diameter(positions: np.ndarray, radii: np.ndarray) -> float:
@@ -123,6 +129,7 @@ def taxel_markers(
     max_value: float,
     sphere_diameter: float,
     channel: str | None = None,
+    force_arrows: bool = True,
     arrow_length: float = 0.02,
 ) -> list[Any]:
     """SPHERE_LIST of the taxels coloured by the magnitude of ``channel`` on [0, max_value], plus one ARROW per
@@ -130,7 +137,8 @@ def taxel_markers(
 
     channel: default the first of ``TAXEL_CHANNEL_PREFERENCE`` present. max_value: in the channel's unit (contact:
     1). sphere_diameter: m (see :func:`default_sphere_diameter`). Fillers are translucent grey; an invalid reading
-    is all grey and deletes its arrows.
+    is all grey and deletes its arrows. force_arrows=False leaves the arrows out: with rosbags a marker costs about
+    0.1 ms to build and serialise, so per-taxel arrows of a large array limit the visualisation rate.
     """
     _check_positive(max_value, "max_value")
     _check_positive(sphere_diameter, "sphere_diameter")
@@ -147,29 +155,25 @@ def taxel_markers(
     colours[reading.radii == 0] = FILLER_RGBA
     if not reading.valid:
         colours[:] = INVALID_RGBA
-    frame, stamp, sensor = reading.frame_id, reading.stamp, reading.sensor_name
+    head = header(reading.frame_id, reading.stamp)
     spheres = _marker(
-        frame,
-        stamp,
-        f"{sensor}/taxels",
+        head,
+        f"{reading.sensor_name}/taxels",
         0,
         cls.SPHERE_LIST,
         action=cls.ADD,
         scale=vector3((sphere_diameter,) * 3),
-        color=_rgba((1.0, 1.0, 1.0, 1.0)),
-        points=[point(p) for p in reading.positions],
-        colors=[_rgba(c) for c in colours],
+        color=_rgba(WHITE)[0],
+        points=_points(reading.positions),
+        colors=_rgba(colours),
     )
     markers = [spheres]
-    if "force" in reading.channels:
+    if force_arrows and "force" in reading.channels:
         forces = reading.channels["force"].astype(np.float64)
         if not reading.valid:
             forces = np.zeros_like(forces)
         tips = reading.positions.astype(np.float64)
-        markers += [
-            _arrow(frame, stamp, f"{sensor}/forces", k, tips[k], forces[k], max_value, arrow_length)
-            for k in range(reading.n_taxels)
-        ]
+        markers += _arrows(head, f"{reading.sensor_name}/forces", tips, forces, max_value, arrow_length)
     return markers
 
 
@@ -188,17 +192,16 @@ def thermal_markers(
     if not reading.valid:
         colours[:] = INVALID_RGBA
     cubes = _marker(
-        reading.frame_id,
-        reading.stamp,
+        header(reading.frame_id, reading.stamp),
         f"{reading.sensor_name}/thermal",
         0,
         cls.CUBE_LIST,
         action=cls.ADD,
         pose=pose(reading.origin, reading.origin_orientation),
         scale=vector3(reading.cell_size),
-        color=_rgba((1.0, 1.0, 1.0, 1.0)),
-        points=[point(c) for c in centres],
-        colors=[_rgba(c) for c in colours],
+        color=_rgba(WHITE)[0],
+        points=_points(centres),
+        colors=_rgba(colours),
     )
     return [cubes]
 
@@ -209,8 +212,9 @@ def link_contact_markers(reading: LinkContactReading, *, max_force: float, arrow
     _check_positive(max_force, "max_force")
     _check_positive(arrow_length, "arrow_length")
     force = reading.force if reading.valid else np.zeros(3)
+    head = header(reading.frame_id, reading.stamp)
     ns = f"{reading.sensor_name}/{reading.body_name}/force"
-    return [_arrow(reading.frame_id, reading.stamp, ns, 0, np.zeros(3), force, max_force, arrow_length)]
+    return _arrows(head, ns, np.zeros((1, 3)), force[None, :], max_force, arrow_length)
 
 
 def marker_array(markers: Sequence[Any]) -> Any:

@@ -113,24 +113,41 @@ def _default_value(desc: tuple) -> Any:
     return [_default_value((subkind, subarg)) for _ in range(count)]
 
 
+@cache
+def _field_descriptions(name: str) -> tuple[tuple[str, tuple], ...]:
+    """(field, description) pairs of a known full type name, in message order."""
+    return tuple(typestore().fielddefs[name][1])
+
+
 def new_message(typename: str, **fields: Any) -> Any:
     """A message of ``typename`` with the given fields; every other field gets its default (0, "", empty, nested).
 
     Primitive sequences are numpy arrays of the field's dtype, string sequences and message sequences lists.
-    A given float32 scalar is rounded to float32 here, so that the object holds exactly what goes on the wire.
+    Given values are coerced: primitive sequences (arrays or lists) to arrays of the field's dtype, float32
+    scalars rounded to float32, so that the object holds exactly what goes on the wire.
     """
     name = _known(typename)
-    fielddefs = typestore().fielddefs[name][1]
-    unknown = set(fields) - {field for field, _ in fielddefs}
-    if unknown:
+    fielddefs = _field_descriptions(name)
+    if not fields.keys() <= dict(fielddefs).keys():
+        unknown = sorted(set(fields) - dict(fielddefs).keys())
         allowed = [field for field, _ in fielddefs]
-        raise ValueError(f"new_message({typename!r}): unknown fields {sorted(unknown)}; allowed: {allowed}")
+        raise ValueError(f"new_message({typename!r}): unknown fields {unknown}; allowed: {allowed}")
     for field, desc in fielddefs:
         if field not in fields:
             fields[field] = _default_value(desc)
-        elif desc == (Nodetype.BASE, ("float32", 0)):
-            fields[field] = float(np.float32(fields[field]))
+        else:
+            fields[field] = _coerce(desc, fields[field])
     return typestore().types[name](**fields)
+
+
+def _coerce(desc: tuple, value: Any) -> Any:
+    """``value`` in the representation rosbags serialises for the field ``desc`` (see :func:`new_message`)."""
+    kind, arg = desc
+    if kind == Nodetype.BASE:
+        return float(np.float32(value)) if arg[0] == "float32" else value
+    if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE) and arg[0][0] == Nodetype.BASE and arg[0][1][0] != "string":
+        return np.asarray(value, dtype=_NUMPY_DTYPES[arg[0][1][0]])
+    return value
 
 
 def serialize_cdr(msg: Any, typename: str | None = None) -> bytes:
