@@ -1,0 +1,131 @@
+"""KinematicTaxel (spec §6): spring–damper force and torque, closed-form checks on a pad."""
+
+import numpy as np
+import pytest
+import torch
+
+from helpers_scenes import grid_layout, make_suite, pose, rot_z
+
+R, K_N = 0.002, 1000.0
+HALF = 0.0125  # half footprint of the pressing box, m
+
+
+def taxel(**extra):
+    return {"type": "KinematicTaxel", "name": "kt", "link": "pad", "probe_radius": R,
+            "probe_local_pos": grid_layout(9, 0.02), **extra}
+
+
+def block(size=(2 * HALF, 2 * HALF, 0.05)):
+    return {"name": "block", "geometry": [{"box": {"size": list(size)}}], "pose": {"xyz": [0, 0, 1.0]}}
+
+
+def probe_positions(n=9, half=0.02):
+    u = np.linspace(-half, half, n)
+    x, y = np.meshgrid(u, u, indexing="xy")
+    return np.stack([x, y, np.zeros_like(x)], -1)
+
+
+def covered_mask(d):
+    p = probe_positions()
+    inside = np.minimum(HALF - np.abs(p[..., 0]), HALF - np.abs(p[..., 1]))
+    return inside > d
+
+
+def press(suite, t, d, *, rot=None, lin=(0, 0, 0), ang=(0, 0, 0)):
+    r, p = pose([0.0, 0.0, 0.025 - d], rot)
+    twist = (torch.tensor(lin, dtype=torch.float64), torch.tensor(ang, dtype=torch.float64))
+    suite.update(t, object_poses={"block": (r, p)}, object_twists={"block": twist})
+
+
+@pytest.mark.parametrize("exponent", [1.0, 1.5])
+def test_static_box_face(exponent):
+    d = 0.001
+    suite = make_suite([taxel(normal_exponent=exponent)], [block()])
+    press(suite, 0.0, d)
+    force, torque = (v.numpy() for v in suite.read_ground_truth("kt"))
+    cov = covered_mask(d)
+    expected_f = np.zeros(3)
+    expected_f[2] = -K_N * (R + d) ** exponent
+    np.testing.assert_allclose(force[cov], np.broadcast_to(expected_f, force[cov].shape), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(torque, np.cross(probe_positions(), force), atol=1e-15)
+    far = ~covered_mask(-R)  # beyond the sensing radius of every face
+    assert np.all(force[far] == 0) and np.all(torque[far] == 0)
+
+
+def test_sphere_force_field_is_radial_and_balanced():
+    r, d = 0.02, 0.002
+    ball = {"name": "ball", "geometry": [{"sphere": {"radius": r}}], "pose": {"xyz": [0, 0, r - d]}}
+    suite = make_suite([taxel()], [ball])
+    suite.update(0.0)
+    force, torque = (v.numpy() for v in suite.read_ground_truth("kt"))
+    c = np.array([0.0, 0.0, r - d])
+    rel = probe_positions() - c
+    dist = np.linalg.norm(rel, axis=-1)
+    mag = np.maximum(0.0, R + r - dist)
+    expected = np.where((mag > 0)[..., None], K_N * mag[..., None] * rel / dist[..., None], 0.0)
+    np.testing.assert_allclose(force, expected, atol=1e-12)
+    assert abs(force[..., 0].sum()) < 1e-12 and abs(force[..., 1].sum()) < 1e-12
+    assert abs(torque[..., 2].sum()) < 1e-12
+    assert force[..., 2].sum() < 0
+
+
+def test_pressing_speed_adds_damping():
+    d, w, c_n = 0.001, 0.05, 3.0
+    suite = make_suite([taxel(normal_damping=c_n)], [block()])
+    press(suite, 0.0, d, lin=(0, 0, -w))
+    force = suite.read_ground_truth("kt").force.numpy()
+    s = R + d
+    np.testing.assert_allclose(np.linalg.norm(force[covered_mask(d)], axis=-1), K_N * s + c_n * s * w, rtol=1e-12)
+
+
+def test_sliding_drags_the_skin_along():
+    d, u, k_t = 0.001, 0.2, 2.5
+    suite = make_suite([taxel(shear_scalar=k_t)], [block()])
+    press(suite, 0.0, d, lin=(u, 0, 0))
+    force = suite.read_ground_truth("kt").force.numpy()[covered_mask(d)]
+    np.testing.assert_allclose(force[:, 0], k_t * u, rtol=1e-12)
+    np.testing.assert_allclose(force[:, 2], -K_N * (R + d), rtol=1e-12)
+
+
+@pytest.mark.parametrize("k_tw", [0.0, 1.0, 3.0])
+def test_spin_about_the_normal(k_tw):
+    d, omega = 0.001, 2.0
+    suite = make_suite([taxel(twist_scalar=k_tw)], [block()])
+    press(suite, 0.0, d, rot=rot_z(0.3), ang=(0, 0, omega))
+    force, torque = (v.numpy() for v in suite.read_ground_truth("kt"))
+    p = probe_positions()
+    inside = np.linalg.norm(p[..., :2], axis=-1) < HALF - d  # covered whatever the box's yaw
+    twist = torque[..., 2] - np.cross(p, force)[..., 2]
+    np.testing.assert_allclose(twist[inside], k_tw * omega, atol=1e-12)
+
+
+def test_hover_and_gain():
+    gap = 0.0005
+    suite = make_suite([taxel(probe_gain=1.5)], [block()])
+    press(suite, 0.0, -gap)
+    gt = suite.read_ground_truth("kt").force
+    meas = suite.read("kt").force
+    cov = torch.as_tensor(covered_mask(gap))
+    np.testing.assert_allclose(gt[cov][:, 2].numpy(), -K_N * (R - gap), rtol=1e-12)
+    torch.testing.assert_close(meas[..., 2], 1.5 * gt[..., 2], rtol=1e-15, atol=0)
+
+
+def test_grid_sensor_in_world_and_link_frames_agree_under_rotation():
+    """Rotating the pad and the block together leaves the link-frame outputs unchanged."""
+    d = 0.001
+    ref = make_suite([taxel()], [block()])
+    press(ref, 0.0, d, lin=(0.1, 0.05, -0.02))
+    f_ref, t_ref = ref.read_ground_truth("kt")
+
+    angle = 0.7
+    c, s = np.cos(angle), np.sin(angle)
+    rx = np.array([[1, 0, 0], [0, c, -s], [0, s, c]]) @ rot_z(0.4)
+    rot = torch.as_tensor(rx)
+    suite = make_suite([taxel()], [block()])
+    block_pos = rot @ torch.tensor([0.0, 0.0, 0.025 - d], dtype=torch.float64)
+    twist = (rot @ torch.tensor([0.1, 0.05, -0.02], dtype=torch.float64), torch.zeros(3, dtype=torch.float64))
+    suite.update(0.0, object_poses={"block": (rot, block_pos), "pad": (rot, torch.zeros(3, dtype=torch.float64))},
+                 object_twists={"block": twist})
+    f, t = suite.read_ground_truth("kt")
+    torch.testing.assert_close(f, f_ref, atol=1e-12, rtol=0)
+    torch.testing.assert_close(t, t_ref, atol=1e-12, rtol=0)
