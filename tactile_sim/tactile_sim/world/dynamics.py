@@ -65,15 +65,13 @@ class InverseDynamics:
         qddm = k.as_joint_batch(qddm, k.n_movable, "movable joint accelerations")
         E = qm.shape[0]
         z, o = k.joint_frames(rot, p)  # [E, n, 3] joint axes and origins (= child origins) in W
-        w, u = k.joint_contributions(z, qdm)  # angular / linear velocity contributed by each joint
+        w, u = k.split_by_joint_type(z * qdm[..., None])  # angular / linear velocity contributed by each joint
         v, omega = k.sum_over_ancestors(p, o, w, u)  # [E, L, 3] velocity of each link origin, angular velocity
         omega_c = torch.index_select(omega, 1, k.joint_child)
         v_c = torch.index_select(v, 1, k.joint_child)
-        # time derivatives: ẇ = z q̈ + ω_c × w (the axis turns with its child link), same for u; the origin
-        # acceleration is the same ancestor sum with (ẇ, u̇ − w × v_c) plus ω × v
-        w_acc, u_acc = k.joint_contributions(z, qddm)
-        w_dot = w_acc + torch.cross(omega_c, w, dim=-1)
-        u_dot = u_acc + torch.cross(omega_c, u, dim=-1)
+        # time derivatives: d(z q̇)/dt = z q̈ + (ω_c × z) q̇ (the axis turns with its child link); the origin
+        # acceleration is the same ancestor sum with (ẇ, u̇ − w × v_c), plus ω × v
+        w_dot, u_dot = k.split_by_joint_type(z * qddm[..., None] + torch.cross(omega_c, z, dim=-1) * qdm[..., None])
         a, alpha = k.sum_over_ancestors(p, o, w_dot, u_dot - torch.cross(w, v_c, dim=-1))
         a = a + torch.cross(omega, v, dim=-1)
 

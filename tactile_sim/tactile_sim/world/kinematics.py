@@ -163,7 +163,7 @@ class Kinematics:
         origin = pos[:, self.root_index: self.root_index + 1]
         p = pos - origin  # relative to the root origin (round-off far from the world origin)
         z, o = self.joint_frames(rot, p)
-        w, u = self.joint_contributions(z, qdm)
+        w, u = self.split_by_joint_type(z * qdm[..., None])
         lin, ang = self.sum_over_ancestors(p, o, w, u)
         if root_ang_vel is not None:
             wr = root_ang_vel.to(self.device, self.dtype)[:, None, :]
@@ -173,13 +173,13 @@ class Kinematics:
             lin = lin + root_lin_vel.to(self.device, self.dtype)[:, None, :]
         return lin, ang
 
-    def joint_contributions(self, z: torch.Tensor, rate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per movable joint, z·rate split into its rotational part w and prismatic part u, each [E, n_mov, 3].
+    def split_by_joint_type(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-joint vectors x [E, n_mov, 3] → (x at rotational joints, x at prismatic joints), zeros elsewhere.
 
-        z: world axes [E, n_mov, 3]; rate: q̇ or q̈ of the movable joints [E, n_mov].
+        With x = z q̇ (z the world joint axes) this gives the angular velocity w and the linear velocity u that
+        each joint contributes to its subtree.
         """
-        zr = z * rate[..., None]
-        return zr * self.rotational_mask[:, None], zr * self.prismatic_mask[:, None]
+        return x * self.rotational_mask[:, None], x * self.prismatic_mask[:, None]
 
     def sum_over_ancestors(self, p: torch.Tensor, o: torch.Tensor, w: torch.Tensor,
                            u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

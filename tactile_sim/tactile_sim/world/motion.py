@@ -147,6 +147,7 @@ class WorldModel:
         self._history = _PoseHistory(E, 1 + O, self.device, dtype)  # body 0 = root, 1 + k = object k
         self._history_names = ["<root>"] + [o.name for o in scene.objects]
         self._root_api = False
+        self._root_is_identity = root_pose is None  # FK can skip composing with an identity root
 
         # joints
         n_act = robot.n_actuated if robot is not None else 0
@@ -201,38 +202,83 @@ class WorldModel:
         t = float(t)
         if not math.isfinite(t) or t < self._t_last:
             raise ValueError(f"WorldModel.update: t must be finite and non-decreasing; got {t} after {self._t_last}")
-        E, O = self.n_envs, len(self.scene.objects)
-        stamps = np.full(1 + O, np.nan)
-
-        # root pose sample
-        root_fixed = True
-        if root_pose is not None:
-            self._root_rot, self._root_pos = self._pose(root_pose, "root_pose")
-            stamps[0], root_fixed, self._root_api = t, False, True
-        elif self._root_api:  # a held caller pose is the same sample again
-            stamps[0], root_fixed = self._history.s1[0], False
-        elif self.root_from_tf:
-            s = self.tf.lookup(self.world_frame, self.scene.robot.root_link)
-            self._root_rot = torch.as_tensor(s.rot, device=self.device, dtype=self.dtype).expand(E, 3, 3)
-            self._root_pos = torch.as_tensor(s.trans, device=self.device, dtype=self.dtype).expand(E, 3)
-            if not s.static:
-                stamps[0], root_fixed = s.stamp, False
-
-        # joints
         if joint_pos is None and (joint_vel is not None or joint_acc is not None):
             raise ValueError("WorldModel.update: joint_vel / joint_acc need joint_pos in the same call")
         if joint_pos is not None:
             if self.kinematics is None:
                 raise ValueError("WorldModel.update: joint_pos given, but the scene has no robot")
             self._joint_sample(t, joint_pos, joint_vel, joint_acc)
+        # pose samples of the root (entry 0) and the objects (1 + k); NaN stamp: no moving sample
+        stamps = np.full(1 + len(self.scene.objects), np.nan)
+        self._root_sample(t, root_pose, stamps)
+        self._object_samples(t, object_poses or {}, stamps)
+        if np.isnan(stamps).all():  # nothing moves: no history to keep, zero twists
+            diff_lin = torch.zeros(self.n_envs, len(stamps), 3, device=self.device, dtype=self.dtype)
+            diff_ang = torch.zeros_like(diff_lin)
+        else:
+            self._history.add(stamps, torch.cat([self._root_rot[:, None], self._obj_rot], dim=1),
+                              torch.cat([self._root_pos[:, None], self._obj_pos], dim=1), self._history_names)
+            moving = torch.as_tensor(~np.isnan(stamps), device=self.device)[:, None]
+            diff_lin, diff_ang = self._history.twists()
+            diff_lin, diff_ang = diff_lin * moving, diff_ang * moving
 
-        # object pose samples
-        if object_poses:
-            for name, pose in object_poses.items():
-                k = self._object_index(name, f"object_poses[{name!r}]")
-                self._obj_rot[:, k], self._obj_pos[:, k] = self._pose(pose, f"object_poses[{name!r}]")
-                self._api_posed[k] = True
-                stamps[1 + k] = t
+        kin = self.kinematics
+        qm = qdm = qddm = None
+        if kin is not None:
+            qm, qdm = kin.movable_positions(self._q), kin.movable_rates(self._qd)
+            qddm = kin.movable_rates(self._qdd) if self._qdd is not None else None
+            root = (None, None) if self._root_is_identity else (self._root_rot, self._root_pos)
+            l_rot, l_pos = kin.fk_movable(qm, *root)
+            root_moves = not math.isnan(stamps[0])
+            l_lin, l_ang = kin.twists_movable(l_rot, l_pos, qdm, diff_lin[:, 0] if root_moves else None,
+                                              diff_ang[:, 0] if root_moves else None)
+        else:
+            l_rot = torch.zeros(self.n_envs, 0, 3, 3, device=self.device, dtype=self.dtype)
+            l_pos = l_lin = l_ang = torch.zeros(self.n_envs, 0, 3, device=self.device, dtype=self.dtype)
+        o_rot, o_pos, o_lin, o_ang = self._attach_to_links(l_rot, l_pos, l_lin, l_ang, diff_lin[:, 1:],
+                                                           diff_ang[:, 1:])
+        for name, tw in (object_twists or {}).items():
+            k = self._object_index(name, f"object_twists[{name!r}]")
+            if not isinstance(tw, (tuple, list)) or len(tw) != 2:
+                raise ValueError(f"WorldModel.update: object_twists[{name!r}] must be a pair (lin [E, 3], ang [E, 3])")
+            o_lin[:, k] = self._tensor(tw[0], (3,), f"object_twists[{name!r}] lin")
+            o_ang[:, k] = self._tensor(tw[1], (3,), f"object_twists[{name!r}] ang")
+
+        self._t_last = t
+        self.state = WorldState(
+            t=t,
+            rot=torch.cat([l_rot, o_rot], dim=1),
+            pos=torch.cat([l_pos, o_pos], dim=1),
+            lin_vel=torch.cat([l_lin, o_lin], dim=1),
+            ang_vel=torch.cat([l_ang, o_ang], dim=1),
+            joint_pos=qm,
+            joint_vel=qdm,
+            joint_acc=qddm,
+        )
+        return self.state
+
+    def _root_sample(self, t: float, root_pose: Pose | None, stamps: np.ndarray):
+        """Set the root pose from the caller, a held caller pose, TF or the fixed pose; stamps[0] for a moving one."""
+        if root_pose is not None:
+            self._root_rot, self._root_pos = self._pose(root_pose, "root_pose")
+            stamps[0], self._root_api, self._root_is_identity = t, True, False
+        elif self._root_api:  # a held caller pose is the same sample again
+            stamps[0] = self._history.s1[0]
+        elif self.root_from_tf:
+            s = self.tf.lookup(self.world_frame, self.scene.robot.root_link)
+            self._root_is_identity = False
+            self._root_rot = torch.as_tensor(s.rot, device=self.device, dtype=self.dtype).expand(self.n_envs, 3, 3)
+            self._root_pos = torch.as_tensor(s.trans, device=self.device, dtype=self.dtype).expand(self.n_envs, 3)
+            if not s.static:
+                stamps[0] = s.stamp
+
+    def _object_samples(self, t: float, object_poses: Mapping[str, Pose], stamps: np.ndarray):
+        """Store caller and TF object poses; stamps[1 + k] for every object that moves."""
+        for name, pose in object_poses.items():
+            k = self._object_index(name, f"object_poses[{name!r}]")
+            self._obj_rot[:, k], self._obj_pos[:, k] = self._pose(pose, f"object_poses[{name!r}]")
+            self._api_posed[k] = True
+            stamps[1 + k] = t
         for k in self._tf_obj:
             if self._api_posed[k]:
                 continue
@@ -244,73 +290,30 @@ class WorldModel:
         held = self._api_posed & np.isnan(stamps[1:])
         stamps[1:][held] = self._history.s1[1:][held]  # a held caller pose is the same sample again
 
-        k_rot = torch.cat([self._root_rot[:, None], self._obj_rot], dim=1)
-        k_pos = torch.cat([self._root_pos[:, None], self._obj_pos], dim=1)
-        self._history.add(stamps, k_rot, k_pos, self._history_names)
-        diff_lin, diff_ang = self._history.twists()
-        moving = torch.as_tensor(~np.isnan(stamps), device=self.device)
-        diff_lin = diff_lin * moving[:, None]
-        diff_ang = diff_ang * moving[:, None]
-
-        # robot links
-        if self.kinematics is not None:
-            kin = self.kinematics
-            l_rot, l_pos = kin.fk(self._q, self._root_rot, self._root_pos)
-            rl = None if root_fixed else diff_lin[:, 0]
-            ra = None if root_fixed else diff_ang[:, 0]
-            l_lin, l_ang = kin.twists(l_rot, l_pos, self._qd, rl, ra)
-        else:
-            l_rot = torch.zeros(E, 0, 3, 3, device=self.device, dtype=self.dtype)
-            l_pos = l_lin = l_ang = torch.zeros(E, 0, 3, device=self.device, dtype=self.dtype)
-
-        # objects attached to links (unless the caller took them over)
-        o_rot, o_pos = self._obj_rot, self._obj_pos
-        o_lin, o_ang = diff_lin[:, 1:], diff_ang[:, 1:]
-        if self._attached_obj:
-            keep = torch.as_tensor(~self._api_posed[self._attached_obj], device=self.device)
-            ao, al = self._idx_attached_obj, self._idx_attached_link
-            lr, lp = l_rot[:, al], l_pos[:, al]
-            a_rot = lr @ self._off_rot[ao]
-            a_pos = (lr @ self._off_pos[ao][..., None])[..., 0] + lp
-            a_ang = l_ang[:, al]
-            a_lin = l_lin[:, al] + torch.cross(a_ang, a_pos - lp, dim=-1)
-            o_rot, o_pos, o_lin, o_ang = o_rot.clone(), o_pos.clone(), o_lin.clone(), o_ang.clone()
-            o_rot[:, ao] = torch.where(keep[:, None, None], a_rot, o_rot[:, ao])
-            o_pos[:, ao] = torch.where(keep[:, None], a_pos, o_pos[:, ao])
-            o_lin[:, ao] = torch.where(keep[:, None], a_lin, o_lin[:, ao])
-            o_ang[:, ao] = torch.where(keep[:, None], a_ang, o_ang[:, ao])
-        if object_twists:
-            o_lin, o_ang = o_lin.clone(), o_ang.clone()
-            for name, tw in object_twists.items():
-                k = self._object_index(name, f"object_twists[{name!r}]")
-                if not isinstance(tw, (tuple, list)) or len(tw) != 2:
-                    raise ValueError(f"WorldModel.update: object_twists[{name!r}] must be a pair (lin [E, 3], ang [E, 3])")
-                o_lin[:, k] = self._tensor(tw[0], (3,), f"object_twists[{name!r}] lin")
-                o_ang[:, k] = self._tensor(tw[1], (3,), f"object_twists[{name!r}] ang")
-
-        self._t_last = t
-        kin = self.kinematics
-        self.state = WorldState(
-            t=t,
-            rot=torch.cat([l_rot, o_rot], dim=1),
-            pos=torch.cat([l_pos, o_pos], dim=1),
-            lin_vel=torch.cat([l_lin, o_lin], dim=1),
-            ang_vel=torch.cat([l_ang, o_ang], dim=1),
-            joint_pos=kin.movable_positions(self._q) if kin is not None else None,
-            joint_vel=kin.movable_rates(self._qd) if kin is not None else None,
-            joint_acc=kin.movable_rates(self._qdd) if kin is not None and self._qdd is not None else None,
-        )
-        return self.state
+    def _attach_to_links(self, l_rot, l_pos, l_lin, l_ang, o_lin, o_ang):
+        """Object poses and twists [E, O, …], with objects attached to robot links (and not taken over by the
+        caller) moved rigidly with their link: pose = link ∘ offset, v = v_l + ω_l × (o − o_l), ω = ω_l.
+        o_lin / o_ang are fresh tensors and are updated in place."""
+        if not self._attached_obj:
+            return self._obj_rot, self._obj_pos, o_lin, o_ang
+        o_rot, o_pos = self._obj_rot.clone(), self._obj_pos.clone()
+        keep = torch.as_tensor(~self._api_posed[self._attached_obj], device=self.device)
+        ao, al = self._idx_attached_obj, self._idx_attached_link
+        lr, lp = l_rot[:, al], l_pos[:, al]
+        a_pos = (lr @ self._off_pos[ao][..., None])[..., 0] + lp
+        a_ang = l_ang[:, al]
+        a_lin = l_lin[:, al] + torch.cross(a_ang, a_pos - lp, dim=-1)
+        o_rot[:, ao] = torch.where(keep[:, None, None], lr @ self._off_rot[ao], o_rot[:, ao])
+        o_pos[:, ao] = torch.where(keep[:, None], a_pos, o_pos[:, ao])
+        o_lin[:, ao] = torch.where(keep[:, None], a_lin, o_lin[:, ao])
+        o_ang[:, ao] = torch.where(keep[:, None], a_ang, o_ang[:, ao])
+        return o_rot, o_pos, o_lin, o_ang
 
     def _joint_sample(self, t: float, joint_pos, joint_vel, joint_acc):
         n = self.kinematics.n_actuated
         q = self._tensor(joint_pos, (n,), f"joint_pos (actuated joints {list(self.scene.robot.actuated_joint_names)})")
-        if t < self._j1:
-            raise ValueError(f"WorldModel.update: joint sample at t = {t} s is older than the previous one at "
-                             f"{self._j1} s")
-        if not t == self._j1:  # a new stamp: the latest sample becomes the previous one
-            self._q_prev, self._j0 = self._q, self._j1
-            self._jv0 = self._jv1.clone()
+        if not t == self._j1:  # a new stamp (t never decreases): the latest sample becomes the previous one
+            self._q_prev, self._j0, self._jv0 = self._q, self._j1, self._jv1
         self._q, self._j1 = q, t
         self._jv1 = torch.ones_like(self._jv1)
         if joint_vel is not None:
