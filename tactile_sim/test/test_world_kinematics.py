@@ -151,3 +151,22 @@ def test_shape_errors():
     rot, pos = kin.fk(torch.zeros(2, 6))
     with pytest.raises(ValueError, match=r"joint rates must have shape \[E, 6\]"):
         kin.twists(rot, pos, torch.zeros(2, 5))
+
+
+def test_robot_without_movable_joints():
+    from tactile_sim.world.dynamics import InverseDynamics
+    from tactile_sim.world.urdf import RobotModel
+
+    robot = RobotModel.from_urdf("""<robot name="f"><link name="a"/><link name="b"/>
+      <joint name="j" type="fixed"><parent link="a"/><child link="b"/><origin xyz="1 0 0" rpy="0 0 0.5"/></joint>
+    </robot>""")
+    kin = Kinematics(robot, dtype=torch.float64)
+    q = torch.zeros(2, 0, dtype=torch.float64)
+    rot, pos = kin.fk(q, root_pos=torch.tensor([[0.0, 0.0, 1.0]] * 2, dtype=torch.float64))
+    assert pos[:, 1].tolist() == [[1.0, 0.0, 1.0]] * 2
+    np.testing.assert_allclose(rot[0, 1].numpy(), so3_exp(torch.tensor([0.0, 0.0, 0.5], dtype=torch.float64)),
+                               atol=1e-15)
+    lin, ang = kin.twists(rot, pos, q, root_ang_vel=torch.tensor([[0.0, 0.0, 2.0]] * 2, dtype=torch.float64))
+    assert lin[:, 1].tolist() == [[0.0, 2.0, 0.0]] * 2 and ang[:, 1].tolist() == [[0.0, 0.0, 2.0]] * 2
+    assert kin.jacobian(q, "b").shape == (2, 6, 0)
+    assert InverseDynamics(kin).rnea(q, q, q).shape == (2, 0)
