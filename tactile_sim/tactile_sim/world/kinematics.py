@@ -99,6 +99,7 @@ class Kinematics:
 
     # ------------------------------------------------------------------ joint vectors
     def as_joint_batch(self, x: torch.Tensor, n: int, what: str) -> torch.Tensor:
+        """x checked to be [E, n] (ValueError naming ``what`` otherwise), on this device and dtype."""
         if x.dim() != 2 or x.shape[1] != n:
             raise ValueError(f"Kinematics({self.robot.name!r}): {what} must have shape [E, {n}]; "
                              f"got {tuple(x.shape)}")
