@@ -73,6 +73,11 @@ ROUND_OFF_ULPS = 64
 involved), so that round-off can never cull a shape that the exact comparison would keep."""
 
 
+POINTS_PER_CPU_THREAD = 64
+"""Points one kernel thread handles on the CPU (one per thread on CUDA): warp copies the argument structs once per
+thread, which would otherwise cost more than the geometry of a simple scene."""
+
+
 class QueryResult(NamedTuple):
     """Result of :meth:`ShapeQuery.query` (see the module docstring for shapes and conventions)."""
 
@@ -88,7 +93,7 @@ def _struct(name: str, fields: dict):
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
 
-def _struct_types(scalar, vec, mat):
+def _struct_types(scalar, vec, mat, vec4):
     """(per-call struct, static-table struct) for one float type."""
     arr, arr2, i32 = (lambda t: wp.array(dtype=t)), (lambda t: wp.array2d(dtype=t)), wp.array(dtype=wp.int32)
     suffix = scalar.__name__
@@ -103,7 +108,7 @@ def _struct_types(scalar, vec, mat):
         "grid_cull_radius": arr(scalar), "grid_cull_floor": arr(scalar), "mesh_ids": arr(wp.uint64),
         "mesh_vertex_offset": i32, "mesh_face_offset": i32, "vertices": arr(vec), "faces": i32, "grid_offset": i32,
         "grid_dims": arr(wp.vec3i), "grid_lo": arr(vec), "grid_hi": arr(vec), "grid_inv_spacing": arr(vec),
-        "grid_values": arr(scalar), "grid_gradients": arr(vec), "round_off": scalar})
+        "grid_nodes": arr(vec4), "round_off": scalar})
     return call, tables
 
 
@@ -112,103 +117,105 @@ _CALL_INPUTS = ("points", "body_rot", "body_pos", "point_group", "group_shape_ma
 
 
 @wp.kernel(enable_backward=False)
-def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int):
-    e, i = wp.tid()
-    x = call.points[e, i]
-    g = call.point_group[i]
-    cut = call.cutoff[i]
-    exact = call.group_exact[g]
-    zero = tables.round_off - tables.round_off
-    inf = type(zero)(wp.inf)
-    best = inf
-    best_s = int(-1)
-    best_grad = type(x)(zero, zero, zero)
-    best_closest = x
-    last_b = int(-1)
-    xb = x
-    for s in range(tables.shape_kind.shape[0]):
-        if not call.group_shape_mask[g, s]:
-            continue
-        b = tables.shape_body[s]
-        if b != last_b:
-            xb = wp.transpose(call.body_rot[e, b]) @ (x - call.body_pos[e, b])
-            last_b = b
-        kind = tables.shape_kind[s]
-        m = tables.shape_mesh[s]
-        use_grid = False
-        if m >= 0:
-            if not exact and tables.grid_offset[m] >= 0:
-                use_grid = True
-        thr = wp.min(best, cut)
-        cull = tables.shape_cull[s]
-        if cull != _CULL_NEVER and thr < inf:
-            # lower bound of this shape's (|)sd(|) from a bounding sphere; skip the shape when it cannot win
-            dc = wp.length(xb - tables.cull_center[s])
-            r = tables.cull_radius[s]
-            lb = dc - r
-            if use_grid:
-                r = tables.grid_cull_radius[s]
-                lb = wp.max(dc - r, tables.grid_cull_floor[s])
-            elif cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0:
-                lb = -inf
-            if unsigned_mode != 0:
-                lb = wp.max(lb, zero)
-            if lb > thr + tables.round_off * (dc + r + wp.abs(thr)):
+def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int, points_per_thread: int):
+    e, t = wp.tid()
+    first = t * points_per_thread
+    for i in range(first, wp.min(first + points_per_thread, call.points.shape[1])):
+        x = call.points[e, i]
+        g = call.point_group[i]
+        cut = call.cutoff[i]
+        exact = call.group_exact[g]
+        zero = tables.round_off - tables.round_off
+        inf = type(zero)(wp.inf)
+        best = inf
+        best_s = int(-1)
+        best_grad = type(x)(zero, zero, zero)
+        best_closest = x
+        last_b = int(-1)
+        xb = x
+        for s in range(tables.shape_kind.shape[0]):
+            if not call.group_shape_mask[g, s]:
                 continue
-        p = wp.transpose(tables.shape_rot[s]) @ (xb - tables.shape_pos[s])
-        size = tables.shape_size[s]
-        found = True
-        sd = zero
-        grad = best_grad
-        closest = p
-        if kind == _SPHERE:
-            sd, grad, closest = round_segment_sd(p, size[0], zero)
-        elif kind == _BOX:
-            sd, grad, closest = box_sd(p, size)
-        elif kind == _CAPSULE:
-            sd, grad, closest = round_segment_sd(p, size[0], size[1])
-        elif kind == _CYLINDER:
-            sd, grad, closest = cylinder_sd(p, size[0], size[1])
-        elif kind == _PLANE:
-            sd, grad, closest = plane_sd(p)
-        elif use_grid:
-            sd, grad, closest = grid_sd(tables.grid_values, tables.grid_gradients, tables.grid_offset[m],
-                                        tables.grid_dims[m], tables.grid_lo[m], tables.grid_hi[m],
-                                        tables.grid_inv_spacing[m], p)
+            b = tables.shape_body[s]
+            if b != last_b:
+                xb = wp.transpose(call.body_rot[e, b]) @ (x - call.body_pos[e, b])
+                last_b = b
+            kind = tables.shape_kind[s]
+            m = tables.shape_mesh[s]
+            use_grid = False
+            if m >= 0:
+                if not exact and tables.grid_offset[m] >= 0:
+                    use_grid = True
+            thr = wp.min(best, cut)
+            cull = tables.shape_cull[s]
+            if cull != _CULL_NEVER and thr < inf:
+                # lower bound of this shape's (|)sd(|) from a bounding sphere; skip the shape when it cannot win
+                dc = wp.length(xb - tables.cull_center[s])
+                r = tables.cull_radius[s]
+                lb = dc - r
+                if use_grid:
+                    r = tables.grid_cull_radius[s]
+                    lb = wp.max(dc - r, tables.grid_cull_floor[s])
+                elif cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0:
+                    lb = -inf
+                if unsigned_mode != 0:
+                    lb = wp.max(lb, zero)
+                if lb > thr + tables.round_off * (dc + r + wp.abs(thr)):
+                    continue
+            p = wp.transpose(tables.shape_rot[s]) @ (xb - tables.shape_pos[s])
+            size = tables.shape_size[s]
+            found = True
+            sd = zero
+            grad = best_grad
+            closest = p
+            if kind == _SPHERE:
+                sd, grad, closest = round_segment_sd(p, size[0], zero)
+            elif kind == _BOX:
+                sd, grad, closest = box_sd(p, size)
+            elif kind == _CAPSULE:
+                sd, grad, closest = round_segment_sd(p, size[0], size[1])
+            elif kind == _CYLINDER:
+                sd, grad, closest = cylinder_sd(p, size[0], size[1])
+            elif kind == _PLANE:
+                sd, grad, closest = plane_sd(p)
+            elif use_grid:
+                sd, grad, closest = grid_sd(tables.grid_nodes, tables.grid_offset[m], tables.grid_dims[m],
+                                            tables.grid_lo[m], tables.grid_hi[m], tables.grid_inv_spacing[m], p)
+            else:
+                max_dist = float(BVH_UNBOUNDED)
+                if unsigned_mode != 0 and thr < inf:
+                    max_dist = wp.float32(thr) * 1.001 + 1.0e-6
+                found, sd, grad, closest = mesh_exact_sd(tables.mesh_ids[m], tables.vertices, tables.faces,
+                                                         tables.mesh_vertex_offset[m], tables.mesh_face_offset[m], p,
+                                                         max_dist)
+            if found:
+                value = sd
+                if unsigned_mode != 0:
+                    value = wp.abs(sd)
+                if value < best:
+                    best = value
+                    best_s = s
+                    best_grad = grad
+                    best_closest = closest
+        if best_s >= 0 and best < cut:
+            b = tables.shape_body[best_s]
+            rb = call.body_rot[e, b]
+            rot = rb @ tables.shape_rot[best_s]
+            call.sd[e, i] = best
+            call.normal[e, i] = rot @ best_grad
+            call.closest[e, i] = rot @ best_closest + rb @ tables.shape_pos[best_s] + call.body_pos[e, b]
+            call.shape[e, i] = best_s
+            call.body[e, i] = wp.int64(b)
         else:
-            max_dist = float(BVH_UNBOUNDED)
-            if unsigned_mode != 0 and thr < inf:
-                max_dist = wp.float32(thr) * 1.001 + 1.0e-6
-            found, sd, grad, closest = mesh_exact_sd(tables.mesh_ids[m], tables.vertices, tables.faces,
-                                                     tables.mesh_vertex_offset[m], tables.mesh_face_offset[m], p,
-                                                     max_dist)
-        if found:
-            value = sd
-            if unsigned_mode != 0:
-                value = wp.abs(sd)
-            if value < best:
-                best = value
-                best_s = s
-                best_grad = grad
-                best_closest = closest
-    if best_s >= 0 and best < cut:
-        b = tables.shape_body[best_s]
-        rb = call.body_rot[e, b]
-        rot = rb @ tables.shape_rot[best_s]
-        call.sd[e, i] = best
-        call.normal[e, i] = rot @ best_grad
-        call.closest[e, i] = rot @ best_closest + rb @ tables.shape_pos[best_s] + call.body_pos[e, b]
-        call.shape[e, i] = best_s
-        call.body[e, i] = wp.int64(b)
-    else:
-        call.sd[e, i] = inf
-        call.normal[e, i] = type(x)(zero, zero, zero)
-        call.closest[e, i] = x
-        call.shape[e, i] = -1
-        call.body[e, i] = wp.int64(-1)
+            call.sd[e, i] = inf
+            call.normal[e, i] = type(x)(zero, zero, zero)
+            call.closest[e, i] = x
+            call.shape[e, i] = -1
+            call.body[e, i] = wp.int64(-1)
 
 
-_WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
+_WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f, wp.vec4f),
+             torch.float64: (wp.float64, wp.vec3d, wp.mat33d, wp.vec4d)}
 _STRUCTS = {dt: _struct_types(*types) for dt, types in _WP_TYPES.items()}
 _KERNELS = {dt: wp.overload(_shape_query_kernel, {"call": _STRUCTS[dt][0], "tables": _STRUCTS[dt][1]})
             for dt in _WP_TYPES}
@@ -234,7 +241,9 @@ class _Launch:
         self.expected = [(t.shape, t.dtype) for t in self.bound]
         self.pointers = [t.data_ptr() for t in self.bound]
         e, p = inputs[0].shape[:2]
-        self.cmd = wp.launch(query._kernel, dim=(e, p), inputs=[call, query._tables, unsigned],
+        per_thread = POINTS_PER_CPU_THREAD if query.device.type == "cpu" else 1
+        self.cmd = wp.launch(query._kernel, dim=(e, -(-p // per_thread)), inputs=[call, query._tables, unsigned,
+                                                                                 per_thread],
                              device=query._wp_device, record_cmd=True)
         self._call_ctype = call.__ctype__()
         self.cmd.set_param_at_index_from_ctype(0, self._call_ctype)
@@ -290,6 +299,7 @@ class ShapeQuery:
         self._launches: dict[tuple, _Launch] = {}
         self._default_exact: dict[int, torch.Tensor] = {}
         self._streams: dict[int, Any] = {}
+        self._group_cache = None
 
     # ------------------------------------------------------------------ public helpers
     @property
@@ -322,7 +332,7 @@ class ShapeQuery:
             raise ValueError(f"ShapeQuery.query: body_rot has {b} bodies but shapes refer to body "
                              f"{self._min_bodies - 1}; allowed: B >= {self._min_bodies}")
         if point_group.dtype is not torch.int32:
-            point_group = point_group.to(torch.int32)
+            point_group = self._int32_groups(point_group)
         if group_exact is None:
             group_exact = self._default_exact.get(g)
             if group_exact is None:
@@ -345,6 +355,15 @@ class ShapeQuery:
                 launch.bind(index, self._validate(index, t, launch.expected[index]))
         launch.launch(int(unsigned), self._stream())
         return launch.outputs if out is None else out
+
+    def _int32_groups(self, groups: torch.Tensor) -> torch.Tensor:
+        """``groups`` as int32, converted once per tensor (and again only after an in-place change)."""
+        cached = self._group_cache
+        if cached is not None and cached[0] is groups and cached[1] == (groups._version, groups.data_ptr()):
+            return cached[2]
+        converted = groups.to(torch.int32)
+        self._group_cache = (groups, (groups._version, groups.data_ptr()), converted)
+        return converted
 
     def _expected(self, e: int, p: int, b: int, g: int) -> list[tuple]:
         """(shape, dtype) of each query input, in struct field order."""
@@ -436,18 +455,16 @@ class ShapeQuery:
         grid_offset = np.full(len(mesh_list), -1, np.int32)
         grid_dims = np.zeros((len(mesh_list), 3), np.int32)
         grid_lo, grid_hi, grid_inv = (np.zeros((len(mesh_list), 3)) for _ in range(3))
-        values, gradients, total = [], [], 0
+        nodes, total = [], 0
         for m, grid in enumerate(grid_list):
             if grid is None:
                 continue
             grid_offset[m] = total
             grid_dims[m] = grid.dims
             grid_lo[m], grid_hi[m], grid_inv[m] = grid.lo, grid.hi, 1.0 / grid.spacing
-            values.append(grid.values.reshape(-1))
-            gradients.append(grid.gradients.reshape(-1, 3))
+            nodes.append(np.concatenate([grid.values.reshape(-1, 1), grid.gradients.reshape(-1, 3)], axis=1))
             total += grid.values.size
-        values = np.concatenate(values or [np.zeros(0)])
-        gradients = np.concatenate(gradients or [np.zeros((0, 3))])
+        nodes = np.concatenate(nodes or [np.zeros((0, 4))])
 
         tables_type = _STRUCTS[self.dtype][1]
         columns = {
@@ -458,7 +475,7 @@ class ShapeQuery:
             "mesh_vertex_offset": v_off[:-1].astype(np.int32), "mesh_face_offset": f_off[:-1].astype(np.int32),
             "vertices": vertices, "faces": faces.astype(np.int32), "grid_offset": grid_offset,
             "grid_dims": grid_dims, "grid_lo": grid_lo, "grid_hi": grid_hi, "grid_inv_spacing": grid_inv,
-            "grid_values": values, "grid_gradients": gradients}
+            "grid_nodes": nodes}
         tables = tables_type()
         for name, column in columns.items():
             setattr(tables, name, wp.array(column, dtype=tables_type.vars[name].type.dtype, device=dev))

@@ -170,16 +170,14 @@ def mesh_exact_sd(mesh_id: wp.uint64, vertices: wp.array(dtype=Any), faces: wp.a
 
 
 @wp.func
-def grid_sd(values: wp.array(dtype=Any), gradients: wp.array(dtype=Any), offset: int, dims: wp.vec3i,
-            lo: Any, hi: Any, inv_spacing: Any, p: Any):
+def grid_sd(nodes: wp.array(dtype=Any), offset: int, dims: wp.vec3i, lo: Any, hi: Any, inv_spacing: Any, p: Any):
     """SDF-grid backend (spec §2.2): trilinear value and gradient inside the node lattice [lo, hi].
 
-    Node (i, j, k) of this grid is entry ``offset + (i·ny + j)·nz + k``. Outside the lattice, with c = p clamped onto
-    the box: sd = sd(c) + ‖p − c‖ and n = n(c). The gradient is the normalised interpolated gradient, or zero when
-    its norm is below ε_grad. The closest point is c − sd(c)·n(c).
+    ``nodes`` holds (sd, ∂x, ∂y, ∂z) per node; node (i, j, k) of this grid is entry ``offset + (i·ny + j)·nz + k``.
+    Outside the lattice, with c = p clamped onto the box: sd = sd(c) + ‖p − c‖ and n = n(c). The gradient is the
+    normalised interpolated gradient, or zero when its norm is below ε_grad. The closest point is c − sd(c)·n(c).
     """
     zero = p[0] - p[0]
-    one = type(zero)(1.0)
     c = type(p)(wp.clamp(p[0], lo[0], hi[0]), wp.clamp(p[1], lo[1], hi[1]), wp.clamp(p[2], lo[2], hi[2]))
     u = wp.cw_mul(c - lo, inv_spacing)
     i = wp.min(int(wp.floor(u[0])), dims[0] - 2)
@@ -188,27 +186,16 @@ def grid_sd(values: wp.array(dtype=Any), gradients: wp.array(dtype=Any), offset:
     tx = u[0] - type(zero)(i)
     ty = u[1] - type(zero)(j)
     tz = u[2] - type(zero)(k)
-    sd_c = zero
-    g = type(p)(zero, zero, zero)
-    for corner in range(8):
-        di = corner >> 2
-        dj = (corner >> 1) & 1
-        dk = corner & 1
-        wx = one - tx
-        if di == 1:
-            wx = tx
-        wy = one - ty
-        if dj == 1:
-            wy = ty
-        wz = one - tz
-        if dk == 1:
-            wz = tz
-        node = offset + ((i + di) * dims[1] + (j + dj)) * dims[2] + (k + dk)
-        w = wx * wy * wz
-        sd_c += w * values[node]
-        g += gradients[node] * w
+    sy = dims[2]
+    sx = dims[1] * sy
+    n000 = offset + i * sx + j * sy + k
+    n100 = n000 + sx
+    c00 = wp.lerp(wp.lerp(nodes[n000], nodes[n000 + 1], tz), wp.lerp(nodes[n000 + sy], nodes[n000 + sy + 1], tz), ty)
+    c10 = wp.lerp(wp.lerp(nodes[n100], nodes[n100 + 1], tz), wp.lerp(nodes[n100 + sy], nodes[n100 + sy + 1], tz), ty)
+    v = wp.lerp(c00, c10, tx)
+    g = type(p)(v[1], v[2], v[3])
     g_len = wp.length(g)
     n = type(p)(zero, zero, zero)
     if g_len >= type(zero)(EPS_GRAD):
         n = g / g_len
-    return sd_c + wp.length(p - c), n, c - n * sd_c
+    return v[0] + wp.length(p - c), n, c - n * v[0]
