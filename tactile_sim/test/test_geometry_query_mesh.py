@@ -189,3 +189,20 @@ def test_mesh_query_emits_no_warning_for_watertight_meshes(sphere_mesh, cache_di
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ShapeQuery([(0, Shape(ShapeKind.MESH, mesh=sphere_mesh[1]))], sdf_cell_size=CELL, cache_dir=cache_dir)
+
+
+def test_grid_culling_is_tight_beyond_a_lattice_corner(cache_dir):
+    """Beyond a lattice corner, along the diagonal, the circumscribed-sphere bound is nearly attained: a cut-off just
+    above the true value must still report it (guards the outside-lattice lower bound of the broad phase)."""
+    box_tm = trimesh.creation.box(extents=[0.04, 0.04, 0.04])
+    md = make_mesh_data(box_tm.vertices, box_tm.faces)
+    sq = ShapeQuery([(0, Shape(ShapeKind.MESH, mesh=md))], dtype=torch.float64, sdf_cell_size=CELL,
+                    cache_dir=cache_dir)
+    g = sq.sdf_grid(0)
+    direction = np.array([1.0, -1.0, 1.0]) / math.sqrt(3)
+    corner = np.where(direction > 0, g.hi, g.lo)
+    pts = corner + np.outer([0.001, 0.01, 0.05], direction)
+    full = run_query(sq, pts)["sd"][0]
+    np.testing.assert_allclose(full, g.values[-1, 0, -1] + np.array([0.001, 0.01, 0.05]), rtol=1e-12)
+    cut = run_query(sq, pts, cutoff=full * (1 + 1e-9))
+    np.testing.assert_array_equal(cut["sd"][0], full)

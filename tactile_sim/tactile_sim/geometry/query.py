@@ -105,7 +105,8 @@ def _struct_types(scalar, vec, mat, vec4):
     tables = _struct(f"ShapeTables_{suffix}", {
         "shape_kind": i32, "shape_body": i32, "shape_mesh": i32, "shape_cull": i32, "shape_rot": arr(mat),
         "shape_pos": arr(vec), "shape_size": arr(vec), "cull_center": arr(vec), "cull_radius": arr(scalar),
-        "grid_cull_radius": arr(scalar), "grid_cull_floor": arr(scalar), "mesh_ids": arr(wp.uint64),
+        "grid_cull_radius": arr(scalar), "grid_cull_floor": arr(scalar), "grid_cull_rim": arr(scalar),
+        "mesh_ids": arr(wp.uint64),
         "mesh_vertex_offset": i32, "mesh_face_offset": i32, "vertices": arr(vec), "faces": i32, "grid_offset": i32,
         "grid_dims": arr(wp.vec3i), "grid_lo": arr(vec), "grid_hi": arr(vec), "grid_inv_spacing": arr(vec),
         "grid_nodes": arr(vec4), "round_off": scalar})
@@ -154,8 +155,12 @@ def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int, points_per_t
                 r = tables.cull_radius[s]
                 lb = dc - r
                 if use_grid:
+                    # inside the lattice sd ≥ the lowest node; outside sd = sd(c) + ‖p − c‖ with c on the lattice
+                    # box, so sd ≥ the lowest boundary node + the distance to the box's circumscribed sphere
                     r = tables.grid_cull_radius[s]
-                    lb = wp.max(dc - r, tables.grid_cull_floor[s])
+                    lb = tables.grid_cull_floor[s]
+                    if dc > r:
+                        lb = tables.grid_cull_rim[s] + (dc - r)
                 elif cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0:
                     lb = -inf
                 if unsigned_mode != 0:
@@ -401,8 +406,7 @@ class ShapeQuery:
         size = np.zeros((n, 3))
         center = np.zeros((n, 3))
         radius = np.zeros(n)
-        grid_radius = np.zeros(n)
-        grid_floor = np.zeros(n)
+        grid_radius, grid_floor, grid_rim = np.zeros(n), np.zeros(n), np.zeros(n)
         meshes: dict[str, int] = {}
         mesh_list, grid_list = [], []
         for s, shape in enumerate(self.shapes):
@@ -417,7 +421,7 @@ class ShapeQuery:
                 size[s, :2] = shape.size[0], shape.size[1] / 2
             if k == ShapeKind.PLANE:
                 cull[s] = _CULL_NEVER
-                radius[s] = grid_radius[s] = np.inf
+                radius[s] = np.inf
             elif k == ShapeKind.MESH:
                 md = shape.mesh
                 key = md.content_hash or mesh_content_hash(md.vertices, md.faces)
@@ -426,23 +430,21 @@ class ShapeQuery:
                     mesh_list.append(md)
                     grid_list.append(None if exact_only else build_sdf_grid(md, **grid_options))
                 m = mesh_index[s] = meshes[key]
-                lo, hi = md.vertices.min(0), md.vertices.max(0)
-                c = (lo + hi) / 2
+                c = (md.vertices.min(0) + md.vertices.max(0)) / 2  # also the centre of the (symmetric) lattice
+                center[s] = shape.rot @ c + shape.pos
                 radius[s] = np.linalg.norm(md.vertices - c, axis=1).max()
                 if not md.watertight:
                     cull[s] = _CULL_UNSIGNED_ONLY
                 grid = grid_list[m]
                 if grid is not None:
                     self._grids[s] = grid
-                    c = (grid.lo + grid.hi) / 2
-                    grid_radius[s] = np.linalg.norm(grid.hi - grid.lo) / 2
-                    grid_floor[s] = grid.values.min()
-                center[s] = shape.rot @ c + shape.pos
+                    v = grid.values
+                    grid_radius[s] = max(np.linalg.norm(grid.hi - c), np.linalg.norm(grid.lo - c))
+                    grid_floor[s] = v.min()
+                    grid_rim[s] = min(v[[0, -1]].min(), v[:, [0, -1]].min(), v[:, :, [0, -1]].min())
             else:
                 radius[s] = shape.bounding_radius
                 center[s] = shape.pos
-            if k != ShapeKind.MESH or grid_list[mesh_index[s]] is None:
-                grid_radius[s], grid_floor[s] = radius[s], -np.inf
         # meshes: BVHs (float32, as warp requires) and working-precision vertices for the closest point
         dev = self._wp_device
         self._wp_meshes = [wp.Mesh(points=wp.array(md.vertices, dtype=wp.vec3f, device=dev),
@@ -471,6 +473,7 @@ class ShapeQuery:
             "shape_kind": kind, "shape_body": np.asarray(bodies, np.int32).reshape(n), "shape_mesh": mesh_index,
             "shape_cull": cull, "shape_rot": rot, "shape_pos": pos, "shape_size": size, "cull_center": center,
             "cull_radius": radius, "grid_cull_radius": grid_radius, "grid_cull_floor": grid_floor,
+            "grid_cull_rim": grid_rim,
             "mesh_ids": np.array([wm.id for wm in self._wp_meshes], np.uint64),
             "mesh_vertex_offset": v_off[:-1].astype(np.int32), "mesh_face_offset": f_off[:-1].astype(np.int32),
             "vertices": vertices, "faces": faces.astype(np.int32), "grid_offset": grid_offset,
