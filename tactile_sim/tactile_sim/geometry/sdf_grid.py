@@ -99,7 +99,10 @@ def build_sdf_grid(mesh: MeshData, cell_size: float = 2e-3, max_nodes: int = 128
 
 
 def node_values(mesh: MeshData, lo: np.ndarray, spacing: np.ndarray, dims: tuple) -> np.ndarray:
-    """Exact signed distances (float64, m) at the lattice nodes, shape ``dims`` (computed with warp on the CPU)."""
+    """Exact signed distances (float64, m) at the lattice nodes, shape ``dims``.
+
+    Computed with warp on one CPU core, a few µs per node (a full 128³ lattice takes some seconds; then cached).
+    """
     device = "cpu"
     wp.init()
     wp_mesh = wp.Mesh(points=wp.array(mesh.vertices, dtype=wp.vec3f, device=device),
