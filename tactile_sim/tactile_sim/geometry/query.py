@@ -128,7 +128,7 @@ def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int, points_per_t
         g = call.point_group[i]
         cut = call.cutoff[i]
         exact = call.group_exact[g]
-        zero = tables.round_off - tables.round_off
+        zero = type(tables.round_off)(0.0)
         inf = type(zero)(wp.inf)
         best = inf
         best_s = int(-1)

@@ -26,7 +26,7 @@ BVH_UNBOUNDED = 1.0e18
 @wp.func
 def round_segment_sd(p: Any, radius: Any, half_length: Any):
     """Capsule of cap radius ``radius`` around the z segment [−half_length, half_length]; a sphere when it is 0."""
-    zero = radius - radius
+    zero = type(radius)(0.0)
     axis_point = type(p)(zero, zero, wp.clamp(p[2], -half_length, half_length))
     d = p - axis_point
     dist = wp.length(d)
@@ -39,7 +39,7 @@ def round_segment_sd(p: Any, radius: Any, half_length: Any):
 @wp.func
 def box_sd(p: Any, half: Any):
     """Box of half-extents ``half`` centred at the origin."""
-    zero = p[0] - p[0]
+    zero = type(p[0])(0.0)
     one = type(zero)(1.0)
     q = type(p)(wp.abs(p[0]) - half[0], wp.abs(p[1]) - half[1], wp.abs(p[2]) - half[2])
     qmax = wp.max(q[0], wp.max(q[1], q[2]))
@@ -70,7 +70,7 @@ def box_sd(p: Any, half: Any):
 @wp.func
 def cylinder_sd(p: Any, radius: Any, half_length: Any):
     """Cylinder of radius ``radius`` and half length ``half_length`` along local z."""
-    zero = radius - radius
+    zero = type(radius)(0.0)
     one = type(zero)(1.0)
     rho = wp.sqrt(p[0] * p[0] + p[1] * p[1])
     radial = type(p)(one, zero, zero)
@@ -99,7 +99,7 @@ def cylinder_sd(p: Any, radius: Any, half_length: Any):
 @wp.func
 def plane_sd(p: Any):
     """Half-space z ≤ 0 with outward normal +z."""
-    zero = p[0] - p[0]
+    zero = type(p[0])(0.0)
     return p[2], type(p)(zero, zero, type(zero)(1.0)), type(p)(p[0], p[1], zero)
 
 
@@ -111,7 +111,7 @@ def closest_point_on_triangle(p: Any, a: Any, b: Any, c: Any):
     ap = p - a
     d1 = wp.dot(ab, ap)
     d2 = wp.dot(ac, ap)
-    zero = d1 - d1
+    zero = type(d1)(0.0)
     if d1 <= zero and d2 <= zero:
         return a
     bp = p - b
@@ -147,7 +147,7 @@ def mesh_exact_sd(mesh_id: wp.uint64, vertices: wp.array(dtype=Any), faces: wp.a
     ``(found, sd, grad, closest)``; ``found`` is False when no face lies within ``max_dist``. The gradient is
     sign·(p − c)/‖p − c‖, or the face normal when ‖p − c‖ < ε_len.
     """
-    zero = p[0] - p[0]
+    zero = type(p[0])(0.0)
     one = type(zero)(1.0)
     q = wp.mesh_query_point_sign_winding_number(
         mesh_id, wp.vec3f(wp.float32(p[0]), wp.float32(p[1]), wp.float32(p[2])), max_dist, 2.0, WINDING_INSIDE)
@@ -177,7 +177,7 @@ def grid_sd(nodes: wp.array(dtype=Any), offset: int, dims: wp.vec3i, lo: Any, hi
     Outside the lattice, with c = p clamped onto the box: sd = sd(c) + ‖p − c‖ and n = n(c). The gradient is the
     normalised interpolated gradient, or zero when its norm is below ε_grad. The closest point is c − sd(c)·n(c).
     """
-    zero = p[0] - p[0]
+    zero = type(p[0])(0.0)
     c = type(p)(wp.clamp(p[0], lo[0], hi[0]), wp.clamp(p[1], lo[1], hi[1]), wp.clamp(p[2], lo[2], hi[2]))
     u = wp.cw_mul(c - lo, inv_spacing)
     i = wp.min(int(wp.floor(u[0])), dims[0] - 2)
