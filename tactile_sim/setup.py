@@ -34,6 +34,7 @@ setup(
         "matplotlib>=3.7",
         "tqdm>=4.60",
         "lxml>=4.9",
+        "pycollada>=0.7",  # COLLADA (.dae) meshes in URDFs
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1"],
