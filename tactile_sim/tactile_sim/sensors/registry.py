@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from .base import SensorBatch
 from .contact_depth import ContactDepthProbeBatch, ContactProbeBatch
+from .contact_sensor import ContactSensorBatch
+from .joint_torque import JointTorqueBatch
 from .kinematic_taxel import KinematicTaxelBatch
+from .temperature_grid import TemperatureGridBatch
 
 BATCH_CLASSES: dict[str, type[SensorBatch]] = {
     cls.sensor_type: cls
-    for cls in (ContactDepthProbeBatch, ContactProbeBatch, KinematicTaxelBatch)
+    for cls in (ContactDepthProbeBatch, ContactProbeBatch, KinematicTaxelBatch, ContactSensorBatch,
+                JointTorqueBatch, TemperatureGridBatch)
 }
 
 PROBE_SENSOR_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",

@@ -154,6 +154,7 @@ class WorldModel:
         self._q = torch.zeros(E, n_act, **f)
         self._qd = torch.zeros(E, n_act, **f)
         self._qdd: torch.Tensor | None = None
+        self._qd_measured = False
         self._q_prev = torch.zeros(E, n_act, **f)
         self._j0 = self._j1 = math.nan
         self._jv0 = torch.zeros(E, dtype=torch.bool, device=self.device)
@@ -254,6 +255,8 @@ class WorldModel:
             joint_pos=qm,
             joint_vel=qdm,
             joint_acc=qddm,
+            joint_vel_measured=self._qd_measured,
+            joint_stamp=None if math.isnan(self._j1) else self._j1,
         )
         return self.state
 
@@ -316,6 +319,7 @@ class WorldModel:
             self._q_prev, self._j0, self._jv0 = self._q, self._j1, self._jv1
         self._q, self._j1 = q, t
         self._jv1 = torch.ones_like(self._jv1)
+        self._qd_measured = joint_vel is not None
         if joint_vel is not None:
             self._qd = self._tensor(joint_vel, (n,), "joint_vel")
         else:

@@ -1,0 +1,495 @@
+"""The thermal system of the TemperatureGrid sensors (spec §10.1–10.3): voxel grids, lumped bodies, one update.
+
+Grids. Each grid covers the link-frame bounding box [b_lo, b_hi] of its link's collision shapes with n_a cells per
+axis (Δ_a = extent_a/n_a, V = ΔxΔyΔz, C = ρcV). All grids of a system share one padded layout
+[E, G, NX, NY, NZ] (NX = max n_x, …); padding cells have zero conductance and an identity conduction operator, so
+they never change and never touch a real cell. ``cell`` indices below are flat in that layout.
+
+Per step (dt = the sensors' evaluation period):
+  A. every cell: exact solution of C dT/dt = −G T + Q over dt with the fixed partners (contact through the
+     covered surface samples), convection h and linearised radiation through the exposed face area, generation;
+  B. (simulate_all_link_temperatures) exact pairwise relaxation of (cell, lumped), (cell, cell) and
+     (lumped, lumped) pairs in the spec's fixed order (:mod:`.thermal_pairs`);
+  C. interior conduction, backward Euler with zero-flux walls, diagonal in the orthonormal DCT-II basis:
+     T̂_m ← T̂_m / (1 + dt α Λ_m), Λ_m = Σ_a (4/Δ_a²) sin²(π m_a/(2 n_a)); one precomputed DCT matrix per axis;
+  D. (simulate_all) lumped bodies exchange with fixed partners and convect/radiate through their exposed area,
+     exactly as A;
+  E. clamp to ``temperature_bounds``.
+A, B and D are exact exponentials with factors in (0, 1]; C divides every mode by a factor ≥ 1: the scheme is
+unconditionally stable and obeys a discrete maximum principle. Without boundary exchange Σ C T is conserved to
+round-off (C keeps mode 0; each B pair conserves its energy).
+
+Where the spec leaves a choice, this implementation takes (documented here, not elsewhere):
+* a body's material: its ``properties_dict`` entry, else its object ``material``, else ``properties_dict["default"]``;
+  a body with both an entry and an object material that differ is an error;
+* lumped bodies: every body with a material, collision shapes and finite volume that carries no grid; bodies with a
+  plane (infinite capacity) stay at their base temperature ("fixed"); V and S are sums over the body's shapes;
+* lumped samples touch the deepest candidate body (§2.3) within the first grid's ``contact_band``; a lumped body
+  also exchanges with fixed partners it touches, with U = 1/(ℓ/k_X + ℓ/k_Y + 1/h_c), ℓ = V_X/S_X (the fixed-body
+  rule of §10.2 mirrored); lumped–lumped and lumped–fixed pairs use the first grid's ``contact_conductance``, and
+  lumped temperatures are clamped to the widest ``temperature_bounds`` of the grids.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
+from ..errors import ConfigError
+from ..geometry.sampling import sample_body_surface
+from ..geometry.shapes import ShapeKind
+from ..world.state import WorldState
+from .body_samples import BodySamples
+from .thermal_pairs import PairRelaxation
+
+FIXED, LUMPED, GRIDDED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Material:
+    """One thermal material: base temperature °C, conductivity W/(m·K), density kg/m³, specific heat J/(kg·K),
+    emissivity."""
+
+    base_temperature: float
+    conductivity: float
+    density: float
+    specific_heat: float
+    emissivity: float
+
+    @classmethod
+    def of(cls, props) -> "Material":
+        return cls(float(props.base_temperature), float(props.conductivity), float(props.density),
+                   float(props.specific_heat), float(props.emissivity))
+
+    @property
+    def heat_capacity_density(self) -> float:
+        """ρc, J/(m³·K)."""
+        return self.density * self.specific_heat
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """One TemperatureGrid: link (body index), grid_size, heat generation q (None, a scalar or (nx, ny, nz) array,
+    W/m²), contact_band m, contact_conductance W/(m²K) or None, sample spacing m or None, bounds °C, ignore (body
+    names), where (error prefix)."""
+
+    name: str
+    link: int
+    grid_size: tuple[int, int, int]
+    heat_generation: object
+    contact_band: float
+    contact_conductance: float | None
+    sample_spacing: float | None
+    bounds: tuple[float, float]
+    ignore: tuple[str, ...]
+    where: str
+
+
+def dct_matrix(n: int) -> np.ndarray:
+    """Orthonormal DCT-II matrix D (n, n): D[k, j] = sqrt(2/n)·cos(π k (2j + 1)/(2n)), row 0 scaled by 1/√2
+    (SciPy ``dct(norm="ortho")``); Dᵀ is DCT-III, its exact inverse."""
+    k = np.arange(n)[:, None]
+    j = np.arange(n)[None, :]
+    d = np.sqrt(2.0 / n) * np.cos(np.pi * k * (2 * j + 1) / (2 * n))
+    d[0] /= np.sqrt(2.0)
+    return d
+
+
+def link_bounds(shapes, where: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Link-frame AABB of collision shapes (exact for primitives, vertices for meshes); errors for no shapes or a
+    zero / infinite extent."""
+    if not shapes:
+        raise ConfigError(f"{where}.link: body {name!r} has no collision geometry; got no shapes; allowed: a link "
+                          "with box, sphere, capsule, cylinder or mesh collision shapes")
+    boxes = [s.body_aabb() for s in shapes]
+    lo = np.min([b[0] for b in boxes], axis=0)
+    hi = np.max([b[1] for b in boxes], axis=0)
+    extent = hi - lo
+    if not np.all(np.isfinite(extent)) or np.any(extent <= 0):
+        raise ConfigError(f"{where}.link: the collision bounding box of {name!r} has a zero or infinite extent; "
+                          f"got {extent.tolist()} m; allowed: finite extents > 0 on every axis")
+    return lo, hi
+
+
+def body_volume_area(body) -> tuple[float, float]:
+    """(V m³, S m²) of a body as the sums over its shapes; meshes that are not watertight use their AABB box
+    (with a warning). Infinite for a plane."""
+    volume = area = 0.0
+    for s in body.shapes:
+        if s.kind == ShapeKind.MESH and not s.mesh.watertight:
+            warnings.warn(f"thermal: mesh of body {body.name!r} is not watertight; its lumped volume and area use "
+                          "the mesh bounding box", stacklevel=4)
+            ext = s.mesh.vertices.max(0) - s.mesh.vertices.min(0)
+            volume += float(np.prod(ext))
+            area += 2.0 * float(ext[0] * ext[1] + ext[1] * ext[2] + ext[0] * ext[2])
+        else:
+            volume += s.volume
+            area += s.area
+    return volume, area
+
+
+class ThermalSystem:
+    """Grids and (optionally) lumped bodies of the scene, advanced together (see the module docstring).
+
+    grids: the TemperatureGrid specs (one per link); materials: per scene body a :class:`Material` or None;
+    ambient °C; convection W/(m²K); simulate_all: lumped bodies on; lumped_spacing m; dt s.
+    Grids are kept in scene order of their links; ``grid_of_spec[i]`` is the system index of the i-th given spec.
+    Public after build: ``n_cells`` (per grid), ``lo`` / ``delta`` (per grid (3,) arrays, link frame, m),
+    ``cell_index`` (per grid: flat padded indices of its real cells, row-major over (nx, ny, nz)), ``lumped_names``.
+    State: ``t_cell`` [E, Nc] and ``t_lump`` [E, NL], °C.
+    """
+
+    def __init__(self, grids: Sequence[GridSpec], materials: Sequence[Material | None], scene, query, *,
+                 ambient: float, convection: float, simulate_all: bool, lumped_spacing: float, dt: float,
+                 n_envs: int, device, dtype):
+        self.scene, self.query = scene, query
+        self.dt, self.n_envs = float(dt), n_envs
+        self.device, self.dtype = torch.device(device), dtype
+        self.ambient, self.h = float(ambient), float(convection)
+        self.simulate_all = simulate_all
+        self.lumped_spacing = float(lumped_spacing)
+        order = sorted(range(len(grids)), key=lambda i: grids[i].link)  # scene order of the links
+        self.grids = [grids[i] for i in order]
+        self.grid_of_spec = [order.index(i) for i in range(len(grids))]
+        self.materials = list(materials)
+        f = dict(device=self.device, dtype=dtype)
+        self._f = f
+        nb = scene.n_bodies
+        mat_ok = np.array([m is not None for m in materials])
+        grid_of_body = np.full(nb, -1, np.int64)
+        for g, spec in enumerate(self.grids):
+            grid_of_body[spec.link] = g
+        category = np.full(nb, FIXED, np.int64)
+        self.lumped: list[int] = []
+        volume = np.full(nb, np.inf)
+        area = np.full(nb, np.inf)
+        if simulate_all:
+            for b, body in enumerate(scene.bodies):
+                if grid_of_body[b] >= 0:
+                    category[b] = GRIDDED
+                elif mat_ok[b] and body.shapes and not any(s.kind == ShapeKind.PLANE for s in body.shapes):
+                    category[b] = LUMPED
+                    volume[b], area[b] = body_volume_area(body)
+                    self.lumped.append(b)
+        self.lumped_names = [scene.body_names[b] for b in self.lumped]
+        lumped_index = np.full(nb, -1, np.int64)
+        lumped_index[self.lumped] = np.arange(len(self.lumped))
+
+        def body_column(key, default=0.0):
+            return torch.as_tensor([getattr(m, key) if m is not None else default for m in materials], **f)
+
+        self.body_mat = torch.as_tensor(mat_ok, device=self.device)
+        self.body_k = body_column("conductivity", 1.0)
+        self.body_base = body_column("base_temperature")
+        self.body_category = torch.as_tensor(category, device=self.device)
+        self.body_grid = torch.as_tensor(grid_of_body, device=self.device)
+        self.body_lumped = torch.as_tensor(lumped_index, device=self.device)
+        lumped_vs = np.zeros(nb)
+        lumped_vs[self.lumped] = volume[self.lumped] / area[self.lumped]
+        self.body_vs = torch.as_tensor(lumped_vs, **f)  # ℓ_B = V_B/S_B of a lumped partner, m
+        self._build_grids()
+        self._build_lumped(volume, area)
+        self.t_cell = torch.zeros(n_envs, self.n_total, **f)
+        self.t_lump = torch.zeros(n_envs, len(self.lumped), **f)
+        self.reset()
+
+    # ------------------------------------------------------------------ build: grids
+    def _build_grids(self) -> None:
+        f, scene = self._f, self.scene
+        dims = np.array([g.grid_size for g in self.grids], dtype=np.int64)
+        nx, ny, nz = (int(v) for v in dims.max(0))
+        self.pad = (nx, ny, nz)
+        n_pad = nx * ny * nz
+        n_grids = len(self.grids)
+        self.n_total = n_grids * n_pad
+        ic = np.zeros(self.n_total)
+        power = np.zeros(self.n_total)
+        face = np.zeros(self.n_total)
+        eps = np.zeros(self.n_total)
+        base = np.zeros(self.n_total)
+        low = np.full(self.n_total, -np.inf)
+        high = np.full(self.n_total, np.inf)
+        decay = np.ones((n_grids, nx, ny, nz))
+        mats = [np.stack([np.eye(n) for _ in range(n_grids)]) for n in self.pad]
+        self.lo, self.delta, self.cell_index, self.n_cells = [], [], [], []
+        samples, cell_of_sample, l_half, k_self, inv_hc, band, masks = [], [], [], [], [], [], []
+        shape_body = np.array([b for b, _ in scene.shape_table()], dtype=np.int64)
+        for g, spec in enumerate(self.grids):
+            body = scene.bodies[spec.link]
+            mat = self.materials[spec.link]
+            if mat is None:
+                raise ConfigError(f"{spec.where}.properties_dict: no material for the sensor link {body.name!r}; "
+                                  f"got no entry; allowed: an entry for {body.name!r}, an object material or a "
+                                  "'default' entry")
+            lo, hi = link_bounds(body.shapes, spec.where, body.name)
+            n = np.array(spec.grid_size, dtype=np.int64)
+            delta = (hi - lo) / n
+            self.lo.append(lo)
+            self.delta.append(delta)
+            rc = mat.heat_capacity_density
+            cap = rc * float(np.prod(delta))
+            alpha = mat.conductivity / rc
+            grid_idx = np.indices(tuple(n)).reshape(3, -1).T  # row-major (ix, iy, iz)
+            flat = g * n_pad + (grid_idx[:, 0] * ny + grid_idx[:, 1]) * nz + grid_idx[:, 2]
+            self.cell_index.append(torch.as_tensor(flat, device=self.device))
+            self.n_cells.append(int(np.prod(n)))
+            ic[flat] = 1.0 / cap
+            q = 0.0 if spec.heat_generation is None else np.asarray(spec.heat_generation, dtype=np.float64)
+            power[flat] = (np.broadcast_to(q, tuple(n)).reshape(-1)) * delta[0] * delta[1]
+            areas = np.array([delta[1] * delta[2], delta[0] * delta[2], delta[0] * delta[1]])
+            on_faces = sum(((grid_idx[:, a] == 0).astype(float) + (grid_idx[:, a] == n[a] - 1)) * areas[a]
+                           for a in range(3))
+            face[flat] = on_faces
+            eps[flat] = mat.emissivity
+            base[flat] = mat.base_temperature
+            low[flat], high[flat] = spec.bounds
+            lam = [4.0 / delta[a] ** 2 * np.sin(np.pi * np.arange(n[a]) / (2 * n[a])) ** 2 for a in range(3)]
+            total = lam[0][:, None, None] + lam[1][None, :, None] + lam[2][None, None, :]
+            decay[g, : n[0], : n[1], : n[2]] = 1.0 / (1.0 + self.dt * alpha * total)
+            for a in range(3):
+                mats[a][g, : n[a], : n[a]] = dct_matrix(int(n[a]))
+            spacing = spec.sample_spacing if spec.sample_spacing is not None else float(delta.min()) / 4
+            cloud = sample_body_surface(body.shapes, spacing=spacing, seed=0)
+            samples.append(cloud)
+            cell = np.clip(np.floor((cloud.points - lo) / delta).astype(np.int64), 0, n - 1)
+            cell_of_sample.append(g * n_pad + (cell[:, 0] * ny + cell[:, 1]) * nz + cell[:, 2])
+            perp = (cloud.normals**2) @ delta  # Δ⊥(ν) = Σ ν_a² Δ_a
+            l_half.append(perp / 2)
+            inv_hc.append(np.full(len(cloud), 0.0 if spec.contact_conductance is None else 1 / spec.contact_conductance))
+            band.append(np.full(len(cloud), spec.contact_band))
+            k_self.append(np.full(len(cloud), mat.conductivity))
+            cand = scene.candidate_mask(spec.link, list(spec.ignore), spec.where)
+            masks.append(cand[shape_body])
+        t = lambda a: torch.as_tensor(a, **f)  # noqa: E731
+        self.ic_cell, self.power, self.face_area = t(ic), t(power), t(face)
+        self.eps_cell, self.base_cell = t(eps), t(base)
+        self.low_cell, self.high_cell = t(low), t(high)
+        self.decay = t(decay)
+        self.dct = [t(m) for m in mats]
+        self.samples = BodySamples([g.link for g in self.grids], samples, self.device, self.dtype)
+        self.sample_cell = torch.as_tensor(np.concatenate(cell_of_sample), device=self.device)
+        l_half = np.concatenate(l_half)
+        k_s = np.concatenate(k_self)
+        self.sample_l_fixed = t(l_half)  # ℓ_B of a fixed partner = ℓ_S
+        self.sample_r_self = t(l_half / k_s)  # ℓ_S / k_S, m²K/W
+        self.sample_inv_hc = t(np.concatenate(inv_hc))
+        self.sample_band = t(np.concatenate(band))
+        self.sample_group = self.samples.owner.to(torch.int32)
+        self.group_mask = torch.as_tensor(np.stack(masks), device=self.device)
+        self.grid_delta = t(np.stack(self.delta))  # [G, 3]
+        self.grid_lo = t(np.stack(self.lo))
+        self.grid_n = torch.as_tensor(np.array([g.grid_size for g in self.grids]), device=self.device)
+
+    # ------------------------------------------------------------------ build: lumped bodies and pairs
+    def _build_lumped(self, volume: np.ndarray, area: np.ndarray) -> None:
+        f, scene = self._f, self.scene
+        self.lumped_samples = None
+        lumped = self.lumped
+        n_l = len(lumped)
+        first = self.grids[0]
+        self.lumped_inv_hc = 0.0 if first.contact_conductance is None else 1.0 / first.contact_conductance
+        self.lumped_band = first.contact_band
+        self.lumped_low = min(g.bounds[0] for g in self.grids)
+        self.lumped_high = max(g.bounds[1] for g in self.grids)
+        mats = [self.materials[b] for b in lumped]
+        self.lumped_ic = torch.as_tensor([1.0 / (m.heat_capacity_density * volume[b]) for m, b in zip(mats, lumped)],
+                                         **f)
+        self.lumped_area = torch.as_tensor([area[b] for b in lumped], **f)
+        self.lumped_eps = torch.as_tensor([m.emissivity for m in mats], **f)
+        self.lumped_base = torch.as_tensor([m.base_temperature for m in mats], **f)
+        self.lumped_vs_k = torch.as_tensor([volume[b] / area[b] / m.conductivity for m, b in zip(mats, lumped)], **f)
+        self.lumped_vs = torch.as_tensor([volume[b] / area[b] for b in lumped], **f)
+        self.pairs = None
+        if not self.simulate_all:
+            return
+        if n_l:
+            shape_body = np.array([b for b, _ in scene.shape_table()], dtype=np.int64)
+            clouds = [sample_body_surface(scene.bodies[b].shapes, spacing=self.lumped_spacing, seed=0)
+                      for b in lumped]
+            self.lumped_samples = BodySamples(lumped, clouds, self.device, self.dtype)
+            self.lumped_group = self.lumped_samples.owner.to(torch.int32)
+            self.lumped_mask = torch.as_tensor(np.stack([scene.candidate_mask(b)[shape_body] for b in lumped]),
+                                               device=self.device)
+            self.lumped_cutoff = torch.full((self.lumped_samples.n,), self.lumped_band, **f)
+        # (cell, lumped) pairs: the cells that own samples, in flat order; (cell, cell): earlier-grid samples
+        cells = self.sample_cell.cpu().numpy()
+        self.surf_cells = np.unique(cells)
+        self.sample_surf = torch.as_tensor(np.searchsorted(self.surf_cells, cells), device=self.device)
+        order = np.lexsort((np.arange(len(cells)), cells))  # cell-major, then sample order
+        self.pair_order = torch.as_tensor(order, device=self.device)
+        sorted_cells = cells[order]
+        starts = np.searchsorted(sorted_cells, sorted_cells, side="left")
+        ends = np.searchsorted(sorted_cells, sorted_cells, side="right")
+        dev = self.device
+        self.pairs = PairRelaxation(self.ic_cell, self.lumped_ic, torch.as_tensor(self.surf_cells, device=dev),
+                                    torch.as_tensor(sorted_cells, device=dev), torch.as_tensor(starts, device=dev),
+                                    torch.as_tensor(ends, device=dev))
+
+    # ------------------------------------------------------------------ state
+    def reset(self, env_mask: torch.Tensor | None = None) -> None:
+        """Every cell exactly its link's base temperature, lumped bodies theirs (envs of env_mask; None = all)."""
+        if env_mask is None:
+            self.t_cell.copy_(self.base_cell.expand_as(self.t_cell))
+            self.t_lump.copy_(self.lumped_base.expand_as(self.t_lump))
+        else:
+            m = env_mask.to(self.device)[:, None]
+            self.t_cell.copy_(torch.where(m, self.base_cell, self.t_cell))
+            self.t_lump.copy_(torch.where(m, self.lumped_base, self.t_lump))
+
+    # ------------------------------------------------------------------ step
+    def step(self, state: WorldState) -> None:
+        """Advance every temperature by dt with the poses of ``state`` (steps A–E)."""
+        contact = self._grid_contacts(state)
+        self.t_cell = self._exchange(self.t_cell, self.ic_cell, self.eps_cell, self.face_area - contact["covered"],
+                                     contact["g_fixed"], contact["q_fixed"], self.power)
+        lumped = self._lumped_contacts(state) if self.lumped_samples is not None else None
+        if self.pairs is not None:
+            e = self.n_envs
+            n_l = len(self.lumped)
+            g_ll = torch.zeros(e, n_l, n_l, **self._f) if lumped is None else lumped["g_ll"]
+            t_cell, t_lump = self.t_cell.contiguous(), self.t_lump.contiguous()
+            self.pairs(t_cell, t_lump, contact["g_cl"] * self.dt, contact["cell_y"], contact["g_cc"] * self.dt,
+                       g_ll * self.dt)
+            self.t_cell, self.t_lump = t_cell, t_lump
+        self.t_cell = self._conduct(self.t_cell)
+        if lumped is not None:
+            self.t_lump = self._exchange(self.t_lump, self.lumped_ic, self.lumped_eps,
+                                         self.lumped_area - lumped["covered"], lumped["g_fixed"], lumped["q_fixed"],
+                                         None)
+            self.t_lump = self.t_lump.clamp(self.lumped_low, self.lumped_high)
+        self.t_cell = torch.maximum(torch.minimum(self.t_cell, self.high_cell), self.low_cell)
+
+    def _exchange(self, t, ic, eps, exposed, g_fixed, q_fixed, power):
+        """Steps A / D: T ← T_eq + (T − T_eq)·exp(−dt G/C) with G = Σ G_fixed + (h + h_rad)·A_exposed,
+        Q = Σ G_fixed T_B + (h + h_rad) A_exposed T_amb + P; T + dt P/C where G = 0."""
+        tk = t + KELVIN_OFFSET
+        ta = self.ambient + KELVIN_OFFSET
+        h_rad = eps * STEFAN_BOLTZMANN * (tk * tk + ta * ta) * (tk + ta)
+        h_area = (self.h + h_rad) * torch.clamp_min(exposed, 0.0)
+        g = g_fixed + h_area
+        q = q_fixed + h_area * self.ambient
+        if power is not None:
+            q = q + power
+        positive = g > 0
+        safe = torch.where(positive, g, torch.ones_like(g))
+        t_eq = q / safe
+        relaxed = t_eq + (t - t_eq) * torch.exp(-self.dt * g * ic)
+        return torch.where(positive, relaxed, t + self.dt * q * ic)
+
+    def _conduct(self, t: torch.Tensor) -> torch.Tensor:
+        """Step C on the padded layout: DCT-II per axis, divide by 1 + dt α Λ, DCT-III per axis."""
+        e = t.shape[0]
+        nx, ny, nz = self.pad
+        x = t.view(e, len(self.grids), nx, ny, nz)
+        dx, dy, dz = self.dct
+        x = torch.einsum("gai,egijk->egajk", dx, x)
+        x = torch.einsum("gbj,egajk->egabk", dy, x)
+        x = torch.einsum("gck,egabk->egabc", dz, x)
+        x = x * self.decay
+        x = torch.einsum("gck,egabc->egabk", dz, x)
+        x = torch.einsum("gbj,egabk->egajk", dy, x)
+        x = torch.einsum("gai,egajk->egijk", dx, x)
+        return x.reshape(e, -1)
+
+    def _grid_contacts(self, state: WorldState) -> dict:
+        """Covered area, fixed-partner conductance/heat and the B-step pair data of the grid samples (§10.2)."""
+        smp = self.samples
+        rot, pos = smp.owner_pose(state)
+        x = smp.world_positions(rot, pos)
+        q = self.query.query(x, state.rot, state.pos, self.sample_group, self.group_mask, self.sample_band)
+        e = x.shape[0]
+        f = self._f
+        covered = q.body >= 0
+        body = q.body.clamp_min(0)
+        zero = torch.zeros((), **f)
+        a_cov = torch.where(covered, smp.area, zero)
+        cell = self.sample_cell
+        out = {"covered": torch.zeros(e, self.n_total, **f).index_add_(1, cell, a_cov)}
+        exchange = covered & self.body_mat[body]
+        category = self.body_category[body]
+        r_partner = torch.where(category == LUMPED, self.body_vs[body], self.sample_l_fixed)
+        if self.simulate_all and len(self.grids) > 1:
+            r_partner = torch.where(category == GRIDDED, self._partner_half_depth(state, rot, body), r_partner)
+        u = 1.0 / (self.sample_r_self + r_partner / self.body_k[body] + self.sample_inv_hc)
+        g = torch.where(exchange, u * smp.area, zero)
+        g_fixed = torch.where(category == FIXED, g, zero)
+        out["g_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed)
+        out["q_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed * self.body_base[body])
+        if self.pairs is not None:
+            n_l = len(self.lumped)
+            g_l = torch.where(category == LUMPED, g, zero)
+            index = self.sample_surf * n_l + self.body_lumped[body].clamp_min(0)
+            g_cl = torch.zeros(e, len(self.surf_cells) * max(n_l, 1), **f)
+            if n_l:
+                g_cl.scatter_add_(1, index, g_l)
+            out["g_cl"] = g_cl.view(e, len(self.surf_cells), max(n_l, 1))[..., :n_l]
+            partner_grid = self.body_grid[body]
+            pair = (category == GRIDDED) & exchange & (partner_grid > smp.owner)
+            cell_y = torch.full_like(q.body, -1)
+            if len(self.grids) > 1:
+                cell_y = torch.where(pair, self._partner_cell(state, x, body, partner_grid), cell_y)
+            order = self.pair_order
+            out["cell_y"] = cell_y.index_select(1, order)
+            out["g_cc"] = torch.where(pair, g, zero).index_select(1, order)
+        return out
+
+    def _partner_half_depth(self, state: WorldState, rot: torch.Tensor, body: torch.Tensor) -> torch.Tensor:
+        """ℓ_B = Δ⊥_B(ν)/2 with the touched grid's spacing and the sample normal in that link's frame, [E, P] m."""
+        nu = self.samples.world_normals(rot)
+        r_b = torch.gather(state.rot, 1, body[..., None, None].expand(body.shape + (3, 3)))
+        nu_b = (r_b * nu[..., :, None]).sum(-2)  # R_Bᵀ ν
+        delta = self.grid_delta[self.body_grid[body].clamp_min(0)]
+        return (nu_b * nu_b * delta).sum(-1) / 2
+
+    def _partner_cell(self, state: WorldState, x: torch.Tensor, body: torch.Tensor,
+                      grid: torch.Tensor) -> torch.Tensor:
+        """Flat padded index of the partner grid's cell containing each sample (clamped), [E, P] long."""
+        idx = body[..., None]
+        r_b = torch.gather(state.rot, 1, idx[..., None].expand(body.shape + (3, 3)))
+        o_b = torch.gather(state.pos, 1, idx.expand(body.shape + (3,)))
+        p = ((x - o_b)[..., :, None] * r_b).sum(-2)  # R_Bᵀ (x − o_B)
+        g = grid.clamp_min(0)
+        n = self.grid_n[g]
+        c = torch.floor((p - self.grid_lo[g]) / self.grid_delta[g]).long().clamp_min(0)
+        c = torch.minimum(c, n - 1)
+        nx, ny, nz = self.pad
+        return g * (nx * ny * nz) + (c[..., 0] * ny + c[..., 1]) * nz + c[..., 2]
+
+    def _lumped_contacts(self, state: WorldState) -> dict:
+        """Covered area of each lumped body, its fixed-partner exchange and the lumped–lumped conductances."""
+        smp = self.lumped_samples
+        rot, pos = smp.owner_pose(state)
+        x = smp.world_positions(rot, pos)
+        q = self.query.query(x, state.rot, state.pos, self.lumped_group, self.lumped_mask, self.lumped_cutoff)
+        e, n_l, f = x.shape[0], len(self.lumped), self._f
+        zero = torch.zeros((), **f)
+        covered = q.body >= 0
+        body = q.body.clamp_min(0)
+        a = torch.where(covered, smp.area, zero)
+        owner = smp.owner
+        out = {"covered": torch.zeros(e, n_l, **f).index_add_(1, owner, a)}
+        category = self.body_category[body]
+        fixed = covered & self.body_mat[body] & (category == FIXED)
+        vs = self.lumped_vs[owner]
+        u = 1.0 / (self.lumped_vs_k[owner] + vs / self.body_k[body] + self.lumped_inv_hc)
+        g = torch.where(fixed, u * a, zero)
+        out["g_fixed"] = torch.zeros(e, n_l, **f).index_add_(1, owner, g)
+        out["q_fixed"] = torch.zeros(e, n_l, **f).index_add_(1, owner, g * self.body_base[body])
+        partner = self.body_lumped[body]
+        lumped = covered & (category == LUMPED)
+        m = torch.zeros(e, n_l * n_l, **f).scatter_add_(1, owner * n_l + partner.clamp_min(0),
+                                                        torch.where(lumped, a, zero)).view(e, n_l, n_l)
+        a_xy = 0.5 * (m + m.transpose(1, 2))
+        u_xy = 1.0 / (self.lumped_vs_k[:, None] + self.lumped_vs_k[None, :] + self.lumped_inv_hc)
+        out["g_ll"] = u_xy * a_xy
+        return out
+
+    # ------------------------------------------------------------------ views
+    def grid_temperatures(self, g: int, t: torch.Tensor | None = None) -> torch.Tensor:
+        """Real cells of grid g (system order) from a flat padded tensor [E, Nc] (default the state): [E, n_cells]."""
+        return (self.t_cell if t is None else t).index_select(1, self.cell_index[g])

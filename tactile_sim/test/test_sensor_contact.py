@@ -1,0 +1,285 @@
+"""ContactSensor (spec §12): penalty contact over a body's collision surface, filters, timers, frames and history."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from tactile_sim.errors import ConfigError
+from tactile_sim.suite import SensorSuite
+
+K_C, MU, V_S = 1e7, 0.5, 1e-3
+SIZE = (0.1, 0.06, 0.04)  # sensor box edges, m
+SPACING = 0.01  # bottom face lattice: 10 × 6 cells of 1 cm², side samples start 5 mm above the bottom
+
+
+def box(name="box", size=SIZE, xyz=(0.0, 0.0, 1.0), origin=(0.0, 0.0, 0.0)):
+    return {"name": name, "geometry": [{"box": {"size": list(size)}, "origin": {"xyz": list(origin)}}],
+            "pose": {"xyz": list(xyz)}}
+
+
+def ground(name="ground"):
+    return {"name": name, "geometry": [{"plane": {}}]}
+
+
+def sensor(**extra):
+    return {"type": "ContactSensor", "name": "cs", "prim_path": "box", "surface_sample_spacing": SPACING, **extra}
+
+
+def make(sensors, objects, n_envs=0, dt=0.01, dtype="float64"):
+    return SensorSuite.from_yaml({"suite": {"dt": dt, "n_envs": n_envs, "dtype": dtype},
+                                  "objects": objects, "sensors": sensors})
+
+
+def t64(x):
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def place(suite, t, d, *, rot=None, lin=(0, 0, 0), ang=(0, 0, 0), name="box", height=SIZE[2]):
+    """Pose the sensor box so that its bottom face is d below z = 0 (its origin at the box centre)."""
+    r = np.eye(3) if rot is None else rot
+    suite.update(t, object_poses={name: (t64(r), t64(r @ [0, 0, height / 2 - d]))},
+                 object_twists={name: (t64(lin), t64(ang))})
+
+
+@pytest.mark.parametrize("exponent", [1.0, 1.5])
+def test_resting_box_normal_force_is_k_d_to_the_e_times_area(exponent):
+    d = 2e-4
+    suite = make([sensor(contact_exponent=exponent, track_friction_forces=True)], [box(), ground()])
+    place(suite, 0.0, d)
+    data = suite.read("cs")
+    area = SIZE[0] * SIZE[1]
+    np.testing.assert_allclose(data.net_normal_forces_w.numpy(), [[0, 0, K_C * d**exponent * area]], rtol=1e-12,
+                               atol=1e-9)
+    assert torch.equal(data.net_friction_forces_w, torch.zeros(1, 3, dtype=torch.float64))
+    np.testing.assert_allclose(data.net_forces_w.numpy(), data.net_normal_forces_w.numpy(), rtol=0, atol=0)
+    np.testing.assert_allclose(data.net_torques_w.numpy(), 0.0, atol=1e-9)  # centred box: levers cancel
+
+
+def test_torque_about_body_origin_is_lever_cross_force():
+    d, shift = 1e-4, np.array([0.02, -0.01, 0.0])  # box shape offset from the body origin
+    suite = make([sensor()], [box(origin=tuple(shift)), ground()])
+    suite.update(0.0, object_poses={"box": (t64(np.eye(3)), t64([0, 0, SIZE[2] / 2 - d]) - t64(shift))})
+    data = suite.read("cs")
+    force = np.array([0.0, 0.0, K_C * d * SIZE[0] * SIZE[1]])
+    lever = shift + [0.0, 0.0, -SIZE[2] / 2 + d]  # bottom-face centroid relative to the body origin
+    np.testing.assert_allclose(data.net_torques_w.numpy()[0], np.cross(lever, force), rtol=1e-10, atol=1e-9)
+
+
+def test_damping_adds_to_pressure_while_penetrating():
+    d, w, c = 1e-4, 0.02, 3e8
+    suite = make([sensor(contact_damping=c)], [box(), ground()])
+    place(suite, 0.0, d, lin=(0, 0, -w))  # moving down: the plane enters faster
+    expected = (K_C * d + c * d * w) * SIZE[0] * SIZE[1]
+    np.testing.assert_allclose(suite.read("cs").net_forces_w.numpy()[0], [0, 0, expected], rtol=1e-12)
+
+
+@pytest.mark.parametrize("u", [0.5, 4e-4])
+def test_sliding_friction_drags_back_along_velocity(u):
+    d = 1e-4
+    suite = make([sensor(track_friction_forces=True)], [box(), ground()])
+    place(suite, 0.0, d, lin=(u, 0, 0))
+    fn = K_C * d * SIZE[0] * SIZE[1]
+    expected = -MU * fn * (1.0 if u > V_S else u / V_S)
+    data = suite.read("cs")
+    np.testing.assert_allclose(data.net_friction_forces_w.numpy()[0], [expected, 0, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(data.friction_forces_w.numpy(), data.net_friction_forces_w.numpy())
+    np.testing.assert_allclose(data.net_forces_w.numpy()[0], [expected, 0, fn], rtol=1e-12, atol=1e-12)
+
+
+@given(st.floats(1e-6, 3e-3), st.lists(st.floats(-2.0, 2.0), min_size=6, max_size=6))
+def test_friction_never_exceeds_mu_times_normal(d, twist):
+    suite = _friction_suite()
+    place(suite, 0.0, d, lin=twist[:3], ang=twist[3:])
+    data = suite.read("cs")
+    ft = torch.linalg.vector_norm(data.net_friction_forces_w).item()
+    fn = torch.linalg.vector_norm(data.net_normal_forces_w).item()
+    assert ft <= MU * fn * (1 + 1e-12) + 1e-12
+
+
+_FRICTION_SUITE = []
+
+
+def _friction_suite():
+    if not _FRICTION_SUITE:
+        _FRICTION_SUITE.append(make([sensor(track_friction_forces=True)], [box(), ground()]))
+    return _FRICTION_SUITE[0]
+
+
+def test_static_box_on_slope_reads_only_normal_force():
+    tilt = 0.3
+    c, s = math.cos(tilt), math.sin(tilt)
+    rot = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    slope = {"name": "slope", "geometry": [{"plane": {}}], "pose": {"rpy": [0.0, tilt, 0.0]}}
+    suite = make([sensor(track_friction_forces=True)], [box(), slope])
+    place(suite, 0.0, 1e-4, rot=rot)
+    data = suite.read("cs")
+    assert torch.equal(data.net_friction_forces_w, torch.zeros(1, 3, dtype=torch.float64))
+    np.testing.assert_allclose(data.net_forces_w.numpy()[0], K_C * 1e-4 * SIZE[0] * SIZE[1] * rot[:, 2], rtol=1e-10)
+
+
+def plates(n=3):
+    """Three plates under the box bottom (top at z = 0), split on lattice cell boundaries: x in [−.05, −.01],
+    [−.01, .03], [.03, .05] → 24, 24 and 12 bottom samples of 1 cm²."""
+    spans = [(-0.05, -0.01), (-0.01, 0.03), (0.03, 0.05)][:n]
+    return [{"name": f"plate{i + 1}", "geometry": [{"box": {"size": [hi - lo, 0.2, 0.01]}}],
+             "pose": {"xyz": [(lo + hi) / 2, 0.0, -0.005]}} for i, (lo, hi) in enumerate(spans)]
+
+
+@pytest.mark.parametrize("filters, covered", [(["plate1", "plate2"], False), (["plate1", "plate[23]"], True)])
+def test_force_matrix_columns_are_per_object_sums(filters, covered):
+    d = 1e-4
+    suite = make([sensor(filter_prim_paths_expr=filters, track_friction_forces=True)], [box()] + plates())
+    place(suite, 0.0, d)
+    data = suite.read("cs")
+    per_sample = K_C * d * SPACING**2
+    col = data.force_matrix_w.numpy()[0]
+    np.testing.assert_allclose(col[0], [0, 0, 24 * per_sample], rtol=1e-12)
+    np.testing.assert_allclose(col[1], [0, 0, (36 if covered else 24) * per_sample], rtol=1e-12)
+    net = data.net_forces_w.numpy()[0]
+    np.testing.assert_allclose(net, [0, 0, 60 * per_sample], rtol=1e-12)
+    if covered:
+        np.testing.assert_allclose(col.sum(0), net, rtol=1e-12)
+    else:
+        assert col.sum(0)[2] < net[2] * (1 - 1e-3)
+    np.testing.assert_allclose(data.normal_force_matrix_w.numpy(), data.force_matrix_w.numpy())
+    assert torch.equal(data.friction_force_matrix_w, torch.zeros_like(data.friction_force_matrix_w))
+
+
+def test_contact_position_is_bottom_centroid_then_nan():
+    suite = make([sensor(filter_prim_paths_expr=["ground"], track_contact_points=True)], [box(), ground()])
+    place(suite, 0.0, 1e-4)
+    data = suite.read("cs")
+    np.testing.assert_allclose(data.contact_pos_w.numpy()[0, 0], [0.0, 0.0, -1e-4], atol=1e-12)
+    np.testing.assert_allclose(data.contact_pos_b.numpy()[0, 0], [0.0, 0.0, -SIZE[2] / 2], atol=1e-12)
+    place(suite, 0.01, -0.01)
+    data = suite.read("cs")
+    assert torch.isnan(data.contact_pos_w).all() and torch.isnan(data.contact_pos_b).all()
+    assert torch.equal(data.force_matrix_w, torch.zeros_like(data.force_matrix_w))
+
+
+def test_air_and_contact_timers_across_make_and_break():
+    dt = 0.01
+    suite = make([sensor(track_air_time=True)], [box(), ground()], dt=dt)
+    t = 0.0
+    for _ in range(30):  # 0.3 s in the air
+        place(suite, t, -0.01)
+        t += dt
+    data = suite.read("cs")
+    np.testing.assert_allclose(data.current_air_time.numpy(), [0.30], rtol=1e-12)
+    assert not data.compute_first_air(dt).any()
+    place(suite, t, 1e-4)
+    t += dt
+    data = suite.read("cs")
+    np.testing.assert_allclose(data.last_air_time.numpy(), [0.31], rtol=1e-12)
+    np.testing.assert_allclose(data.current_contact_time.numpy(), [0.01], rtol=1e-12)
+    assert data.current_air_time.item() == 0.0
+    assert data.compute_first_contact(dt).all()
+    for _ in range(4):
+        place(suite, t, 1e-4)
+        t += dt
+    assert not suite.read("cs").compute_first_contact(dt).any()
+    place(suite, t, -0.01)  # break
+    data = suite.read("cs")
+    np.testing.assert_allclose(data.last_contact_time.numpy(), [0.06], rtol=1e-12)
+    np.testing.assert_allclose(data.current_air_time.numpy(), [0.01], rtol=1e-12)
+    assert data.compute_first_air(dt).all() and data.current_contact_time.item() == 0.0
+    suite.reset()
+    data, valid = suite.read("cs", with_valid=True)
+    assert not valid
+    for name in ("current_air_time", "current_contact_time", "last_air_time", "last_contact_time"):
+        assert getattr(data, name).item() == 0.0
+
+
+def test_timers_need_tracking():
+    suite = make([sensor()], [box(), ground()])
+    place(suite, 0.0, 1e-4)
+    data = suite.read("cs")
+    assert data.current_air_time is None and data.net_friction_forces_w is None and data.force_matrix_w is None
+    with pytest.raises(RuntimeError, match="track_air_time"):
+        data.compute_first_contact(0.01)
+
+
+def test_force_threshold_decides_contact_state():
+    d = 1e-4
+    force = K_C * d * SIZE[0] * SIZE[1]
+    suite = make([sensor(track_air_time=True, force_threshold=force * 1.01)], [box(), ground()])
+    place(suite, 0.0, d)
+    assert suite.read("cs").current_contact_time.item() == 0.0
+    place(suite, 0.01, 2 * d)
+    assert suite.read("cs").current_contact_time.item() == pytest.approx(0.01)
+
+
+def test_rotating_the_scene_keeps_body_buffers_and_rotates_world_buffers():
+    d, u = 2e-4, 0.3
+    angle = 0.7
+    axis = np.array([1.0, 2.0, 0.5]) / np.linalg.norm([1.0, 2.0, 0.5])
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    rot = np.eye(3) + math.sin(angle) * k + (1 - math.cos(angle)) * k @ k
+    cfg = dict(filter_prim_paths_expr=["ground"], track_contact_points=True, track_friction_forces=True)
+    results = []
+    for r in (np.eye(3), rot):
+        g = {"name": "ground", "geometry": [{"plane": {}}]}
+        suite = make([sensor(**cfg)], [box(), g])
+        suite.update(0.0, object_poses={"ground": (t64(r), t64([0, 0, 0])),
+                                        "box": (t64(r), t64(r @ [0.01, 0, SIZE[2] / 2 - d]))},
+                     object_twists={"box": (t64(r @ [u, 0.1, 0]), t64(r @ [0, 0, 0.5]))})
+        results.append(suite.read("cs"))
+    a, b = results
+    for name in ("net_forces_b", "net_torques_b", "net_friction_forces_b", "force_matrix_b", "contact_pos_b"):
+        np.testing.assert_allclose(getattr(b, name).numpy(), getattr(a, name).numpy(), rtol=1e-9, atol=1e-9)
+    for name in ("net_forces_w", "net_torques_w", "net_normal_forces_w"):
+        np.testing.assert_allclose(getattr(b, name).numpy(), getattr(a, name).numpy() @ rot.T, rtol=1e-9, atol=1e-9)
+    assert torch.linalg.vector_norm(a.net_friction_forces_w) > 0
+
+
+def test_history_is_newest_first():
+    suite = make([sensor(history_length=3)], [box(), ground()])
+    depths = [1e-4, 2e-4, 3e-4, 4e-4]
+    for k, d in enumerate(depths):
+        place(suite, 0.01 * k, d)
+    hist = suite.read("cs").net_forces_w_history.numpy()
+    assert hist.shape == (3, 1, 3)
+    np.testing.assert_allclose(hist[:, 0, 2], [K_C * d * SIZE[0] * SIZE[1] for d in depths[::-1][:3]], rtol=1e-12)
+    np.testing.assert_allclose(suite.read("cs").net_forces_b_history.numpy(), hist)
+
+
+def test_env_axis_and_several_bodies_per_sensor():
+    objects = [box("box_a", xyz=(0.0, 0, 1)), box("box_b", xyz=(1.0, 0, 1)), ground()]
+    for n_envs in (0, 1, 2):
+        suite = make([sensor(prim_path="box_.*", track_air_time=True)], objects, n_envs=n_envs)
+        e = max(n_envs, 1)
+        poses = {"box_a": (t64(np.eye(3)), t64([0, 0, SIZE[2] / 2 - 1e-4])),
+                 "box_b": (t64(np.eye(3)), t64([1.0, 0, SIZE[2] / 2 - 2e-4]))}
+        suite.update(0.0, object_poses=poses)
+        data, valid = suite.read("cs", with_valid=True)
+        lead = () if n_envs == 0 else (e,)
+        assert data.net_forces_w.shape == lead + (2, 3) and data.current_air_time.shape == lead + (2,)
+        assert valid.shape == lead
+        f = data.net_forces_w.reshape(-1, 2, 3)[0]
+        np.testing.assert_allclose(f[:, 2].numpy(), [K_C * d * SIZE[0] * SIZE[1] for d in (1e-4, 2e-4)], rtol=1e-12)
+        if n_envs == 2:
+            np.testing.assert_allclose(data[1].net_forces_w.numpy(), f.numpy())
+
+
+def test_float32_matches_float64():
+    res = []
+    for dtype in ("float64", "float32"):
+        suite = make([sensor(track_friction_forces=True)], [box(), ground()], dtype=dtype)
+        place(suite, 0.0, 1e-4, lin=(0.2, 0.1, 0.0))
+        res.append(suite.read("cs").net_forces_w.double().numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("extra, objects, match", [
+    ({"prim_path": "nothing_.*"}, [box(), ground()], "prim_path: matches no body"),
+    ({"filter_prim_paths_expr": ["box"]}, [box(), ground()], r"filter_prim_paths_expr\[0\]: matches the sensor"),
+    ({"filter_prim_paths_expr": ["gnd"]}, [box(), ground()], r"filter_prim_paths_expr\[0\]: matches no candidate"),
+    ({"prim_path": "ground"}, [box(), ground()], "no sampleable collision geometry"),
+    ({"surface_sample_spacing": 1e-4}, [box(), ground()], "exceed 200000"),
+])
+def test_build_errors_name_the_option(extra, objects, match):
+    with pytest.raises(ConfigError, match=match):
+        make([sensor(**extra)], objects)
