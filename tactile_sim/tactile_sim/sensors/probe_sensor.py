@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ..imperfections.pipeline import MeasuredBranch
+from ..imperfections.spec import SensorImperfections
 from ..world.state import WorldState
 from .base import BuildContext, SensorBatch, imperfections_of
 from .probe_set import ProbeSensorGeometry, ProbeSet
@@ -29,16 +30,11 @@ class ProbeSensorBatch(SensorBatch):
 
     def __init__(self, options, ctx: BuildContext):
         super().__init__(options, ctx)
-        scene = ctx.scene
         geoms, specs = [], []
         for o in self.options:
             layout = ctx.layouts[o.name]
-            link = scene.body_index(o.link)
-            candidates = scene.candidate_mask(link, list(o.ignore))
-            shape_mask = np.array([bool(candidates[b]) for b, _ in scene.shape_table()], dtype=bool)
-            geoms.append(ProbeSensorGeometry(link, layout, shape_mask, exact=o.contact_depth_query != "sdf"))
-            specs.append(imperfections_of(o, ctx, n=layout.n, channels=self.channels, layout_shape=layout.shape,
-                                          active=layout.active, grid=layout.grid))
+            geoms.append(self.probe_geometry(o, layout))
+            specs.append(self.imperfection_spec(o, layout))
         self.probes = ProbeSet(geoms, ctx.query, ctx.device, ctx.dtype)
         self.branch = MeasuredBranch(specs, ctx.n_envs, ctx.device, ctx.dtype)
         self.counts = [g.layout.n for g in geoms]
@@ -46,6 +42,20 @@ class ProbeSensorBatch(SensorBatch):
         noise = per_probe(self.options, self.counts, "probe_radius_noise", ctx)
         reach = self.probes.radius + noise + self.extra_reach()
         self.cutoff = torch.where(self.probes.active, reach, torch.full_like(reach, -torch.inf)).contiguous()
+
+    def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
+        """Link, layout and sensed shapes of one sensor: the candidates of §2.3 and the sensor's mesh backend
+        (point-cloud and distance sensors sense their tracked bodies instead)."""
+        scene = self.ctx.scene
+        link = scene.body_index(options.link)
+        candidates = scene.candidate_mask(link, list(options.ignore))
+        shape_mask = np.array([bool(candidates[b]) for b, _ in scene.shape_table()], dtype=bool)
+        return ProbeSensorGeometry(link, layout, shape_mask, exact=options.contact_depth_query != "sdf")
+
+    def imperfection_spec(self, options, layout) -> SensorImperfections:
+        """The validated imperfection options of one sensor with ``channels`` channels per probe."""
+        return imperfections_of(options, self.ctx, n=layout.n, channels=self.channels, layout_shape=layout.shape,
+                                active=layout.active, grid=layout.grid)
 
     def extra_reach(self) -> torch.Tensor | float:
         """Distance beyond R̃ at which a model still changes its output (ContactProbe's negative release)."""
