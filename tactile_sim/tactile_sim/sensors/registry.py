@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import SensorBatch
 from .contact_depth import ContactDepthProbeBatch, ContactProbeBatch
 from .contact_sensor import ContactSensorBatch
+from .elastomer_taxel import ElastomerTaxelBatch
 from .joint_torque import JointTorqueBatch
 from .kinematic_taxel import KinematicTaxelBatch
 from .temperature_grid import TemperatureGridBatch
@@ -12,7 +13,7 @@ from .temperature_grid import TemperatureGridBatch
 BATCH_CLASSES: dict[str, type[SensorBatch]] = {
     cls.sensor_type: cls
     for cls in (ContactDepthProbeBatch, ContactProbeBatch, KinematicTaxelBatch, ContactSensorBatch,
-                JointTorqueBatch, TemperatureGridBatch)
+                JointTorqueBatch, TemperatureGridBatch, ElastomerTaxelBatch)
 }
 
 PROBE_SENSOR_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",

@@ -1,0 +1,325 @@
+"""ElastomerTaxel dilation field (spec §7.3–7.4) of a batch: kernels, FFT path and direct path.
+
+For a target probe i (link-frame position p_i, unit normal a_i) and a source j, with δ = P_i(p_i − p_j),
+P_i = I − a_i a_iᵀ, r = ‖δ‖:
+
+    G(r) = exp(−λ_d r²);  K_loc = δ G;  g* = exp(−½)/sqrt(2λ_d)
+    K_glob = g*·2ε₀·δ/(r² + ε₀²)              (h = 0)      K_glob = g*·(δ/r)·κ₁(r/h)/κ₁*     (h > 0)
+    K_in = c K_loc + (1 − c) K_glob
+    u_dil,i = dilate_scale · Σ_{active j, H_j > 0} [K_in H_j − a_i G H_j^p]          (link frame, [E, P, 3])
+
+The kernel pair (K_in, G) has one implementation, the warp function :func:`dilation_pair`; it fills the tables at
+build (in float64) and is evaluated per step only by the direct path of very large layouts.
+
+* FFT path (regular planar grid with one shared normal a, §14.2): the (M, N) depth maps H and H^p are zero-padded
+  to (L_v, L_u) ≥ (2M − 1, 2N − 1) and multiplied in Fourier space with the spectra (computed at build) of the
+  three scalar kernels e₁·K_in, e₂·K_in and G on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v, where
+  (e₁, e₂, a) is an orthonormal frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
+* Direct path (every other layout): per env, the active probes with H > 0 are compacted (in probe order) and one
+  kernel thread per (env, target) sums over them, reading the pair kernels from dense per-sensor tables
+  ``[P_s, P_s, 4]`` built at build time, or evaluating them on the fly when the tables would exceed
+  ``DENSE_LIMIT`` elements.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.fft
+import torch
+import warp as wp
+
+from .layer_profile import FAR_FIELD, layer_profile
+from .layout import ProbeLayout
+from .warp_launch import RecordedLaunch, vec3
+
+log = logging.getLogger(__name__)
+
+DENSE_LIMIT = 2**24
+"""Largest total size (elements) of the direct path's dense pair tables, Σ 4·P_s² (P_s = 2048 for one sensor; 64 MB
+in float32); beyond, the kernels are evaluated per step. Keeps table indices within int32."""
+
+@dataclass(frozen=True)
+class DilationParameters:
+    """One sensor's dilation constants: λ_d (m⁻²), c, ε₀ (m), h (m), dilate_scale, normal exponent p."""
+
+    lambda_d: float
+    compressibility: float
+    epsilon0: float
+    thickness: float
+    dilate_scale: float
+    exponent: float
+
+    def row(self) -> list[float]:
+        """The sensor's row of the parameter table read by :func:`dilation_pair`:
+        (λ_d, c, g*, ε₀, h, 1/κ₁*, dilate_scale)."""
+        peak = math.exp(-0.5) / math.sqrt(2.0 * self.lambda_d)
+        return [self.lambda_d, self.compressibility, peak, self.epsilon0, self.thickness,
+                1.0 / layer_profile().peak, self.dilate_scale]
+
+
+# ---------------------------------------------------------------------------------------------- kernel functions
+@wp.func
+def layer_profile_at(rho: Any, coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any)):
+    """κ₁(ρ): cubic pieces on [0, ρ_max] (table = spacing, ρ_max, 3/(4π)), far field 3/(4πρ) beyond."""
+    if rho >= table[1]:
+        return table[2] / rho
+    k = wp.min(int(rho / table[0]), coefficients.shape[0] - 1)
+    s = rho - type(rho)(k) * table[0]
+    return coefficients[k, 3] + s * (coefficients[k, 2] + s * (coefficients[k, 1] + s * coefficients[k, 0]))
+
+
+@wp.func
+def dilation_pair(d: Any, a: Any, params: wp.array2d(dtype=Any), s: int, coefficients: wp.array2d(dtype=Any),
+                  table: wp.array(dtype=Any)):
+    """(K_in(P d), G(‖P d‖)) for the raw offset d = p_i − p_j, target normal a and the parameters of sensor s
+    (without dilate_scale)."""
+    lam = params[s, 0]
+    c = params[s, 1]
+    zero = c - c
+    one = zero + type(c)(1.0)
+    delta = d - wp.dot(a, d) * a
+    r2 = wp.dot(delta, delta)
+    g = wp.exp(-lam * r2)
+    k = (c * g) * delta
+    if c < one:
+        peak = params[s, 2]
+        eps0 = params[s, 3]
+        h = params[s, 4]
+        if h > zero:
+            r = wp.sqrt(r2)
+            if r > zero:
+                k = k + ((one - c) * peak * params[s, 5] * layer_profile_at(r / h, coefficients, table) / r) * delta
+        else:
+            k = k + ((one - c) * peak * (eps0 + eps0) / (r2 + eps0 * eps0)) * delta
+    return k, g
+
+
+@wp.kernel(enable_backward=False)
+def _pair_tables(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), start: int, count: int, s: int,
+                 params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
+                 out: wp.array(dtype=Any), base: int):
+    """Dense table of one sensor: out[base + (j·count + i)·4 + (0..2, 3)] = dilate_scale·(K_in, G)(p_i − p_j)."""
+    j, i = wp.tid()
+    k, g = dilation_pair(pos[start + i] - pos[start + j], normal[start + i], params, s, coefficients, table)
+    scale = params[s, 6]
+    at = base + (j * count + i) * 4
+    out[at] = scale * k[0]
+    out[at + 1] = scale * k[1]
+    out[at + 2] = scale * k[2]
+    out[at + 3] = scale * g
+
+
+@wp.kernel(enable_backward=False)
+def _lattice_tables(offsets: wp.array2d(dtype=Any), a: Any, params: wp.array2d(dtype=Any), s: int,
+                    coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
+                    out_k: wp.array2d(dtype=Any), out_g: wp.array2d(dtype=Any)):
+    """(K_in, G) at every lattice offset (no dilate_scale)."""
+    r, c = wp.tid()
+    k, g = dilation_pair(offsets[r, c], a, params, s, coefficients, table)
+    out_k[r, c] = k
+    out_g[r, c] = g
+
+
+@wp.kernel(enable_backward=False)
+def _compact_sources(depth: wp.array2d(dtype=Any), sensors: wp.array(dtype=wp.int32),
+                     start: wp.array(dtype=wp.int32), count: wp.array(dtype=wp.int32),
+                     sources: wp.array2d(dtype=wp.int32), n_sources: wp.array2d(dtype=wp.int32)):
+    """Per (env, direct-path sensor): the probes with H > 0 in probe order → sources[e, start …], n_sources[e, s]."""
+    e, m = wp.tid()
+    s = sensors[m]
+    first = start[s]
+    n = int(0)
+    for i in range(first, first + count[s]):
+        h = depth[e, i]
+        if h > h - h:
+            sources[e, first + n] = i
+            n += 1
+    n_sources[e, s] = n
+
+
+@wp.kernel(enable_backward=False)
+def _direct_sum(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), sensor: wp.array(dtype=wp.int32),
+                start: wp.array(dtype=wp.int32), count: wp.array(dtype=wp.int32), direct: wp.array(dtype=wp.int32),
+                dense: wp.array(dtype=Any), dense_base: wp.array(dtype=wp.int32), use_dense: int,
+                params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
+                depth: wp.array2d(dtype=Any), depth_p: wp.array2d(dtype=Any), sources: wp.array2d(dtype=wp.int32),
+                n_sources: wp.array2d(dtype=wp.int32), out: wp.array2d(dtype=Any)):
+    """u[e, i] = Σ over the compacted sources j of sensor(i): dilate_scale·(K_in H_j − a_i G H_j^p); 0 for probes
+    of FFT-path sensors."""
+    e, i = wp.tid()
+    s = sensor[i]
+    a = normal[i]
+    u = a - a
+    if direct[s] != 0:
+        first = start[s]
+        n = count[s]
+        for m in range(n_sources[e, s]):
+            j = sources[e, first + m]
+            h = depth[e, j]
+            hp = depth_p[e, j]
+            if use_dense != 0:
+                at = dense_base[s] + ((j - first) * n + (i - first)) * 4
+                u = u + h * type(a)(dense[at], dense[at + 1], dense[at + 2])
+                u = u - (dense[at + 3] * hp) * a
+            else:
+                k, g = dilation_pair(pos[i] - pos[j], a, params, s, coefficients, table)
+                u = u + params[s, 6] * (h * k - (g * hp) * a)
+    out[e, i] = u
+
+
+# ---------------------------------------------------------------------------------------------- shared tables
+def _profile_arrays(device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cubic coefficients [NODES, 4], (spacing, ρ_max, 3/(4π))) of κ₁ as tensors."""
+    prof = layer_profile()
+    return (torch.tensor(prof.coefficients, device=device, dtype=dtype),
+            torch.tensor([prof.spacing, prof.rho_max, FAR_FIELD], device=device, dtype=dtype))
+
+
+def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal e₁, e₂ perpendicular to the unit normal a (e₁ along the grid axis least parallel to a)."""
+    candidates = [t - np.dot(a, t) * a for t in (t_u, t_v)]
+    e1 = max(candidates, key=np.linalg.norm)
+    e1 = e1 / np.linalg.norm(e1)
+    return e1, np.cross(a, e1)
+
+
+# ---------------------------------------------------------------------------------------------- FFT path
+class LatticeConvolution:
+    """FFT path for the grid sensors of one layout shape (M, N): spectra at build, three inverse FFTs per step.
+
+    members: (sensor index, first probe index, layout) with regular planar grids and a shared normal;
+    params: [S, 7] float64 parameter table; exponents: each member's p. Call with depth maps H, H^p [E, P] →
+    displacement of the members' probes [E, S_g·M·N, 3] (link frame), in the members' probe order.
+    """
+
+    def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
+                 exponents: Sequence[float], device, dtype: torch.dtype):
+        m, n = members[0][2].shape
+        self.shape = (m, n)
+        self.fft_shape = (scipy.fft.next_fast_len(2 * m - 1, real=True), scipy.fft.next_fast_len(2 * n - 1, real=True))
+        lv, lu = self.fft_shape
+        self.index = torch.as_tensor(np.concatenate([np.arange(first, first + m * n) for _, first, _ in members]),
+                                     device=device, dtype=torch.int64)
+        self.contiguous_from = int(self.index[0]) if bool(
+            (self.index == torch.arange(len(self.index), device=device) + self.index[0]).all()) else None
+        self.powered = any(p != 1.0 for p in exponents)
+        self.select = [0, 0, 1] if self.powered else [0, 0, 0]
+        coef, table = _profile_arrays(device, torch.float64)
+        rows = (np.arange(2 * m - 1) - (m - 1)) % lv
+        cols = (np.arange(2 * n - 1) - (n - 1)) % lu
+        spectra, bases = [], []
+        for s, _, layout in members:
+            grid = layout.grid
+            a = grid.shared_normal
+            e1, e2 = _in_plane_frame(a, grid.t_u, grid.t_v)
+            iv, iu = np.meshgrid(np.arange(2 * m - 1) - (m - 1), np.arange(2 * n - 1) - (n - 1), indexing="ij")
+            offsets = (iu[..., None] * (grid.du * grid.t_u) + iv[..., None] * (grid.dv * grid.t_v))
+            offsets_t = torch.as_tensor(offsets, device=device, dtype=torch.float64).contiguous()
+            out_k = torch.zeros(offsets.shape, device=device, dtype=torch.float64)
+            out_g = torch.zeros(offsets.shape[:2], device=device, dtype=torch.float64)
+            RecordedLaunch(_lattice_tables, offsets.shape[:2], [
+                vec3(offsets_t), wp.vec3d(*a), params, s, coef, table, vec3(out_k), out_g], device)()
+            scalars = torch.stack([out_k @ torch.as_tensor(e1, device=device, dtype=torch.float64),
+                                   out_k @ torch.as_tensor(e2, device=device, dtype=torch.float64), out_g])
+            padded = torch.zeros((3, lv, lu), device=device, dtype=torch.float64)
+            padded[:, torch.as_tensor(rows, device=device)[:, None], torch.as_tensor(cols, device=device)] = scalars
+            spectra.append(torch.fft.rfft2(padded) * float(params[s, 6]))
+            bases.append(np.stack([e1, e2, -a]))
+        complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
+        self.spectra = torch.stack(spectra).to(complex_dtype)              # [S_g, 3, L_v, L_u/2 + 1]
+        self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)   # [S_g, 3, 3]
+
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+        e = depth.shape[0]
+        m, n = self.shape
+        lv, lu = self.fft_shape
+        sources = [depth, depth_p] if self.powered else [depth]
+        if self.contiguous_from is not None:
+            a, b = self.contiguous_from, self.contiguous_from + len(self.index)
+            maps = torch.stack([x[:, a:b] for x in sources], 1)
+        else:
+            maps = torch.stack([x.index_select(1, self.index) for x in sources], 1)
+        maps = maps.view(e, len(sources), -1, m, n).transpose(1, 2)           # [E, S_g, 1|2, M, N]
+        spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1), n=lv, dim=-2)
+        product = spectrum[:, :, self.select] * self.spectra                 # [E, S_g, 3, L_v, L_u/2 + 1]
+        fields = torch.fft.irfft(torch.fft.ifft(product, dim=-2)[..., :m, :], n=lu, dim=-1)[..., :n]
+        return torch.einsum("egcmn,gcd->egmnd", fields, self.basis).reshape(e, -1, 3)
+
+
+# ---------------------------------------------------------------------------------------------- both paths
+class DilationField:
+    """The dilation field of a batch's ElastomerTaxel sensors, written into a persistent ``out`` [E, P, 3].
+
+    layouts / starts: per sensor; params: one :class:`DilationParameters` per sensor; depth, depth_p: the
+    persistent [E, P] buffers of H and H^p that :meth:`__call__` reads; probe positions/normals [P, 3] link frame.
+    """
+
+    def __init__(self, layouts: Sequence[ProbeLayout], starts: Sequence[int], params: Sequence[DilationParameters],
+                 local_pos: torch.Tensor, local_normal: torch.Tensor, sensor_of_probe: torch.Tensor,
+                 depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor, where: Sequence[str]):
+        device, dtype = out.device, out.dtype
+        e, p = depth.shape
+        self.out = out
+        table64 = torch.tensor([prm.row() for prm in params], device=device, dtype=torch.float64)
+        lattice: dict[tuple[int, int], list] = {}
+        direct = []
+        for s, (layout, first) in enumerate(zip(layouts, starts)):
+            grid = layout.grid
+            if grid is not None and grid.regular and grid.shared_normal is not None:
+                lattice.setdefault(layout.shape, []).append((s, first, layout))
+            else:
+                direct.append(s)
+                log.info("%s: ElastomerTaxel dilation by the direct path (layout %s is not a regular planar grid "
+                         "with one shared normal)", where[s], layout.shape)
+        self.groups = [LatticeConvolution(members, table64, [params[s].exponent for s, _, _ in members], device,
+                                          dtype) for members in lattice.values()]
+        self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
+            and self.groups[0].contiguous_from == 0
+        self.direct = None
+        if direct:
+            counts = [lay.n for lay in layouts]
+            sizes = [counts[s] ** 2 * 4 if s in direct else 0 for s in range(len(layouts))]
+            use_dense = sum(sizes) <= DENSE_LIMIT
+            dense = torch.zeros(sum(sizes) if use_dense else 1, device=device, dtype=torch.float64)
+            base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+            coef64, prof64 = _profile_arrays(device, torch.float64)
+            pos64 = torch.as_tensor(np.concatenate([lay.flat_positions for lay in layouts]), device=device)
+            nrm64 = torch.as_tensor(np.concatenate([lay.flat_normals for lay in layouts]), device=device)
+            if use_dense:
+                for s in direct:
+                    RecordedLaunch(_pair_tables, (counts[s], counts[s]), [
+                        vec3(pos64), vec3(nrm64), int(starts[s]), counts[s], s, table64, coef64, prof64, dense,
+                        int(base[s])], device)()
+            i32 = dict(device=device, dtype=torch.int32)
+            flags = torch.zeros(len(layouts), **i32)
+            flags[direct] = 1
+            self._sources = torch.zeros((e, p), **i32)
+            self._n_sources = torch.zeros((e, len(layouts)), **i32)
+            start_t = torch.as_tensor(np.asarray(starts), **i32)
+            count_t = torch.as_tensor(np.asarray(counts), **i32)
+            coef, prof = _profile_arrays(device, dtype)
+            self.direct = (
+                RecordedLaunch(_compact_sources, (e, len(direct)), [
+                    depth, torch.as_tensor(direct, **i32), start_t, count_t, self._sources, self._n_sources], device),
+                RecordedLaunch(_direct_sum, (e, p), [
+                    vec3(local_pos), vec3(local_normal), sensor_of_probe.to(torch.int32), start_t, count_t, flags,
+                    dense.to(dtype), torch.as_tensor(base, **i32), int(use_dense), table64.to(dtype), coef, prof,
+                    depth, depth_p, self._sources, self._n_sources, vec3(out)], device))
+
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
+        """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build)."""
+        if self.direct is not None:
+            compact, direct_sum = self.direct
+            compact()
+            direct_sum()
+        for group in self.groups:
+            field = group(depth, depth_p)
+            if self.whole:
+                self.out.copy_(field.view_as(self.out))
+            else:
+                self.out.index_copy_(1, group.index, field)
