@@ -8,12 +8,13 @@ from .contact_sensor import ContactSensorBatch
 from .elastomer_taxel import ElastomerTaxelBatch
 from .joint_torque import JointTorqueBatch
 from .kinematic_taxel import KinematicTaxelBatch
+from .proximity_taxel import ProximityTaxelBatch
 from .temperature_grid import TemperatureGridBatch
 
 BATCH_CLASSES: dict[str, type[SensorBatch]] = {
     cls.sensor_type: cls
     for cls in (ContactDepthProbeBatch, ContactProbeBatch, KinematicTaxelBatch, ContactSensorBatch,
-                JointTorqueBatch, TemperatureGridBatch, ElastomerTaxelBatch)
+                JointTorqueBatch, TemperatureGridBatch, ElastomerTaxelBatch, ProximityTaxelBatch)
 }
 
 PROBE_SENSOR_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
