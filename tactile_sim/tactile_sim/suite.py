@@ -177,3 +177,29 @@ class SensorSuite:
         value, valid = batch.read_ground_truth(i)
         value, valid = self._unbatch(value), self._unbatch(valid)
         return (value, valid) if with_valid else value
+
+    def nearest_points(self, name: str, with_valid: bool = False):
+        """SurfaceDistanceProbe: the nearest surface points of the measured read (world frame, m; the evaluation
+        that :meth:`read` returns — same delay, jitter sample and history slots), ``[n_envs,] [H,] *layout, 3``."""
+        batch, i = self._lookup(name)
+        value, valid = self._channel(batch, name, "read_nearest_points")(i)
+        value, valid = self._unbatch(value), self._unbatch(valid)
+        return (value, valid) if with_valid else value
+
+    def nearest_points_ground_truth(self, name: str, with_valid: bool = False):
+        """SurfaceDistanceProbe: the nearest surface points of the ground truth (world frame, m, never delayed)."""
+        batch, i = self._lookup(name)
+        value, valid = self._channel(batch, name, "read_nearest_points_ground_truth")(i)
+        value, valid = self._unbatch(value), self._unbatch(valid)
+        return (value, valid) if with_valid else value
+
+    def point_cloud(self, name: str):
+        """ElastomerTaxel / ProximityTaxel: the sensor's tracked point cloud (spec §2.5; read-only, body frames)."""
+        batch, i = self._lookup(name)
+        return self._channel(batch, name, "point_cloud")(i)
+
+    @staticmethod
+    def _channel(batch: SensorBatch, name: str, method: str):
+        if not hasattr(batch, method):
+            raise TypeError(f"sensor {name!r} is a {batch.sensor_type}, which has no {method}")
+        return getattr(batch, method)

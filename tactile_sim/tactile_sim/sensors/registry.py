@@ -9,12 +9,14 @@ from .elastomer_taxel import ElastomerTaxelBatch
 from .joint_torque import JointTorqueBatch
 from .kinematic_taxel import KinematicTaxelBatch
 from .proximity_taxel import ProximityTaxelBatch
+from .surface_distance import SurfaceDistanceProbeBatch
 from .temperature_grid import TemperatureGridBatch
 
 BATCH_CLASSES: dict[str, type[SensorBatch]] = {
     cls.sensor_type: cls
     for cls in (ContactDepthProbeBatch, ContactProbeBatch, KinematicTaxelBatch, ContactSensorBatch,
-                JointTorqueBatch, TemperatureGridBatch, ElastomerTaxelBatch, ProximityTaxelBatch)
+                JointTorqueBatch, TemperatureGridBatch, ElastomerTaxelBatch, ProximityTaxelBatch,
+                SurfaceDistanceProbeBatch)
 }
 
 PROBE_SENSOR_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
