@@ -1,0 +1,74 @@
+"""Node inputs as plain data: joint states, transforms and the robot description, decoded from messages.
+
+The decoders read only message fields (``header.stamp``, ``name``, ``position``, ...), which rclpy messages and the
+rosbags message classes of :mod:`tactile_sim.io.msg_types` share, so one decoder serves the live node, bags and
+tests. They copy and convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..io.stamps import time_msg_to_seconds
+
+
+@dataclass(frozen=True, eq=False)
+class JointStateSample:
+    """One ``sensor_msgs/JointState``: stamp s (header), joint names, position (n,) float64 (rad or m) and
+    velocity (n,) float64 (rad/s or m/s) or None when the message carries none. Lengths are as received."""
+
+    stamp: float
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class TransformSample:
+    """One ``geometry_msgs/TransformStamped``: pose of ``child`` in ``parent`` (x_parent = R x_child + t) at
+    ``stamp`` s; translation (3,) m, rotation (4,) quaternion (x, y, z, w), both float64, as received."""
+
+    parent: str
+    child: str
+    stamp: float
+    translation: np.ndarray
+    rotation: np.ndarray
+
+
+def frame_name(frame_id: str) -> str:
+    """A TF frame id without the leading '/' that ROS 1 style publishers add (tf2 ignores it too)."""
+    return frame_id[1:] if frame_id.startswith("/") else frame_id
+
+
+def decode_joint_state(msg: Any) -> JointStateSample:
+    """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object)."""
+    velocity = np.array(msg.velocity, dtype=np.float64)
+    return JointStateSample(
+        stamp=time_msg_to_seconds(msg.header.stamp),
+        names=tuple(msg.name),
+        position=np.array(msg.position, dtype=np.float64),
+        velocity=velocity if velocity.size else None,
+    )
+
+
+def decode_tf_message(msg: Any) -> list[TransformSample]:
+    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object)."""
+    out = []
+    for tr in msg.transforms:
+        t, q = tr.transform.translation, tr.transform.rotation
+        out.append(TransformSample(
+            parent=frame_name(tr.header.frame_id),
+            child=frame_name(tr.child_frame_id),
+            stamp=time_msg_to_seconds(tr.header.stamp),
+            translation=np.array([t.x, t.y, t.z], dtype=np.float64),
+            rotation=np.array([q.x, q.y, q.z, q.w], dtype=np.float64),
+        ))
+    return out
+
+
+def decode_robot_description(msg: Any) -> str:
+    """The URDF text of a ``std_msgs/String`` on ``/robot_description``."""
+    return str(msg.data)

@@ -1,0 +1,425 @@
+"""The logic of ``tactile_sim_node`` without rclpy: inputs → world update → suite step → encoded messages.
+
+:class:`NodeCore` owns the sensor suite (one env, unbatched), a TF buffer and the latest joint positions. The rclpy
+node (:mod:`.node`) only forwards callbacks to it and publishes what it returns; tests and benchmarks drive it
+directly with rosbags messages or plain samples (:mod:`.inputs`).
+
+* Inputs never raise: a bad joint state or transform is dropped (counted in ``stats.dropped`` by reason and logged
+  throttled). Joint states may cover a subset of the joints (the others hold); names of joints the robot does not
+  have are ignored (counted, logged); mimic joints are derived from their source and ignored silently.
+* :meth:`NodeCore.update` is called on a timer at ``update_rate`` with the node clock (integer nanoseconds): it
+  poses the robot by forward kinematics of the latest joint positions (the joint velocities of the message when
+  every joint has one, else finite differences), the root link by TF (world frame → root link, unless the world
+  frame is the root link itself) and objects by TF or their fixed pose, steps the suite once and returns the
+  messages of every sensor evaluated on this step, stamped with the update time. While a TF frame it needs is
+  missing the update is skipped (reported in diagnostics as waiting for TF). Time going backwards (a simulation
+  reset under ``use_sim_time``) rebuilds the suite and forgets dynamic transforms (static ones are kept).
+* The suite's engine step is ``1/update_rate``: the configuration's ``suite.rate``/``dt`` is replaced, so a change
+  of ``update_rate`` at run time rebuilds the sensors.
+* Without a robot description (no ``robot_description`` parameter and no ``robot.urdf`` in the configuration) the
+  core waits for :meth:`set_robot_description` (the latched ``/robot_description`` topic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..config.errors import suggest
+from ..config.schema import SuiteConfig
+from ..config.suite_checks import check_suite
+from ..errors import ConfigError, SceneError
+from ..io.encode import DIAGNOSTIC_ARRAY, encode_diagnostics
+from ..io.markers import MARKER_ARRAY, marker_array
+from ..io.readings import DiagnosticStatusReading
+from ..io.stamps import ns_to_seconds, time_msg_from_ns
+from ..suite import SensorSuite
+from ..world.tf_buffer import TFBuffer, TFError
+from ..world.urdf import RobotModel
+from .inputs import JointStateSample, TransformSample
+from .node_params import SPECS, TOPIC_TOKEN, NodeParams
+from .scene_markers import ObjectMarkers
+from .sensor_encoders import ENCODERS, MarkerSettings, Output, SensorEncoder
+from .throttled_log import LogSink, ThrottledLog
+from .update_stats import UpdateStats
+
+MARKERS_TOPIC = "~/markers"
+DIAGNOSTICS_TOPIC = "/diagnostics"
+RESERVED_NAMES = ("markers",)
+"""Sensor names that would clash with the node's own topics."""
+
+OK, WARN, ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic the node publishes: name (``~/...`` relative to the node, or absolute), message type, and
+    ``sensor_data`` True for the sensor-data QoS profile (else reliable, keep last 10)."""
+
+    name: str
+    message_type: str
+    sensor_data: bool = False
+
+
+@dataclass(frozen=True)
+class ScheduledEncoder:
+    """An encoder and its evaluation period in engine steps (the sensor publishes on the steps it is evaluated)."""
+
+    encoder: SensorEncoder
+    every: int
+
+
+class NodeCore:
+    """See the module docstring. config: a validated configuration (:func:`~tactile_sim.config.load_config`);
+    params: the node parameters; log: (level, text) sink, throttled here; name: node name for diagnostics;
+    clock: monotonic wall clock of the log throttle (tests inject one).
+
+    Raises ConfigError / SceneError at construction when a sensor name cannot be a topic, ``sensor_data_qos``
+    names an unknown sensor, or a robot description is at hand and the suite cannot be built from it.
+    """
+
+    def __init__(self, config: SuiteConfig, params: NodeParams = NodeParams(), *, log: LogSink | None = None,
+                 name: str = "tactile_sim_node", clock: Callable[[], float] = time.monotonic):
+        self.config = config
+        self.params = params
+        self.name = name
+        self.log = ThrottledLog(log, clock=clock)
+        self.stats = UpdateStats()
+        self.tf = TFBuffer()
+        self._static: dict[str, TransformSample] = {}
+        self.suite: SensorSuite | None = None
+        self.schedule: list[ScheduledEncoder] = []
+        self.build_error: str | None = None
+        self.waiting_for_tf: str | None = None
+        self._description = params.robot_description or None
+        self._check_names()
+        self._joint_index: dict[str, int] = {}
+        self._derived_joints: set[str] = set()
+        self._q = self._qd = np.zeros(0)
+        self._qd_known = np.zeros(0, dtype=bool)
+        self._have_joints = False
+        self._pending_joints = False
+        self._last_t: float | None = None
+        self._ignored_joint_names: set[str] = set()
+        if self._description is not None or config.robot is not None:
+            self._build()
+        else:
+            self.log.always("info", f"{name}: waiting for the robot description on /robot_description "
+                                    "(no robot_description parameter and no robot.urdf in the configuration)")
+
+    # ------------------------------------------------------------------ set-up
+    def _check_names(self) -> None:
+        for i, s in enumerate(self.config.sensors):
+            where = s.where or f"{self.config.source}:sensors[{i}]"
+            if not TOPIC_TOKEN.fullmatch(s.name) or s.name in RESERVED_NAMES:
+                raise ConfigError(f"{where}.name: the node publishes each sensor on ~/<name>; got {s.name!r}; "
+                                  f"allowed: letters, digits and '_', not starting with a digit, other than "
+                                  f"{', '.join(RESERVED_NAMES)}")
+        names = [s.name for s in self.config.sensors]
+        for name in self.params.sensor_data_qos:
+            if name not in names:
+                raise ConfigError(f"parameter 'sensor_data_qos': unknown sensor; got {name!r}; allowed: sensor "
+                                  f"names of {self.config.source or 'the configuration'} ({', '.join(names)})"
+                                  + (f"; {suggest(name, names)}" if suggest(name, names) else ""))
+
+    @property
+    def world_frame(self) -> str:
+        return self.params.world_frame or self.config.suite.world_frame
+
+    @property
+    def ready(self) -> bool:
+        """True once the suite is built (a robot description was at hand and valid)."""
+        return self.suite is not None
+
+    def _build(self) -> None:
+        """Build the suite for the current parameters and description (raises ConfigError / SceneError)."""
+        suite_settings = self.config.suite.model_copy(
+            update={"rate": self.params.update_rate, "dt": None, "world_frame": self.world_frame})
+        config = self.config.model_copy(update={"suite": suite_settings})
+        check_suite(config)  # jitter < dt with the new engine step
+        root = self._root_link(config)
+        suite = SensorSuite(config, robot_description=self._description, device=self.params.device or None,
+                            n_envs=0, tf=self.tf, root_from_tf=root is not None and root != self.world_frame)
+        schedule = []
+        for every, batch in suite.batches:
+            for i in range(len(batch.names)):
+                schedule.append(ScheduledEncoder(ENCODERS[batch.sensor_type](suite, batch, i, self.world_frame),
+                                                 every))
+        order = {name: k for k, name in enumerate(suite.sensor_names)}
+        schedule.sort(key=lambda s: order[s.encoder.name])
+        self.suite, self.schedule, self.build_error = suite, schedule, None
+        self.object_markers = ObjectMarkers(suite.scene, self.world_frame)
+        robot = suite.robot
+        actuated = robot.actuated_joint_names if robot is not None else ()
+        q_old = {n: (self._q[i], self._qd[i], self._qd_known[i]) for n, i in self._joint_index.items()}
+        self._joint_index = {n: i for i, n in enumerate(actuated)}
+        self._derived_joints = set(robot.joint_names) - set(actuated) if robot is not None else set()
+        self._q, self._qd = np.zeros(len(actuated)), np.zeros(len(actuated))
+        self._qd_known = np.zeros(len(actuated), dtype=bool)
+        for n, (q, qd, known) in q_old.items():
+            if n in self._joint_index:
+                i = self._joint_index[n]
+                self._q[i], self._qd[i], self._qd_known[i] = q, qd, known
+        self._pending_joints = self._have_joints
+        self.stats.restart_timing()
+
+    def _root_link(self, config: SuiteConfig) -> str | None:
+        """The robot's root link name (None without a robot)."""
+        if self._description is not None:
+            return RobotModel.from_urdf(self._description, geometry=()).root_link
+        if config.robot is not None:
+            return RobotModel.from_urdf(config.robot.urdf, geometry=()).root_link
+        return None
+
+    def set_robot_description(self, text: str) -> bool:
+        """Use a robot description (URDF text) from ``/robot_description``: builds the suite when waiting for one.
+        A description that fails to build is logged and reported; the core keeps waiting. True when built."""
+        if self.ready or self.params.robot_description or self.config.robot is not None:
+            return False
+        self._description = text
+        try:
+            self._build()
+        except (ConfigError, SceneError, ValueError) as exc:
+            self._description = None
+            self.build_error = f"the robot description from /robot_description does not fit the configuration: {exc}"
+            self.log.always("error", f"{self.name}: {self.build_error}")
+            return False
+        self.log.always("info", f"{self.name}: robot description received; {len(self.schedule)} sensors ready")
+        return True
+
+    def update_params(self, **values: Any) -> None:
+        """Change run-time parameters (validated as :class:`NodeParams`); a new ``update_rate`` rebuilds the suite.
+        Read-only parameters raise ValueError."""
+        fixed = [k for k in values if SPECS[k].read_only and values[k] != getattr(self.params, k)]
+        if fixed:
+            raise ValueError(f"parameters {fixed} are read-only (set them at start-up)")
+        old = self.params
+        self.params = replace(self.params, **values)
+        if self.ready and self.params.update_rate != old.update_rate:
+            try:
+                self._build()
+            except ConfigError:
+                self.params = old
+                raise
+            self.log.always("info", f"{self.name}: update_rate {old.update_rate:g} -> {self.params.update_rate:g} "
+                                    "Hz; sensors rebuilt")
+
+    # ------------------------------------------------------------------ topics
+    def topics(self) -> list[TopicSpec]:
+        """Every topic published now (sensor topics, their ground truth when enabled, markers, diagnostics)."""
+        out = []
+        for s in self.schedule:
+            fast = s.encoder.name in self.params.sensor_data_qos
+            out += [TopicSpec(t, m, fast) for t, m in s.encoder.topics(self.params.publish_ground_truth)]
+        if self.params.viz_rate > 0:
+            out.append(TopicSpec(MARKERS_TOPIC, MARKER_ARRAY))
+        out.append(TopicSpec(DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY))
+        return out
+
+    # ------------------------------------------------------------------ inputs
+    def _drop(self, reason: str, text: str) -> bool:
+        self.stats.drop(reason)
+        self.log("warn", reason, f"{self.name}: {text}")
+        return False
+
+    def on_joint_state(self, sample: JointStateSample) -> bool:
+        """Take the positions (and velocities) of a joint state; False when the message was dropped."""
+        n = len(sample.names)
+        if sample.position.shape != (n,):
+            return self._drop("joint_states.length_mismatch",
+                              f"dropped a joint state with {sample.position.size} positions for {n} names "
+                              f"({list(sample.names)[:6]}); every name needs one position")
+        if sample.velocity is not None and sample.velocity.shape != (n,):
+            return self._drop("joint_states.length_mismatch",
+                              f"dropped a joint state with {sample.velocity.size} velocities for {n} names; "
+                              "velocity must be empty or have one value per name")
+        if len(set(sample.names)) != n:
+            return self._drop("joint_states.duplicate_names",
+                              f"dropped a joint state that names a joint twice ({list(sample.names)})")
+        bad = ~np.isfinite(sample.position)
+        if sample.velocity is not None:
+            bad |= ~np.isfinite(sample.velocity)
+        if bad.any():
+            return self._drop("joint_states.non_finite",
+                              f"dropped a joint state with NaN/inf values for {[sample.names[i] for i in np.flatnonzero(bad)]}")
+        if not self.ready:
+            return False
+        unknown = [name for name in sample.names if name not in self._joint_index and name not in self._derived_joints]
+        if unknown:
+            self.stats.drop("joint_states.unknown_names")
+            self._ignored_joint_names.update(unknown)
+            self.log("warn", "joint_states.unknown_names",
+                     f"{self.name}: ignoring joint names the robot does not have: {unknown}; robot joints: "
+                     f"{list(self._joint_index)}")
+        idx, src = [], []
+        for k, name in enumerate(sample.names):
+            i = self._joint_index.get(name)
+            if i is not None:
+                idx.append(i)
+                src.append(k)
+        if not idx:
+            return True
+        self._q[idx] = sample.position[src]
+        if sample.velocity is not None:
+            self._qd[idx] = sample.velocity[src]
+        self._qd_known[idx] = sample.velocity is not None
+        self._have_joints = self._pending_joints = True
+        return True
+
+    def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:
+        """Store transforms (``/tf`` or ``/tf_static``); returns how many were stored. Invalid ones (NaN,
+        non-unit quaternion, a second parent, a loop) are dropped."""
+        stored = 0
+        for tr in transforms:
+            try:
+                ok = self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation,
+                                           static=static)
+            except TFError as exc:
+                self._drop("tf.invalid", f"dropped a transform: {exc}")
+                continue
+            if not ok:
+                self._drop("tf.too_old", f"dropped a transform {tr.parent!r} -> {tr.child!r} at t = {tr.stamp:.6f} s, "
+                                         f"older than the {self.tf.cache_time:g} s buffer")
+                continue
+            if static:
+                self._static[tr.child] = tr
+            stored += 1
+        return stored
+
+    # ------------------------------------------------------------------ update
+    def update(self, now_ns: int) -> list[Output]:
+        """One update at node time ``now_ns`` (integer nanoseconds): step the suite and return the messages of the
+        sensors evaluated on this step (and their ground truth when enabled). Empty while waiting, or when the
+        time did not advance."""
+        if not self.ready:
+            return []
+        t = ns_to_seconds(now_ns)
+        if self._last_t is not None and t < self._last_t:
+            self._restart(f"time went backwards from {self._last_t:.6f} s to {t:.6f} s (simulation reset?)")
+        elif self._last_t is not None and t == self._last_t:
+            return []
+        wall = time.perf_counter()
+        inputs = {}
+        if self._pending_joints:
+            inputs["joint_pos"] = self._q
+            if self._qd_known.all():
+                inputs["joint_vel"] = self._qd
+        try:
+            state = self.suite.world.update(t, **inputs)
+        except TFError as exc:
+            self.waiting_for_tf = str(exc)
+            self.log("warn", "tf.waiting", f"{self.name}: not stepping, waiting for TF: {exc}")
+            return []
+        except ValueError as exc:  # e.g. TF stamps of a body went backwards while the node clock did not
+            self._restart(f"the world update failed ({exc})")
+            return []
+        self.waiting_for_tf = None
+        self._pending_joints = False
+        self.suite.step(state)
+        self._last_t = t
+        out = self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
+        self.stats.record_update(t, time.perf_counter() - wall, self.params.period)
+        return out
+
+    def _encode(self, stamp: Any, step: int) -> list[Output]:
+        out = []
+        gt = self.params.publish_ground_truth
+        for s in self.schedule:
+            if step % s.every == 0:
+                out += s.encoder.encode(stamp, False)
+                if gt:
+                    out += s.encoder.encode(stamp, True)
+        return out
+
+    def _restart(self, reason: str) -> None:
+        """Forget dynamic TF and every sensor state: rebuild the suite (static transforms are kept)."""
+        self.tf.clear()
+        for tr in self._static.values():
+            self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation, static=True)
+        self._build()
+        self._last_t = None
+        self.stats.resets += 1
+        self.log.always("warn", f"{self.name}: {reason}; sensors reset, dynamic TF cleared")
+
+    def reset(self) -> None:
+        """Reset every sensor (spec §13.8) keeping the time line and TF."""
+        if self.ready:
+            self.suite.reset()
+
+    # ------------------------------------------------------------------ visualisation and diagnostics
+    def markers(self) -> Any | None:
+        """MarkerArray of the latest measured readings (None before the first update or with viz_rate 0)."""
+        if not self.ready or self.params.viz_rate <= 0:
+            return None
+        settings = MarkerSettings(self.params.marker_force_arrows, self.params.marker_max_force,
+                                  self.params.marker_max_link_force, self.params.marker_max_displacement)
+        markers = [m for s in self.schedule for m in s.encoder.markers(settings)]
+        state = self.suite.world.state
+        if state is not None:
+            rot, pos = (x[0].detach().cpu().double().numpy() for x in (state.rot, state.pos))
+            markers += self.object_markers.markers(rot, pos, state.t)
+        return marker_array(markers) if markers else None
+
+    def stale_frames(self, t: float) -> list[str]:
+        """TF frames the world model reads whose newest dynamic transform is older than ``tf_stale_age``."""
+        if not self.ready:
+            return []
+        frames = []
+        robot = self.suite.robot
+        if robot is not None and self.suite.world.root_from_tf:
+            frames.append(robot.root_link)
+        links = set(robot.link_names) if robot is not None else set()
+        frames += [o.parent_frame for o in self.suite.scene.objects
+                   if o.parent_frame not in (None, self.world_frame) and o.parent_frame not in links]
+        return [f for f in dict.fromkeys(frames)
+                if self.tf.has_frame(f) and self.tf.is_stale(f, t, self.params.tf_stale_age)]
+
+    def diagnostics(self, now_ns: int) -> Any:
+        """DiagnosticArray of the window since the previous call (one status, name ``<node>: update loop``)."""
+        t = ns_to_seconds(now_ns)
+        w = self.stats.close_window(t)
+        stale = self.stale_frames(t)
+        problems, level = [], OK
+        if self.build_error:
+            problems.append(self.build_error)
+            level = ERROR
+        elif not self.ready:
+            problems.append("waiting for the robot description on /robot_description")
+            level = WARN
+        if self.ready and self._joint_index and not self._have_joints:
+            problems.append("no joint state received yet (robot at the zero configuration)")
+        if self.waiting_for_tf:
+            problems.append(f"waiting for TF: {self.waiting_for_tf}")
+        if stale:
+            problems.append(f"stale TF: {stale}")
+        if w.deadline_misses:
+            problems.append(f"{w.deadline_misses} deadline misses")
+        if w.dropped:
+            problems.append(f"{w.dropped} dropped inputs")
+        if self.ready and w.updates > 1 and w.rate < 0.9 * self.params.update_rate:
+            problems.append(f"rate {w.rate:.1f} Hz below the target {self.params.update_rate:g} Hz")
+        if problems and level == OK:
+            level = WARN
+        values = {
+            "update_rate_target_hz": f"{self.params.update_rate:g}",
+            "update_rate_achieved_hz": f"{w.rate:.2f}",
+            "step_time_mean_ms": f"{w.step_mean_ms:.3f}",
+            "step_time_max_ms": f"{w.step_max_ms:.3f}",
+            "updates": str(self.stats.updates),
+            "deadline_misses": str(self.stats.deadline_misses),
+            "deadline_misses_window": str(w.deadline_misses),
+            "dropped_inputs": str(sum(self.stats.dropped.values())),
+            "stale_tf": ", ".join(stale),
+            "resets": str(self.stats.resets),
+            "sensors": str(len(self.schedule)),
+        }
+        values.update({f"dropped.{k}": str(v) for k, v in sorted(self.stats.dropped.items())})
+        if self._ignored_joint_names:
+            values["ignored_joint_names"] = ", ".join(sorted(self._ignored_joint_names))
+        status = DiagnosticStatusReading(f"{self.name}: update loop", level, "; ".join(problems) or "OK",
+                                         "tactile_sim", values)
+        return encode_diagnostics(t, [status])
