@@ -311,8 +311,9 @@ class NodeCore:
         try:
             state = self.suite.world.update(t, **inputs)
         except TFError as exc:
-            self.waiting_for_tf = str(exc)
-            self.log("warn", "tf.waiting", f"{self.name}: not stepping, waiting for TF: {exc}")
+            needed = ", ".join(f"{self.world_frame} -> {f}" for f in self.tf_frames())
+            self.waiting_for_tf = f"{exc} (needed: {needed})"
+            self.log("warn", "tf.waiting", f"{self.name}: not stepping, waiting for TF: {self.waiting_for_tf}")
             return []
         except ValueError as exc:  # e.g. TF stamps of a body went backwards while the node clock did not
             self._restart(f"the world update failed ({exc})")
@@ -364,8 +365,9 @@ class NodeCore:
             markers += self.object_markers.markers(rot, pos, state.t)
         return marker_array(markers) if markers else None
 
-    def stale_frames(self, t: float) -> list[str]:
-        """TF frames the world model reads whose newest dynamic transform is older than ``tf_stale_age``."""
+    def tf_frames(self) -> list[str]:
+        """The TF frames the world model looks up in the world frame: the robot's root link (when posed by TF) and
+        the frames objects are fixed in or follow (other than robot links)."""
         if not self.ready:
             return []
         frames = []
@@ -375,7 +377,11 @@ class NodeCore:
         links = set(robot.link_names) if robot is not None else set()
         frames += [o.parent_frame for o in self.suite.scene.objects
                    if o.parent_frame not in (None, self.world_frame) and o.parent_frame not in links]
-        return [f for f in dict.fromkeys(frames)
+        return list(dict.fromkeys(frames))
+
+    def stale_frames(self, t: float) -> list[str]:
+        """Frames of :meth:`tf_frames` whose newest dynamic transform is older than ``tf_stale_age`` at t (s)."""
+        return [f for f in self.tf_frames()
                 if self.tf.has_frame(f) and self.tf.is_stale(f, t, self.params.tf_stale_age)]
 
     def diagnostics(self, now_ns: int) -> Any:

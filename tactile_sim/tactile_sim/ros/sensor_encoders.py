@@ -210,9 +210,8 @@ class SurfaceDistanceEncoder(TaxelEncoder):
         return super().channel_names() + ("nearest_points",)
 
     def channels(self, value, ground_truth):
-        read = self.batch.read_nearest_points_ground_truth if ground_truth else self.batch.read_nearest_points
-        points, _ = read(self.index)
-        return {**super().channels(value, ground_truth), "nearest_points": newest(points[0], self.history)}
+        read = self.suite.nearest_points_ground_truth if ground_truth else self.suite.nearest_points
+        return {**super().channels(value, ground_truth), "nearest_points": newest(read(self.name), self.history)}
 
 
 class ThermalEncoder(SensorEncoder):
