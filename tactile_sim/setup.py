@@ -47,6 +47,8 @@ setup(
     entry_points={
         "console_scripts": [
             "tactile-sim = tactile_sim.cli:main",
+            "tactile_sim_node = tactile_sim.ros.node:main",
+            "demo_trajectory = tactile_sim.ros.demo_trajectory_node:main",
         ],
     },
 )
