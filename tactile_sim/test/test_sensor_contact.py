@@ -249,7 +249,7 @@ def test_history_is_newest_first():
 def test_env_axis_and_several_bodies_per_sensor():
     objects = [box("box_a", xyz=(0.0, 0, 1)), box("box_b", xyz=(1.0, 0, 1)), ground()]
     for n_envs in (0, 1, 2):
-        suite = make([sensor(prim_path="box_.*", track_air_time=True)], objects, n_envs=n_envs)
+        suite = make([sensor(prim_path="box_.*", track_air_time=True, track_pose=True)], objects, n_envs=n_envs)
         e = max(n_envs, 1)
         poses = {"box_a": (t64(np.eye(3)), t64([0, 0, SIZE[2] / 2 - 1e-4])),
                  "box_b": (t64(np.eye(3)), t64([1.0, 0, SIZE[2] / 2 - 2e-4]))}
@@ -260,6 +260,9 @@ def test_env_axis_and_several_bodies_per_sensor():
         assert valid.shape == lead
         f = data.net_forces_w.reshape(-1, 2, 3)[0]
         np.testing.assert_allclose(f[:, 2].numpy(), [K_C * d * SIZE[0] * SIZE[1] for d in (1e-4, 2e-4)], rtol=1e-12)
+        np.testing.assert_allclose(data.pos_w.reshape(-1, 2, 3)[0].numpy(),
+                                   [[0, 0, SIZE[2] / 2 - 1e-4], [1.0, 0, SIZE[2] / 2 - 2e-4]])
+        assert data.rot_w.shape == lead + (2, 3, 3)
         if n_envs == 2:
             np.testing.assert_allclose(data[1].net_forces_w.numpy(), f.numpy())
 

@@ -11,6 +11,8 @@ import torch
 from tactile_sim.errors import ConfigError
 from tactile_sim.suite import SensorSuite
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*not watertight")  # the Panda's visual meshes
+
 M, LC, I_C, G = 2.0, 0.4, 0.01, 9.81
 I_TOT = I_C + M * LC**2
 
@@ -320,6 +322,55 @@ def test_static_panda_reads_gravity_torque():
         g = pin.computeGeneralizedGravity(model, data, qp)
         idx = [model.joints[model.getJointId(n)].idx_v for n in ("panda_joint2", "panda_joint4")]
         np.testing.assert_allclose(value[e], g[idx], rtol=1e-10, atol=1e-10)
+
+
+def test_panda_pressed_against_a_wall_reads_gravity_minus_jacobian_transpose_load():
+    pin = pytest.importorskip("pinocchio")
+    robot_cfg = panda_robot()
+    link = "panda_link6"
+    normal = np.array([0.6, -0.8, 0.0])  # wall normal (out of the wall, towards the arm), world
+    sensors = [{"type": "ContactSensor", "name": "cs", "prim_path": link, "surface_sample_spacing": 0.005}, jt()]
+    wall = {"name": "wall", "geometry": [{"plane": {}}], "pose": {"xyz": [9.0, 9.0, 9.0]}}
+    suite = SensorSuite.from_yaml({"suite": {"dt": 0.01, "dtype": "float64"}, "robot": robot_cfg,
+                                   "objects": [wall], "sensors": sensors})
+    q = np.array([0.3, -0.4, 0.2, -2.0, 0.1, 1.6, 0.5, 0.02])
+    kin, robot = suite.world.kinematics, suite.robot
+    rot, pos = (t[0].numpy() for t in kin.fk(torch.as_tensor(q[None])))
+    b = robot.link_index(link)
+    cs = suite._lookup("cs")[0]
+    x = cs.samples.local_pos.numpy() @ rot[b].T + pos[b]
+    surface = (x @ normal).min() + 0.002  # the wall reaches 2 mm into the link
+    z = normal
+    x_axis = np.cross([0.0, 0.0, 1.0], z)
+    x_axis /= np.linalg.norm(x_axis)
+    wall_rot = np.stack([x_axis, np.cross(z, x_axis), z], axis=1)
+    for k in range(3):
+        suite.update(0.01 * k, joint_pos=q, object_poses={"wall": (torch.as_tensor(wall_rot),
+                                                                   torch.as_tensor(surface * normal))})
+    data = suite.read("cs")
+    force, torque = data.net_forces_w.numpy()[0], data.net_torques_w.numpy()[0]
+    assert force @ normal > 1.0  # the wall pushes the link away
+    model = pin.buildModelFromUrdf(robot_cfg["urdf"])
+    pdata = model.createData()
+    names = robot.movable_joint_names
+    qp = np.zeros(model.nq)
+    qp[[model.joints[model.getJointId(n)].idx_q for n in names]] = suite.world.state.joint_pos[0].numpy()
+    v_index = [model.joints[model.getJointId(n)].idx_v for n in names]
+    gravity = pin.computeGeneralizedGravity(model, pdata, qp)
+    pin.computeJointJacobians(model, pdata, qp)
+    pin.updateFramePlacements(model, pdata)
+    jac = pin.getFrameJacobian(model, pdata, model.getFrameId(link), pin.LOCAL_WORLD_ALIGNED)
+    expected = (gravity - jac[:3].T @ force - jac[3:].T @ torque)[v_index]
+    np.testing.assert_allclose(suite.read("jt").numpy(), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_massless_subtree_warns(tmp_path):
+    urdf = tmp_path / "massless.urdf"
+    urdf.write_text(pendulum_urdf(tmp_path).read_text().replace(
+        "</robot>", '<link name="flag"/><joint name="flap" type="revolute"><parent link="arm"/><child link="flag"/>'
+        '<axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint></robot>'))
+    with pytest.warns(UserWarning, match="subtree of joint 'flap' has no mass"):
+        make(urdf, [jt()])
 
 
 # ------------------------------------------------------------------ selection and errors

@@ -66,12 +66,12 @@ class BodySamples:
 
     def world_positions(self, rot: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """Sample positions x = R_o p + o_o in W, [E, P, 3] m (rot/pos from :meth:`owner_pose`)."""
-        x = torch.matmul(self._pad_pos, rot.transpose(-1, -2)) + pos[:, :, None, :]
+        x = torch.einsum("okj,eoij->eoki", self._pad_pos, rot) + pos[:, :, None, :]
         return self._unpad(x)
 
     def world_normals(self, rot: torch.Tensor) -> torch.Tensor:
         """Outward sample normals R_o ν in W, [E, P, 3]."""
-        return self._unpad(torch.matmul(self._pad_nrm, rot.transpose(-1, -2)))
+        return self._unpad(torch.einsum("okj,eoij->eoki", self._pad_nrm, rot))
 
     def per_sample(self, per_owner: torch.Tensor) -> torch.Tensor:
         """Expand a per-owner tensor [E, O, ...] to the samples [E, P, ...]."""

@@ -24,10 +24,12 @@ Where the spec leaves a choice, this implementation takes (documented here, not 
   a body with both an entry and an object material that differ is an error;
 * lumped bodies: every body with a material, collision shapes and finite volume that carries no grid; bodies with a
   plane (infinite capacity) stay at their base temperature ("fixed"); V and S are sums over the body's shapes;
-* lumped samples touch the deepest candidate body (§2.3) within the first grid's ``contact_band``; a lumped body
-  also exchanges with fixed partners it touches, with U = 1/(ℓ/k_X + ℓ/k_Y + 1/h_c), ℓ = V_X/S_X (the fixed-body
-  rule of §10.2 mirrored); lumped–lumped and lumped–fixed pairs use the first grid's ``contact_conductance``, and
-  lumped temperatures are clamped to the widest ``temperature_bounds`` of the grids.
+* lumped samples (``lumped_sample_spacing``, seed 0) touch the deepest candidate body (§2.3) within the
+  ``contact_band`` of the first grid in scene order; a lumped body also exchanges with fixed partners it touches,
+  with U = 1/(ℓ/k_X + ℓ/k_Y + 1/h_c), ℓ = V_X/S_X (the fixed-body rule of §10.2 mirrored); lumped–lumped and
+  lumped–fixed pairs use that grid's ``contact_conductance``, and lumped temperatures are clamped to the widest
+  ``temperature_bounds`` of the grids;
+* (cell, cell) pairs: see :mod:`.thermal_pairs` for their order (the spec fixes none within one cell).
 """
 
 from __future__ import annotations
@@ -183,8 +185,8 @@ class ThermalSystem:
         def body_column(key, default=0.0):
             return torch.as_tensor([getattr(m, key) if m is not None else default for m in materials], **f)
 
-        self.body_mat = torch.as_tensor(mat_ok, device=self.device)
-        self.body_k = body_column("conductivity", 1.0)
+        self.body_mat = torch.as_tensor(mat_ok, **f)  # 1 for bodies with a material, else 0
+        self.body_inv_k = 1.0 / body_column("conductivity", 1.0)  # 1/k_B, m·K/W
         self.body_base = body_column("base_temperature")
         self.body_category = torch.as_tensor(category, device=self.device)
         self.body_grid = torch.as_tensor(grid_of_body, device=self.device)
@@ -260,7 +262,8 @@ class ThermalSystem:
             cell_of_sample.append(g * n_pad + (cell[:, 0] * ny + cell[:, 1]) * nz + cell[:, 2])
             perp = (cloud.normals**2) @ delta  # Δ⊥(ν) = Σ ν_a² Δ_a
             l_half.append(perp / 2)
-            inv_hc.append(np.full(len(cloud), 0.0 if spec.contact_conductance is None else 1 / spec.contact_conductance))
+            hc = spec.contact_conductance
+            inv_hc.append(np.full(len(cloud), 0.0 if hc is None else 1.0 / hc))
             band.append(np.full(len(cloud), spec.contact_band))
             k_self.append(np.full(len(cloud), mat.conductivity))
             cand = scene.candidate_mask(spec.link, list(spec.ignore), spec.where)
@@ -406,36 +409,38 @@ class ThermalSystem:
         f = self._f
         covered = q.body >= 0
         body = q.body.clamp_min(0)
-        zero = torch.zeros((), **f)
-        a_cov = torch.where(covered, smp.area, zero)
+        a_cov = smp.area * covered
         cell = self.sample_cell
         out = {"covered": torch.zeros(e, self.n_total, **f).index_add_(1, cell, a_cov)}
-        exchange = covered & self.body_mat[body]
-        category = self.body_category[body]
-        r_partner = torch.where(category == LUMPED, self.body_vs[body], self.sample_l_fixed)
-        if self.simulate_all and len(self.grids) > 1:
+        weight = a_cov * self.body_mat.take(body)  # area of the samples that exchange heat
+        inv_k = self.body_inv_k.take(body)
+        if not self.simulate_all:  # every partner is at its fixed base temperature: ℓ_B = ℓ_S
+            g_fixed = weight / (self.sample_r_self + self.sample_l_fixed * inv_k + self.sample_inv_hc)
+            out["g_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed)
+            out["q_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed * self.body_base.take(body))
+            return out
+        zero = torch.zeros((), **f)
+        category = self.body_category.take(body)
+        r_partner = torch.where(category == LUMPED, self.body_vs.take(body), self.sample_l_fixed)
+        if len(self.grids) > 1:
             r_partner = torch.where(category == GRIDDED, self._partner_half_depth(state, rot, body), r_partner)
-        u = 1.0 / (self.sample_r_self + r_partner / self.body_k[body] + self.sample_inv_hc)
-        g = torch.where(exchange, u * smp.area, zero)
+        g = weight / (self.sample_r_self + r_partner * inv_k + self.sample_inv_hc)
         g_fixed = torch.where(category == FIXED, g, zero)
         out["g_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed)
-        out["q_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed * self.body_base[body])
-        if self.pairs is not None:
-            n_l = len(self.lumped)
-            g_l = torch.where(category == LUMPED, g, zero)
-            index = self.sample_surf * n_l + self.body_lumped[body].clamp_min(0)
-            g_cl = torch.zeros(e, len(self.surf_cells) * max(n_l, 1), **f)
-            if n_l:
-                g_cl.scatter_add_(1, index, g_l)
-            out["g_cl"] = g_cl.view(e, len(self.surf_cells), max(n_l, 1))[..., :n_l]
-            partner_grid = self.body_grid[body]
-            pair = (category == GRIDDED) & exchange & (partner_grid > smp.owner)
-            cell_y = torch.full_like(q.body, -1)
-            if len(self.grids) > 1:
-                cell_y = torch.where(pair, self._partner_cell(state, x, body, partner_grid), cell_y)
-            order = self.pair_order
-            out["cell_y"] = cell_y.index_select(1, order)
-            out["g_cc"] = torch.where(pair, g, zero).index_select(1, order)
+        out["q_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed * self.body_base.take(body))
+        n_l = len(self.lumped)
+        g_cl = torch.zeros(e, len(self.surf_cells) * max(n_l, 1), **f)
+        if n_l:
+            index = self.sample_surf * n_l + self.body_lumped.take(body).clamp_min(0)
+            g_cl.scatter_add_(1, index, torch.where(category == LUMPED, g, zero))
+        out["g_cl"] = g_cl.view(e, len(self.surf_cells), max(n_l, 1))[..., :n_l]
+        partner_grid = self.body_grid.take(body)
+        pair = (category == GRIDDED) & (weight > 0) & (partner_grid > smp.owner)
+        cell_y = torch.full_like(q.body, -1)
+        if len(self.grids) > 1:
+            cell_y = torch.where(pair, self._partner_cell(state, x, body, partner_grid), cell_y)
+        out["cell_y"] = cell_y.index_select(1, self.pair_order)
+        out["g_cc"] = torch.where(pair, g, zero).index_select(1, self.pair_order)
         return out
 
     def _partner_half_depth(self, state: WorldState, rot: torch.Tensor, body: torch.Tensor) -> torch.Tensor:
@@ -474,9 +479,9 @@ class ThermalSystem:
         owner = smp.owner
         out = {"covered": torch.zeros(e, n_l, **f).index_add_(1, owner, a)}
         category = self.body_category[body]
-        fixed = covered & self.body_mat[body] & (category == FIXED)
+        fixed = covered & (self.body_mat[body] > 0) & (category == FIXED)
         vs = self.lumped_vs[owner]
-        u = 1.0 / (self.lumped_vs_k[owner] + vs / self.body_k[body] + self.lumped_inv_hc)
+        u = 1.0 / (self.lumped_vs_k[owner] + vs * self.body_inv_k[body] + self.lumped_inv_hc)
         g = torch.where(fixed, u * a, zero)
         out["g_fixed"] = torch.zeros(e, n_l, **f).index_add_(1, owner, g)
         out["q_fixed"] = torch.zeros(e, n_l, **f).index_add_(1, owner, g * self.body_base[body])

@@ -1,0 +1,102 @@
+"""Step cost of JointTorque (spec §11) on the Panda of example-robot-data with 4 contact sensors as load sources.
+
+Scene: the Panda (primitive collision shapes; 7 arm joints + 2 finger joints), a 4×4 KinematicTaxel pad on each of
+panda_link3…6 (the contact sources, "auto"), one JointTorque over every joint, joint samples with message
+velocities. Rows: the JointTorque evaluation alone (estimator, contact loads from the taxels' latest ground truth,
+batched RNEA, pipeline) and a whole engine step (the four taxel pads, then JointTorque), for 1 and 1024 envs.
+Baseline (ratio = baseline time / JointTorque time): pinocchio ``rnea(q, v, a, fext)`` called once per env in a
+Python loop, with the same states and one external wrench per loaded link.
+
+    /work/venv/bin/python bench/torque.py
+"""
+
+from __future__ import annotations
+
+import sysconfig
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tactile_sim.suite import SensorSuite
+
+LINKS = ("panda_link3", "panda_link4", "panda_link5", "panda_link6")
+
+
+def time_per_step(step, repeats: int, trials: int = 3) -> float:
+    """Best of ``trials`` mean step times, s (the machine is shared: the minimum is the least disturbed)."""
+    for _ in range(max(2, repeats // 10)):
+        step()
+    best = float("inf")
+    for _ in range(trials):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            step()
+        best = min(best, (time.perf_counter() - start) / repeats)
+    return best
+
+
+def panda() -> tuple[Path, Path]:
+    """(URDF with primitive collisions, the share folder its package:// URIs resolve against)."""
+    for key in ("purelib", "platlib"):
+        share = Path(sysconfig.get_paths()[key]) / "cmeel.prefix" / "share"
+        urdf = share / "example-robot-data" / "robots" / "panda_description" / "urdf" / "panda_collision.urdf"
+        if urdf.is_file():
+            return urdf, share
+    raise SystemExit("example-robot-data is not installed")
+
+
+def build(n_envs: int) -> SensorSuite:
+    urdf, share = panda()
+    pad = {"grid": {"lo": [-0.03, -0.03, 0.09], "hi": [0.03, 0.03, 0.09], "nx": 4, "ny": 4}}
+    sensors = [{"type": "KinematicTaxel", "name": f"skin{i}", "link": link, "probe_local_pos": pad,
+                "probe_radius": 0.005} for i, link in enumerate(LINKS)]
+    sensors.append({"type": "JointTorque", "name": "tau", "noise": 0.01})
+    balls = [{"name": f"ball{i}", "geometry": [{"sphere": {"radius": 0.05}}], "pose": {"xyz": [0.3, 0.1 * i, 0.5]}}
+             for i in range(len(LINKS))]
+    return SensorSuite.from_yaml({"suite": {"dt": 0.001, "n_envs": n_envs},
+                                  "robot": {"urdf": str(urdf), "search_paths": [str(share)]},
+                                  "objects": balls, "sensors": sensors})
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    import pinocchio as pin
+
+    urdf, _ = panda()
+    model = pin.buildModelFromUrdf(str(urdf))
+    data = model.createData()
+    print(f"{'what':>16} {'envs':>5} {'dofs':>5} | {'ms/step':>9} {'joint-upd/s':>12} | {'pinocchio ms':>12} "
+          f"{'ratio':>7}")
+    rng = np.random.default_rng(0)
+    for n_envs in (1, 1024):
+        suite = build(n_envs)
+        n_act = suite.robot.n_actuated
+        q = rng.uniform(-1, 1, (n_envs, n_act))
+        for k in range(3):
+            state = suite.update(0.001 * k, joint_pos=q + 0.001 * k, joint_vel=np.full((n_envs, n_act), 1.0))
+        jt = suite._lookup("tau")[0]
+        repeats = 300 if n_envs == 1 else 10
+        t_jt = time_per_step(lambda: jt.evaluate(state), repeats)
+        t_step = time_per_step(lambda: suite.step(state), repeats)
+        qm = state.joint_pos.double().numpy()
+        vm = state.joint_vel.double().numpy()
+        am = rng.normal(0, 1, qm.shape)
+        fext = [pin.Force.Zero() for _ in range(model.njoints)]
+        for link in LINKS:
+            fext[model.getJointId(suite.robot.parent_joint(link).name)] = pin.Force(rng.normal(0, 1, 6))
+
+        def pinocchio_loop():
+            for e in range(n_envs):
+                pin.rnea(model, data, qm[e], vm[e], am[e], fext)
+
+        t_pin = time_per_step(pinocchio_loop, repeats)
+        n = suite.robot.n_movable
+        for what, t in (("JointTorque", t_jt), ("engine step", t_step)):
+            print(f"{what:>16} {n_envs:>5} {n:>5} | {t * 1e3:>9.3f} {n * n_envs / t:>12.3g} | {t_pin * 1e3:>12.3f} "
+                  f"{t_pin / t:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()
