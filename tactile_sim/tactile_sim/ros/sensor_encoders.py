@@ -19,6 +19,7 @@ newest entry of its history.
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -79,6 +80,18 @@ class MarkerSettings:
     max_force: float = 1.0
     max_link_force: float = 10.0
     max_displacement: float = 5e-4
+
+
+class MessageTemplate:
+    """A message whose fields are kept; :meth:`make` builds a new message of its type with some fields changed
+    (the constructor with keywords, about 3x faster than ``dataclasses.replace`` — this runs per sensor and step)."""
+
+    def __init__(self, msg: Any):
+        self.cls = type(msg)
+        self.fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)}
+
+    def make(self, **changes: Any) -> Any:
+        return self.cls(**{**self.fields, **changes})
 
 
 def newest(value: Any, has_history: bool) -> Any:
@@ -178,7 +191,7 @@ class TaxelEncoder(SensorEncoder):
         reading = TaxelReading(self.name, self.sensor_type, self.options.link, 0.0, rows, cols, layout.positions,
                                layout.normals, layout.radius, channels,
                                world_frame_id=world_frame if "nearest_points" in channels else "")
-        self.template = encode_taxel_array(reading)
+        self.template = MessageTemplate(encode_taxel_array(reading))
         self.sphere_diameter = default_sphere_diameter(layout.flat_positions, layout.flat_radius)
 
     def channel_names(self) -> tuple[str, ...]:
@@ -191,8 +204,8 @@ class TaxelEncoder(SensorEncoder):
 
     def messages(self, value, valid, stamp, ground_truth):
         arrays = {name: as_wire(v, TAXEL_CHANNELS[name][0]) for name, v in self.channels(value, ground_truth).items()}
-        msg = replace(self.template, header=_header(self.options.link, stamp), valid=valid,
-                      ground_truth=ground_truth, **arrays)
+        msg = self.template.make(header=_header(self.options.link, stamp), valid=valid, ground_truth=ground_truth,
+                                 **arrays)
         return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
 
     def markers(self, settings):
@@ -226,13 +239,13 @@ class ThermalEncoder(SensorEncoder):
         reading = ThermalReading(self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
                                  np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
                                  link_temperatures=np.zeros(len(names), np.float32))
-        self.template = encode_thermal_grid(reading)
+        self.template = MessageTemplate(encode_thermal_grid(reading))
 
     def messages(self, value, valid, stamp, ground_truth):
         lumped = self.batch.link_temperatures(self.index)
         link_t = np.array([float(t[0]) for t in lumped.values()], dtype=np.float32)
-        msg = replace(self.template, header=_header(self.frame, stamp), temperatures=as_wire(value, np.float32),
-                      link_temperatures=link_t, valid=valid, ground_truth=ground_truth)
+        msg = self.template.make(header=_header(self.frame, stamp), temperatures=as_wire(value, np.float32),
+                                 link_temperatures=link_t, valid=valid, ground_truth=ground_truth)
         return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
 
     def markers(self, settings):
@@ -250,10 +263,10 @@ class JointTorqueEncoder(SensorEncoder):
     def __init__(self, suite, batch, index, world_frame):
         super().__init__(suite, batch, index, world_frame)
         names = batch.joint_names(index)
-        self.template = encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names))))
+        self.template = MessageTemplate(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))))
 
     def messages(self, value, valid, stamp, ground_truth):
-        msg = replace(self.template, header=_header("", stamp), effort=as_wire(value, np.float64))
+        msg = self.template.make(header=_header("", stamp), effort=as_wire(value, np.float64))
         return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
 
 
