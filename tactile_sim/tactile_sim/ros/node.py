@@ -48,6 +48,7 @@ def descriptor(spec) -> ParameterDescriptor:
     d = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
     if spec.range is not None:
         d.floating_point_range = [FloatingPointRange(from_value=spec.range[0], to_value=spec.range[1], step=0.0)]
+        d.dynamic_typing = True  # `update_rate:=100` (an integer) is accepted too; the value is checked here
     return d
 
 

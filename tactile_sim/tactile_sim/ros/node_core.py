@@ -93,6 +93,7 @@ class NodeCore:
         self._static: dict[str, TransformSample] = {}
         self.suite: SensorSuite | None = None
         self.schedule: list[ScheduledEncoder] = []
+        self.object_markers: ObjectMarkers | None = None
         self.build_error: str | None = None
         self.waiting_for_tf: str | None = None
         self._description = params.robot_description or None
@@ -345,11 +346,6 @@ class NodeCore:
         self._last_t = None
         self.stats.resets += 1
         self.log.always("warn", f"{self.name}: {reason}; sensors reset, dynamic TF cleared")
-
-    def reset(self) -> None:
-        """Reset every sensor (spec §13.8) keeping the time line and TF."""
-        if self.ready:
-            self.suite.reset()
 
     # ------------------------------------------------------------------ visualisation and diagnostics
     def markers(self) -> Any | None:
