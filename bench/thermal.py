@@ -1,4 +1,5 @@
-"""Step cost of one TemperatureGrid (spec §10): a 16×16×4 grid on a box pad with a hot block on part of its top.
+"""Step cost of one TemperatureGrid (spec §10): a 16×16×4 grid on an 8×8×2 cm pad (5 mm cells, 12 288 contact
+samples at the default spacing Δ/4) with a hot block on part of its top.
 
 Rows: the full sensor evaluation (contact query over the surface samples, exchange, conduction, lag, pipeline) and
 the conduction step alone, for 1 and 1024 envs. Baseline (ratio = baseline time / ours): the same backward-Euler
@@ -35,9 +36,9 @@ def time_per_step(step, repeats: int, trials: int = 3) -> float:
 
 def build(n_envs: int) -> SensorSuite:
     cfg = {"suite": {"dt": 0.01, "n_envs": n_envs},
-           "objects": [{"name": "pad", "geometry": [{"box": {"size": [0.08, 0.08, 0.01]}}]},
+           "objects": [{"name": "pad", "geometry": [{"box": {"size": [0.08, 0.08, 0.02]}}]},
                        {"name": "hot", "geometry": [{"box": {"size": [0.03, 0.03, 0.02]}}],
-                        "pose": {"xyz": [0.01, 0.0, 0.015]}}],
+                        "pose": {"xyz": [0.01, 0.0, 0.02]}}],
            "sensors": [{"type": "TemperatureGrid", "name": "tg", "link": "pad", "grid_size": list(GRID),
                         "convection_coefficient": 10.0, "sensor_time_constant": 0.1, "noise": 0.01,
                         "properties_dict": {"pad": {"emissivity": 0.9}, "hot": {"base_temperature": 60.0}}}]}

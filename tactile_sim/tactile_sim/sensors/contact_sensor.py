@@ -270,17 +270,18 @@ class ContactSensorBatch(SensorBatch):
         torque = torch.cross(x - o_s, f, dim=-1)
         a = torch.where(contact, smp.area, zero)
         e, nb, ns = x.shape[0], self.n_bodies, self.n_sensor_bodies
-        loads = torch.cat([fn, ft, torque, a[..., None] * x, a[..., None]], dim=-1)  # [E, P, 13]
-        if self.f_max:
-            index = (smp.owner * nb + body)[..., None].expand(-1, -1, loads.shape[-1])
-            bins = torch.zeros(e, ns * nb, loads.shape[-1], dtype=x.dtype, device=x.device)
-            bins.scatter_add_(1, index, loads)
-            bins = bins.view(e, ns, nb, -1)
-            sums = bins.sum(2)
-            per_filter = torch.einsum("esbc,sfb->esfc", bins, self.filter_matrix)
+        loads = torch.cat([fn, ft, torque, a[..., None] * x, a[..., None]], dim=-1).transpose(1, 2)  # [E, 13, P]
+        channels = loads.shape[1]
+        if self.f_max:  # per (sensor body, touched body) bins, then filter columns
+            index = (smp.owner * nb + body)[:, None, :].expand(-1, channels, -1)
+            bins = torch.zeros(e, channels, ns * nb, dtype=x.dtype, device=x.device)
+            bins.scatter_add_(2, index, loads)
+            bins = bins.view(e, channels, ns, nb)
+            sums = bins.sum(3).transpose(1, 2)
+            per_filter = torch.einsum("ecsb,sfb->esfc", bins, self.filter_matrix)
         else:
-            sums = torch.zeros(e, ns, loads.shape[-1], dtype=x.dtype, device=x.device)
-            sums.index_add_(1, smp.owner, loads)
+            sums = torch.zeros(e, channels, ns, dtype=x.dtype, device=x.device)
+            sums = sums.index_add_(2, smp.owner, loads.contiguous()).transpose(1, 2)
         normal, friction = sums[..., 0:3], sums[..., 3:6]
         self.net = torch.stack([normal, friction, normal + friction, sums[..., 6:9]], dim=2)
         self.net_b = torch.matmul(self.net, rot)  # R_sᵀ v for each row vector v

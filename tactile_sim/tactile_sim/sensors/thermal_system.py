@@ -410,24 +410,23 @@ class ThermalSystem:
         covered = q.body >= 0
         body = q.body.clamp_min(0)
         a_cov = smp.area * covered
-        cell = self.sample_cell
-        out = {"covered": torch.zeros(e, self.n_total, **f).index_add_(1, cell, a_cov)}
         weight = a_cov * self.body_mat.take(body)  # area of the samples that exchange heat
         inv_k = self.body_inv_k.take(body)
-        if not self.simulate_all:  # every partner is at its fixed base temperature: ℓ_B = ℓ_S
-            g_fixed = weight / (self.sample_r_self + self.sample_l_fixed * inv_k + self.sample_inv_hc)
-            out["g_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed)
-            out["q_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed * self.body_base.take(body))
-            return out
         zero = torch.zeros((), **f)
-        category = self.body_category.take(body)
-        r_partner = torch.where(category == LUMPED, self.body_vs.take(body), self.sample_l_fixed)
-        if len(self.grids) > 1:
-            r_partner = torch.where(category == GRIDDED, self._partner_half_depth(state, rot, body), r_partner)
-        g = weight / (self.sample_r_self + r_partner * inv_k + self.sample_inv_hc)
-        g_fixed = torch.where(category == FIXED, g, zero)
-        out["g_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed)
-        out["q_fixed"] = torch.zeros(e, self.n_total, **f).index_add_(1, cell, g_fixed * self.body_base.take(body))
+        if self.simulate_all:
+            category = self.body_category.take(body)
+            r_partner = torch.where(category == LUMPED, self.body_vs.take(body), self.sample_l_fixed)
+            if len(self.grids) > 1:
+                r_partner = torch.where(category == GRIDDED, self._partner_half_depth(state, rot, body), r_partner)
+            g = weight / (self.sample_r_self + r_partner * inv_k + self.sample_inv_hc)
+            g_fixed = torch.where(category == FIXED, g, zero)
+        else:  # every partner is at its fixed base temperature: ℓ_B = ℓ_S
+            g_fixed = weight / (self.sample_r_self + self.sample_l_fixed * inv_k + self.sample_inv_hc)
+        per_sample = torch.stack([a_cov, g_fixed, g_fixed * self.body_base.take(body)], dim=1)  # [E, 3, P]
+        per_cell = torch.zeros(e, 3, self.n_total, **f).index_add_(2, self.sample_cell, per_sample)
+        out = {"covered": per_cell[:, 0], "g_fixed": per_cell[:, 1], "q_fixed": per_cell[:, 2]}
+        if not self.simulate_all:
+            return out
         n_l = len(self.lumped)
         g_cl = torch.zeros(e, len(self.surf_cells) * max(n_l, 1), **f)
         if n_l:
