@@ -17,7 +17,8 @@ from helpers_ros import (
     pad_contact_truth,
 )
 from tactile_sim.constants import EPS_D
-from tactile_sim.demo_trajectory import CYCLE, JOINT_NAMES, PHASES, SQUEEZE, gripper_trajectory
+from tactile_sim.config import load_config
+from tactile_sim.demo_trajectory import CYCLE, DEMO_CONFIG, DEMO_URDF, JOINT_NAMES, PHASES, SQUEEZE, gripper_trajectory
 from tactile_sim.io.encode import decode_joint_torque, decode_link_contact, encode_taxel_array
 from tactile_sim.io.markers import colour_ramp
 from tactile_sim.io.msg_types import serialize_cdr
@@ -260,3 +261,9 @@ def test_trajectory_is_continuous_and_its_velocity_is_the_derivative(phase):
     assert gripper_trajectory(start + 0.5 * duration).phase == phase
     np.testing.assert_allclose(gripper_trajectory(0.3).position, gripper_trajectory(0.3 + CYCLE).position)
 
+
+def test_the_demo_files_resolve_as_package_data():
+    config = load_config(DEMO_CONFIG)
+    assert config.robot.urdf == DEMO_URDF and DEMO_URDF.is_file()
+    assert [s.type for s in config.sensors] == ["KinematicTaxel", "KinematicTaxel", "ContactSensor",
+                                                "TemperatureGrid", "JointTorque"]

@@ -6,6 +6,10 @@ Subscribes ``/joint_states`` (best effort, so that reliable and best-effort publ
 hand, the latched ``/robot_description``. Publishes what the core returns, serialised by the rclpy-free io layer
 (:func:`tactile_sim.io.msg_types.serialize_cdr`) and sent as raw CDR bytes on publishers of the registered ROS
 types. Exit status 2 when the configuration or a parameter is invalid at start-up.
+
+Threads: inputs, the update timer and diagnostics share one mutually exclusive callback group (they touch the
+core's state); the markers run in their own group on a second executor thread, reading only snapshots the update
+replaces whole (the latest messages and world state), so a slow MarkerArray does not delay the update ticks.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -35,6 +40,10 @@ from .node_params import PARAMETERS, SPECS, NodeParams, check_value
 NODE_NAME = "tactile_sim_node"
 DIAGNOSTICS_PERIOD = 1.0
 """s of node time between /diagnostics messages (the usual 1 Hz)."""
+
+SWITCH_INTERVAL = 1e-3
+"""s: Python thread switch interval of the node process; the update loop waits at most about this long for the
+marker thread (which may take several ms to build and serialise a MarkerArray)."""
 
 RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -77,6 +86,7 @@ class TactileSimNode(Node):
         else:
             self._create_publishers()
         self._update_timer = self.create_timer(params.period, self._guard("update", self._on_update))
+        self._viz_group = MutuallyExclusiveCallbackGroup()
         self._viz_timer = None
         self._start_viz_timer()
         self.create_timer(DIAGNOSTICS_PERIOD, self._guard("diagnostics", self._on_diagnostics))
@@ -135,7 +145,8 @@ class TactileSimNode(Node):
             self._viz_timer = None
         rate = self.core.params.viz_rate
         if rate > 0:
-            self._viz_timer = self.create_timer(1.0 / rate, self._guard("markers", self._on_markers))
+            self._viz_timer = self.create_timer(1.0 / rate, self._guard("markers", self._on_markers),
+                                                callback_group=self._viz_group)
 
     # ------------------------------------------------------------------ callbacks
     def _on_joint_state(self, msg: JointState) -> None:
@@ -202,11 +213,15 @@ def main(args: list[str] | None = None) -> int:
         rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
         rclpy.try_shutdown()
         return 2
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
