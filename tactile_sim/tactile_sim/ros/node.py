@@ -1,15 +1,15 @@
-"""``tactile_sim_node``: the rclpy wiring of :class:`~.node_core.NodeCore` (parameters, QoS, timers, callbacks,
-publishing). Everything the node decides lives in the core; this module only connects it to ROS 2.
+"""``tactile_sim_node``: :class:`~.node_core.NodeCore` on rclpy (parameters, and :class:`RclpyTransport`, the
+rclpy implementation of :class:`~tactile_sim.transport.base.Transport`). Everything the node decides lives in the
+core; the topics, QoS and timers are :class:`~.node_runtime.NodeRuntime`'s (shared with the DDS transport).
 
-Subscribes ``/joint_states`` (best effort, so that reliable and best-effort publishers both connect), ``/tf``
-(reliable, keep last 100, as tf2), ``/tf_static`` (reliable, transient local) and, while no robot description is at
-hand, the latched ``/robot_description``. Publishes what the core returns, serialised by the rclpy-free io layer
+Publishes what the core returns, serialised by the rclpy-free io layer
 (:func:`tactile_sim.io.msg_types.serialize_cdr`) and sent as raw CDR bytes on publishers of the registered ROS
 types. Exit status 2 when the configuration or a parameter is invalid at start-up.
 
-Threads: inputs, the update timer and diagnostics share one mutually exclusive callback group (they touch the
-core's state); the markers run in their own group on a second executor thread, reading only snapshots the update
-replaces whole (the latest messages and world state), so a slow MarkerArray does not delay the update ticks.
+Threads: inputs, the update timer and diagnostics share the node's mutually exclusive callback group (they touch
+the core's state); the markers (a ``concurrent`` timer) run in their own group on a second executor thread, reading
+only snapshots the update replaces whole (the latest messages and world state), so a slow MarkerArray does not
+delay the update ticks.
 """
 
 from __future__ import annotations
@@ -24,32 +24,77 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosidl_runtime_py.utilities import get_message
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from tf2_msgs.msg import TFMessage
 
 from ..config.loader import load_config
 from ..errors import ConfigError, SceneError
 from ..io.msg_types import serialize_cdr
-from .inputs import decode_joint_state, decode_robot_description, decode_tf_message
+from ..transport.base import Publisher, Transport
+from ..transport.base import QosProfile as TransportQos
 from .node_core import NodeCore
 from .node_params import PARAMETERS, SPECS, NodeParams, check_value
+from .node_runtime import NodeRuntime
 
 NODE_NAME = "tactile_sim_node"
-DIAGNOSTICS_PERIOD = 1.0
-"""s of node time between /diagnostics messages (the usual 1 Hz)."""
 
 SWITCH_INTERVAL = 1e-3
 """s: Python thread switch interval of the node process; the update loop waits at most about this long for the
 marker thread (which may take several ms to build and serialise a MarkerArray)."""
 
-RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-LATCHED = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     history=HistoryPolicy.KEEP_LAST)
-JOINT_STATES_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
+
+def rclpy_qos(profile: TransportQos) -> QoSProfile:
+    """The rclpy QoS profile of a transport QoS profile."""
+    return QoSProfile(depth=profile.depth, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE if profile.reliable else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if profile.transient_local
+                      else DurabilityPolicy.VOLATILE)
+
+
+class CdrPublisher(Publisher):
+    """An rclpy publisher that sends rosbags message objects as their CDR bytes."""
+
+    def __init__(self, publisher: Any):
+        self.publisher = publisher
+
+    def publish(self, msg: Any) -> None:
+        self.publisher.publish(serialize_cdr(msg))
+
+
+class RclpyTransport(Transport):
+    """:class:`~tactile_sim.transport.base.Transport` on an rclpy node: message classes looked up by type name,
+    callbacks in the node's default (mutually exclusive) group, concurrent timers in a group of their own."""
+
+    def __init__(self, node: Node):
+        self.node = node
+        self._concurrent_group = MutuallyExclusiveCallbackGroup()
+
+    @property
+    def name(self) -> str:
+        return self.node.get_name()
+
+    def create_publisher(self, topic, message_type, qos):
+        return CdrPublisher(self.node.create_publisher(get_message(message_type), topic, rclpy_qos(qos)))
+
+    def create_subscription(self, topic, message_type, callback, qos):
+        return self.node.create_subscription(get_message(message_type), topic, callback, rclpy_qos(qos))
+
+    def destroy_subscription(self, handle):
+        self.node.destroy_subscription(handle)
+
+    def create_timer(self, period, callback, concurrent=False):
+        return self.node.create_timer(period, callback,
+                                      callback_group=self._concurrent_group if concurrent else None)
+
+    def destroy_timer(self, handle):
+        self.node.destroy_timer(handle)
+
+    def now_ns(self) -> int:
+        return self.node.get_clock().now().nanoseconds
+
+    def log(self, level: str, text: str) -> None:
+        logger = self.node.get_logger()
+        {"debug": logger.debug, "info": logger.info, "warn": logger.warning, "error": logger.error}[level](text)
 
 
 def descriptor(spec) -> ParameterDescriptor:
@@ -71,25 +116,9 @@ class TactileSimNode(Node):
             self.declare_parameter(spec.name, default, descriptor(spec))
         params = NodeParams(**{spec.name: self._parameter(spec.name) for spec in PARAMETERS})
         config = load_config(params.config_file)
-        self.core = NodeCore(config, params, log=self._log, name=self.get_name())
-        self._pubs: dict[str, Any] = {}
-        self.create_subscription(JointState, "/joint_states", self._guard("joint_states", self._on_joint_state),
-                                 JOINT_STATES_QOS)
-        self.create_subscription(TFMessage, "/tf", self._guard("tf", self._on_tf), TF_QOS)
-        self.create_subscription(TFMessage, "/tf_static", self._guard("tf_static", self._on_tf_static), LATCHED)
-        self._description_sub = None
-        if not self.core.ready:
-            self._description_sub = self.create_subscription(
-                String, "/robot_description", self._guard("robot_description", self._on_description),
-                QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        else:
-            self._create_publishers()
-        self._update_timer = self.create_timer(params.period, self._guard("update", self._on_update))
-        self._viz_group = MutuallyExclusiveCallbackGroup()
-        self._viz_timer = None
-        self._start_viz_timer()
-        self.create_timer(DIAGNOSTICS_PERIOD, self._guard("diagnostics", self._on_diagnostics))
+        self.transport = RclpyTransport(self)
+        self.core = NodeCore(config, params, log=self.transport.log, name=self.get_name())
+        self.runtime = NodeRuntime(self.core, self.transport)
         self.add_on_set_parameters_callback(self._set_parameters)
         self.add_post_set_parameters_callback(self._restart_timers)
         self.get_logger().info(
@@ -103,77 +132,6 @@ class TactileSimNode(Node):
         except ParameterUninitializedException:
             return SPECS[name].default
         return tuple(value) if isinstance(SPECS[name].default, tuple) else value
-
-    def _log(self, level: str, text: str) -> None:
-        logger = self.get_logger()
-        {"debug": logger.debug, "info": logger.info, "warn": logger.warning, "error": logger.error}[level](text)
-
-    def _guard(self, what: str, callback):
-        """A callback that logs (throttled) and counts an unexpected exception instead of ending the node."""
-
-        def guarded(*args):
-            try:
-                callback(*args)
-            except Exception as exc:  # noqa: BLE001 - the node must survive any single bad callback
-                self.core.stats.drop(f"{what}.error")
-                self.core.log("error", f"{what}.error", f"{self.get_name()}: {what} callback failed: {exc!r}")
-
-        return guarded
-
-    def _publisher(self, topic: str, message_type: str) -> Any:
-        pub = self._pubs.get(topic)
-        if pub is None:
-            fast = any(t.name == topic and t.sensor_data for t in self.core.topics())
-            qos = qos_profile_sensor_data if fast else RELIABLE_10
-            pub = self._pubs[topic] = self.create_publisher(get_message(message_type), topic, qos)
-        return pub
-
-    def _create_publishers(self) -> None:
-        for spec in self.core.topics():
-            self._publisher(spec.name, spec.message_type)
-
-    def _publish(self, outputs) -> None:
-        for topic, msg in outputs:
-            self._publisher(topic, msg.__msgtype__).publish(serialize_cdr(msg))
-
-    def _now_ns(self) -> int:
-        return self.get_clock().now().nanoseconds
-
-    def _start_viz_timer(self) -> None:
-        if self._viz_timer is not None:
-            self.destroy_timer(self._viz_timer)
-            self._viz_timer = None
-        rate = self.core.params.viz_rate
-        if rate > 0:
-            self._viz_timer = self.create_timer(1.0 / rate, self._guard("markers", self._on_markers),
-                                                callback_group=self._viz_group)
-
-    # ------------------------------------------------------------------ callbacks
-    def _on_joint_state(self, msg: JointState) -> None:
-        self.core.on_joint_state(decode_joint_state(msg))
-
-    def _on_tf(self, msg: TFMessage) -> None:
-        self.core.on_tf(decode_tf_message(msg), static=False)
-
-    def _on_tf_static(self, msg: TFMessage) -> None:
-        self.core.on_tf(decode_tf_message(msg), static=True)
-
-    def _on_description(self, msg: String) -> None:
-        if self.core.set_robot_description(decode_robot_description(msg)):
-            self.destroy_subscription(self._description_sub)
-            self._description_sub = None
-            self._create_publishers()
-
-    def _on_update(self) -> None:
-        self._publish(self.core.update(self._now_ns()))
-
-    def _on_markers(self) -> None:
-        markers = self.core.markers()
-        if markers is not None:
-            self._publish([("~/markers", markers)])
-
-    def _on_diagnostics(self) -> None:
-        self._publish([("/diagnostics", self.core.diagnostics(self._now_ns()))])
 
     # ------------------------------------------------------------------ parameters
     def _set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
@@ -194,14 +152,7 @@ class TactileSimNode(Node):
 
     def _restart_timers(self, parameters: list[Parameter]) -> None:
         """After a change: timers at the new rates, publishers for newly enabled topics."""
-        names = {p.name for p in parameters}
-        if "update_rate" in names:
-            self.destroy_timer(self._update_timer)
-            self._update_timer = self.create_timer(self.core.params.period, self._guard("update", self._on_update))
-        if "viz_rate" in names:
-            self._start_viz_timer()
-        if self.core.ready:
-            self._create_publishers()
+        self.runtime.parameters_changed({p.name for p in parameters})
 
 
 def main(args: list[str] | None = None) -> int:
