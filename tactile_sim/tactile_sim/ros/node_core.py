@@ -300,7 +300,7 @@ class NodeCore:
             return []
         t = ns_to_seconds(now_ns)
         if self._last_t is not None and t < self._last_t:
-            self._restart(f"time went backwards from {self._last_t:.6f} s to {t:.6f} s (simulation reset?)")
+            self.restart(f"time went backwards from {self._last_t:.6f} s to {t:.6f} s (simulation reset?)")
         elif self._last_t is not None and t == self._last_t:
             return []
         wall = time.perf_counter()
@@ -317,7 +317,7 @@ class NodeCore:
             self.log("warn", "tf.waiting", f"{self.name}: not stepping, waiting for TF: {self.waiting_for_tf}")
             return []
         except ValueError as exc:  # e.g. TF stamps of a body went backwards while the node clock did not
-            self._restart(f"the world update failed ({exc})")
+            self.restart(f"the world update failed ({exc})")
             return []
         self.waiting_for_tf = None
         self._pending_joints = False
@@ -337,8 +337,10 @@ class NodeCore:
                     out += s.encoder.encode(stamp, True)
         return out
 
-    def _restart(self, reason: str) -> None:
-        """Forget dynamic TF and every sensor state: rebuild the suite (static transforms are kept)."""
+    def restart(self, reason: str) -> None:
+        """Forget dynamic TF and every sensor state: rebuild the suite (static transforms are kept); ``reason`` is
+        logged. :meth:`update` calls it when time goes backwards; a driver that sees its clock jump back before it
+        hands over the inputs of the new time line (a bag replay) calls it first, so those inputs are kept."""
         self.tf.clear()
         for tr in self._static.values():
             self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation, static=True)
