@@ -1,6 +1,7 @@
 """JointTorque (spec §11): inverse dynamics of the observed motion plus the suite's contact loads."""
 
 import math
+import re
 import sysconfig
 from pathlib import Path
 
@@ -10,8 +11,6 @@ import torch
 
 from tactile_sim.errors import ConfigError
 from tactile_sim.suite import SensorSuite
-
-pytestmark = pytest.mark.filterwarnings("ignore:.*not watertight")  # the Panda's visual meshes
 
 M, LC, I_C, G = 2.0, 0.4, 0.01, 9.81
 I_TOT = I_C + M * LC**2
@@ -224,22 +223,26 @@ def test_auto_sources_skip_taxels_on_links_with_a_contact_sensor(tmp_path):
 
 
 # ------------------------------------------------------------------ Panda against pinocchio
-def panda_robot() -> dict:
-    """Robot section for the Panda of example-robot-data with primitive collision shapes."""
+@pytest.fixture(scope="module")
+def panda_robot(tmp_path_factory) -> dict:
+    """Robot section for the Panda of example-robot-data with primitive collision shapes (its visual meshes are
+    dropped: they play no part here and take seconds to load)."""
     for key in ("purelib", "platlib"):
         share = Path(sysconfig.get_paths()[key]) / "cmeel.prefix" / "share"
         path = share / "example-robot-data" / "robots" / "panda_description" / "urdf" / "panda_collision.urdf"
         if path.is_file():
-            return {"urdf": str(path), "search_paths": [str(share)]}
+            urdf = tmp_path_factory.mktemp("panda") / "panda_collision_only.urdf"
+            urdf.write_text(re.sub(r"<visual>.*?</visual>", "", path.read_text(), flags=re.S))
+            return {"urdf": str(urdf), "search_paths": [str(share)]}
     pytest.skip("example-robot-data is not installed")
 
 
 CONTACT_LINKS = ("panda_link3", "panda_link4", "panda_link5", "panda_link6")
 
 
-def test_panda_matches_pinocchio_with_contact_wrenches():
+def test_panda_matches_pinocchio_with_contact_wrenches(panda_robot):
     pin = pytest.importorskip("pinocchio")
-    robot_cfg = panda_robot()
+    robot_cfg = panda_robot
     urdf = robot_cfg["urdf"]
     balls = [{"name": f"ball{i}", "geometry": [{"sphere": {"radius": 0.03}}], "pose": {"xyz": [5.0 + i, 5, 5]}}
              for i in range(len(CONTACT_LINKS))]
@@ -299,9 +302,9 @@ def test_panda_matches_pinocchio_with_contact_wrenches():
     assert checked_contacts >= 12  # the balls really load the links
 
 
-def test_static_panda_reads_gravity_torque():
+def test_static_panda_reads_gravity_torque(panda_robot):
     pin = pytest.importorskip("pinocchio")
-    robot_cfg = panda_robot()
+    robot_cfg = panda_robot
     urdf = robot_cfg["urdf"]
     suite = SensorSuite.from_yaml({"suite": {"dt": 0.01, "dtype": "float64", "n_envs": 3},
                                    "robot": robot_cfg, "sensors": [jt(joints=["panda_joint2",
@@ -324,9 +327,9 @@ def test_static_panda_reads_gravity_torque():
         np.testing.assert_allclose(value[e], g[idx], rtol=1e-10, atol=1e-10)
 
 
-def test_panda_pressed_against_a_wall_reads_gravity_minus_jacobian_transpose_load():
+def test_panda_pressed_against_a_wall_reads_gravity_minus_jacobian_transpose_load(panda_robot):
     pin = pytest.importorskip("pinocchio")
-    robot_cfg = panda_robot()
+    robot_cfg = panda_robot
     link = "panda_link6"
     normal = np.array([0.6, -0.8, 0.0])  # wall normal (out of the wall, towards the arm), world
     sensors = [{"type": "ContactSensor", "name": "cs", "prim_path": link, "surface_sample_spacing": 0.005}, jt()]
