@@ -11,3 +11,8 @@ class ConfigError(ValueError):
 
 class SceneError(ConfigError):
     """An inconsistent scene: duplicate body names, invalid shape dimensions, unresolvable meshes."""
+
+
+def option_error(where: str, option: str, problem: str, got, allowed: str) -> ConfigError:
+    """A :class:`ConfigError` in the §2.6 format: ``<where>.<option>: <problem>; got <got!r>; allowed: <allowed>``."""
+    return ConfigError(f"{where}.{option}: {problem}; got {got!r}; allowed: {allowed}")

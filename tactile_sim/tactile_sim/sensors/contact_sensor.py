@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Any
 
 import numpy as np
 import torch
 
 from ..constants import EPS_D, TIMER_TOL, int_ceil
-from ..errors import ConfigError
+from ..errors import option_error
 from ..geometry.sampling import sample_body_surface
 from ..geometry.shapes import ShapeKind
 from ..world.scene import closest_names
@@ -99,10 +98,6 @@ class ContactSensorData:
         return (t > 0.0) & (t < dt + abs_tol)
 
 
-def _error(where: str, option: str, problem: str, got: Any, allowed: str) -> ConfigError:
-    return ConfigError(f"{where}.{option}: {problem}; got {got!r}; allowed: {allowed}")
-
-
 def match_bodies(pattern: str, names: tuple[str, ...]) -> list[int]:
     """Indices (scene order) of the bodies whose name equals ``pattern`` or matches it in full as a regex."""
     try:
@@ -146,9 +141,9 @@ class ContactSensorBatch(SensorBatch):
             where = ctx.where.get(o.name, f"ContactSensor(name={o.name!r})")
             matched = match_bodies(o.prim_path, names)
             if not matched:
-                raise _error(where, "prim_path", "matches no body", o.prim_path,
-                             f"a body name or a regular expression matching one in full; closest bodies: "
-                             f"{closest_names(o.prim_path, names)}")
+                raise option_error(where, "prim_path", "matches no body", o.prim_path,
+                                   f"a body name or a regular expression matching one in full; closest bodies: "
+                                   f"{closest_names(o.prim_path, names)}")
             ignore_mask = np.zeros(nb, dtype=bool)
             for name in o.ignore:
                 ignore_mask[scene.body_index(name, f"{where}.ignore")] = True
@@ -165,12 +160,13 @@ class ContactSensorBatch(SensorBatch):
                 hit = match_bodies(pattern, names)
                 clash = [names[b] for b in hit if b in matched]
                 if clash:
-                    raise _error(where, f"filter_prim_paths_expr[{f}]", f"matches the sensor body {clash[0]!r}",
-                                 pattern, "bodies other than those matched by prim_path")
+                    raise option_error(where, f"filter_prim_paths_expr[{f}]", f"matches the sensor body {clash[0]!r}",
+                                       pattern, "bodies other than those matched by prim_path")
                 if not any(candidates[b] for b in hit):
-                    raise _error(where, f"filter_prim_paths_expr[{f}]", "matches no candidate body", pattern,
-                                 f"a name or regular expression matching a body the sensor can touch; closest "
-                                 f"bodies: {closest_names(pattern, [n for i, n in enumerate(names) if candidates[i]])}")
+                    touchable = [n for i, n in enumerate(names) if candidates[i]]
+                    raise option_error(where, f"filter_prim_paths_expr[{f}]", "matches no candidate body", pattern,
+                                       f"a name or regular expression matching a body the sensor can touch; closest "
+                                       f"bodies: {closest_names(pattern, touchable)}")
                 col = np.zeros(nb, dtype=bool)
                 col[hit] = True
                 columns.append(col)
@@ -216,14 +212,14 @@ class ContactSensorBatch(SensorBatch):
     def _sample(body, o, where: str):
         shapes = body.shapes
         if not shapes or any(s.kind == ShapeKind.PLANE for s in shapes):
-            raise _error(where, "prim_path", f"body {body.name!r} has no sampleable collision geometry "
-                         f"({'a plane' if shapes else 'no collision shapes'})", o.prim_path,
-                         "bodies with sphere, box, capsule, cylinder or mesh collision shapes")
+            raise option_error(where, "prim_path", f"body {body.name!r} has no sampleable collision geometry "
+                               f"({'a plane' if shapes else 'no collision shapes'})", o.prim_path,
+                               "bodies with sphere, box, capsule, cylinder or mesh collision shapes")
         n = expected_sample_count(shapes, o.surface_sample_spacing)
         if n > MAX_SAMPLES_PER_BODY:
-            raise _error(where, "surface_sample_spacing", f"{n} samples on body {body.name!r} exceed "
-                         f"{MAX_SAMPLES_PER_BODY}", o.surface_sample_spacing,
-                         f"a spacing giving at most {MAX_SAMPLES_PER_BODY} samples per body")
+            raise option_error(where, "surface_sample_spacing", f"{n} samples on body {body.name!r} exceed "
+                               f"{MAX_SAMPLES_PER_BODY}", o.surface_sample_spacing,
+                               f"a spacing giving at most {MAX_SAMPLES_PER_BODY} samples per body")
         return sample_body_surface(shapes, spacing=o.surface_sample_spacing, seed=o.sample_seed)
 
     # ------------------------------------------------------------------ state

@@ -20,16 +20,12 @@ import warnings
 import numpy as np
 import torch
 
-from ..errors import ConfigError
+from ..errors import option_error
 from ..imperfections.pipeline import MeasuredBranch
 from ..world.state import WorldState
 from ..world.urdf import JointType
 from .base import BuildContext, SensorBatch, imperfections_of
 from .contact_sensor import match_bodies
-
-
-def _error(where: str, option: str, problem: str, got, allowed: str) -> ConfigError:
-    return ConfigError(f"{where}.{option}: {problem}; got {got!r}; allowed: {allowed}")
 
 
 class JointTorqueBatch(SensorBatch):
@@ -51,9 +47,9 @@ class JointTorqueBatch(SensorBatch):
         wheres = [ctx.where.get(o.name, f"JointTorque(name={o.name!r})") for o in self.options]
         for o, where in zip(self.options, wheres):
             if robot is None:
-                raise _error(where, "robot", "the scene has no robot", o.robot, "a configuration with robot.urdf")
+                raise option_error(where, "robot", "the scene has no robot", o.robot, "a configuration with robot.urdf")
             if o.robot is not None and o.robot != robot.name:
-                raise _error(where, "robot", "unknown robot", o.robot, f"{robot.name!r} (the only robot)")
+                raise option_error(where, "robot", "unknown robot", o.robot, f"{robot.name!r} (the only robot)")
         self.robot = robot
         self.dynamics = suite.world.dynamics
         movable = list(robot.movable_joint_names)
@@ -75,8 +71,8 @@ class JointTorqueBatch(SensorBatch):
         for k, (o, where) in enumerate(zip(self.options, wheres)):
             for name, value in o.armature.items():
                 if name not in movable:
-                    raise _error(where, f"armature.{name}", "not a movable joint", name,
-                                 f"names of movable joints: {movable}")
+                    raise option_error(where, f"armature.{name}", "not a movable joint", name,
+                                       f"names of movable joints: {movable}")
                 armature[k, movable.index(name)] = value
         self.motor = ctx.tensor(motor)[:, None]
         self.armature = ctx.tensor(armature * motor[:, None])
@@ -106,23 +102,23 @@ class JointTorqueBatch(SensorBatch):
     @staticmethod
     def _selection(o, where: str, robot, movable: list[str]) -> list[int]:
         if not movable:
-            raise _error(where, "joints", "empty joint selection: the robot has no movable joints", [],
-                         "a robot with revolute, continuous or prismatic joints")
+            raise option_error(where, "joints", "empty joint selection: the robot has no movable joints", [],
+                               "a robot with revolute, continuous or prismatic joints")
         if o.joints is not None:
             sel = []
             for name in o.joints:
                 if name in movable:
                     sel.append(movable.index(name))
                 elif name in robot.joint_names:
-                    raise _error(where, "joints", f"joint {name!r} is fixed", name, f"movable joints: {movable}")
+                    raise option_error(where, "joints", f"joint {name!r} is fixed", name, f"movable joints: {movable}")
                 else:
-                    raise _error(where, "joints", "unknown joint", name, f"movable joints: {movable}")
+                    raise option_error(where, "joints", "unknown joint", name, f"movable joints: {movable}")
             return sel
         if o.dofs_idx_local is not None:
             for i in o.dofs_idx_local:
                 if i >= len(movable):
-                    raise _error(where, "dofs_idx_local", "index out of range", i,
-                                 f"0 <= index < {len(movable)} (movable joints {movable})")
+                    raise option_error(where, "dofs_idx_local", "index out of range", i,
+                                       f"0 <= index < {len(movable)} (movable joints {movable})")
             return list(o.dofs_idx_local)
         return list(range(len(movable)))
 
@@ -153,12 +149,12 @@ class JointTorqueBatch(SensorBatch):
         for name in o.contact_sources:
             bodies = contact_links.get(name, [taxel_link[name]] if name in taxel_link else None)
             if bodies is None:
-                raise _error(where, "contact_sources", "not a KinematicTaxel or ContactSensor", name,
-                             f"names of contact sensors: {sorted(list(contact_links) + list(taxel_link))}")
+                raise option_error(where, "contact_sources", "not a KinematicTaxel or ContactSensor", name,
+                                   f"names of contact sensors: {sorted(list(contact_links) + list(taxel_link))}")
             outside = [scene.body_names[b] for b in bodies if b not in links]
             if outside:
-                raise _error(where, "contact_sources", f"sensor {name!r} is not on robot {robot.name!r} (body "
-                             f"{outside[0]!r})", name, "contact sensors on this robot's links")
+                raise option_error(where, "contact_sources", f"sensor {name!r} is not on robot {robot.name!r} (body "
+                                   f"{outside[0]!r})", name, "contact sensors on this robot's links")
             chosen.append((name, bodies))
         return chosen
 
