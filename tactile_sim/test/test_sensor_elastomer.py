@@ -206,11 +206,15 @@ def test_lower_compressibility_reaches_farther():
 
 
 # ---------------------------------------------------------------------------------------------- §7 Check 6
-def shear_suite(n_samples: int, **kw):
+def shear_suite(n_samples: int, layout: str = "grid", **kw):
+    """A shear-only sensor "el" over a 12×12 grid (layout "grid": the lattice path; "flat": the dense path; "pair":
+    flat, batched with a second flat sensor "el2" that tracks with half the samples)."""
     grid = centred_lattice(12, 0.006)
+    positions = grid if layout == "grid" else grid.reshape(-1, 3)
     sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"], "dilate_scale": 0.0,
-              "shear_scale": 1.0, "n_sample_points": n_samples, "probe_local_pos": grid.tolist(), **kw}
-    return make_suite([sensor], [box("ball", (0.03, 0.03, 0.02), (0.0, 0.0, 0.05))]), grid
+              "shear_scale": 1.0, "n_sample_points": n_samples, "probe_local_pos": positions.tolist(), **kw}
+    sensors = [sensor] + ([{**sensor, "name": "el2", "n_sample_points": n_samples // 2}] if layout == "pair" else [])
+    return make_suite(sensors, [box("ball", (0.03, 0.03, 0.02), (0.0, 0.0, 0.05))]), grid
 
 
 def replay_shear(cloud, anchor_pos, now_pos, grid, cell_area, lam_s, contact=1e-5):
@@ -228,8 +232,9 @@ def replay_shear(cloud, anchor_pos, now_pos, grid, cell_area, lam_s, contact=1e-
     return s
 
 
-def test_shear_anchors_then_drags_along_the_slide():
-    suite, grid = shear_suite(2000)
+@pytest.mark.parametrize("layout", ["grid", "flat", "pair"])
+def test_shear_anchors_then_drags_along_the_slide(layout):
+    suite, grid = shear_suite(2000, layout)
     step(suite, 0.0, {"ball": (0.0, 0.0, 0.012)})
     assert torch.count_nonzero(suite.read_ground_truth("el")) == 0
     pressed = np.array([0.0, 0.0, 0.009])                  # bottom face 1 mm into the pad: the anchoring step
@@ -241,6 +246,10 @@ def test_shear_anchors_then_drags_along_the_slide():
     assert (s[:, 0] > 0).all() and (s[:, 1:] == 0).all()
     expected = replay_shear(suite.point_cloud("el"), pressed, slid, grid, 0.006**2, 300.0)
     assert np.abs(s - expected).max() <= 1e-6 * np.abs(expected).max()
+    if layout == "pair":
+        other = numpy(suite.read_ground_truth("el2")).reshape(-1, 3)
+        assert np.abs(other - replay_shear(suite.point_cloud("el2"), pressed, slid, grid, 0.006**2, 300.0)).max() \
+            <= 1e-6 * np.abs(expected).max()
     # anchors persist; a reset clears them (the next step anchors anew: no shear)
     step(suite, 0.03, {"ball": slid})
     assert np.allclose(numpy(suite.read_ground_truth("el")).reshape(-1, 3), s, rtol=1e-12, atol=0)

@@ -15,10 +15,10 @@ build (in float64) and is evaluated per step only by the direct path of very lar
   to (L_v, L_u) ≥ (2M − 1, 2N − 1) and multiplied in Fourier space with the spectra (computed at build) of the
   three scalar kernels e₁·K_in, e₂·K_in and G on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v, where
   (e₁, e₂, a) is an orthonormal frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
-* Direct path (every other layout): per env, the active probes with H > 0 are compacted (in probe order) and one
-  kernel thread per (env, target) sums over them, reading the pair kernels from dense per-sensor tables
-  ``[P_s, P_s, 4]`` built at build time, or evaluating them on the fly when the tables would exceed
-  ``DENSE_LIMIT`` elements.
+* Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
+  :mod:`.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
+  H^p (``embedding_bag``, no gathered copy). Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the
+  pairs per step instead (one thread per env and target).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import torch
 import warp as wp
 
 from .layer_profile import FAR_FIELD, layer_profile
+from .compaction import SegmentCompaction
 from .layout import ProbeLayout
 from .warp_launch import RecordedLaunch, vec3
 
@@ -100,18 +101,16 @@ def dilation_pair(d: Any, a: Any, params: wp.array2d(dtype=Any), s: int, coeffic
 
 
 @wp.kernel(enable_backward=False)
-def _pair_tables(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), start: int, count: int, s: int,
+def _pair_tables(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), start: int, at: int, s: int,
                  params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
-                 out: wp.array(dtype=Any), base: int):
-    """Dense table of one sensor: out[base + (j·count + i)·4 + (0..2, 3)] = dilate_scale·(K_in, G)(p_i − p_j)."""
+                 out_k: wp.array2d(dtype=Any), out_g: wp.array2d(dtype=Any)):
+    """Dense tables of one sensor (block [at, at + count)² of the direct probes): dilate_scale·(K_in, G)(p_i − p_j)
+    at [j, i] for source j and target i."""
     j, i = wp.tid()
     k, g = dilation_pair(pos[start + i] - pos[start + j], normal[start + i], params, s, coefficients, table)
     scale = params[s, 6]
-    at = base + (j * count + i) * 4
-    out[at] = scale * k[0]
-    out[at + 1] = scale * k[1]
-    out[at + 2] = scale * k[2]
-    out[at + 3] = scale * g
+    out_k[at + j, at + i] = scale * k
+    out_g[at + j, at + i] = scale * g
 
 
 @wp.kernel(enable_backward=False)
@@ -126,49 +125,23 @@ def _lattice_tables(offsets: wp.array2d(dtype=Any), a: Any, params: wp.array2d(d
 
 
 @wp.kernel(enable_backward=False)
-def _compact_sources(depth: wp.array2d(dtype=Any), sensors: wp.array(dtype=wp.int32),
-                     start: wp.array(dtype=wp.int32), count: wp.array(dtype=wp.int32),
-                     sources: wp.array2d(dtype=wp.int32), n_sources: wp.array2d(dtype=wp.int32)):
-    """Per (env, direct-path sensor): the probes with H > 0 in probe order → sources[e, start …], n_sources[e, s]."""
-    e, m = wp.tid()
-    s = sensors[m]
-    first = start[s]
-    n = int(0)
-    for i in range(first, first + count[s]):
-        h = depth[e, i]
-        if h > h - h:
-            sources[e, first + n] = i
-            n += 1
-    n_sources[e, s] = n
-
-
-@wp.kernel(enable_backward=False)
-def _direct_sum(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), sensor: wp.array(dtype=wp.int32),
-                start: wp.array(dtype=wp.int32), count: wp.array(dtype=wp.int32), direct: wp.array(dtype=wp.int32),
-                dense: wp.array(dtype=Any), dense_base: wp.array(dtype=wp.int32), use_dense: int,
-                params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
-                depth: wp.array2d(dtype=Any), depth_p: wp.array2d(dtype=Any), sources: wp.array2d(dtype=wp.int32),
-                n_sources: wp.array2d(dtype=wp.int32), out: wp.array2d(dtype=Any)):
-    """u[e, i] = Σ over the compacted sources j of sensor(i): dilate_scale·(K_in H_j − a_i G H_j^p); 0 for probes
-    of FFT-path sensors."""
+def _direct_sum(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), segment: wp.array(dtype=wp.int64),
+                sensor: wp.array(dtype=wp.int32), params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any),
+                table: wp.array(dtype=Any), depth: wp.array2d(dtype=Any), depth_p: wp.array2d(dtype=Any),
+                order: wp.array2d(dtype=wp.int64), first: wp.array(dtype=wp.int64), count: wp.array2d(dtype=wp.int64),
+                out: wp.array2d(dtype=Any)):
+    """u[e, i] = Σ over the compacted sources j of i's sensor: dilate_scale·(K_in H_j − a_i G H_j^p), kernels
+    evaluated here (direct probes only: every index is into the direct subset)."""
     e, i = wp.tid()
-    s = sensor[i]
+    t = int(segment[i])
+    s = sensor[t]
     a = normal[i]
     u = a - a
-    if direct[s] != 0:
-        first = start[s]
-        n = count[s]
-        for m in range(n_sources[e, s]):
-            j = sources[e, first + m]
-            h = depth[e, j]
-            hp = depth_p[e, j]
-            if use_dense != 0:
-                at = dense_base[s] + ((j - first) * n + (i - first)) * 4
-                u = u + h * type(a)(dense[at], dense[at + 1], dense[at + 2])
-                u = u - (dense[at + 3] * hp) * a
-            else:
-                k, g = dilation_pair(pos[i] - pos[j], a, params, s, coefficients, table)
-                u = u + params[s, 6] * (h * k - (g * hp) * a)
+    begin = int(first[t])
+    for m in range(int(count[e, t])):
+        j = int(order[e, begin + m])
+        k, g = dilation_pair(pos[i] - pos[j], a, params, s, coefficients, table)
+        u = u + params[s, 6] * (depth[e, j] * k - (g * depth_p[e, j]) * a)
     out[e, i] = u
 
 
@@ -248,22 +221,85 @@ class LatticeConvolution:
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1), n=lv, dim=-2)
         product = spectrum[:, :, self.select] * self.spectra                 # [E, S_g, 3, L_v, L_u/2 + 1]
         fields = torch.fft.irfft(torch.fft.ifft(product, dim=-2)[..., :m, :], n=lu, dim=-1)[..., :n]
+        if len(self.basis) == 1:                                           # one GEMM with the (e₁, e₂, −a) rows
+            return torch.matmul(fields.movedim(2, -1).reshape(e, -1, 3), self.basis[0])
         return torch.einsum("egcmn,gcd->egmnd", fields, self.basis).reshape(e, -1, 3)
+
+
+# ---------------------------------------------------------------------------------------------- direct path
+class _DirectSum:
+    """Direct path for the sensors ``members``: per env, the probes with H > 0 are compacted per sensor; the sum
+    weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere), or — beyond
+    DENSE_LIMIT — evaluates the kernels per step in a warp kernel.
+    Call with H, H^p [E, P] → u of the members' probes [E, P_d, 3] (in ``probes`` order)."""
+
+    def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
+                 params: torch.Tensor, local_pos: torch.Tensor, local_normal: torch.Tensor, n_envs: int):
+        device, dtype = local_pos.device, local_pos.dtype
+        e = n_envs
+        counts = [layouts[s].n for s in members]
+        at = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+        n = int(at[-1])
+        self.probes = torch.as_tensor(np.concatenate([np.arange(starts[s], starts[s] + c)
+                                                      for s, c in zip(members, counts)]), device=device)
+        self.normal = local_normal[self.probes]
+        self.compaction = SegmentCompaction(at[:-1], counts, e, device)
+        self.depth = torch.zeros((e, n), device=device, dtype=dtype)
+        self.depth_p = torch.zeros((e, n), device=device, dtype=dtype)
+        self.dense = 4 * n * n <= DENSE_LIMIT
+        coef64, prof64 = _profile_arrays(device, torch.float64)
+        if self.dense:
+            pos64 = torch.as_tensor(np.concatenate([lay.flat_positions for lay in layouts]), device=device)
+            nrm64 = torch.as_tensor(np.concatenate([lay.flat_normals for lay in layouts]), device=device)
+            table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
+            table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
+            for s, c, first in zip(members, counts, at):
+                RecordedLaunch(_pair_tables, (c, c), [vec3(pos64), vec3(nrm64), int(starts[s]), int(first), s,
+                                                      params, coef64, prof64, vec3(table_k), table_g], device)()
+            self.table_k = table_k.reshape(n, 3 * n).to(dtype)                        # [source, 3·target]
+            self.table_g = table_g.to(dtype)                                           # [source, target]
+        else:
+            self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
+            coef, prof = _profile_arrays(device, dtype)
+            self.launch = RecordedLaunch(_direct_sum, (e, n), [
+                vec3(local_pos[self.probes].contiguous()), vec3(self.normal.contiguous()), self.compaction.segment,
+                torch.as_tensor(list(members), device=device, dtype=torch.int32), params.to(dtype), coef, prof,
+                self.depth, self.depth_p, self.compaction.order, self.compaction.starts, self.compaction.count,
+                vec3(self.out)], device)
+
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+        torch.index_select(depth, 1, self.probes, out=self.depth)
+        torch.index_select(depth_p, 1, self.probes, out=self.depth_p)
+        self.compaction(self.depth > 0)
+        if not self.dense:
+            self.launch()
+            return self.out
+        index, valid = self.compaction.slots()
+        e = depth.shape[0]
+        if index.shape[-1] == 0:
+            return torch.zeros_like(self.normal).expand(e, -1, -1)
+        index = index.reshape(e, -1)
+        valid = valid.reshape(e, -1).to(depth.dtype)
+        h = torch.gather(self.depth, 1, index) * valid                               # [E, S·K]
+        hp = torch.gather(self.depth_p, 1, index) * valid
+        # Σ_k h_k · table[index_k]: weighted sums of table rows without materialising them
+        u = torch.nn.functional.embedding_bag(index, self.table_k, per_sample_weights=h, mode="sum").view(e, -1, 3)
+        normal = torch.nn.functional.embedding_bag(index, self.table_g, per_sample_weights=hp, mode="sum")
+        return u - normal[..., None] * self.normal
 
 
 # ---------------------------------------------------------------------------------------------- both paths
 class DilationField:
     """The dilation field of a batch's ElastomerTaxel sensors, written into a persistent ``out`` [E, P, 3].
 
-    layouts / starts: per sensor; params: one :class:`DilationParameters` per sensor; depth, depth_p: the
-    persistent [E, P] buffers of H and H^p that :meth:`__call__` reads; probe positions/normals [P, 3] link frame.
+    layouts / starts: per sensor (first probe index in the batch); params: one :class:`DilationParameters` per
+    sensor; probe positions/normals [P, 3] (link frame, working dtype); where: error/log prefix per sensor.
     """
 
     def __init__(self, layouts: Sequence[ProbeLayout], starts: Sequence[int], params: Sequence[DilationParameters],
-                 local_pos: torch.Tensor, local_normal: torch.Tensor, sensor_of_probe: torch.Tensor,
-                 depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor, where: Sequence[str]):
+                 local_pos: torch.Tensor, local_normal: torch.Tensor, out: torch.Tensor, where: Sequence[str]):
         device, dtype = out.device, out.dtype
-        e, p = depth.shape
+        e, p, _ = out.shape
         self.out = out
         table64 = torch.tensor([prm.row() for prm in params], device=device, dtype=torch.float64)
         lattice: dict[tuple[int, int], list] = {}
@@ -280,43 +316,12 @@ class DilationField:
                                           dtype) for members in lattice.values()]
         self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
             and self.groups[0].contiguous_from == 0
-        self.direct = None
-        if direct:
-            counts = [lay.n for lay in layouts]
-            sizes = [counts[s] ** 2 * 4 if s in direct else 0 for s in range(len(layouts))]
-            use_dense = sum(sizes) <= DENSE_LIMIT
-            dense = torch.zeros(sum(sizes) if use_dense else 1, device=device, dtype=torch.float64)
-            base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-            coef64, prof64 = _profile_arrays(device, torch.float64)
-            pos64 = torch.as_tensor(np.concatenate([lay.flat_positions for lay in layouts]), device=device)
-            nrm64 = torch.as_tensor(np.concatenate([lay.flat_normals for lay in layouts]), device=device)
-            if use_dense:
-                for s in direct:
-                    RecordedLaunch(_pair_tables, (counts[s], counts[s]), [
-                        vec3(pos64), vec3(nrm64), int(starts[s]), counts[s], s, table64, coef64, prof64, dense,
-                        int(base[s])], device)()
-            i32 = dict(device=device, dtype=torch.int32)
-            flags = torch.zeros(len(layouts), **i32)
-            flags[direct] = 1
-            self._sources = torch.zeros((e, p), **i32)
-            self._n_sources = torch.zeros((e, len(layouts)), **i32)
-            start_t = torch.as_tensor(np.asarray(starts), **i32)
-            count_t = torch.as_tensor(np.asarray(counts), **i32)
-            coef, prof = _profile_arrays(device, dtype)
-            self.direct = (
-                RecordedLaunch(_compact_sources, (e, len(direct)), [
-                    depth, torch.as_tensor(direct, **i32), start_t, count_t, self._sources, self._n_sources], device),
-                RecordedLaunch(_direct_sum, (e, p), [
-                    vec3(local_pos), vec3(local_normal), sensor_of_probe.to(torch.int32), start_t, count_t, flags,
-                    dense.to(dtype), torch.as_tensor(base, **i32), int(use_dense), table64.to(dtype), coef, prof,
-                    depth, depth_p, self._sources, self._n_sources, vec3(out)], device))
+        self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, e) if direct else None
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
         """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build)."""
         if self.direct is not None:
-            compact, direct_sum = self.direct
-            compact()
-            direct_sum()
+            self.out.index_copy_(1, self.direct.probes, self.direct(depth, depth_p))
         for group in self.groups:
             field = group(depth, depth_p)
             if self.whole:

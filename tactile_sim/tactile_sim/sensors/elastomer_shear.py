@@ -1,125 +1,201 @@
 """ElastomerTaxel shear (spec §7.5): tracked surface samples that stick to the gel and drag its markers.
 
 Per env and tracked sample j (link-frame position q̃_j, area share a_j), with sd_j the signed distance of the
-sample's world position to the sensor link's own collision shapes and D_j = max(0, −sd_j), each step:
+sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j), each step:
 
     if anchored and sd_j > −release_threshold:          release
     elif not anchored and sd_j < −contact_threshold:    anchor, A_j = q̃_j
     s_i = shear_scale · P_i Σ_{anchored j, D_j > 0} (a_j / A_cell) (q̃_j − A_j) D_j exp(−λ_s ‖P_i(p_i − q̃_j)‖²)
 
-(P_i = I − a_i a_iᵀ is linear, so it is applied to the sum.) One kernel thread per (env, sensor) updates the anchors
-of that sensor's samples in sample order and compacts the contributing ones; one thread per (env, probe) sums over
-them and adds s_i to the displacement. Anchors persist across steps and are cleared on reset.
+P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. The contributing samples (anchored, D_j > 0) of every
+(env, sensor) are compacted first (:mod:`.compaction`); then
+
+* lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
+  on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
+  two batched matrix products [M, K] × [K, N] per env, one per in-plane component;
+* every other layout sums densely over the compacted samples; the Gaussian's exponent is one matrix product of
+  per-sample features with per-probe coefficients.
+
+Anchors persist across steps and are cleared on reset. Sensors with shear_scale = 0 never anchor.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
-import warp as wp
 
+from .compaction import SegmentCompaction
+from .layout import ProbeLayout
 from .tracked_cloud import TrackedClouds
-from .warp_launch import RecordedLaunch, vec3
+
+ORTHOGONAL = 1e-12
+"""|t_u·t_v|, |a·t_u|, |a·t_v| at most this (unit vectors) make a grid's shear Gaussian separable."""
 
 
-@wp.kernel(enable_backward=False)
-def _update_anchors(sd: wp.array2d(dtype=Any), offset: int, local: wp.array2d(dtype=Any),
-                    start: wp.array(dtype=wp.int32), count: wp.array(dtype=wp.int32),
-                    contact: wp.array(dtype=Any), release: wp.array(dtype=Any), weight_base: wp.array(dtype=Any),
-                    anchored: wp.array2d(dtype=wp.int32), anchor: wp.array2d(dtype=Any),
-                    weight: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any),
-                    sources: wp.array2d(dtype=wp.int32), n_sources: wp.array2d(dtype=wp.int32)):
-    """Schmitt gate of every sample of sensor s in env e, then the contributing samples in sample order."""
-    e, s = wp.tid()
-    first = start[s]
-    n = int(0)
-    for j in range(first, first + count[s]):
-        d = sd[e, offset + j]
-        q = local[e, j]
-        if anchored[e, j] != 0:
-            if d > -release[s]:
-                anchored[e, j] = 0
-        elif d < -contact[s]:
-            anchored[e, j] = 1
-            anchor[e, j] = q
-        if anchored[e, j] != 0 and d < d - d:
-            weight[e, j] = -d * weight_base[j]
-            drag[e, j] = q - anchor[e, j]
-            sources[e, first + n] = j
-            n += 1
-    n_sources[e, s] = n
+def _probe_range(starts: Sequence[int], counts: Sequence[int], device) -> torch.Tensor | slice:
+    """The probe indices of several sensors: a slice when they are contiguous, else an index tensor."""
+    index = np.concatenate([np.arange(a, a + c) for a, c in zip(starts, counts)])
+    if np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return torch.as_tensor(index, device=device)
 
 
-@wp.kernel(enable_backward=False)
-def _add_shear(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), sensor: wp.array(dtype=wp.int32),
-               sample_start: wp.array(dtype=wp.int32), lambda_s: wp.array(dtype=Any), local: wp.array2d(dtype=Any),
-               weight: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any), sources: wp.array2d(dtype=wp.int32),
-               n_sources: wp.array2d(dtype=wp.int32), out: wp.array2d(dtype=Any)):
-    """out[e, i] += s_i (link frame)."""
-    e, i = wp.tid()
-    s = sensor[i]
-    n = n_sources[e, s]
-    if n > 0:
-        p = pos[i]
-        a = normal[i]
-        lam = lambda_s[s]
-        first = sample_start[s]
-        acc = a - a
-        for m in range(n):
-            j = sources[e, first + m]
-            d = p - local[e, j]
-            delta = d - wp.dot(a, d) * a
-            acc = acc + (weight[e, j] * wp.exp(-lam * wp.dot(delta, delta))) * drag[e, j]
-        out[e, i] = out[e, i] + (acc - wp.dot(a, acc) * a)
+def _add_at(out: torch.Tensor, probes: torch.Tensor | slice, value: torch.Tensor) -> None:
+    """out[:, probes] += value (value [E, len(probes), 3])."""
+    if isinstance(probes, slice):
+        out[:, probes].add_(value)
+    else:
+        out.index_add_(1, probes, value)
+
+
+def _separable(layout: ProbeLayout) -> bool:
+    grid = layout.grid
+    if grid is None or not grid.regular or grid.shared_normal is None:
+        return False
+    a, t_u, t_v = grid.shared_normal, grid.t_u, grid.t_v
+    return max(abs(t_u @ t_v), abs(a @ t_u), abs(a @ t_v)) <= ORTHOGONAL
+
+
+class _LatticeMembers:
+    """Separable shear of the lattice sensors of one grid shape (M, N)."""
+
+    def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
+                 lambda_s: Sequence[float], device, dtype):
+        self.members = torch.as_tensor(list(members), device=device)
+        m, n = layouts[members[0]].shape
+        kw = dict(device=device, dtype=dtype)
+        grids = [layouts[s].grid for s in members]
+        self.origin = torch.as_tensor(np.stack([g.origin for g in grids]), **kw)[None, :, None]      # [1, G, 1, 3]
+        self.t_u = torch.as_tensor(np.stack([g.t_u for g in grids]), **kw)                           # [G, 3]
+        self.t_v = torch.as_tensor(np.stack([g.t_v for g in grids]), **kw)
+        lam = torch.as_tensor([lambda_s[s] for s in members], **kw)[None, :, None, None]
+        self.lam = lam
+        self.cols = torch.as_tensor(np.stack([np.arange(n) * g.du for g in grids]), **kw)[None, :, None]  # [1,G,1,N]
+        self.rows = torch.as_tensor(np.stack([np.arange(m) * g.dv for g in grids]), **kw)[None, :, None]
+        self.probes = _probe_range([starts[s] for s in members], [m * n] * len(members), device)
+        self.shape = (m, n)
+
+    def __call__(self, q: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> None:
+        """q, c: compacted positions and weighted drags [E, S, K, 3] (all sensors); adds s into out [E, P, 3]."""
+        q, c = q[:, self.members], c[:, self.members]                               # [E, G, K, 3]
+        rel = q - self.origin
+        u = (rel * self.t_u[:, None]).sum(-1)[..., None]                            # [E, G, K, 1]
+        v = (rel * self.t_v[:, None]).sum(-1)[..., None]
+        along_u = torch.exp(-self.lam * (self.cols - u) ** 2)                      # [E, G, K, N]
+        along_v = torch.exp(-self.lam * (self.rows - v) ** 2)                      # [E, G, K, M]
+        cu = (c * self.t_u[:, None]).sum(-1)[..., None]
+        cv = (c * self.t_v[:, None]).sum(-1)[..., None]
+        su = torch.matmul((along_v * cu).transpose(-1, -2), along_u)                # [E, G, M, N]
+        sv = torch.matmul((along_v * cv).transpose(-1, -2), along_u)
+        e = out.shape[0]
+        field = su[..., None] * self.t_u[:, None, None] + sv[..., None] * self.t_v[:, None, None]
+        _add_at(out, self.probes, field.reshape(e, -1, 3))
+
+
+class _ScatteredMembers:
+    """Dense shear of every other layout (any normals) over the compacted samples.
+
+    The exponent −λ_i ‖P_i(p_i − q)‖² is linear in the features f(q) = (q, 1, ‖q‖², q_x², q_y², q_z², q_x q_y,
+    q_x q_z, q_y q_z), so one matrix product with per-probe coefficients (built once) gives it for every pair.
+    """
+
+    def __init__(self, members: Sequence[int], starts: Sequence[int], counts: Sequence[int],
+                 lambda_s: Sequence[float], layouts: Sequence[ProbeLayout], device, dtype):
+        self.members = torch.as_tensor(list(members), device=device)
+        self.probes = _probe_range([starts[s] for s in members], [counts[s] for s in members], device)
+        p = np.concatenate([layouts[s].flat_positions for s in members])
+        a = np.concatenate([layouts[s].flat_normals for s in members])
+        lam = np.concatenate([np.full(counts[s], lambda_s[s]) for s in members])
+        along = (a * p).sum(1)
+        coef = np.column_stack([
+            2 * lam[:, None] * (p - along[:, None] * a), -lam * ((p * p).sum(1) - along**2), -lam,
+            lam[:, None] * a**2, 2 * lam * a[:, 0] * a[:, 1], 2 * lam * a[:, 0] * a[:, 2], 2 * lam * a[:, 1] * a[:, 2]])
+        self.coef = torch.as_tensor(coef.T.copy(), device=device, dtype=dtype)        # [11, Q]
+        self.normal_t = torch.as_tensor(a.T.copy(), device=device, dtype=dtype)      # [3, Q]
+        self.sensor = torch.as_tensor(np.concatenate([np.full(counts[s], k) for k, s in enumerate(members)]),
+                                      device=device)
+
+    def __call__(self, q: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> None:
+        q, c = q[:, self.members], c[:, self.members]                               # [E, G, K, 3]
+        e, g, k, _ = q.shape
+        q, c = q.reshape(e, g * k, 3), c.reshape(e, g * k, 3)
+        x, y, z = q.unbind(-1)
+        features = torch.stack([x, y, z, torch.ones_like(x), x * x + y * y + z * z, x * x, y * y, z * z, x * y,
+                                x * z, y * z], dim=-1)                              # [E, GK, 11]
+        weight = torch.matmul(features, self.coef).exp_()                           # [E, GK, Q]
+        if g > 1:
+            own = self.sensor[None, :] == torch.arange(g, device=q.device).repeat_interleave(k)[:, None]
+            weight = weight * own
+        s = torch.matmul(c.transpose(1, 2), weight)                                 # [E, 3, Q]
+        s = s - (s * self.normal_t).sum(1, keepdim=True) * self.normal_t
+        _add_at(out, self.probes, s.transpose(1, 2))
 
 
 class ShearAnchors:
     """Anchor state and shear of a batch's ElastomerTaxel sensors.
 
-    clouds: the batch's tracked clouds (``local`` q̃ is read); sd: the persistent [E, M] signed-distance buffer whose
-    columns ``offset …`` hold the samples' sd to their sensor link; per sensor: shear_scale, A_cell = ε₀² (m²),
-    lambda_s (m⁻²), contact/release thresholds (m); probe positions/normals [P, 3] and sensor_of_probe [P] (link
-    frame); out: the persistent [E, P, 3] displacement the shear is added to.
-    State: ``anchored`` [E, N] int32 (1 = anchored), ``anchor`` A_j [E, N, 3] m (link frame).
+    tracked: the batch's clouds (``local`` q̃ [E, N, 3] is read); per sensor: layouts (link frame), first probe index,
+    shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release thresholds (m).
+    State: ``anchored`` [E, N] bool, ``anchor`` A_j [E, N, 3] m (link frame).
     """
 
-    def __init__(self, clouds: TrackedClouds, sd: torch.Tensor, offset: int, shear_scale: Sequence[float],
-                 cell_area: Sequence[float], lambda_s: Sequence[float], contact: Sequence[float],
-                 release: Sequence[float], local_pos: torch.Tensor, local_normal: torch.Tensor,
-                 sensor_of_probe: torch.Tensor, out: torch.Tensor):
-        device, dtype = out.device, out.dtype
-        e, n = clouds.n_envs, clouds.n
-        kw = dict(device=device, dtype=dtype)
-        i32 = dict(device=device, dtype=torch.int32)
-        sensors = range(len(shear_scale))
-        start = torch.as_tensor([clouds.slices[s][0] for s in sensors], **i32)
-        # sensors with shear_scale = 0 never anchor (their shear is not evaluated)
-        count = torch.as_tensor([clouds.slices[s][1] - clouds.slices[s][0] if shear_scale[s] > 0 else 0
-                                 for s in sensors], **i32)
-        per_sample = np.asarray(shear_scale, np.float64) / np.asarray(cell_area, np.float64)
-        weight_base = clouds.areas.to(torch.float64) * torch.as_tensor(per_sample, device=device)[
-            clouds.sensor_of_sample]
-        self.anchored = torch.zeros((e, n), **i32)
-        self.anchor = torch.zeros((e, n, 3), **kw)
-        weight = torch.zeros((e, n), **kw)
-        drag = torch.zeros((e, n, 3), **kw)
-        sources = torch.zeros((e, n), **i32)
-        n_sources = torch.zeros((e, len(shear_scale)), **i32)
-        self._update = RecordedLaunch(_update_anchors, (e, len(shear_scale)), [
-            sd, offset, vec3(clouds.local), start, count, torch.as_tensor(contact, **kw),
-            torch.as_tensor(release, **kw), weight_base.to(dtype), self.anchored, vec3(self.anchor), weight,
-            vec3(drag), sources, n_sources], device)
-        self._add = RecordedLaunch(_add_shear, (e, out.shape[1]), [
-            vec3(local_pos), vec3(local_normal), sensor_of_probe.to(torch.int32), start,
-            torch.as_tensor(lambda_s, **kw), vec3(clouds.local), weight, vec3(drag), sources, n_sources, vec3(out)],
-            device)
+    def __init__(self, tracked: TrackedClouds, layouts: Sequence[ProbeLayout], starts: Sequence[int],
+                 shear_scale: Sequence[float], cell_area: Sequence[float], lambda_s: Sequence[float],
+                 contact: Sequence[float], release: Sequence[float]):
+        device, dtype = tracked.local.device, tracked.local.dtype
+        e, n = tracked.n_envs, tracked.n
+        self.tracked = tracked
+        sensor = tracked.sensor_of_sample
 
-    def __call__(self) -> None:
-        """Update the anchors from this step's sd and q̃, then add the shear to ``out``."""
-        self._update()
-        self._add()
+        def per_sample(values) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(values, np.float64), device=device)[sensor].to(dtype)
+
+        scale = np.asarray(shear_scale, np.float64)
+        self.weight = (tracked.areas.to(torch.float64) * per_sample(scale / np.asarray(cell_area))).to(dtype)
+        self.enabled = per_sample(scale) > 0
+        self.contact = -per_sample(contact)          # anchor when sd < −contact_threshold
+        self.release = -per_sample(release)          # release when sd > −release_threshold
+        self.anchored = torch.zeros((e, n), dtype=torch.bool, device=device)
+        self.anchor = torch.zeros((e, n, 3), dtype=dtype, device=device)
+        self.compaction = SegmentCompaction([a for a, _ in tracked.slices], [b - a for a, b in tracked.slices], e,
+                                            device)
+        counts = [lay.n for lay in layouts]
+        lattice: dict[tuple[int, int], list[int]] = {}
+        scattered = []
+        for s, layout in enumerate(layouts):
+            if shear_scale[s] <= 0:
+                continue
+            if _separable(layout):
+                lattice.setdefault(layout.shape, []).append(s)
+            else:
+                scattered.append(s)
+        self.groups = [_LatticeMembers(m, layouts, starts, lambda_s, device, dtype) for m in lattice.values()]
+        if scattered:
+            self.groups.append(_ScatteredMembers(scattered, starts, counts, lambda_s, layouts, device, dtype))
+
+    def __call__(self, sd: torch.Tensor, out: torch.Tensor) -> None:
+        """Update the anchors from this step's sd [E, N] (to the sensor links) and q̃, then add the shear to out
+        [E, P, 3]."""
+        q = self.tracked.local
+        anchored = self.anchored
+        released = anchored & (sd > self.release)
+        new = ~anchored & (sd < self.contact) & self.enabled
+        anchored.logical_and_(~released).logical_or_(new)
+        self.anchor.copy_(torch.where(new[..., None], q, self.anchor))
+        weight = torch.where(anchored, torch.clamp_min(-sd, 0.0) * self.weight, torch.zeros_like(sd))
+        self.compaction(weight > 0)
+        index, valid = self.compaction.slots()                                      # [E, S, K]
+        if index.shape[-1] == 0:
+            return
+        e, s, k = index.shape
+        flat = index.reshape(e, s * k, 1).expand(e, s * k, 3)
+        q_c = torch.gather(q, 1, flat).view(e, s, k, 3)
+        drag = (q - self.anchor) * weight[..., None]
+        c_c = torch.gather(drag, 1, flat).view(e, s, k, 3) * valid[..., None]
+        for group in self.groups:
+            group(q_c, c_c, out)
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """Clear the anchors of the envs of env_mask ([E] bool; None = all)."""
@@ -127,5 +203,5 @@ class ShearAnchors:
             self.anchored.zero_()
             self.anchor.zero_()
         else:
-            self.anchored.masked_fill_(env_mask[:, None], 0)
+            self.anchored.masked_fill_(env_mask[:, None], False)
             self.anchor.masked_fill_(env_mask[:, None, None], 0)

@@ -67,8 +67,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             [ctx.layouts[o.name] for o in opts], starts,
             [DilationParameters(o.lambda_d, o.compressibility, eps, o.elastomer_thickness, o.dilate_scale,
                                 o.normal_exponent) for o, eps in zip(opts, eps0)],
-            probes.local_pos, probes.local_normal, probes.sensor_of_probe, self.depth, self.depth_p, self.field,
-            [ctx.where.get(o.name, o.where) for o in opts])
+            probes.local_pos, probes.local_normal, self.field, [ctx.where.get(o.name, o.where) for o in opts])
         self.shear = None
         self.groups, self.group_mask, self.group_exact = probes.sensor_of_probe, probes.group_shape_mask, \
             probes.group_exact
@@ -84,9 +83,9 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             self.query_cutoff = torch.cat([self.cutoff, torch.full((n,), torch.inf, device=dev, dtype=dt)])
             self.tracked = tracked
             self.shear = ShearAnchors(
-                tracked, self.result.sd, p, [o.shear_scale for o in opts], [v * v for v in eps0],
-                [o.lambda_s for o in opts], [o.contact_threshold for o in opts], [o.release_threshold for o in opts],
-                probes.local_pos, probes.local_normal, probes.sensor_of_probe, self.field)
+                tracked, [ctx.layouts[o.name] for o in opts], starts, [o.shear_scale for o in opts],
+                [v * v for v in eps0], [o.lambda_s for o in opts], [o.contact_threshold for o in opts],
+                [o.release_threshold for o in opts])
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
@@ -109,7 +108,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             torch.pow(self.depth, self.exponent, out=self.depth_p)
         self.dilation(self.depth, self.depth_p)
         if self.shear is not None:
-            self.shear()
+            self.shear(self.result.sd[:, p:], self.field)
         measured = self.branch.transform(self.field) * self.branch.gain[..., None]
         self.branch.push(self.branch.hardware(measured), self.field)
 

@@ -32,9 +32,24 @@ HASH_CELLS = 32
 """Hash grid dimension per axis (cells are hashed modulo it; the cell width is the largest sensing radius)."""
 
 
+def dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Σ_k a_k b_k over a last axis of 3 (broadcasting), as three products (faster than a reduction on CPU)."""
+    ax, ay, az = a.unbind(-1)
+    bx, by, bz = b.unbind(-1)
+    return ax * bx + ay * by + az * bz
+
+
+def cross3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a × b over a last axis of 3 (broadcasting), component by component (torch.cross is slow on CPU)."""
+    ax, ay, az = a.unbind(-1)
+    bx, by, bz = b.unbind(-1)
+    return torch.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], dim=-1)
+
+
 @wp.kernel(enable_backward=False)
 def _proximity_sums(grid: wp.uint64, local: wp.array(dtype=Any), velocity: wp.array(dtype=Any),
-                    angular: wp.array(dtype=Any), n_sensors: int, pos: wp.array(dtype=Any),
+                    angular: wp.array(dtype=Any), n_sensors: int, near_lo: wp.array(dtype=Any),
+                    near_hi: wp.array(dtype=Any), pos: wp.array(dtype=Any),
                     sensor: wp.array(dtype=wp.int32), radius: wp.array(dtype=Any),
                     radius_measured: wp.array2d(dtype=Any), sum_p: wp.array3d(dtype=Any),
                     sum_v: wp.array3d(dtype=Any), sum_w: wp.array3d(dtype=Any)):
@@ -51,8 +66,12 @@ def _proximity_sums(grid: wp.uint64, local: wp.array(dtype=Any), velocity: wp.ar
     w0 = p - p
     w1 = p - p
     reach = wp.max(r0, r1)
-    if reach > zero:
-        query = wp.hash_grid_query(grid, p, reach, e * n_sensors + sensor[i])
+    group = e * n_sensors + sensor[i]
+    lo = near_lo[group]
+    hi = near_hi[group]
+    # broad phase: the box of this (env, sensor)'s samples near the probes, grown by the reach
+    if reach > zero and wp.min(p - lo) > -reach and wp.max(p - hi) < reach:
+        query = wp.hash_grid_query(grid, p, reach, group)
         k = int(0)
         while wp.hash_grid_query_next(query, k):
             d = wp.length(local[k] - p)
@@ -94,7 +113,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         stiffness = np.array([o.stiffness for o in opts]) * density
         coupling = np.array([o.shear_coupling for o in opts]) * density
         self.normal_coef = ctx.tensor(np.repeat(stiffness, self.counts))
-        self.shear_coef = ctx.tensor(np.repeat(coupling, self.counts))[:, None]
+        self.shear_coef = ctx.tensor(np.repeat(coupling, self.counts))
         self.k_tw = per_probe(opts, self.counts, "twist_scalar", ctx)
         links = [scene.body_index(o.link) for o in opts]
         self.tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt, velocities=True)
@@ -104,7 +123,22 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         self.sum_p = torch.zeros((2, e, p), **kw)
         self.sum_v = torch.zeros((2, e, p, 3), **kw)
         self.sum_w = torch.zeros((2, e, p, 3), **kw)
-        self.cell = float((probes.radius + per_probe(opts, self.counts, "probe_radius_noise", ctx)).max())
+        reach = probes.radius + per_probe(opts, self.counts, "probe_radius_noise", ctx)
+        self.cell = float(reach.max())
+        # broad phase: per sensor, the box of its active probes grown by its largest reach (link frame)
+        grown_lo, grown_hi = [], []
+        for a, b in probes.slices:
+            active = probes.active[a:b]
+            box = probes.local_pos[a:b][active]
+            r = reach[a:b][active].max()
+            grown_lo.append(box.amin(0) - r)
+            grown_hi.append(box.amax(0) + r)
+        sample_sensor = self.tracked.sensor_of_sample
+        self._grown_lo = torch.stack(grown_lo)[sample_sensor]                      # [N, 3]
+        self._grown_hi = torch.stack(grown_hi)[sample_sensor]
+        self._sample_group = sample_sensor[None, :, None].expand(e, -1, 3)
+        self.near_lo = torch.zeros((e, len(opts), 3), **kw)
+        self.near_hi = torch.zeros((e, len(opts), 3), **kw)
         wp_device = wp.device_from_torch(self.tracked.local.device)
         self.grid = wp.HashGrid(HASH_CELLS, HASH_CELLS, HASH_CELLS, device=wp_device,
                                 dtype=wp.float32 if dt == torch.float32 else wp.float64)
@@ -115,7 +149,8 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         self._grid_groups = warp_array(groups.reshape(-1).contiguous())
         self._sums = RecordedLaunch(_proximity_sums, (e, p), [
             wp.uint64(self.grid.id), vec3(flat), vec3(self.tracked.local_velocity.view(e * n, 3)),
-            vec3(self.tracked.local_angular.view(e * n, 3)), len(opts), vec3(probes.local_pos),
+            vec3(self.tracked.local_angular.view(e * n, 3)), len(opts), vec3(self.near_lo.view(-1, 3)),
+            vec3(self.near_hi.view(-1, 3)), vec3(probes.local_pos),
             probes.sensor_of_probe.to(torch.int32), probes.radius, self.radius_measured, self.sum_p,
             vec3(self.sum_v), vec3(self.sum_w)], dev)
 
@@ -128,23 +163,27 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         rot, _ = probes.link_pose(state)
         self.radius_measured.copy_(self.branch.radius(probes.radius))
         self.tracked.pose(state)
-        with wp.ScopedStream(warp_stream(self.tracked.local.device)):
+        q = self.tracked.local
+        near = ((q >= self._grown_lo) & (q <= self._grown_hi)).all(-1, keepdim=True)
+        self.near_lo.fill_(torch.inf).scatter_reduce_(1, self._sample_group, torch.where(near, q, torch.inf), "amin")
+        self.near_hi.fill_(-torch.inf).scatter_reduce_(1, self._sample_group, torch.where(near, q, -torch.inf),
+                                                       "amax")
+        with wp.ScopedStream(warp_stream(q.device)):
             self.grid.build(self._grid_points, self.cell, self._grid_groups)
         self._sums()
 
         a, lever = probes.local_normal, probes.local_pos
         spin = probes.to_link_frame(rot, probes.at_probes(state.ang_vel))              # R_Lᵀ ω_L  [E, 1|P, 3]
-        own = probes.to_link_frame(rot, probes.at_probes(state.lin_vel)) + torch.cross(spin.expand_as(
-            self.sum_v[0]), lever.expand_as(self.sum_v[0]), dim=-1)                      # R_Lᵀ v_L(x_i)
-        sp = self.sum_p
+        own = probes.to_link_frame(rot, probes.at_probes(state.lin_vel)) + cross3(spin, lever)   # R_Lᵀ v_L(x_i)
+        sp = self.sum_p                                                                  # [2, E, P]
         slip = self.sum_v - sp[..., None] * own
-        slip = slip - (slip * a).sum(-1, keepdim=True) * a
         gain = torch.stack([torch.ones_like(self.branch.gain), self.branch.gain])
-        force = gain[..., None] * ((-self.normal_coef * sp)[..., None] * a + self.shear_coef * slip)
+        normal_part = -self.normal_coef * sp - self.shear_coef * dot3(slip, a)
+        force = gain[..., None] * (normal_part[..., None] * a + self.shear_coef[:, None] * slip)
         touched = sp > 0
-        spin_n = (self.sum_w * a).sum(-1) - sp * (spin * a).sum(-1)
+        spin_n = dot3(self.sum_w, a) - sp * dot3(spin, a)
         twist = torch.where(touched, spin_n / torch.where(touched, sp, torch.ones_like(sp)), torch.zeros_like(sp))
-        torque = torch.cross(lever.expand_as(force), force, dim=-1) + (self.k_tw * twist)[..., None] * a
+        torque = cross3(lever, force) + (self.k_tw * twist)[..., None] * a
         out = torch.cat([force, torque], dim=-1)
         self.branch.push(self.branch.hardware(self.branch.transform(out[1])), out[0])
 
