@@ -6,12 +6,20 @@ import argparse
 import sys
 
 from . import __version__
+from .cli_demo import add_demo_command
+from .cli_plot import add_plot_command
+from .cli_replay import add_replay_command
+from .ros.node_command import add_node_command
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tactile-sim", description=__doc__)
     parser.add_argument("--version", action="version", version=f"tactile-sim {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_node_command(commands)
+    add_demo_command(commands)
+    add_replay_command(commands)
+    add_plot_command(commands)
     return parser
 
 

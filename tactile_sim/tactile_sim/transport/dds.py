@@ -36,11 +36,11 @@ from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
-from ..io.msg_types import deserialize_cdr, full_type_name, serialize_cdr, type_hash
+from ..io.msg_types import deserialize_cdr, full_type_name, serialize_cdr
 from ..io.stamps import time_msg_to_ns
 from .base import MessageCallback, Publisher, QosProfile, Transport
 from .dds_qos import endpoint_qos, participant_qos, policy_name
-from .dds_types import CdrSample, cdr_struct
+from .dds_types import CdrSample, cdr_struct, ros_type_hash
 from .graph import DISCOVERY_QOS, DISCOVERY_TOPIC, DISCOVERY_TYPE, NodeEntities, participant_entities_info
 from .names import NodeNames, dds_topic_name
 
@@ -119,7 +119,10 @@ def stderr_log(name: str, min_level: str = "info") -> Callable[[str, str], None]
 
 
 @dataclass
-class _Subscription:
+class DdsSubscription:
+    """A subscription (made by :meth:`DdsTransport.create_subscription`): fully qualified topic, message type,
+    callback, raw (callback gets :class:`CdrSample` bytes), and its cyclonedds reader and read condition."""
+
     topic: str
     message_type: str
     callback: MessageCallback
@@ -201,11 +204,11 @@ class DdsTransport(Transport):
         self.names = NodeNames.create(name, namespace, remaps)
         self.domain_id = default_domain_id() if domain_id is None else int(domain_id)
         _open_domain(self.domain_id, config)
-        self._log = log or stderr_log(self.names.name)
+        self._log = log if log is not None else stderr_log(self.names.name)
         self.participant = DomainParticipant(self.domain_id, qos=participant_qos(enclave))
         self.guid = self.participant.guid.bytes
         self._topics: dict[str, Topic] = {}
-        self._subs: list[_Subscription] = []
+        self._subs: list[DdsSubscription] = []
         self._pubs: list[DdsPublisher] = []
         self._timers: list[_Timer] = []
         self._thread_timers: list[_ThreadTimer] = []
@@ -224,7 +227,7 @@ class DdsTransport(Transport):
         self._use_sim_time = use_sim_time
         self._sim_ns = 0
         self._graph_writer = DataWriter(self.participant, self._topic(DISCOVERY_TOPIC, DISCOVERY_TYPE),
-                                        endpoint_qos(DISCOVERY_QOS, type_hash(DISCOVERY_TYPE)))
+                                        endpoint_qos(DISCOVERY_QOS, ros_type_hash(DISCOVERY_TYPE)))
         if use_sim_time:
             self.create_subscription(CLOCK_TOPIC, "rosgraph_msgs/msg/Clock", self._on_clock, CLOCK_QOS)
 
@@ -252,28 +255,35 @@ class DdsTransport(Transport):
         message_type = full_type_name(message_type)
         fqn = self.names.resolve(topic)
         writer = DataWriter(self.participant, self._topic(dds_topic_name(fqn), message_type),
-                            endpoint_qos(qos, type_hash(message_type)))
+                            endpoint_qos(qos, ros_type_hash(message_type)))
         pub = DdsPublisher(self, fqn, message_type, writer)
         self._pubs.append(pub)
         self._graph_dirty = True
         return pub
 
+    def destroy_publisher(self, publisher: DdsPublisher) -> None:
+        """Delete a publisher's writer now (its readers see it leave)."""
+        if publisher in self._pubs:
+            self._pubs.remove(publisher)
+            publisher.writer.__del__()  # cyclonedds deletes entities in __del__; do it now, not at collection
+            self._graph_dirty = True
+
     def create_subscription(self, topic: str, message_type: str, callback: MessageCallback, qos: QosProfile,
-                            raw: bool = False) -> _Subscription:
+                            raw: bool = False) -> DdsSubscription:
         """See :meth:`Transport.create_subscription`; ``raw`` hands the callback the received :class:`CdrSample`
         bytes instead of a message object."""
         message_type = full_type_name(message_type)
         fqn = self.names.resolve(topic)
         reader = DataReader(self.participant, self._topic(dds_topic_name(fqn), message_type),
-                            endpoint_qos(qos, type_hash(message_type)))
+                            endpoint_qos(qos, ros_type_hash(message_type)))
         condition = ReadCondition(reader, SampleState.Any | ViewState.Any | InstanceState.Any)
         self._waitset.attach(condition)
-        sub = _Subscription(fqn, message_type, callback, raw, reader, condition)
+        sub = DdsSubscription(fqn, message_type, callback, raw, reader, condition)
         self._subs.append(sub)
         self._graph_dirty = True
         return sub
 
-    def destroy_subscription(self, handle: _Subscription) -> None:
+    def destroy_subscription(self, handle: DdsSubscription) -> None:
         if handle in self._subs:
             self._subs.remove(handle)
             self._waitset.detach(handle.condition)
@@ -350,7 +360,7 @@ class DdsTransport(Transport):
                 timer.next_ns = t + timer.period_ns
         self._sim_ns = t
 
-    def _take(self, sub: _Subscription) -> int:
+    def _take(self, sub: DdsSubscription) -> int:
         """Deliver every queued sample of one subscription; returns how many were taken."""
         samples = sub.reader.take(TAKE_BATCH)
         for sample in samples:
