@@ -266,4 +266,6 @@ def test_the_demo_files_resolve_as_package_data():
     config = load_config(DEMO_CONFIG)
     assert config.robot.urdf == DEMO_URDF and DEMO_URDF.is_file()
     assert [s.type for s in config.sensors] == ["KinematicTaxel", "KinematicTaxel", "ContactSensor",
-                                                "TemperatureGrid", "JointTorque"]
+                                                "TemperatureGrid", "JointTorque", "ContactProbe",
+                                                "ContactDepthProbe", "ElastomerTaxel", "ProximityTaxel",
+                                                "SurfaceDistanceProbe"]
