@@ -1,4 +1,5 @@
-"""Benchmark: the reference pad scene for the SDF-query tactile sensors (issue: sensor suite).
+"""Benchmark: the reference pad scene for the tactile sensors (SDF-query probes, ElastomerTaxel on its FFT and direct
+paths, ProximityTaxel; issue: sensor suite).
 
 Scene: a fixed 8×8×2 cm box pad, an n×n probe grid (n = 8, 32, 64) over 7×7 cm of its top face, probe radius 2 mm,
 a sphere r = 2 cm held 2 mm deep at the centre, dt = 0.01 s, 1 and 16 envs, one torch thread. Each sensor is timed
@@ -16,6 +17,7 @@ import time
 
 import torch
 
+from tactile_sim.sensors.layout import generate_grid_points_on_plane
 from tactile_sim.suite import SensorSuite
 
 GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend, 1 thread (issue figures)
@@ -23,15 +25,28 @@ GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend,
     ("ContactDepthProbe", 64, 16): 0.40, ("ContactDepthProbe", 1024, 16): 0.76, ("ContactDepthProbe", 4096, 16): 1.66,
     ("KinematicTaxel", 64, 1): 0.30, ("KinematicTaxel", 1024, 1): 0.51, ("KinematicTaxel", 4096, 1): 0.78,
     ("KinematicTaxel", 64, 16): 0.45, ("KinematicTaxel", 1024, 16): 1.10, ("KinematicTaxel", 4096, 16): 3.01,
+    ("ElastomerTaxel", 64, 1): 0.84, ("ElastomerTaxel", 1024, 1): 1.32, ("ElastomerTaxel", 4096, 1): 2.06,
+    ("ElastomerTaxel", 64, 16): 1.31, ("ElastomerTaxel", 1024, 16): 3.78, ("ElastomerTaxel", 4096, 16): 11.24,
+    ("ElastomerTaxel/direct", 64, 1): 0.61, ("ElastomerTaxel/direct", 1024, 1): 2.20,
+    ("ElastomerTaxel/direct", 1024, 16): 22.0,
+}
+
+VARIANTS = {  # bench label → (sensor type, layout form, extra options); other labels: the type itself on the grid
+    "ElastomerTaxel": ("ElastomerTaxel", "grid", {"track": ["ball"]}),            # regular grid: FFT path
+    "ElastomerTaxel/direct": ("ElastomerTaxel", "flat", {"track": ["ball"]}),     # the same probes flat: direct path
+    "ProximityTaxel": ("ProximityTaxel", "grid", {"track": ["ball"]}),
 }
 
 TYPICAL = {"noise": 1e-4, "bias": 1e-5, "probe_gain": 1.1, "delay": 0.01}
 
 
-def pad_scene(sensor_type: str, n: int, n_envs: int, device: str) -> dict:
-    sensor = {"type": sensor_type, "name": "pad", "link": "pad", "probe_radius": 0.002,
-              "probe_local_pos": {"grid": {"lo": [-0.035, -0.035, 0.0], "hi": [0.035, 0.035, 0.0], "nx": n, "ny": n}},
-              **TYPICAL}
+def pad_scene(label: str, n: int, n_envs: int, device: str) -> dict:
+    sensor_type, form, extra = VARIANTS.get(label, (label, "grid", {}))
+    grid = {"lo": [-0.035, -0.035, 0.0], "hi": [0.035, 0.035, 0.0], "nx": n, "ny": n}
+    layout = {"grid": grid} if form == "grid" else \
+        generate_grid_points_on_plane(grid["lo"], grid["hi"], (0.0, 0.0, 1.0), n, n).reshape(-1, 3).tolist()
+    sensor = {"type": sensor_type, "name": "pad", "link": "pad", "probe_radius": 0.002, "probe_local_pos": layout,
+              **extra, **TYPICAL}
     return {
         "suite": {"dt": 0.01, "n_envs": n_envs, "device": device},
         "objects": [
@@ -69,10 +84,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32, 64])
     parser.add_argument("--envs", type=int, nargs="+", default=[1, 16])
-    parser.add_argument("--sensors", nargs="+", default=["ContactDepthProbe", "KinematicTaxel"])
+    parser.add_argument("--sensors", nargs="+", default=["ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel",
+                                                           "ElastomerTaxel/direct", "ProximityTaxel"])
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"{'sensor':<18} {'probes':>6} {'envs':>4} {'ms/step':>9} {'probe-upd/s':>12} {'Genesis ms':>10} "
+    print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'ms/step':>9} {'probe-upd/s':>12} {'Genesis ms':>10} "
           f"{'speed-up':>8}")
     for sensor in args.sensors:
         for envs in args.envs:
@@ -81,7 +97,7 @@ def main() -> None:
                 probes = n * n
                 ref = GENESIS_MS.get((sensor, probes, envs))
                 ratio = f"{ref / (sec * 1e3):7.2f}x" if ref else "      -"
-                print(f"{sensor:<18} {probes:>6} {envs:>4} {sec * 1e3:9.3f} {probes * envs / sec:12.3e} "
+                print(f"{sensor:<21} {probes:>6} {envs:>4} {sec * 1e3:9.3f} {probes * envs / sec:12.3e} "
                       f"{ref if ref else '-':>10} {ratio:>8}")
 
 
