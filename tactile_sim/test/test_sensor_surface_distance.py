@@ -10,6 +10,7 @@ import torch
 import trimesh
 
 from helpers_pointcloud import box, make_suite, numpy, sphere, step
+from tactile_sim.suite import SensorSuite
 
 
 def probe(name: str, positions, **kw) -> dict:
@@ -139,3 +140,39 @@ def test_channel_reads_are_refused_on_other_sensor_types():
         suite.nearest_points("depth")
     with pytest.raises(TypeError, match="has no point_cloud"):
         suite.point_cloud("sd")
+
+
+URDF = """<robot name="finger">
+  <link name="base"><collision><origin xyz="0 0 -0.01"/><geometry><box size="0.08 0.08 0.02"/></geometry></collision>
+  </link>
+  <link name="tip"><collision><geometry><sphere radius="0.01"/></geometry></collision></link>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="tip"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>
+"""
+
+
+def test_robot_links_are_tracked_like_objects(tmp_path):
+    # all three tracked-geometry sensors: the same sphere as a robot link (posed by a prismatic joint, sensor on the
+    # parent link — tracking ignores the candidate rule) and as an object: identical readings
+    path = tmp_path / "finger.urdf"
+    path.write_text(URDF)
+    grid = {"grid": {"lo": [-0.01, -0.01, 0.0], "hi": [0.01, 0.01, 0.0], "nx": 5, "ny": 5}}
+    readings = []
+    for tracked, link in (("tip", "base"), ("ball", "pad")):
+        sensors = [{"type": t, "name": t, "link": link, "track": [tracked], "probe_local_pos": grid, **kw}
+                   for t, kw in (("ElastomerTaxel", {}), ("ProximityTaxel", {"probe_radius": 0.004}),
+                                 ("SurfaceDistanceProbe", {"probe_radius": 0.05}))]
+        if tracked == "tip":
+            cfg = {"suite": {"dt": 0.01, "dtype": "float64"}, "robot": {"urdf": str(path)}, "sensors": sensors}
+            suite = SensorSuite.from_yaml(cfg)
+            suite.update(0.0, joint_pos=torch.tensor([[0.0085]], dtype=torch.float64))
+        else:
+            suite = make_suite(sensors, [sphere("ball", 0.01)])
+            step(suite, 0.0, {"ball": (0.0, 0.0, 0.0085)})
+        readings.append([numpy(suite.read_ground_truth("ElastomerTaxel")),
+                         numpy(suite.read_ground_truth("ProximityTaxel").force),
+                         numpy(suite.read_ground_truth("SurfaceDistanceProbe"))])
+    for link_reading, object_reading in zip(*readings):
+        assert np.abs(link_reading).max() > 0
+        assert np.allclose(link_reading, object_reading, rtol=1e-12, atol=1e-15)
