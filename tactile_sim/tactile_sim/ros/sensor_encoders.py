@@ -104,8 +104,9 @@ def newest(value: Any, has_history: bool) -> Any:
 
 
 def as_wire(value: Any, dtype: type) -> np.ndarray:
-    """Host array of ``value`` flattened row-major in the message dtype (no copy when it already is)."""
-    return np.asarray(host(value), dtype=dtype).reshape(-1)
+    """Host array of ``value`` flattened row-major and contiguous in the message dtype (no copy when it already is;
+    a strided view, e.g. one channel of a reading, is copied: CDR serialisation needs contiguous arrays)."""
+    return np.ascontiguousarray(np.asarray(host(value), dtype=dtype).reshape(-1))
 
 
 class SensorEncoder:
