@@ -14,8 +14,8 @@ from tactile_sim.suite import SensorSuite
 
 
 def probe(name: str, positions, **kw) -> dict:
-    return {"type": "SurfaceDistanceProbe", "name": name, "link": "pad", "probe_local_pos": np.asarray(positions).tolist(),
-            **kw}
+    return {"type": "SurfaceDistanceProbe", "name": name, "link": "pad",
+            "probe_local_pos": np.asarray(positions).tolist(), **kw}
 
 
 PROBES = np.array([[0.0, 0.0, 0.0], [0.01, -0.02, 0.0], [-0.03, 0.02, 0.001], [0.2, 0.2, 0.0]])

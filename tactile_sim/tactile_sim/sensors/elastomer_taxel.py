@@ -54,38 +54,35 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         self.depth = torch.zeros((e, p), device=dev, dtype=dt)
         self.depth_p = torch.zeros((e, p), device=dev, dtype=dt)
         self.field = torch.zeros((e, p, 3), device=dev, dtype=dt)
-        self.shear_on = any(o.shear_scale > 0 for o in opts)
-        n = sum(len(c) for c in self.clouds) if self.shear_on else 0
-        m = p + n
-        self.points = torch.zeros((e, m, 3), device=dev, dtype=dt)
-        self.result = QueryResult(torch.zeros((e, m), device=dev, dtype=dt), torch.zeros((e, m, 3), device=dev, dtype=dt),
-                                  torch.zeros((e, m, 3), device=dev, dtype=dt),
-                                  torch.zeros((e, m), device=dev, dtype=torch.int32),
-                                  torch.zeros((e, m), device=dev, dtype=torch.int64))
         starts = [a for a, _ in probes.slices]
         self.dilation = DilationField(
             [ctx.layouts[o.name] for o in opts], starts,
             [DilationParameters(o.lambda_d, o.compressibility, eps, o.elastomer_thickness, o.dilate_scale,
                                 o.normal_exponent) for o, eps in zip(opts, eps0)],
             probes.local_pos, probes.local_normal, self.field, [ctx.where.get(o.name, o.where) for o in opts])
-        self.shear = None
+        # one fused query: probes (groups 0..S−1: tracked shapes, cutoff 0) and, with shear, the tracked samples
+        # (groups S..2S−1: the sensor link's own shapes, no cutoff)
         self.groups, self.group_mask, self.group_exact = probes.sensor_of_probe, probes.group_shape_mask, \
             probes.group_exact
         self.query_cutoff = self.cutoff
-        if self.shear_on:
+        self.shear = None
+        n = 0
+        if any(o.shear_scale > 0 for o in opts):
+            n = sum(len(c) for c in self.clouds)
             links = [scene.body_index(o.link) for o in opts]
-            tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt, world=self.points, offset=p)
-            s = len(opts)
+            self.points = torch.zeros((e, p + n, 3), device=dev, dtype=dt)
+            self.tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt, world=self.points, offset=p)
             own = np.stack([ctx.query.body_shape_mask([link]).cpu().numpy() for link in links])
-            self.groups = torch.cat([probes.sensor_of_probe, tracked.sensor_of_sample + s]).to(torch.int32)
+            self.groups = torch.cat([probes.sensor_of_probe, self.tracked.sensor_of_sample + len(opts)]).to(torch.int32)
             self.group_mask = torch.cat([probes.group_shape_mask, torch.as_tensor(own, device=dev)])
             self.group_exact = torch.cat([probes.group_exact, probes.group_exact])
             self.query_cutoff = torch.cat([self.cutoff, torch.full((n,), torch.inf, device=dev, dtype=dt)])
-            self.tracked = tracked
             self.shear = ShearAnchors(
-                tracked, [ctx.layouts[o.name] for o in opts], starts, [o.shear_scale for o in opts],
+                self.tracked, [ctx.layouts[o.name] for o in opts], starts, [o.shear_scale for o in opts],
                 [v * v for v in eps0], [o.lambda_s for o in opts], [o.contact_threshold for o in opts],
                 [o.release_threshold for o in opts])
+        self.result = QueryResult(*(torch.zeros((e, p + n) + tail, device=dev, dtype=kind) for tail, kind in (
+            ((), dt), ((3,), dt), ((3,), dt), ((), torch.int32), ((), torch.int64))))
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
@@ -95,7 +92,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         probes, p = self.probes, self.probes.n
         rot, pos = probes.link_pose(state)
         x = probes.world_positions(rot, pos)
-        if self.shear_on:
+        if self.shear is not None:
             self.tracked.pose(state)
             self.points[:, :p] = x
             x = self.points
