@@ -66,14 +66,14 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
         self.branch.push(self.branch.hardware(self.branch.transform(out[1])), out[0])
 
     def output(self, value: torch.Tensor) -> torch.Tensor:
-        return value[..., 0]
+        return value[..., 0].contiguous()
 
     def read_nearest_points(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Nearest points of sensor i's measured read (world frame, m) and its validity, as :meth:`read`."""
         value, valid = self.branch.read(i)
-        return value[..., 1:], valid
+        return value[..., 1:].contiguous(), valid
 
     def read_nearest_points_ground_truth(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Nearest points of sensor i's ground truth (world frame, m) and its validity."""
         value, valid = self.branch.read_ground_truth(i)
-        return value[..., 1:], valid
+        return value[..., 1:].contiguous(), valid
