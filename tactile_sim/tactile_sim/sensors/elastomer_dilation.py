@@ -38,6 +38,9 @@ from .compaction import SegmentCompaction
 from .layout import ProbeLayout
 from .warp_launch import RecordedLaunch, vec3
 
+ORTHOGONAL = 1e-12
+"""|t_u·t_v|, |a·t_u|, |a·t_v| at most this (unit vectors) make a grid orthogonal (Gaussians separable)."""
+
 log = logging.getLogger(__name__)
 
 DENSE_LIMIT = 2**24
@@ -161,26 +164,83 @@ def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np
     return e1, np.cross(a, e1)
 
 
-# ---------------------------------------------------------------------------------------------- FFT path
-class LatticeConvolution:
-    """FFT path for the grid sensors of one layout shape (M, N): spectra at build, three inverse FFTs per step.
+# ---------------------------------------------------------------------------------------------- lattice paths
+def orthogonal_grid(layout: ProbeLayout) -> bool:
+    """True for a regular grid whose axes t_u, t_v and shared normal a are mutually orthogonal: then P δ = δ for
+    every lattice offset and a Gaussian of ‖δ‖ is a product of 1-D Gaussians along the axes."""
+    grid = layout.grid
+    if grid is None or not grid.regular or grid.shared_normal is None:
+        return False
+    a, t_u, t_v = grid.shared_normal, grid.t_u, grid.t_v
+    return max(abs(t_u @ t_v), abs(a @ t_u), abs(a @ t_v)) <= ORTHOGONAL
 
-    members: (sensor index, first probe index, layout) with regular planar grids and a shared normal;
-    params: [S, 7] float64 parameter table; exponents: each member's p. Call with depth maps H, H^p [E, P] →
-    displacement of the members' probes [E, S_g·M·N, 3] (link frame), in the members' probe order.
-    """
 
-    def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
-                 exponents: Sequence[float], device, dtype: torch.dtype):
+class _LatticeGroup:
+    """The grid sensors of one layout shape (M, N) summed on the ideal lattice: their depth maps in, their
+    displacement out. Subclasses give the three scalar fields [E, S_g, 3, M, N] whose weights are the rows of
+    ``basis`` [S_g, 3, 3] (link frame); u = Σ_c field_c basis_c."""
+
+    def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], exponents: Sequence[float], device):
         m, n = members[0][2].shape
         self.shape = (m, n)
-        self.fft_shape = (scipy.fft.next_fast_len(2 * m - 1, real=True), scipy.fft.next_fast_len(2 * n - 1, real=True))
-        lv, lu = self.fft_shape
         self.index = torch.as_tensor(np.concatenate([np.arange(first, first + m * n) for _, first, _ in members]),
                                      device=device, dtype=torch.int64)
         self.contiguous_from = int(self.index[0]) if bool(
             (self.index == torch.arange(len(self.index), device=device) + self.index[0]).all()) else None
         self.powered = any(p != 1.0 for p in exponents)
+
+    def set_basis(self, bases: Sequence[np.ndarray], dtype: torch.dtype) -> None:
+        device = self.index.device
+        self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)      # [S_g, 3, 3]
+        # one sensor whose rows are the link axes: the fields are the link-frame components (a strided copy)
+        self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
+
+    def maps(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+        """The members' depth maps [E, S_g, 1|2, M, N] (H, and H^p when some exponent is not 1)."""
+        e = depth.shape[0]
+        m, n = self.shape
+        sources = [depth, depth_p] if self.powered else [depth]
+        if self.contiguous_from is not None:
+            a, b = self.contiguous_from, self.contiguous_from + len(self.index)
+            maps = torch.stack([x[:, a:b] for x in sources], 1)
+        else:
+            maps = torch.stack([x.index_select(1, self.index) for x in sources], 1)
+        return maps.view(e, len(sources), -1, m, n).transpose(1, 2)
+
+    def emit(self, fields: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor | None:
+        """u of the members' probes from fields [E, S_g, 3, M, N]: written into out [E, S_g·M·N, 3] when given,
+        else returned."""
+        e = fields.shape[0]
+        m, n = self.shape
+        if self.identity:
+            if out is None:
+                return fields[:, 0].permute(0, 2, 3, 1).reshape(e, -1, 3)
+            out.view(e, m, n, 3).permute(0, 3, 1, 2).copy_(fields[:, 0])
+            return None
+        if len(self.basis) == 1:                                           # one GEMM with the basis rows
+            u = torch.matmul(fields.movedim(2, -1).reshape(e, -1, 3), self.basis[0])
+        else:
+            u = torch.einsum("egcmn,gcd->egmnd", fields, self.basis).reshape(e, -1, 3)
+        if out is None:
+            return u
+        out.copy_(u)
+        return None
+
+
+class LatticeConvolution(_LatticeGroup):
+    """FFT path for the grid sensors of one layout shape (M, N): spectra at build, three inverse FFTs per step.
+
+    members: (sensor index, first probe index, layout) with regular planar grids and a shared normal;
+    params: [S, 7] float64 parameter table; exponents: each member's p. Call with depth maps H, H^p [E, P] (and
+    optionally out) → displacement of the members' probes [E, S_g·M·N, 3] (link frame), in the members' probe order.
+    """
+
+    def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
+                 exponents: Sequence[float], device, dtype: torch.dtype):
+        super().__init__(members, exponents, device)
+        m, n = self.shape
+        self.fft_shape = (scipy.fft.next_fast_len(2 * m - 1, real=True), scipy.fft.next_fast_len(2 * n - 1, real=True))
+        lv, lu = self.fft_shape
         self.select = [0, 0, 1] if self.powered else [0, 0, 0]
         coef, table = _profile_arrays(device, torch.float64)
         rows = (np.arange(2 * m - 1) - (m - 1)) % lv
@@ -197,33 +257,71 @@ class LatticeConvolution:
             out_g = torch.zeros(offsets.shape[:2], device=device, dtype=torch.float64)
             RecordedLaunch(_lattice_tables, offsets.shape[:2], [
                 vec3(offsets_t), wp.vec3d(*a), params, s, coef, table, vec3(out_k), out_g], device)()
+            # third field −N: the basis row is +a
             scalars = torch.stack([out_k @ torch.as_tensor(e1, device=device, dtype=torch.float64),
-                                   out_k @ torch.as_tensor(e2, device=device, dtype=torch.float64), out_g])
+                                   out_k @ torch.as_tensor(e2, device=device, dtype=torch.float64), -out_g])
             padded = torch.zeros((3, lv, lu), device=device, dtype=torch.float64)
             padded[:, torch.as_tensor(rows, device=device)[:, None], torch.as_tensor(cols, device=device)] = scalars
             spectra.append(torch.fft.rfft2(padded) * float(params[s, 6]))
-            bases.append(np.stack([e1, e2, -a]))
+            bases.append(np.stack([e1, e2, a]))
         complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
         self.spectra = torch.stack(spectra).to(complex_dtype)              # [S_g, 3, L_v, L_u/2 + 1]
-        self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)   # [S_g, 3, 3]
+        self.set_basis(bases, dtype)
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
-        e = depth.shape[0]
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None):
         m, n = self.shape
         lv, lu = self.fft_shape
-        sources = [depth, depth_p] if self.powered else [depth]
-        if self.contiguous_from is not None:
-            a, b = self.contiguous_from, self.contiguous_from + len(self.index)
-            maps = torch.stack([x[:, a:b] for x in sources], 1)
-        else:
-            maps = torch.stack([x.index_select(1, self.index) for x in sources], 1)
-        maps = maps.view(e, len(sources), -1, m, n).transpose(1, 2)           # [E, S_g, 1|2, M, N]
+        maps = self.maps(depth, depth_p)                                   # [E, S_g, 1|2, M, N]
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1), n=lv, dim=-2)
         product = spectrum[:, :, self.select] * self.spectra                 # [E, S_g, 3, L_v, L_u/2 + 1]
         fields = torch.fft.irfft(torch.fft.ifft(product, dim=-2)[..., :m, :], n=lu, dim=-1)[..., :n]
-        if len(self.basis) == 1:                                           # one GEMM with the (e₁, e₂, −a) rows
-            return torch.matmul(fields.movedim(2, -1).reshape(e, -1, 3), self.basis[0])
-        return torch.einsum("egcmn,gcd->egmnd", fields, self.basis).reshape(e, -1, 3)
+        return self.emit(fields, out)
+
+
+class SeparableLattice(_LatticeGroup):
+    """Lattice sum of the grid sensors of one shape (M, N) whose kernels factor along the axes (c = 1, so
+    K_in = δ G, on an :func:`orthogonal_grid`): with lattice steps Δu, Δv, g_u(k) = exp(−λ_d (kΔu)²) and κ_u(k) = kΔu g_u(k) (same
+    along v), the Toeplitz matrices G_u[c, c'] = g_u(c − c') etc. give
+
+        U_u = G_v H K_uᵀ,   U_v = K_v H G_uᵀ,   N = G_v H^p G_uᵀ;   u = dilate_scale (U_u t_u + U_v t_v − N a)
+
+    — the same exact linear convolution as the FFT path, as batched matrix products. Call as LatticeConvolution.
+    """
+
+    def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
+                 exponents: Sequence[float], device, dtype: torch.dtype):
+        super().__init__(members, exponents, device)
+        m, n = self.shape
+
+        def toeplitz(count: int, step: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+            d = (np.arange(count)[:, None] - np.arange(count)[None, :]) * step      # target − source
+            g = np.exp(-lam * d * d)
+            return g, d * g
+
+        right, left_u, left_v, bases = [], [], [], []
+        for s, _, layout in members:
+            grid = layout.grid
+            lam, scale = float(params[s, 0]), float(params[s, 6])
+            g_u, k_u = toeplitz(n, grid.du, lam)
+            g_v, k_v = toeplitz(m, grid.dv, lam)
+            right.append(np.concatenate([k_u.T, g_u.T], 1))                 # H·[K_uᵀ | G_uᵀ]
+            left_u.append(scale * g_v)
+            left_v.append(scale * k_v)
+            bases.append(np.stack([grid.t_u, grid.t_v, grid.shared_normal]))
+        kw = dict(device=device, dtype=dtype)
+        self.right = torch.as_tensor(np.stack(right), **kw)[None]          # [1, S_g, N, 2N]
+        self.left_u = torch.as_tensor(np.stack(left_u), **kw)[None]        # [1, S_g, M, M]
+        self.left_v = torch.as_tensor(np.stack(left_v), **kw)[None]
+        self.set_basis(bases, dtype)
+
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None):
+        n = self.shape[1]
+        maps = self.maps(depth, depth_p)                                   # [E, S_g, 1|2, M, N]
+        along = torch.matmul(maps[:, :, 0], self.right)                    # [E, S_g, M, 2N]: H K_uᵀ, H G_uᵀ
+        normal = torch.matmul(maps[:, :, 1], self.right[..., n:]) if self.powered else along[..., n:]
+        fields = torch.stack([torch.matmul(self.left_u, along[..., :n]), torch.matmul(self.left_v, along[..., n:]),
+                              torch.matmul(self.left_u, normal).neg_()], 2)
+        return self.emit(fields, out)
 
 
 # ---------------------------------------------------------------------------------------------- direct path
@@ -302,18 +400,20 @@ class DilationField:
         e, p, _ = out.shape
         self.out = out
         table64 = torch.tensor([prm.row() for prm in params], device=device, dtype=torch.float64)
-        lattice: dict[tuple[int, int], list] = {}
+        lattice: dict[tuple, list] = {}
         direct = []
         for s, (layout, first) in enumerate(zip(layouts, starts)):
             grid = layout.grid
             if grid is not None and grid.regular and grid.shared_normal is not None:
-                lattice.setdefault(layout.shape, []).append((s, first, layout))
+                separable = params[s].compressibility == 1.0 and orthogonal_grid(layout)
+                lattice.setdefault((layout.shape, separable), []).append((s, first, layout))
             else:
                 direct.append(s)
                 log.info("%s: ElastomerTaxel dilation by the direct path (layout %s is not a regular planar grid "
                          "with one shared normal)", where[s], layout.shape)
-        self.groups = [LatticeConvolution(members, table64, [params[s].exponent for s, _, _ in members], device,
-                                          dtype) for members in lattice.values()]
+        self.groups = [(SeparableLattice if separable else LatticeConvolution)(
+            members, table64, [params[s].exponent for s, _, _ in members], device, dtype)
+            for (_, separable), members in lattice.items()]
         self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
             and self.groups[0].contiguous_from == 0
         self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, e) if direct else None
@@ -323,8 +423,7 @@ class DilationField:
         if self.direct is not None:
             self.out.index_copy_(1, self.direct.probes, self.direct(depth, depth_p))
         for group in self.groups:
-            field = group(depth, depth_p)
             if self.whole:
-                self.out.copy_(field.view_as(self.out))
+                group(depth, depth_p, self.out)
             else:
-                self.out.index_copy_(1, group.index, field)
+                self.out.index_copy_(1, group.index, group(depth, depth_p))

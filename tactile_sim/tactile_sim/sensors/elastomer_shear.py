@@ -27,12 +27,9 @@ import numpy as np
 import torch
 
 from .compaction import SegmentCompaction
+from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
 from .tracked_cloud import TrackedClouds
-
-ORTHOGONAL = 1e-12
-"""|t_u·t_v|, |a·t_u|, |a·t_v| at most this (unit vectors) make a grid's shear Gaussian separable."""
-
 
 def _probe_range(starts: Sequence[int], counts: Sequence[int], device) -> torch.Tensor | slice:
     """The probe indices of several sensors: a slice when they are contiguous, else an index tensor."""
@@ -48,14 +45,6 @@ def _add_at(out: torch.Tensor, probes: torch.Tensor | slice, value: torch.Tensor
         out[:, probes].add_(value)
     else:
         out.index_add_(1, probes, value)
-
-
-def _separable(layout: ProbeLayout) -> bool:
-    grid = layout.grid
-    if grid is None or not grid.regular or grid.shared_normal is None:
-        return False
-    a, t_u, t_v = grid.shared_normal, grid.t_u, grid.t_v
-    return max(abs(t_u @ t_v), abs(a @ t_u), abs(a @ t_v)) <= ORTHOGONAL
 
 
 class _LatticeMembers:
@@ -167,7 +156,7 @@ class ShearAnchors:
         for s, layout in enumerate(layouts):
             if shear_scale[s] <= 0:
                 continue
-            if _separable(layout):
+            if orthogonal_grid(layout):
                 lattice.setdefault(layout.shape, []).append(s)
             else:
                 scattered.append(s)
