@@ -21,15 +21,41 @@ Anchors persist across steps and are cleared on reset. Sensors with shear_scale 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
+import warp as wp
 
 from .compaction import SegmentCompaction
 from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
 from .tracked_cloud import TrackedClouds
+from .warp_launch import RecordedLaunch, vec3
+
+
+@wp.kernel(enable_backward=False)
+def _anchor_step(sd: wp.array2d(dtype=Any), offset: int, local: wp.array2d(dtype=Any), contact: wp.array(dtype=Any),
+                 release: wp.array(dtype=Any), weight: wp.array(dtype=Any), anchored: wp.array2d(dtype=wp.bool),
+                 anchor: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any), selected: wp.array2d(dtype=wp.bool)):
+    """One step of sample j in env e: release / anchor from sd[e, offset + j], then the weighted drag
+    (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored and D_j > 0)."""
+    e, j = wp.tid()
+    d = sd[e, offset + j]
+    q = local[e, j]
+    held = anchored[e, j]
+    if held and d > release[j]:
+        held = False
+    elif not held and d < contact[j]:
+        held = True
+        anchor[e, j] = q
+    anchored[e, j] = held
+    zero = d - d
+    w = zero
+    if held and d < zero:
+        w = -d * weight[j]
+    drag[e, j] = (q - anchor[e, j]) * w
+    selected[e, j] = w > zero
 
 def _probe_range(starts: Sequence[int], counts: Sequence[int], device) -> torch.Tensor | slice:
     """The probe indices of several sensors: a slice when they are contiguous, else an index tensor."""
@@ -125,12 +151,14 @@ class _ScatteredMembers:
 class ShearAnchors:
     """Anchor state and shear of a batch's ElastomerTaxel sensors.
 
-    tracked: the batch's clouds (``local`` q̃ [E, N, 3] is read); per sensor: layouts (link frame), first probe index,
-    shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release thresholds (m).
-    State: ``anchored`` [E, N] bool, ``anchor`` A_j [E, N, 3] m (link frame).
+    tracked: the batch's clouds (``local`` q̃ [E, N, 3] is read); sd: the persistent [E, M] tensor whose columns
+    ``offset … offset + N`` hold each step's signed distance of the samples to their sensor links (m); per sensor:
+    layouts (link frame), first probe index, shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release
+    thresholds (m). State: ``anchored`` [E, N] bool, ``anchor`` A_j [E, N, 3] m (link frame).
     """
 
-    def __init__(self, tracked: TrackedClouds, layouts: Sequence[ProbeLayout], starts: Sequence[int],
+    def __init__(self, tracked: TrackedClouds, sd: torch.Tensor, offset: int, layouts: Sequence[ProbeLayout],
+                 starts: Sequence[int],
                  shear_scale: Sequence[float], cell_area: Sequence[float], lambda_s: Sequence[float],
                  contact: Sequence[float], release: Sequence[float]):
         device, dtype = tracked.local.device, tracked.local.dtype
@@ -143,11 +171,16 @@ class ShearAnchors:
 
         scale = np.asarray(shear_scale, np.float64)
         self.weight = (tracked.areas.to(torch.float64) * per_sample(scale / np.asarray(cell_area))).to(dtype)
-        self.enabled = per_sample(scale) > 0
-        self.contact = -per_sample(contact)          # anchor when sd < −contact_threshold
-        self.release = -per_sample(release)          # release when sd > −release_threshold
+        # anchor when sd < −contact_threshold (never with shear_scale = 0); release when sd > −release_threshold
+        self.contact = torch.where(per_sample(scale) > 0, -per_sample(contact), -torch.inf)
+        self.release = -per_sample(release)
         self.anchored = torch.zeros((e, n), dtype=torch.bool, device=device)
         self.anchor = torch.zeros((e, n, 3), dtype=dtype, device=device)
+        self.drag = torch.zeros((e, n, 3), dtype=dtype, device=device)
+        self.selected = torch.zeros((e, n), dtype=torch.bool, device=device)
+        self._step = RecordedLaunch(_anchor_step, (e, n), [
+            sd, offset, vec3(tracked.local), self.contact, self.release, self.weight, self.anchored,
+            vec3(self.anchor), vec3(self.drag), self.selected], device)
         self.compaction = SegmentCompaction([a for a, _ in tracked.slices], [b - a for a, b in tracked.slices], e,
                                             device)
         counts = [lay.n for lay in layouts]
@@ -164,25 +197,18 @@ class ShearAnchors:
         if scattered:
             self.groups.append(_ScatteredMembers(scattered, starts, counts, lambda_s, layouts, device, dtype))
 
-    def __call__(self, sd: torch.Tensor, out: torch.Tensor) -> None:
-        """Update the anchors from this step's sd [E, N] (to the sensor links) and q̃, then add the shear to out
+    def __call__(self, out: torch.Tensor) -> None:
+        """Update the anchors from this step's sd (the tensor given at build) and q̃, then add the shear to out
         [E, P, 3]."""
-        q = self.tracked.local
-        anchored = self.anchored
-        released = anchored & (sd > self.release)
-        new = ~anchored & (sd < self.contact) & self.enabled
-        anchored.logical_and_(~released).logical_or_(new)
-        self.anchor.copy_(torch.where(new[..., None], q, self.anchor))
-        weight = torch.where(anchored, torch.clamp_min(-sd, 0.0) * self.weight, torch.zeros_like(sd))
-        self.compaction(weight > 0)
+        self._step()
+        self.compaction(self.selected)
         index, valid = self.compaction.slots()                                      # [E, S, K]
         if index.shape[-1] == 0:
             return
         e, s, k = index.shape
         flat = index.reshape(e, s * k, 1).expand(e, s * k, 3)
-        q_c = torch.gather(q, 1, flat).view(e, s, k, 3)
-        drag = (q - self.anchor) * weight[..., None]
-        c_c = torch.gather(drag, 1, flat).view(e, s, k, 3) * valid[..., None]
+        q_c = torch.gather(self.tracked.local, 1, flat).view(e, s, k, 3)
+        c_c = torch.gather(self.drag, 1, flat).view(e, s, k, 3) * valid[..., None]
         for group in self.groups:
             group(q_c, c_c, out)
 

@@ -67,7 +67,8 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         self.query_cutoff = self.cutoff
         self.shear = None
         n = 0
-        if any(o.shear_scale > 0 for o in opts):
+        with_shear = any(o.shear_scale > 0 for o in opts)
+        if with_shear:
             n = sum(len(c) for c in self.clouds)
             links = [scene.body_index(o.link) for o in opts]
             self.points = torch.zeros((e, p + n, 3), device=dev, dtype=dt)
@@ -77,12 +78,13 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             self.group_mask = torch.cat([probes.group_shape_mask, torch.as_tensor(own, device=dev)])
             self.group_exact = torch.cat([probes.group_exact, probes.group_exact])
             self.query_cutoff = torch.cat([self.cutoff, torch.full((n,), torch.inf, device=dev, dtype=dt)])
-            self.shear = ShearAnchors(
-                self.tracked, [ctx.layouts[o.name] for o in opts], starts, [o.shear_scale for o in opts],
-                [v * v for v in eps0], [o.lambda_s for o in opts], [o.contact_threshold for o in opts],
-                [o.release_threshold for o in opts])
         self.result = QueryResult(*(torch.zeros((e, p + n) + tail, device=dev, dtype=kind) for tail, kind in (
             ((), dt), ((3,), dt), ((3,), dt), ((), torch.int32), ((), torch.int64))))
+        if with_shear:
+            self.shear = ShearAnchors(
+                self.tracked, self.result.sd, p, [ctx.layouts[o.name] for o in opts], starts,
+                [o.shear_scale for o in opts], [v * v for v in eps0], [o.lambda_s for o in opts],
+                [o.contact_threshold for o in opts], [o.release_threshold for o in opts])
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
@@ -105,7 +107,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             torch.pow(self.depth, self.exponent, out=self.depth_p)
         self.dilation(self.depth, self.depth_p)
         if self.shear is not None:
-            self.shear(self.result.sd[:, p:], self.field)
+            self.shear(self.field)
         measured = self.branch.transform(self.field) * self.branch.gain[..., None]
         self.branch.push(self.branch.hardware(measured), self.field)
 
