@@ -174,6 +174,11 @@ class BagReader:
     def message_count(self) -> int:
         return self._reader.message_count
 
+    @property
+    def duration_ns(self) -> int:
+        """Receive time from the earliest to the latest message, ns (0 for an empty bag)."""
+        return self._reader.duration if self._reader.message_count else 0
+
     def messages(
         self, topics: Iterable[str] | None = None, start_ns: int | None = None, stop_ns: int | None = None
     ) -> Iterator[tuple[str, int, Any]]:

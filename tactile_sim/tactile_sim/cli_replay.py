@@ -1,0 +1,77 @@
+"""``tactile-sim replay``: recorded robot motion (a rosbag2 bag) through the sensors into a new bag
+(:mod:`tactile_sim.offline.replay`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .cli_common import RUN_ERROR, USAGE_ERROR, check_device, fail, stderr_log
+
+DESCRIPTION = """\
+Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file), step the sensors of SENSORS.yaml
+at the configured rate over the recording (sample and hold between inputs, time from the bag) and write the sensor
+topics /tactile_sim_node/<sensor> to a new bag. -o out.mcap (or a folder name) writes MCAP, -o out.db3 sqlite3;
+rosbag2 bags are folders: out.mcap gives out/out.mcap. The bag is read and written one message at a time.
+
+Clock: `header` (default) uses the joint states' header stamps (simulation time and resets replay exactly; a step
+back of more than --jump-threshold restarts the sensors); `receive` uses the bag's receive times (for unstamped
+publishers). Inputs the node rejects (NaN, bad lengths, unknown joint names, invalid transforms) are skipped and
+counted."""
+
+
+def add_replay_command(commands: argparse._SubParsersAction) -> None:
+    """Register ``replay`` on the ``tactile-sim`` sub-command parsers."""
+    p = commands.add_parser("replay", help="turn recorded joint states / TF in a bag into a bag of sensor data",
+                            description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input", metavar="IN", help="input bag: rosbag2 folder, .mcap or .db3 file")
+    p.add_argument("--config", required=True, metavar="SENSORS.yaml",
+                   help="sensor configuration (path or package://<pkg>/<path>)")
+    p.add_argument("--robot", metavar="URDF",
+                   help="robot URDF file (default: the configuration's robot.urdf, else the bag's "
+                        "/robot_description)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output bag (OUT.mcap, OUT.db3 or a folder)")
+    p.add_argument("--rate", type=float, metavar="HZ", help="update rate (default: the configuration's suite rate)")
+    p.add_argument("--device", default="", metavar="DEVICE",
+                   help="cpu, cuda, cuda:<i> or auto (default: the configuration's)")
+    p.add_argument("--clock", choices=("header", "receive"), default="header",
+                   help="time source (default: header)")
+    p.add_argument("--jump-threshold", type=float, default=0.1, metavar="S",
+                   help="a clock step back larger than this restarts the sensors (default: 0.1 s)")
+    for kind, default in (("joint-states", "/joint_states"), ("tf", "/tf"), ("tf-static", "/tf_static"),
+                          ("robot-description", "/robot_description")):
+        p.add_argument(f"--{kind}-topic", default=default, metavar="TOPIC", help=f"default: {default}")
+    p.add_argument("--copy-inputs", action="store_true", help="also write the input topics to the output")
+    p.add_argument("--ground-truth", action="store_true", help="also write each sensor's ground-truth topic")
+    p.add_argument("--markers", action="store_true", help="also write /tactile_sim_node/markers at 10 Hz")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output bag")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the node core's info messages")
+    p.set_defaults(func=run_replay_command)
+
+
+def run_replay_command(args: argparse.Namespace) -> int:
+    problem = check_device(args.device)
+    if problem:
+        return fail("replay", problem)
+    from .config.loader import load_config
+    from .errors import ConfigError
+    from .offline.bag_inputs import BagInputError, InputTopics
+    from .offline.replay import replay_bag
+    from .offline.summary import format_run, format_table
+
+    topics = InputTopics(args.joint_states_topic, args.tf_topic, args.tf_static_topic, args.robot_description_topic)
+    try:
+        config = load_config(args.config)
+        result = replay_bag(args.input, config, args.output, robot=args.robot, rate=args.rate, device=args.device,
+                            topics=topics, clock=args.clock, copy_inputs=args.copy_inputs,
+                            ground_truth=args.ground_truth, markers=args.markers,
+                            jump_threshold=args.jump_threshold, overwrite=args.overwrite,
+                            progress=not args.no_progress, log=stderr_log(args.verbose))
+    except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
+        return fail("replay", str(exc), USAGE_ERROR)
+    print(format_table(result.digest, result.stats.wall_s))
+    print(format_run(result.stats, result.rate, result.dropped))
+    print(f"wrote {result.data_file} ({sum(result.counts.values())} messages on {len(result.counts)} topics)")
+    if result.error:
+        return fail("replay", result.error, RUN_ERROR)
+    return 0

@@ -1,0 +1,135 @@
+"""The node inputs recorded in a rosbag2 bag (MCAP or sqlite3), streamed as :class:`~.run_loop.InputEvent` s.
+
+Topics (names configurable, :class:`InputTopics`): joint states (``sensor_msgs/JointState``), ``/tf`` and
+``/tf_static`` (``tf2_msgs/TFMessage``) and ``/robot_description`` (``std_msgs/String``); those absent from the bag
+are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed. The **clock** of a replay is
+
+* ``header`` (default): the header stamps of the joint states (of the ``/tf`` messages, their newest transform,
+  when the bag has no joint states): the recorded robot's own time, so simulation time and resets replay exactly;
+* ``receive``: the bag's receive times of every input (for publishers that leave stamps at zero).
+
+Messages are read one at a time (bounded memory). A bag that cannot be opened, lacks the needed topics, has them
+with other types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off
+file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Literal
+
+from ..io.bag import BagReader
+from ..io.stamps import NS_PER_S, time_msg_to_ns
+from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
+from .run_loop import InputEvent
+
+Clock = Literal["header", "receive"]
+CLOCKS: tuple[str, ...] = ("header", "receive")
+
+EXPECTED_TYPES = {"joint_states": JOINT_STATE, "tf": TF_MESSAGE, "tf_static": TF_MESSAGE, "robot_description": STRING}
+"""Input kind → the message type its topic must carry."""
+
+
+class BagInputError(ValueError):
+    """A bag cannot be replayed (or read on); the message says which bag, what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class InputTopics:
+    """Topic name of each input kind."""
+
+    joint_states: str = "/joint_states"
+    tf: str = "/tf"
+    tf_static: str = "/tf_static"
+    robot_description: str = "/robot_description"
+
+
+def open_bag(path: str | Path) -> BagReader:
+    """A reader of the bag at ``path`` (a rosbag2 folder, or one .mcap / .db3 file); BagInputError when it cannot
+    be opened."""
+    path = Path(path)
+    if not path.exists():
+        raise BagInputError(f"bag {str(path)!r}: not found; allowed: a rosbag2 folder or a .mcap / .db3 file")
+    try:
+        return BagReader(path)
+    except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds for unreadable files; all mean the same
+        raise BagInputError(f"bag {str(path)!r}: cannot be opened as a rosbag2 bag ({type(exc).__name__}: {exc}); "
+                            "an MCAP file cut short by a crash can be repaired with `mcap recover`, a bag folder "
+                            "without metadata.yaml with `ros2 bag reindex`") from exc
+
+
+class BagInputs:
+    """The inputs of an open bag (see the module docstring). ``kinds``: topic → input kind of the topics found."""
+
+    def __init__(self, reader: BagReader, topics: InputTopics = InputTopics(), clock: Clock = "header"):
+        if clock not in CLOCKS:
+            raise ValueError(f"replay clock: got {clock!r}; allowed: {CLOCKS}")
+        self.reader, self.clock = reader, clock
+        where = f"bag {str(reader.path)!r}"
+        present = reader.topics
+        self.kinds: dict[str, str] = {}
+        for f in fields(InputTopics):
+            topic = getattr(topics, f.name)
+            if topic not in present:
+                continue
+            expected, found = EXPECTED_TYPES[f.name], present[topic]
+            if found != expected:
+                raise BagInputError(f"{where}: topic {topic!r} has type {found}; the {f.name} input must be "
+                                    f"{expected} (choose the topic with --{f.name.replace('_', '-')}-topic)")
+            self.kinds[topic] = f.name
+        if not {"joint_states", "tf"} & set(self.kinds.values()):
+            listing = ", ".join(f"{t} ({m})" for t, m in sorted(present.items())) or "none"
+            raise BagInputError(f"{where}: neither joint states {topics.joint_states!r} nor transforms "
+                                f"{topics.tf!r} are in the bag; its topics: {listing}")
+        kinds = set(self.kinds.values())
+        self.clock_kind = "joint_states" if "joint_states" in kinds else "tf"
+        if clock == "header":
+            self._check_stamped()
+
+    def _check_stamped(self) -> None:
+        """Refuse header time when the first two clock messages both carry stamp 0 but were received apart (an
+        unstamped publisher: the clock would never advance). A first stamp of 0 alone is a simulation start."""
+        topic = next(t for t, k in self.kinds.items() if k == self.clock_kind)
+        first = []
+        try:
+            for _, log_ns, msg in self.reader.messages([topic]):
+                first.append((self._clock_ns(self.clock_kind, log_ns, msg), log_ns))
+                if len(first) == 2:
+                    break
+        except Exception:  # noqa: BLE001 - a damaged bag is reported where the replay reads it
+            return
+        if len(first) == 2 and first[0][0] == first[1][0] == 0 and first[0][1] != first[1][1]:
+            raise BagInputError(f"bag {str(self.reader.path)!r}: the {self.clock_kind} on {topic!r} carry no header "
+                                "stamp (0); replay them with --clock receive")
+
+    def _clock_ns(self, kind: str, log_ns: int, msg) -> int | None:
+        if self.clock == "receive":
+            return log_ns
+        if kind != self.clock_kind:
+            return None
+        if kind == "joint_states":
+            return time_msg_to_ns(msg.header.stamp)
+        stamps = [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]
+        return max(stamps) if stamps else None
+
+    def events(self) -> Iterator[InputEvent]:
+        """The input events in receive order; a read failure mid-way raises BagInputError naming the last good
+        time."""
+        where = f"bag {str(self.reader.path)!r}"
+        count, last_ns = 0, None
+        stream = self.reader.messages(self.kinds)
+        while True:
+            try:
+                item = next(stream)
+            except StopIteration:
+                return
+            except Exception as exc:  # noqa: BLE001 - damaged data surfaces as many exception types
+                after = f"after {count} input messages (last at {last_ns / NS_PER_S:.6f} s)" if count else \
+                    "before the first input message"
+                raise BagInputError(f"{where}: reading stopped {after}: {type(exc).__name__}: {exc}") from exc
+            topic, log_ns, msg = item
+            kind = self.kinds[topic]
+            count, last_ns = count + 1, log_ns
+            yield InputEvent(kind, topic, log_ns, self._clock_ns(kind, log_ns, msg), msg)

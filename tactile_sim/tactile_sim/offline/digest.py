@@ -1,0 +1,222 @@
+"""What a run's messages hold, reduced per sensor while they stream by (bounded memory: a few numbers per message
+and the one message worth drawing), for the summary table and the pictures.
+
+:meth:`RunDigest.add` takes (topic, receive time, message) of any bag this project writes (or of a live run):
+
+* ``TaxelArray`` → :class:`TaxelSeries`: per message the per-taxel magnitude of the sensor's main channel (force |F|
+  N, displacement |u| m, depth m, contact 0/1, distance m); its **load** (the sum of the magnitudes; for distances
+  the sum of how far each probe sees inside its range, Σ max(0, R − d)), its **peak** (largest magnitude; for
+  distances the smallest distance) and whether it **touches** (a taxel above :data:`TOUCH_LEVEL`; for distances a
+  probe below :data:`IN_RANGE` × its range). The message of largest load is kept for the heat map.
+* ``ThermalGrid`` → :class:`ThermalSeries`: min / mean / max temperature per message, and the hottest message.
+* ``sensor_msgs/JointState`` with efforts and no positions (a JointTorque sensor) → :class:`TorqueSeries`.
+* ``LinkContact`` → :class:`ContactSeries` (per sensor and body): |F| and contact (a non-zero net force).
+* ``std_msgs/String`` on a ``…robot_description`` topic: kept, to give joint torques their units.
+
+Messages of the other branch (measured by default; ``ground_truth=True`` takes only ground truth; LinkContact has
+one branch) and every other type are ignored. Times are header stamps in s. ``peak_index`` is the position of the
+kept message in the series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..io.encode import JOINT_STATE, LINK_CONTACT, TAXEL_ARRAY, THERMAL_GRID
+from ..io.markers import TAXEL_CHANNEL_PREFERENCE
+from ..io.stamps import time_msg_to_seconds
+from ..world.urdf import JointType, RobotModel
+
+TOUCH_LEVEL = {"force": 0.05, "displacement": 1e-6, "depth": 1e-5, "contact": 0.5}
+"""Per-taxel magnitude above which a taxel counts as touched: N, m, m, flag. Chosen above the demo's noise
+(5 mN per force component); a sensor with more noise reads as touched more often."""
+IN_RANGE = 0.95
+"""A SurfaceDistanceProbe probe sees something when its distance is below this fraction of its range (the cap)."""
+CHANNEL_UNITS = {"force": "N", "displacement": "m", "depth": "m", "contact": "", "distance": "m"}
+"""Unit of each taxel channel's magnitude."""
+GROUND_TRUTH_SUFFIX = "/ground_truth"
+
+
+def joint_units(robot_description: str | None, joints: Sequence[str]) -> list[str]:
+    """Unit of each joint's effort: N·m (revolute, continuous), N (prismatic); "N·m or N" when unknown."""
+    types = {}
+    if robot_description:
+        try:
+            robot = RobotModel.from_urdf(robot_description, geometry=())
+            types = {j.name: j.type for j in robot.joints}
+        except (ValueError, OSError):
+            types = {}
+    return ["N" if types.get(j) is JointType.PRISMATIC else "N·m" if j in types else "N·m or N" for j in joints]
+
+
+def sensor_of_topic(topic: str) -> str:
+    """The sensor name of a node topic ``/<node>/<sensor>[/ground_truth]``."""
+    if topic.endswith(GROUND_TRUTH_SUFFIX):
+        topic = topic[: -len(GROUND_TRUTH_SUFFIX)]
+    return topic.rsplit("/", 1)[-1]
+
+
+@dataclass(eq=False)
+class TaxelSeries:
+    """One taxel sensor over a run (see the module docstring); lists hold one entry per message."""
+
+    name: str
+    sensor_type: str
+    topic: str
+    channel: str
+    times: list[float] = field(default_factory=list)
+    load: list[float] = field(default_factory=list)
+    peak: list[float] = field(default_factory=list)
+    touch: list[bool] = field(default_factory=list)
+    peak_message: Any = None
+    peak_time: float = float("nan")
+    peak_index: int = 0
+
+    @property
+    def unit(self) -> str:
+        return CHANNEL_UNITS[self.channel]
+
+    def magnitudes(self, msg: Any) -> np.ndarray:
+        """Per-taxel magnitude (n,) of the channel in one message (float64)."""
+        values = np.asarray(getattr(msg, self.channel), dtype=np.float64)
+        n = len(msg.radii)
+        return np.linalg.norm(values.reshape(n, 3), axis=1) if values.size == 3 * n else values.reshape(n)
+
+    def add(self, t: float, msg: Any) -> None:
+        m = self.magnitudes(msg)
+        if self.channel == "distance":
+            radii = np.asarray(msg.radii, dtype=np.float64)
+            load, peak = float(np.clip(radii - m, 0.0, None).sum()), float(m.min())
+            touch = bool((m < IN_RANGE * radii).any())
+        else:
+            load, peak, touch = float(m.sum()), float(m.max()), bool((m > TOUCH_LEVEL[self.channel]).any())
+        if self.peak_message is None or load > self.load[self.peak_index]:
+            self.peak_message, self.peak_time, self.peak_index = msg, t, len(self.load)
+        self.times.append(t)
+        self.load.append(load)
+        self.peak.append(peak)
+        self.touch.append(touch)
+
+
+@dataclass(eq=False)
+class ThermalSeries:
+    """One TemperatureGrid over a run: min / mean / max grid temperature per message (°C) and the hottest message."""
+
+    name: str
+    topic: str
+    times: list[float] = field(default_factory=list)
+    t_min: list[float] = field(default_factory=list)
+    t_mean: list[float] = field(default_factory=list)
+    t_max: list[float] = field(default_factory=list)
+    peak_message: Any = None
+    peak_time: float = float("nan")
+    peak_index: int = 0
+
+    def add(self, t: float, msg: Any) -> None:
+        temps = np.asarray(msg.temperatures, dtype=np.float64)
+        hottest = float(temps.max())
+        if self.peak_message is None or hottest > self.t_max[self.peak_index]:
+            self.peak_message, self.peak_time, self.peak_index = msg, t, len(self.t_max)
+        self.times.append(t)
+        self.t_min.append(float(temps.min()))
+        self.t_mean.append(float(temps.mean()))
+        self.t_max.append(hottest)
+
+
+@dataclass(eq=False)
+class TorqueSeries:
+    """One JointTorque sensor over a run: joint names and efforts (messages × joints; N·m or N)."""
+
+    name: str
+    topic: str
+    joints: tuple[str, ...] = ()
+    times: list[float] = field(default_factory=list)
+    efforts: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, t: float, msg: Any) -> None:
+        names = tuple(msg.name)
+        if self.joints and names != self.joints:
+            return  # a message for other joints on the same topic does not belong to this series
+        self.joints = names
+        self.times.append(t)
+        self.efforts.append(np.asarray(msg.effort, dtype=np.float64).copy())
+
+    def effort_array(self) -> np.ndarray:
+        """Efforts (messages, joints)."""
+        return np.stack(self.efforts) if self.efforts else np.zeros((0, len(self.joints)))
+
+
+@dataclass(eq=False)
+class ContactSeries:
+    """One body of a ContactSensor over a run: |F| (N) of the net force and contact (|F| > 0) per message."""
+
+    name: str
+    body: str
+    topic: str
+    times: list[float] = field(default_factory=list)
+    force: list[float] = field(default_factory=list)
+
+    def add(self, t: float, msg: Any) -> None:
+        f = msg.wrench.force
+        self.times.append(t)
+        self.force.append(float(np.linalg.norm([f.x, f.y, f.z])))
+
+    @property
+    def touch(self) -> list[bool]:
+        return [f > 0.0 for f in self.force]
+
+
+Series = TaxelSeries | ThermalSeries | TorqueSeries | ContactSeries
+
+
+class RunDigest:
+    """Per-sensor reductions of a message stream (see the module docstring). ground_truth: digest the
+    ground-truth branch instead of the measured one."""
+
+    def __init__(self, ground_truth: bool = False):
+        self.ground_truth = ground_truth
+        self.series: dict[str, Series] = {}
+        self.robot_description: str | None = None
+        self.first_time: float | None = None
+
+    def add(self, topic: str, log_ns: int, msg: Any) -> None:
+        """Take one message (any type; the ones named in the module docstring are digested)."""
+        kind = getattr(msg, "__msgtype__", "")
+        if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
+            self.robot_description = str(msg.data)
+            return
+        if kind not in (TAXEL_ARRAY, THERMAL_GRID, JOINT_STATE, LINK_CONTACT):
+            return
+        if kind == JOINT_STATE and (len(msg.position) or not len(msg.effort)):
+            return  # joint positions (an input), not a JointTorque sensor
+        is_truth = bool(getattr(msg, "ground_truth", topic.endswith(GROUND_TRUTH_SUFFIX)))
+        if is_truth != self.ground_truth and kind != LINK_CONTACT:  # a ContactSensor's reading is its ground truth
+            return
+        t = time_msg_to_seconds(msg.header.stamp)
+        self.first_time = t if self.first_time is None else min(self.first_time, t)
+        self._series(kind, topic, msg).add(t, msg)
+
+    def _series(self, kind: str, topic: str, msg: Any) -> Series:
+        if kind == LINK_CONTACT:
+            key = f"{msg.sensor_name}/{msg.body_name}"
+            if key not in self.series:
+                self.series[key] = ContactSeries(msg.sensor_name, msg.body_name, topic)
+            return self.series[key]
+        name = msg.sensor_name if kind in (TAXEL_ARRAY, THERMAL_GRID) else sensor_of_topic(topic)
+        if name not in self.series:
+            if kind == TAXEL_ARRAY:
+                channel = next((c for c in TAXEL_CHANNEL_PREFERENCE if len(getattr(msg, c))), "distance")
+                self.series[name] = TaxelSeries(name, msg.sensor_type, topic, channel)
+            elif kind == THERMAL_GRID:
+                self.series[name] = ThermalSeries(name, topic)
+            else:
+                self.series[name] = TorqueSeries(name, topic)
+        return self.series[name]
+
+    def of_type(self, cls: type) -> list:
+        """The series of one class, in the order their sensors first appeared."""
+        return [s for s in self.series.values() if isinstance(s, cls)]

@@ -1,0 +1,98 @@
+"""The bag a demo or replay writes: topics declared on first use, node-relative names resolved like the live node's.
+
+A topic ``~/<name>`` (what :class:`~tactile_sim.ros.node_core.NodeCore` returns) is written as ``/<node>/<name>``, the
+name ``tactile_sim_node`` publishes it under, so a bag written here and a recording of the live node have the same
+topics (and ``rviz/demo.rviz`` shows either). ``/tf_static`` and ``/robot_description`` are offered latched
+(transient local), as their publishers do, so that ``ros2 bag play`` hands them to late subscribers.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..io.bag import BagWriter, qos_profile
+
+LATCHED_TOPICS = ("/tf_static", "/robot_description")
+"""Topics offered with the transient-local ("latched") QoS profile."""
+
+SUFFIX_STORAGE = {".mcap": "mcap", ".db3": "sqlite3"}
+"""Output name suffix → rosbag2 storage."""
+
+
+def bag_location(path: str | Path) -> tuple[Path, str]:
+    """(bag directory, storage) of an output name: ``out.mcap`` → (``out``, mcap), ``out.db3`` → (``out``,
+    sqlite3), anything else → (itself, mcap). rosbag2 bags are directories (metadata.yaml plus the data file
+    ``<dir>/<dir name>.mcap``)."""
+    path = Path(path)
+    storage = SUFFIX_STORAGE.get(path.suffix.lower())
+    if storage is None:
+        return path, "mcap"
+    return path.with_suffix(""), storage
+
+
+def clear_old_bag(directory: Path) -> None:
+    """Remove a bag directory this project may overwrite: a rosbag2 bag (it has metadata.yaml) or an empty folder.
+    Anything else raises FileExistsError naming it."""
+    if not directory.exists():
+        return
+    if directory.is_dir() and ((directory / "metadata.yaml").is_file() or not any(directory.iterdir())):
+        shutil.rmtree(directory)
+        return
+    raise FileExistsError(f"output bag {str(directory)!r}: exists and is not a rosbag2 bag (no metadata.yaml); "
+                          "choose another output name or remove it")
+
+
+class OutputBag:
+    """Write messages to a new rosbag2 bag at ``path`` (see :func:`bag_location`).
+
+    node_name: the namespace of ``~/`` topics. overwrite: replace an existing bag at that place (see
+    :func:`clear_old_bag`); otherwise an existing path raises FileExistsError. on_write(topic, log_ns, msg) is called
+    after every write with the resolved topic. ``counts`` holds the messages written per topic.
+    """
+
+    def __init__(self, path: str | Path, *, node_name: str, overwrite: bool = False,
+                 on_write: Callable[[str, int, Any], None] | None = None):
+        self.path, self.storage = bag_location(path)
+        if overwrite:
+            clear_old_bag(self.path)
+        elif self.path.exists():
+            raise FileExistsError(f"output bag {str(self.path)!r}: already exists; choose another name or remove it")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.node_name = node_name
+        self.on_write = on_write
+        self.counts: Counter[str] = Counter()
+        self._writer = BagWriter(self.path, self.storage)
+
+    @property
+    def data_file(self) -> Path:
+        """The storage file inside the bag directory (what Foxglove opens)."""
+        return self.path / f"{self.path.name}.{'db3' if self.storage == 'sqlite3' else 'mcap'}"
+
+    def resolve(self, topic: str) -> str:
+        """``~/x`` → ``/<node_name>/x``; absolute names unchanged."""
+        return f"/{self.node_name}/{topic[2:]}" if topic.startswith("~/") else topic
+
+    def write(self, topic: str, log_ns: int, msg: Any) -> None:
+        """Append ``msg`` on ``topic`` (node-relative or absolute) with bag (receive) time ``log_ns``."""
+        name = self.resolve(topic)
+        if name not in self.counts:
+            self._writer.add_topic(name, msg.__msgtype__, qos_profile(transient_local=name in LATCHED_TOPICS))
+        self._writer.write(name, log_ns, msg)
+        self.counts[name] += 1
+        if self.on_write is not None:
+            self.on_write(name, log_ns, msg)
+
+    def close(self) -> None:
+        """Finish the bag (metadata.yaml)."""
+        self._writer.close()
+
+    def __enter__(self) -> OutputBag:
+        return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

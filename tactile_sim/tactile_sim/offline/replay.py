@@ -1,0 +1,102 @@
+"""Replay recorded robot motion through the sensors: a rosbag2 bag in (joint states, TF), a bag of sensor messages out.
+
+The suite is stepped at ``rate`` (default: the configuration's ``suite.rate`` / ``dt``) on the bag's clock (see
+:mod:`.bag_inputs`) by :class:`~.run_loop.RunLoop`, the loop of the demo: sample and hold between inputs, a restart
+at a backwards time jump. The robot description comes from ``robot`` (a URDF file), else the configuration's
+``robot.urdf``, else the bag's ``/robot_description``. Inputs the node core rejects (NaN, mismatched lengths,
+unknown joint names, bad transforms) are skipped and counted by reason; a bag that stops being readable ends the
+replay early with the output bag complete up to that point and the reason in :attr:`ReplayResult.error`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config.schema import SuiteConfig
+from ..errors import ConfigError
+from ..ros.node_core import NodeCore
+from ..ros.node_params import NodeParams
+from ..ros.throttled_log import LogSink
+from .bag_inputs import BagInputError, BagInputs, Clock, InputTopics, open_bag
+from .digest import RunDigest
+from .output_bag import OutputBag, bag_location
+from .progress import ClockProgress
+from .run_loop import RunLoop, RunStats
+
+VIZ_RATE = 10.0
+"""Hz of the markers when they are asked for."""
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What :func:`replay_bag` did: output bag folder and data file, the loop's stats, the per-sensor digest,
+    messages written per topic, the rate (Hz), inputs the core dropped or partly ignored (reason → count), and
+    ``error``: why reading stopped early (None when the whole bag was replayed) or why nothing was produced."""
+
+    bag: Path
+    data_file: Path
+    stats: RunStats
+    digest: RunDigest
+    counts: dict[str, int]
+    rate: float
+    dropped: dict[str, int]
+    error: str | None
+
+
+def default_rate(config: SuiteConfig) -> float:
+    """The configuration's engine rate, Hz (1 / ``suite.dt`` or ``suite.rate``)."""
+    return 1.0 / config.suite.step_dt
+
+
+def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, robot: str | Path | None = None,
+               rate: float | None = None, device: str = "", topics: InputTopics = InputTopics(),
+               clock: Clock = "header", copy_inputs: bool = False, ground_truth: bool = False,
+               markers: bool = False, jump_threshold: float = 0.1, overwrite: bool = False, progress: bool = True,
+               log: LogSink | None = None) -> ReplayResult:
+    """Replay ``source`` (rosbag2 folder or .mcap / .db3 file) with ``config`` into a new bag ``output`` (see
+    :func:`~.output_bag.bag_location`). copy_inputs: also write the inputs; ground_truth: also the ground-truth
+    topics; markers: also ``~/markers`` at 10 Hz. jump_threshold: s (see :mod:`.run_loop`).
+
+    Raises BagInputError (bag unusable), ConfigError (no robot description, configuration does not fit the
+    robot), FileExistsError (output exists and not ``overwrite``), ValueError (rate out of range).
+    """
+    rate = float(rate) if rate is not None else default_rate(config)
+    source_folder = Path(source).resolve()
+    source_folder = source_folder.parent if source_folder.is_file() else source_folder
+    if bag_location(output)[0].resolve() in (source_folder, *source_folder.parents):
+        raise ConfigError(f"replay output {str(output)!r}: it would replace the input bag {str(source)!r} (or a "
+                          "folder holding it); choose another output name")
+    description = ""
+    if robot is not None:
+        path = Path(robot)
+        if not path.is_file():
+            raise ConfigError(f"--robot {str(robot)!r}: URDF file not found")
+        description = path.read_text()
+    with open_bag(source) as reader:
+        inputs = BagInputs(reader, topics, clock)
+        if not description and config.robot is None and "robot_description" not in inputs.kinds.values():
+            raise ConfigError(f"replay of {str(source)!r}: no robot description; allowed: --robot URDF, robot.urdf in "
+                              f"{config.source or 'the configuration'}, or a {topics.robot_description!r} topic in "
+                              "the bag")
+        params = NodeParams(update_rate=rate, device=device, robot_description=description,
+                            publish_ground_truth=ground_truth, viz_rate=VIZ_RATE if markers else 0.0)
+        core = NodeCore(config, params, log=log)
+        digest = RunDigest()
+        error = None
+        with OutputBag(output, node_name=core.name, overwrite=overwrite, on_write=digest.add) as bag, \
+                ClockProgress(reader.duration_ns / 1e9, description="replay", enabled=progress) as bar:
+            loop = RunLoop(core, rate, bag.write, copy_inputs=copy_inputs, jump_threshold=jump_threshold,
+                           on_tick=bar.update)
+            try:
+                for event in inputs.events():
+                    loop.feed(event)
+            except BagInputError as exc:
+                error = f"{exc}; the output holds everything before that"
+            stats = loop.finish()
+    if error is None and stats.productive_ticks == 0:
+        reason = core.build_error or (f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf else None) \
+            or ("no robot description arrived" if not core.ready else "no tick produced a message")
+        error = f"replay of {str(source)!r} produced no sensor messages ({stats.ticks} ticks): {reason}"
+    return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate, dict(core.stats.dropped),
+                        error)

@@ -1,0 +1,181 @@
+"""The one loop of the demo and of bag replay: time-ordered node inputs in, the node core stepped at a fixed rate,
+its messages out.
+
+Inputs are :class:`InputEvent` s in the order they were received. Some of them set the run's **clock** (the demo's
+joint states; a replay's joint-state header stamps, or receive times). Ticks fall on ``t0 + round(k·1e9/rate)`` ns
+from the first clock time t0 on, and a tick at time T runs once a clock input later than T has arrived, after every
+input received before that one: each tick sees the latest input at or before it (sample and hold, also across
+gaps in the inputs). When the inputs end, the ticks up to the last clock time run. So N clock inputs spaced exactly
+one period apart give exactly N ticks.
+
+A clock input more than ``jump_threshold`` earlier than the latest clock time starts a new time line (a simulation
+reset in the recording): the remaining ticks of the old line run, the core restarts (fresh sensors, dynamic TF
+forgotten) and ticks restart at the new time. A smaller step back is reordering jitter: the input is used, the
+clock stays (counted in ``RunStats.reordered``).
+
+Outputs are written with the tick time as header stamp (the core's doing) and, as bag receive time, the tick time
+carried over to the receive clock of the latest clock input (``receive + (T − clock)``; equal to T when the bag's
+receive times are its stamps), never earlier than a previous output. Inputs copied to the output keep their receive
+time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..io.stamps import NS_PER_S
+from ..ros.inputs import decode_joint_state, decode_robot_description, decode_tf_message
+from ..ros.node_core import MARKERS_TOPIC, NodeCore
+
+InputKind = Literal["joint_states", "tf", "tf_static", "robot_description"]
+INPUT_KINDS: tuple[str, ...] = ("joint_states", "tf", "tf_static", "robot_description")
+
+
+@dataclass(frozen=True, eq=False)
+class InputEvent:
+    """One input message: kind, topic it came on, bag receive time log_ns, clock_ns (the run time it sets; None:
+    it does not drive the clock) and the message (rosbags or io-layer object; only its fields are read)."""
+
+    kind: InputKind
+    topic: str
+    log_ns: int
+    clock_ns: int | None
+    message: Any
+
+
+@dataclass
+class RunStats:
+    """What a run did: ticks run, ticks that returned messages, restarts at backwards jumps, inputs used by kind,
+    clock inputs that stepped back less than the jump threshold, the longest interval between clock inputs (ns) and
+    the wall time of the run (s)."""
+
+    ticks: int = 0
+    productive_ticks: int = 0
+    restarts: int = 0
+    inputs: dict[str, int] = field(default_factory=dict)
+    reordered: int = 0
+    longest_gap_ns: int = 0
+    wall_s: float = 0.0
+
+
+def tick_time_ns(t0_ns: int, k: int, rate: float) -> int:
+    """Time of tick k of a time line that starts at t0_ns, ns (no accumulated rounding)."""
+    return t0_ns + round(k * NS_PER_S / rate)
+
+
+Writer = Callable[[str, int, Any], None]
+"""(topic, receive time ns, message) → None: where the loop's messages go (``OutputBag.write``)."""
+
+
+class RunLoop:
+    """Drive ``core`` from inputs (see the module docstring). rate: Hz, the core's update rate. write: the output;
+    copy_inputs: also write every input. jump_threshold: s. on_tick(clock_ns): called after every tick (progress).
+
+    Markers are written every round(rate / viz_rate) ticks when the core's ``viz_rate`` > 0, as the node's
+    visualisation timer does.
+    """
+
+    def __init__(self, core: NodeCore, rate: float, write: Writer, *, copy_inputs: bool = False,
+                 jump_threshold: float = 0.1, on_tick: Callable[[int], None] | None = None):
+        if not rate > 0:
+            raise ValueError(f"RunLoop.rate: got {rate!r}; allowed: > 0 Hz")
+        self.core = core
+        self.rate = float(rate)
+        self.write = write
+        self.copy_inputs = copy_inputs
+        self.jump_threshold_ns = round(jump_threshold * NS_PER_S)
+        self.on_tick = on_tick
+        viz = core.params.viz_rate
+        self.markers_every = max(1, round(self.rate / viz)) if viz > 0 else 0
+        self.stats = RunStats()
+        self._t0: int | None = None
+        self._k = 0
+        self._clock: int | None = None
+        self._receive: int | None = None
+        self._last_out = -(2**63)
+        self._wall_start: float | None = None
+
+    # ------------------------------------------------------------------ inputs
+    def run(self, events: Iterable[InputEvent]) -> RunStats:
+        """Feed every event, then :meth:`finish`; returns the stats."""
+        for event in events:
+            self.feed(event)
+        return self.finish()
+
+    def feed(self, event: InputEvent) -> None:
+        """Take one input: advance the clock (running the ticks before it), then hand the input to the core."""
+        if self._wall_start is None:
+            self._wall_start = time.perf_counter()
+        c = event.clock_ns
+        if c is not None:
+            if self._clock is None:
+                self._start_line(c)
+            elif c < self._clock - self.jump_threshold_ns:
+                self._flush()
+                if self.core.ready:
+                    self.core.restart(f"input time went backwards from {self._clock / NS_PER_S:.6f} s to "
+                                      f"{c / NS_PER_S:.6f} s ({event.topic})")
+                self.stats.restarts += 1
+                self._start_line(c)
+            elif c < self._clock:
+                self.stats.reordered += 1
+                c = self._clock
+            else:
+                self.stats.longest_gap_ns = max(self.stats.longest_gap_ns, c - self._clock)
+                while self._next_tick() < c:
+                    self._tick()
+            self._clock, self._receive = c, event.log_ns
+        self._apply(event)
+
+    def finish(self) -> RunStats:
+        """Run the ticks up to the last clock time; returns the stats (wall time included)."""
+        self._flush()
+        if self._wall_start is not None:
+            self.stats.wall_s = time.perf_counter() - self._wall_start
+        return self.stats
+
+    def _apply(self, event: InputEvent) -> None:
+        core, msg = self.core, event.message
+        if event.kind == "joint_states":
+            core.on_joint_state(decode_joint_state(msg))
+        elif event.kind in ("tf", "tf_static"):
+            core.on_tf(decode_tf_message(msg), static=event.kind == "tf_static")
+        elif event.kind == "robot_description":
+            core.set_robot_description(decode_robot_description(msg))
+        else:
+            raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
+        self.stats.inputs[event.kind] = self.stats.inputs.get(event.kind, 0) + 1
+        if self.copy_inputs:
+            self.write(event.topic, event.log_ns, msg)
+
+    # ------------------------------------------------------------------ ticks
+    def _start_line(self, t0: int) -> None:
+        self._t0, self._k = t0, 0
+
+    def _next_tick(self) -> int:
+        return tick_time_ns(self._t0, self._k, self.rate)
+
+    def _flush(self) -> None:
+        while self._clock is not None and self._next_tick() <= self._clock:
+            self._tick()
+
+    def _tick(self) -> None:
+        t = self._next_tick()
+        outputs = self.core.update(t)
+        log_ns = max(self._last_out, self._receive + (t - self._clock))
+        self._last_out = log_ns
+        for topic, msg in outputs:
+            self.write(topic, log_ns, msg)
+        if self.markers_every and self._k % self.markers_every == 0:
+            markers = self.core.markers()
+            if markers is not None:
+                self.write(MARKERS_TOPIC, log_ns, markers)
+        stats = self.stats
+        stats.ticks += 1
+        stats.productive_ticks += bool(outputs)
+        self._k += 1
+        if self.on_tick is not None:
+            self.on_tick(t)
