@@ -1,0 +1,120 @@
+"""Replay speed as a multiple of real time (CPU, one thread): recorded joint states in a rosbag2 bag → the sensors at
+100 Hz → a new bag, through ``tactile_sim.offline.replay.replay_bag`` (what ``tactile-sim replay`` runs).
+
+Scenes:
+
+* ``demo``: the demo gripper with ``config/demo_sensors.yaml`` (every sensor type: 2 × 30 KinematicTaxel, 30
+  ContactProbe, 30 ContactDepthProbe, 30 ElastomerTaxel, 9 ProximityTaxel, 9 SurfaceDistanceProbe, a palm
+  ContactSensor, a 2×2×3 thermal grid, 3-joint JointTorque) on one cycle of its trajectory;
+* ``hand 368``: the Allegro-like hand of ``bench/node_core.py`` (16 revolute joints, 15 KinematicTaxel pads, 368
+  taxels) closing on a sphere and opening again.
+
+Baseline (same process): the same inputs through the same loop with the output thrown away (no bag reading or
+writing), which is the node core's own cost; the difference is the bag I/O. Goal: ≥ 100× real time.
+
+    /work/venv/bin/python bench/replay.py [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from node_core import hand_config, hand_urdf
+from tactile_sim.config import load_config
+from tactile_sim.demo_trajectory import DEMO_CONFIG
+from tactile_sim.io.stamps import NS_PER_S
+from tactile_sim.offline.bag_inputs import BagInputs, open_bag
+from tactile_sim.offline.demo import demo_events
+from tactile_sim.offline.digest import TaxelSeries
+from tactile_sim.offline.input_messages import joint_state_message
+from tactile_sim.offline.output_bag import OutputBag
+from tactile_sim.offline.replay import replay_bag
+from tactile_sim.offline.run_loop import InputEvent, RunLoop, tick_time_ns
+from tactile_sim.ros.node_core import NodeCore
+from tactile_sim.ros.node_params import NodeParams
+
+RATE = 100.0
+GOAL = 100.0
+
+
+def record(path: Path, events) -> Path:
+    """A bag of input events (what a robot recording holds)."""
+    with OutputBag(path, node_name="recorder") as bag:
+        for event in events:
+            bag.write(event.topic, event.log_ns, event.message)
+    return path
+
+
+def demo_inputs(seconds: float):
+    config = load_config(DEMO_CONFIG)
+    core = NodeCore(config, NodeParams(update_rate=RATE, viz_rate=0.0))
+    return config, demo_events(core.suite.robot, core.suite.urdf_text, round(seconds * RATE), RATE, "world")
+
+
+def hand_inputs(seconds: float, urdf: Path):
+    config = load_config(hand_config(urdf))
+    names = NodeCore(config, NodeParams(update_rate=RATE, viz_rate=0.0)).suite.robot.actuated_joint_names
+    flexion = np.array([0.0 if n.endswith("j0") else 1.0 for n in names])
+
+    def events():
+        for k in range(round(seconds * RATE)):
+            t_ns = tick_time_ns(0, k, RATE)
+            s = 0.5 * (1 - math.cos(2 * math.pi * t_ns / NS_PER_S / seconds))  # close and open once
+            yield InputEvent("joint_states", "/joint_states", t_ns, t_ns,
+                             joint_state_message(t_ns, names, 0.7 * s * flexion))
+
+    return config, events()
+
+
+def core_only(bag: Path, config) -> float:
+    """Wall seconds of the same replay without bag I/O (inputs read up front, outputs dropped)."""
+    with open_bag(bag) as reader:
+        events = list(BagInputs(reader).events())
+    core = NodeCore(config, NodeParams(update_rate=RATE, viz_rate=0.0))
+    loop = RunLoop(core, RATE, lambda topic, log_ns, msg: None)
+    start = time.perf_counter()
+    for event in events:
+        loop.feed(event)
+    loop.finish()
+    return time.perf_counter() - start
+
+
+def bench(label: str, config, events, folder: Path) -> None:
+    bag = record(folder / f"{label.replace(' ', '_')}_in", events)
+    result = replay_bag(bag, config, folder / f"{label.replace(' ', '_')}_out", rate=RATE, progress=False)
+    stats = result.stats
+    simulated = stats.ticks / RATE
+    core_wall = core_only(bag, config)
+    taxels = sum(len(s.peak_message.radii) for s in result.digest.of_type(TaxelSeries))
+    messages = sum(result.counts.values())
+    print(f"{label:>9} {taxels:>6} {stats.ticks:>6} {messages:>6} | {stats.wall_s:7.2f} "
+          f"{1e3 * stats.wall_s / stats.ticks:8.2f} {simulated / stats.wall_s:8.3f} | {1e3 * core_wall / stats.ticks:8.2f} "
+          f"{simulated / core_wall:8.3f} | {GOAL * stats.wall_s / simulated:7.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per scene (default 2)")
+    seconds = parser.parse_args().seconds
+    torch.set_num_threads(1)
+    print(f"replay at {RATE:g} Hz, {seconds:g} s of recording per scene; x real time = simulated / wall; "
+          f"'to goal' = how many times faster it must get for {GOAL:g}x real time")
+    print(f"{'scene':>9} {'taxels':>6} {'ticks':>6} {'msgs':>6} | {'wall s':>7} {'ms/tick':>8} {'x real':>8} | "
+          f"{'core ms':>8} {'x real':>8} | {'to goal':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        bench("demo", *demo_inputs(seconds), folder)
+        urdf = folder / "hand.urdf"
+        urdf.write_text(hand_urdf())
+        bench("hand 368", *hand_inputs(seconds, urdf), folder)
+
+
+if __name__ == "__main__":
+    main()
