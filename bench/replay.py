@@ -95,8 +95,8 @@ def bench(label: str, config, events, folder: Path) -> None:
     taxels = sum(len(s.peak_message.radii) for s in result.digest.of_type(TaxelSeries))
     messages = sum(result.counts.values())
     print(f"{label:>9} {taxels:>6} {stats.ticks:>6} {messages:>6} | {stats.wall_s:7.2f} "
-          f"{1e3 * stats.wall_s / stats.ticks:8.2f} {simulated / stats.wall_s:8.3f} | {1e3 * core_wall / stats.ticks:8.2f} "
-          f"{simulated / core_wall:8.3f} | {GOAL * stats.wall_s / simulated:7.0f}")
+          f"{1e3 * stats.wall_s / stats.ticks:8.2f} {simulated / stats.wall_s:8.3f} | "
+          f"{1e3 * core_wall / stats.ticks:8.2f} {simulated / core_wall:8.3f} | {GOAL * stats.wall_s / simulated:7.0f}")
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from tactile_sim.io.encode import encode_joint_torque, encode_taxel_array, encod
 from tactile_sim.io.msg_types import new_message
 from tactile_sim.io.readings import JointTorqueReading, TaxelReading, ThermalReading
 from tactile_sim.cli_plot import default_picture_folder
-from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest, TaxelSeries, joint_units
+from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest, joint_units
 from tactile_sim.offline.plots import plane_axes, slice_axis, taxel_figure, thermal_figure, write_pictures
 from tactile_sim.offline.run_loop import RunStats
 from tactile_sim.offline.summary import format_run, format_table, summary_rows
