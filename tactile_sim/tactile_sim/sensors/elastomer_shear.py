@@ -57,6 +57,7 @@ def _anchor_step(sd: wp.array2d(dtype=Any), offset: int, local: wp.array2d(dtype
     drag[e, j] = (q - anchor[e, j]) * w
     selected[e, j] = w > zero
 
+
 def _probe_range(starts: Sequence[int], counts: Sequence[int], device) -> torch.Tensor | slice:
     """The probe indices of several sensors: a slice when they are contiguous, else an index tensor."""
     index = np.concatenate([np.arange(a, a + c) for a, c in zip(starts, counts)])
@@ -74,39 +75,47 @@ def _add_at(out: torch.Tensor, probes: torch.Tensor | slice, value: torch.Tensor
 
 
 class _LatticeMembers:
-    """Separable shear of the lattice sensors of one grid shape (M, N)."""
+    """Separable shear of the lattice sensors of one grid shape (M, N): with in-plane coordinates (u, v) of a
+    sample, exp(−λ_s‖P(p_rc − q)‖²) = exp(−(√λ_s(cΔu − u))²)·exp(−(√λ_s(rΔv − v))²), so per env the field is one
+    matrix product [M, K] × [K, N·3] of the row factors with the column factors times the in-plane drags."""
 
-    def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
-                 lambda_s: Sequence[float], device, dtype):
-        self.members = torch.as_tensor(list(members), device=device)
+    def __init__(self, members: Sequence[int], n_sensors: int, layouts: Sequence[ProbeLayout],
+                 starts: Sequence[int], lambda_s: Sequence[float], device, dtype):
+        self.members = None if list(members) == list(range(n_sensors)) else torch.as_tensor(list(members),
+                                                                                             device=device)
         m, n = layouts[members[0]].shape
-        kw = dict(device=device, dtype=dtype)
         grids = [layouts[s].grid for s in members]
-        self.origin = torch.as_tensor(np.stack([g.origin for g in grids]), **kw)[None, :, None]      # [1, G, 1, 3]
-        self.t_u = torch.as_tensor(np.stack([g.t_u for g in grids]), **kw)                           # [G, 3]
-        self.t_v = torch.as_tensor(np.stack([g.t_v for g in grids]), **kw)
-        lam = torch.as_tensor([lambda_s[s] for s in members], **kw)[None, :, None, None]
-        self.lam = lam
-        self.cols = torch.as_tensor(np.stack([np.arange(n) * g.du for g in grids]), **kw)[None, :, None]  # [1,G,1,N]
-        self.rows = torch.as_tensor(np.stack([np.arange(m) * g.dv for g in grids]), **kw)[None, :, None]
+        root = np.sqrt([lambda_s[s] for s in members])[:, None, None]                     # [G, 1, 1]
+        axes = np.stack([np.stack([g.t_u, g.t_v], 1) for g in grids])                     # [G, 3, 2]
+        origin = np.stack([g.origin for g in grids])[:, None, :]                          # [G, 1, 3]
+
+        def tensor(x: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(x, device=device, dtype=dtype)
+
+        self.scaled_axes = tensor(axes * root)
+        self.scaled_origin = tensor(origin @ axes * root)                                 # [G, 1, 2]
+        self.cols = tensor(np.stack([np.arange(n) * g.du for g in grids])[:, None] * root[..., 0, None])  # [G,1,N]
+        self.rows = tensor(np.stack([np.arange(m) * g.dv for g in grids])[:, None] * root[..., 0, None])  # [G,1,M]
+        self.plane = tensor(axes @ axes.transpose(0, 2, 1))                               # [G, 3, 3] projector
         self.probes = _probe_range([starts[s] for s in members], [m * n] * len(members), device)
         self.shape = (m, n)
 
     def __call__(self, q: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> None:
         """q, c: compacted positions and weighted drags [E, S, K, 3] (all sensors); adds s into out [E, P, 3]."""
-        q, c = q[:, self.members], c[:, self.members]                               # [E, G, K, 3]
-        rel = q - self.origin
-        u = (rel * self.t_u[:, None]).sum(-1)[..., None]                            # [E, G, K, 1]
-        v = (rel * self.t_v[:, None]).sum(-1)[..., None]
-        along_u = torch.exp(-self.lam * (self.cols - u) ** 2)                      # [E, G, K, N]
-        along_v = torch.exp(-self.lam * (self.rows - v) ** 2)                      # [E, G, K, M]
-        cu = (c * self.t_u[:, None]).sum(-1)[..., None]
-        cv = (c * self.t_v[:, None]).sum(-1)[..., None]
-        su = torch.matmul((along_v * cu).transpose(-1, -2), along_u)                # [E, G, M, N]
-        sv = torch.matmul((along_v * cv).transpose(-1, -2), along_u)
-        e = out.shape[0]
-        field = su[..., None] * self.t_u[:, None, None] + sv[..., None] * self.t_v[:, None, None]
-        _add_at(out, self.probes, field.reshape(e, -1, 3))
+        if self.members is not None:
+            q, c = q[:, self.members], c[:, self.members]                           # [E, G, K, 3]
+        m, n = self.shape
+        uv = torch.matmul(q, self.scaled_axes).sub_(self.scaled_origin)              # [E, G, K, 2]
+        drag = torch.matmul(c, self.plane)                                          # in-plane part [E, G, K, 3]
+        along_u = (self.cols - uv[..., :1]).square_().neg_().exp_()                  # [E, G, K, N]
+        along_v = (self.rows - uv[..., 1:]).square_().neg_().exp_()                  # [E, G, K, M]
+        e, g, k, _ = along_v.shape
+        weighted = (along_u[..., None] * drag[..., None, :]).view(e, g, k, 3 * n)   # [E, G, K, N·3]
+        field = torch.matmul(along_v.transpose(-1, -2), weighted)                   # [E, G, M, N·3]
+        if isinstance(self.probes, slice):
+            out[:, self.probes].view(e, g, m, 3 * n).add_(field)
+        else:
+            out.index_add_(1, self.probes, field.view(e, -1, 3))
 
 
 class _ScatteredMembers:
@@ -193,7 +202,8 @@ class ShearAnchors:
                 lattice.setdefault(layout.shape, []).append(s)
             else:
                 scattered.append(s)
-        self.groups = [_LatticeMembers(m, layouts, starts, lambda_s, device, dtype) for m in lattice.values()]
+        self.groups = [_LatticeMembers(m, len(layouts), layouts, starts, lambda_s, device, dtype)
+                       for m in lattice.values()]
         if scattered:
             self.groups.append(_ScatteredMembers(scattered, starts, counts, lambda_s, layouts, device, dtype))
 
