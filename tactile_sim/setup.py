@@ -35,6 +35,9 @@ setup(
         "tqdm>=4.60",
         "lxml>=4.9",
         "pycollada>=0.7",  # COLLADA (.dae) meshes in URDFs
+        # `tactile-sim node --transport dds` (ROS 2 wire without ROS); pinned: tactile_sim.transport.dds_types relies
+        # on how this version's DataWriter.write / DataReader.take (de)serialise samples (tested)
+        "cyclonedds==11.0.1",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1"],
