@@ -71,19 +71,18 @@ Writer = Callable[[str, int, Any], None]
 
 
 class RunLoop:
-    """Drive ``core`` from inputs (see the module docstring). rate: Hz, the core's update rate. write: the output;
-    copy_inputs: also write every input. jump_threshold: s. on_tick(clock_ns): called after every tick (progress).
+    """Drive ``core`` from inputs (see the module docstring) at its ``update_rate`` (Hz; the suite's engine step is
+    its inverse). write: the output; copy_inputs: also write every input. jump_threshold: s. on_tick(clock_ns):
+    called after every tick (progress).
 
-    Markers are written every round(rate / viz_rate) ticks when the core's ``viz_rate`` > 0, as the node's
+    Markers are written every round(update_rate / viz_rate) ticks when the core's ``viz_rate`` > 0, as the node's
     visualisation timer does.
     """
 
-    def __init__(self, core: NodeCore, rate: float, write: Writer, *, copy_inputs: bool = False,
-                 jump_threshold: float = 0.1, on_tick: Callable[[int], None] | None = None):
-        if not rate > 0:
-            raise ValueError(f"RunLoop.rate: got {rate!r}; allowed: > 0 Hz")
+    def __init__(self, core: NodeCore, write: Writer, *, copy_inputs: bool = False, jump_threshold: float = 0.1,
+                 on_tick: Callable[[int], None] | None = None):
         self.core = core
-        self.rate = float(rate)
+        self.rate = core.params.update_rate
         self.write = write
         self.copy_inputs = copy_inputs
         self.jump_threshold_ns = round(jump_threshold * NS_PER_S)
