@@ -28,7 +28,7 @@ unsigned=False, out=None) -> QueryResult``
     (the query point itself for none; SDF grid: c − sd(c)·n(c), see :func:`.sdf_funcs.grid_sd`) · shape [E, P]
     int32 (−1 none) · body [E, P] int64 (−1 none).
 
-    **The returned tensors are persistent buffers** owned by the ShapeQuery, one set per (E, P, B, G): the next
+    **The returned tensors are persistent buffers** owned by the ShapeQuery, one set per (E, P, G): the next
     call with the same sizes overwrites them. Clone what you keep, or pass ``out=`` (a QueryResult of tensors with
     the shapes and dtypes above) to receive the results in your own tensors.
 
@@ -37,11 +37,22 @@ unsigned=False, out=None) -> QueryResult``
 
 ``ShapeQuery.sdf_grid(shape_index) -> SdfGrid | None``: the grid a mesh shape is sampled from.
 
-One fused warp kernel evaluates every (env, point) pair, looping over the group's shapes; the same kernel runs on
-CPU and CUDA (on the current torch stream) in float32 or float64. The launch is recorded once per (E, P, B, G)
-and later calls only swap the data pointers of tensors that changed, so the fixed cost of a call is about 10–25 µs
-on the 2-core CI machine (``bench/geometry.py``). Pass the same static tensors (point_group as int32,
-group_shape_mask, cutoff, group_exact) on every call to skip their checks.
+``ShapeQuery.world_poses(body_rot, body_pos) -> WorldPoses`` (rot [E, S, 3, 3], pos [E, S, 3], cull_center
+    [E, S, 3]): every shape's world pose and bounding-sphere centre for the given body poses, in persistent buffers
+    per E (``pose_buffers(E)``); skipped when called again with the same, unchanged tensors.
+
+For fused kernels (sensors that query and evaluate their model in one launch): the warp functions
+:func:`nearest_shape` (the per-point query) and :func:`sphere_may_hit` (the broad phase: may any candidate shape come
+within the cutoff anywhere inside a sphere?), the static tables ``ShapeQuery.tables`` (struct type
+:func:`tables_type`) and the world poses above.
+
+A query runs two kernels: the shape world poses ([E, S], composed once per call instead of per point and shape),
+then one thread per (env, run of points) that culls every candidate shape by its world bounding sphere before any
+rotation and evaluates the survivors; the same kernels run on CPU and CUDA (on the current torch stream) in float32
+or float64. Launches are recorded once per size (:class:`.struct_launch.StructLaunch`) and later calls only swap the
+data pointers of tensors that changed, so the fixed cost of a call is about 10–20 µs on the 2-core CI machine
+(``bench/geometry.py``). Pass the same static tensors (point_group as int32, group_shape_mask, cutoff, group_exact)
+on every call to skip their checks.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ from .sdf_funcs import (BVH_UNBOUNDED, box_sd, cylinder_sd, grid_sd, mesh_exact_
                         round_segment_sd)
 from .sdf_grid import SdfGrid, build_sdf_grid
 from .shapes import Shape, ShapeKind
+from .struct_launch import StructLaunch, warp_device
 
 _SPHERE = wp.constant(int(ShapeKind.SPHERE))
 _BOX = wp.constant(int(ShapeKind.BOX))
@@ -90,20 +102,32 @@ class QueryResult(NamedTuple):
     body: torch.Tensor
 
 
+class WorldPoses(NamedTuple):
+    """World poses of every shape in every env (:meth:`ShapeQuery.world_poses`): rot [E, S, 3, 3] (body rotation ∘
+    shape rotation), pos [E, S, 3] m (shape origin), cull_center [E, S, 3] m (centre of the bounding sphere)."""
+
+    rot: torch.Tensor
+    pos: torch.Tensor
+    cull_center: torch.Tensor
+
+
 def _struct(name: str, fields: dict):
     """A warp struct type named ``name`` (fields given as a dict, so that they can depend on the float type)."""
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
 
 def _struct_types(scalar, vec, mat, vec4):
-    """(per-call struct, static-table struct) for one float type."""
+    """(per-call query struct, per-call pose struct, static-table struct) for one float type."""
     arr, arr2, i32 = (lambda t: wp.array(dtype=t)), (lambda t: wp.array2d(dtype=t)), wp.array(dtype=wp.int32)
     suffix = scalar.__name__
     call = _struct(f"QueryCall_{suffix}", {
-        "points": arr2(vec), "body_rot": arr2(mat), "body_pos": arr2(vec), "point_group": i32,
-        "group_shape_mask": arr2(wp.bool), "cutoff": arr(scalar), "group_exact": arr(wp.bool),
+        "points": arr2(vec), "point_group": i32, "group_shape_mask": arr2(wp.bool), "cutoff": arr(scalar),
+        "group_exact": arr(wp.bool), "world_rot": arr2(mat), "world_pos": arr2(vec), "world_center": arr2(vec),
         "sd": arr2(scalar), "normal": arr2(vec), "closest": arr2(vec), "shape": arr2(wp.int32),
         "body": arr2(wp.int64)})
+    poses = _struct(f"PoseCall_{suffix}", {
+        "body_rot": arr2(mat), "body_pos": arr2(vec), "world_rot": arr2(mat), "world_pos": arr2(vec),
+        "world_center": arr2(vec)})
     tables = _struct(f"ShapeTables_{suffix}", {
         "shape_kind": i32, "shape_body": i32, "shape_mesh": i32, "shape_cull": i32, "shape_rot": arr(mat),
         "shape_pos": arr(vec), "shape_size": arr(vec), "cull_center": arr(vec), "cull_radius": arr(scalar),
@@ -112,11 +136,144 @@ def _struct_types(scalar, vec, mat, vec4):
         "mesh_vertex_offset": i32, "mesh_face_offset": i32, "vertices": arr(vec), "faces": i32, "grid_offset": i32,
         "grid_dims": arr(wp.vec3i), "grid_lo": arr(vec), "grid_hi": arr(vec), "grid_inv_spacing": arr(vec),
         "grid_nodes": arr(vec4), "round_off": scalar})
-    return call, tables
+    return call, poses, tables
 
 
-_CALL_INPUTS = ("points", "body_rot", "body_pos", "point_group", "group_shape_mask", "cutoff", "group_exact")
-"""Per-call input fields of the call struct, in :meth:`ShapeQuery.query` order; the outputs follow QueryResult."""
+@wp.func
+def nearest_shape(x: Any, e: int, g: int, cut: Any, exact: bool, unsigned_mode: int,
+                  group_shape_mask: wp.array2d(dtype=wp.bool), world_rot: wp.array2d(dtype=Any),
+                  world_pos: wp.array2d(dtype=Any), world_center: wp.array2d(dtype=Any), tables: Any):
+    """The nearest candidate shape of world point ``x`` in env ``e`` (the query of the module docstring).
+
+    g: the point's group (row of ``group_shape_mask``); cut: its cutoff; exact: meshes by BVH instead of the grid;
+    unsigned_mode: minimise |sd|; world_*: :meth:`ShapeQuery.world_poses`; tables: the static shape tables.
+    Returns ``(sd, shape, normal, closest)``: sd (|sd| when unsigned; +inf for none), shape index (−1 for none),
+    world unit normal (zero for none), world closest point (x for none). Shapes are culled by their world bounding
+    spheres before any rotation; the winner is rotated into the world once.
+    """
+    zero = type(cut)(0.0)
+    inf = type(cut)(wp.inf)
+    best = inf
+    best_s = int(-1)
+    best_grad = type(x)(zero, zero, zero)
+    best_closest = x
+    if not cut > -inf:  # fillers never query
+        return inf, int(-1), type(x)(zero, zero, zero), x
+    for s in range(tables.shape_kind.shape[0]):
+        if not group_shape_mask[g, s]:
+            continue
+        m = tables.shape_mesh[s]
+        use_grid = False
+        if m >= 0:
+            if not exact and tables.grid_offset[m] >= 0:
+                use_grid = True
+        thr = wp.min(best, cut)
+        cull = tables.shape_cull[s]
+        if cull != _CULL_NEVER and thr < inf:
+            # lower bound of this shape's (|)sd(|) from a bounding sphere; skip the shape when it cannot win
+            dc = wp.length(x - world_center[e, s])
+            r = tables.cull_radius[s]
+            lb = dc - r
+            if use_grid:
+                # inside the lattice sd ≥ the lowest node; outside sd = sd(c) + ‖p − c‖ with c on the lattice
+                # box, so sd ≥ the lowest boundary node + the distance to the box's circumscribed sphere
+                r = tables.grid_cull_radius[s]
+                lb = tables.grid_cull_floor[s]
+                if dc > r:
+                    lb = tables.grid_cull_rim[s] + (dc - r)
+            elif cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0:
+                lb = -inf
+            if unsigned_mode != 0:
+                lb = wp.max(lb, zero)
+            if lb > thr + tables.round_off * (dc + r + wp.abs(thr)):
+                continue
+        p = wp.transpose(world_rot[e, s]) @ (x - world_pos[e, s])
+        kind = tables.shape_kind[s]
+        size = tables.shape_size[s]
+        found = True
+        sd = zero
+        grad = best_grad
+        closest = p
+        if kind == _SPHERE:
+            sd, grad, closest = round_segment_sd(p, size[0], zero)
+        elif kind == _BOX:
+            sd, grad, closest = box_sd(p, size)
+        elif kind == _CAPSULE:
+            sd, grad, closest = round_segment_sd(p, size[0], size[1])
+        elif kind == _CYLINDER:
+            sd, grad, closest = cylinder_sd(p, size[0], size[1])
+        elif kind == _PLANE:
+            sd, grad, closest = plane_sd(p)
+        elif use_grid:
+            sd, grad, closest = grid_sd(tables.grid_nodes, tables.grid_offset[m], tables.grid_dims[m],
+                                        tables.grid_lo[m], tables.grid_hi[m], tables.grid_inv_spacing[m], p)
+        else:
+            max_dist = float(BVH_UNBOUNDED)
+            if unsigned_mode != 0 and thr < inf:
+                max_dist = wp.float32(thr) * 1.001 + 1.0e-6
+            found, sd, grad, closest = mesh_exact_sd(tables.mesh_ids[m], tables.vertices, tables.faces,
+                                                     tables.mesh_vertex_offset[m], tables.mesh_face_offset[m], p,
+                                                     max_dist)
+        if found:
+            value = sd
+            if unsigned_mode != 0:
+                value = wp.abs(sd)
+            if value < best:
+                best = value
+                best_s = s
+                best_grad = grad
+                best_closest = closest
+    if best_s >= 0 and best < cut:
+        rot = world_rot[e, best_s]
+        return best, best_s, rot @ best_grad, rot @ best_closest + world_pos[e, best_s]
+    return inf, int(-1), type(x)(zero, zero, zero), x
+
+
+@wp.func
+def sphere_may_hit(center: Any, radius: Any, cut: Any, e: int, g: int, exact: bool, unsigned_mode: int,
+                   group_shape_mask: wp.array2d(dtype=wp.bool), world_center: wp.array2d(dtype=Any), tables: Any):
+    """Broad phase: False only when no candidate shape of group ``g`` can have (|)sd(|) < ``cut`` anywhere within
+    ``radius`` of world point ``center`` — then :func:`nearest_shape` reports "none" for every such point whose cutoff
+    is at most ``cut``. The same bounding-sphere bounds and round-off margin as :func:`nearest_shape`."""
+    zero = type(cut)(0.0)
+    if not cut > -type(cut)(wp.inf):
+        return False
+    if not cut < type(cut)(wp.inf):
+        return True
+    for s in range(tables.shape_kind.shape[0]):
+        if not group_shape_mask[g, s]:
+            continue
+        cull = tables.shape_cull[s]
+        if cull == _CULL_NEVER or (cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0):
+            return True
+        dc = wp.length(center - world_center[e, s])
+        near = wp.max(dc - radius, zero)  # distance bound of the nearest point of the sphere
+        r = tables.cull_radius[s]
+        lb = near - r
+        m = tables.shape_mesh[s]
+        if m >= 0:
+            if not exact and tables.grid_offset[m] >= 0:
+                r = tables.grid_cull_radius[s]
+                lb = tables.grid_cull_floor[s]
+                if near > r:
+                    lb = tables.grid_cull_rim[s] + (near - r)
+        if unsigned_mode != 0:
+            lb = wp.max(lb, zero)
+        if not lb > cut + tables.round_off * (dc + radius + r + wp.abs(cut)):
+            return True
+    return False
+
+
+@wp.kernel(enable_backward=False)
+def _world_pose_kernel(call: Any, tables: Any):
+    """World pose and cull centre of shape s in env e: body pose ∘ shape pose."""
+    e, s = wp.tid()
+    b = tables.shape_body[s]
+    rb = call.body_rot[e, b]
+    ob = call.body_pos[e, b]
+    call.world_rot[e, s] = rb @ tables.shape_rot[s]
+    call.world_pos[e, s] = rb @ tables.shape_pos[s] + ob
+    call.world_center[e, s] = rb @ tables.cull_center[s] + ob
 
 
 @wp.kernel(enable_backward=False)
@@ -124,146 +281,38 @@ def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int, points_per_t
     e, t = wp.tid()
     first = t * points_per_thread
     for i in range(first, wp.min(first + points_per_thread, call.points.shape[1])):
-        x = call.points[e, i]
         g = call.point_group[i]
-        cut = call.cutoff[i]
-        exact = call.group_exact[g]
-        zero = type(tables.round_off)(0.0)
-        inf = type(zero)(wp.inf)
-        best = inf
-        best_s = int(-1)
-        best_grad = type(x)(zero, zero, zero)
-        best_closest = x
-        last_b = int(-1)
-        xb = x
-        for s in range(tables.shape_kind.shape[0]):
-            if not call.group_shape_mask[g, s]:
-                continue
+        sd, s, normal, closest = nearest_shape(call.points[e, i], e, g, call.cutoff[i], call.group_exact[g],
+                                               unsigned_mode, call.group_shape_mask, call.world_rot,
+                                               call.world_pos, call.world_center, tables)
+        b = int(-1)
+        if s >= 0:
             b = tables.shape_body[s]
-            if b != last_b:
-                xb = wp.transpose(call.body_rot[e, b]) @ (x - call.body_pos[e, b])
-                last_b = b
-            kind = tables.shape_kind[s]
-            m = tables.shape_mesh[s]
-            use_grid = False
-            if m >= 0:
-                if not exact and tables.grid_offset[m] >= 0:
-                    use_grid = True
-            thr = wp.min(best, cut)
-            cull = tables.shape_cull[s]
-            if cull != _CULL_NEVER and thr < inf:
-                # lower bound of this shape's (|)sd(|) from a bounding sphere; skip the shape when it cannot win
-                dc = wp.length(xb - tables.cull_center[s])
-                r = tables.cull_radius[s]
-                lb = dc - r
-                if use_grid:
-                    # inside the lattice sd ≥ the lowest node; outside sd = sd(c) + ‖p − c‖ with c on the lattice
-                    # box, so sd ≥ the lowest boundary node + the distance to the box's circumscribed sphere
-                    r = tables.grid_cull_radius[s]
-                    lb = tables.grid_cull_floor[s]
-                    if dc > r:
-                        lb = tables.grid_cull_rim[s] + (dc - r)
-                elif cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0:
-                    lb = -inf
-                if unsigned_mode != 0:
-                    lb = wp.max(lb, zero)
-                if lb > thr + tables.round_off * (dc + r + wp.abs(thr)):
-                    continue
-            p = wp.transpose(tables.shape_rot[s]) @ (xb - tables.shape_pos[s])
-            size = tables.shape_size[s]
-            found = True
-            sd = zero
-            grad = best_grad
-            closest = p
-            if kind == _SPHERE:
-                sd, grad, closest = round_segment_sd(p, size[0], zero)
-            elif kind == _BOX:
-                sd, grad, closest = box_sd(p, size)
-            elif kind == _CAPSULE:
-                sd, grad, closest = round_segment_sd(p, size[0], size[1])
-            elif kind == _CYLINDER:
-                sd, grad, closest = cylinder_sd(p, size[0], size[1])
-            elif kind == _PLANE:
-                sd, grad, closest = plane_sd(p)
-            elif use_grid:
-                sd, grad, closest = grid_sd(tables.grid_nodes, tables.grid_offset[m], tables.grid_dims[m],
-                                            tables.grid_lo[m], tables.grid_hi[m], tables.grid_inv_spacing[m], p)
-            else:
-                max_dist = float(BVH_UNBOUNDED)
-                if unsigned_mode != 0 and thr < inf:
-                    max_dist = wp.float32(thr) * 1.001 + 1.0e-6
-                found, sd, grad, closest = mesh_exact_sd(tables.mesh_ids[m], tables.vertices, tables.faces,
-                                                         tables.mesh_vertex_offset[m], tables.mesh_face_offset[m], p,
-                                                         max_dist)
-            if found:
-                value = sd
-                if unsigned_mode != 0:
-                    value = wp.abs(sd)
-                if value < best:
-                    best = value
-                    best_s = s
-                    best_grad = grad
-                    best_closest = closest
-        if best_s >= 0 and best < cut:
-            b = tables.shape_body[best_s]
-            rb = call.body_rot[e, b]
-            rot = rb @ tables.shape_rot[best_s]
-            call.sd[e, i] = best
-            call.normal[e, i] = rot @ best_grad
-            call.closest[e, i] = rot @ best_closest + rb @ tables.shape_pos[best_s] + call.body_pos[e, b]
-            call.shape[e, i] = best_s
-            call.body[e, i] = wp.int64(b)
-        else:
-            call.sd[e, i] = inf
-            call.normal[e, i] = type(x)(zero, zero, zero)
-            call.closest[e, i] = x
-            call.shape[e, i] = -1
-            call.body[e, i] = wp.int64(-1)
+        call.sd[e, i] = sd
+        call.normal[e, i] = normal
+        call.closest[e, i] = closest
+        call.shape[e, i] = s
+        call.body[e, i] = wp.int64(b)
 
 
 _WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f, wp.vec4f),
              torch.float64: (wp.float64, wp.vec3d, wp.mat33d, wp.vec4d)}
 _STRUCTS = {dt: _struct_types(*types) for dt, types in _WP_TYPES.items()}
-_KERNELS = {dt: wp.overload(_shape_query_kernel, {"call": _STRUCTS[dt][0], "tables": _STRUCTS[dt][1]})
+
+
+def tables_type(dtype: torch.dtype):
+    """The warp struct type of :attr:`ShapeQuery.tables` for a working dtype (float32 or float64)."""
+    return _STRUCTS[dtype][2]
+
+
+_KERNELS = {dt: wp.overload(_shape_query_kernel, {"call": _STRUCTS[dt][0], "tables": _STRUCTS[dt][2]})
             for dt in _WP_TYPES}
+_POSE_KERNELS = {dt: wp.overload(_world_pose_kernel, {"call": _STRUCTS[dt][1], "tables": _STRUCTS[dt][2]})
+                 for dt in _WP_TYPES}
 
 
-class _Launch:
-    """A recorded kernel launch for one (E, P, B, G), with its persistent output buffers.
-
-    The per-call tensors (inputs, then outputs) are the array fields of one warp struct argument; a call only
-    rewrites the data pointers that changed since the previous call (a tensor passed again is recognised by identity
-    and data pointer). The bound tensors stay referenced until replaced, so an asynchronous CUDA launch can still
-    read them.
-    """
-
-    def __init__(self, query: ShapeQuery, inputs: list[torch.Tensor], unsigned: int):
-        self.outputs = QueryResult(*_empty_outputs(inputs[0]))
-        call_type = _STRUCTS[query.dtype][0]
-        call = call_type()
-        names = _CALL_INPUTS + QueryResult._fields
-        self.bound = inputs + list(self.outputs)
-        for name, t in zip(names, self.bound):
-            setattr(call, name, wp.from_torch(t, dtype=call_type.vars[name].type.dtype))
-        self.expected = [(t.shape, t.dtype) for t in self.bound]
-        self.pointers = [t.data_ptr() for t in self.bound]
-        e, p = inputs[0].shape[:2]
-        per_thread = POINTS_PER_CPU_THREAD if query.device.type == "cpu" else 1
-        self.cmd = wp.launch(query._kernel, dim=(e, -(-p // per_thread)), inputs=[call, query._tables, unsigned,
-                                                                                 per_thread],
-                             device=query._wp_device, record_cmd=True)
-        self._call_ctype = call.__ctype__()
-        self.cmd.set_param_at_index_from_ctype(0, self._call_ctype)
-        self._arrays = [getattr(self._call_ctype, name) for name in names]  # views sharing the struct's memory
-
-    def bind(self, index: int, t: torch.Tensor) -> None:
-        """Point argument ``index`` (struct field order) at ``t`` (already validated)."""
-        self.bound[index] = t
-        self.pointers[index] = self._arrays[index].data = t.data_ptr()
-
-    def launch(self, unsigned: int, stream) -> None:
-        self.cmd.set_param_at_index_from_ctype(2, unsigned)
-        self.cmd.launch(stream)
+_QUERY_FIELDS = ("points", "point_group", "group_shape_mask", "cutoff", "group_exact")
+"""Per-call inputs of the query struct, in :meth:`ShapeQuery.query` order; the outputs follow QueryResult."""
 
 
 def _empty_outputs(points: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -286,9 +335,7 @@ class ShapeQuery:
                  exact_only: bool = False):
         if dtype not in (torch.float32, torch.float64):
             raise ValueError(f"ShapeQuery: dtype must be torch.float32 or torch.float64; got {dtype}")
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+        device = warp_device(device)
         self.device, self.dtype = device, dtype
         self._device_index = -1 if device.type == "cpu" else device.index
         wp.init()
@@ -303,9 +350,12 @@ class ShapeQuery:
         self._grids: dict[int, SdfGrid] = {}
         self._tables = self._build_tables(bodies, exact_only, dict(
             cell_size=sdf_cell_size, max_nodes=sdf_max_nodes, padding=sdf_padding, cache_dir=cache_dir))
-        self._launches: dict[tuple, _Launch] = {}
+        self._points_per_thread = POINTS_PER_CPU_THREAD if device.type == "cpu" else 1
+        self._poses: dict[int, WorldPoses] = {}
+        self._pose_launches: dict[tuple, StructLaunch] = {}
+        self._pose_source: dict[int, tuple] = {}
+        self._launches: dict[tuple, StructLaunch] = {}
         self._default_exact: dict[int, torch.Tensor] = {}
-        self._streams: dict[int, Any] = {}
         self._group_cache = None
 
     # ------------------------------------------------------------------ public helpers
@@ -323,45 +373,105 @@ class ShapeQuery:
         return self._grids.get(shape_index)
 
     # ------------------------------------------------------------------ query
+    @property
+    def tables(self):
+        """The static shape tables (a warp struct of :func:`tables_type`, for kernels that call
+        :func:`nearest_shape`)."""
+        return self._tables
+
+    def pose_buffers(self, n_envs: int) -> WorldPoses:
+        """The persistent world-pose buffers of ``n_envs`` envs that :meth:`world_poses` fills (zeros until then)."""
+        poses = self._poses.get(n_envs)
+        if poses is None:
+            s, kw = self.n_shapes, {"dtype": self.dtype, "device": self.device}
+            poses = self._poses[n_envs] = WorldPoses(torch.zeros(n_envs, s, 3, 3, **kw),
+                                                     torch.zeros(n_envs, s, 3, **kw), torch.zeros(n_envs, s, 3, **kw))
+        return poses
+
+    def world_poses(self, body_rot: torch.Tensor, body_pos: torch.Tensor) -> WorldPoses:
+        """World pose and bounding-sphere centre of every shape for body poses ``body_rot`` [E, B, 3, 3] and
+        ``body_pos`` [E, B, 3] (one small kernel). Returns persistent buffers, one set per E: the next call with the
+        same E overwrites them. A call with the same two tensors, unchanged since the last call for this E (same
+        data and torch version counters), returns the buffers without a launch."""
+        try:
+            e, b, _, _ = body_rot.shape
+        except ValueError:
+            raise ValueError(f"ShapeQuery.world_poses: body_rot must be [E, B, 3, 3]; got {list(body_rot.shape)}") \
+                from None
+        source = (body_rot, body_pos, body_rot._version, body_pos._version, body_rot.data_ptr(), body_pos.data_ptr())
+        last = self._pose_source.get(e)
+        if last is not None and last[0] is body_rot and last[1] is body_pos and last[2:] == source[2:]:
+            return self._poses[e]
+        launch = self._pose_launches.get((e, b))
+        if launch is None:
+            if b < self._min_bodies:
+                raise ValueError(f"ShapeQuery.query: body_rot has {b} bodies but shapes refer to body "
+                                 f"{self._min_bodies - 1}; allowed: B >= {self._min_bodies}")
+            poses = self.pose_buffers(e)
+            fields = {"body_rot": self._validate("body_rot", body_rot, (e, b, 3, 3), self.dtype),
+                      "body_pos": self._validate("body_pos", body_pos, (e, b, 3), self.dtype),
+                      "world_rot": poses.rot, "world_pos": poses.pos, "world_center": poses.cull_center}
+            launch = self._pose_launches[(e, b)] = StructLaunch(
+                _POSE_KERNELS[self.dtype], (e, self.n_shapes), _STRUCTS[self.dtype][1], fields, [self._tables],
+                self.device)
+        else:
+            self._bind(launch, "body_rot", body_rot, (e, b, 3, 3), self.dtype)
+            self._bind(launch, "body_pos", body_pos, (e, b, 3), self.dtype)
+        launch()
+        self._pose_source[e] = source
+        return self._poses[e]
+
     def query(self, points: torch.Tensor, body_rot: torch.Tensor, body_pos: torch.Tensor, point_group: torch.Tensor,
               group_shape_mask: torch.Tensor, cutoff: torch.Tensor, group_exact: torch.Tensor | None = None,
               unsigned: bool = False, out: QueryResult | None = None) -> QueryResult:
         """Nearest-shape query; see the module docstring. Returns persistent buffers unless ``out`` is given."""
         try:
             e, p, _ = points.shape
-            _, b, _, _ = body_rot.shape
+            _, _, _, _ = body_rot.shape
             g, _ = group_shape_mask.shape
         except ValueError:
             raise ValueError(f"ShapeQuery.query: points must be [E, P, 3], body_rot [E, B, 3, 3], group_shape_mask "
                              f"[G, S]; got {list(points.shape)}, {list(body_rot.shape)}, "
                              f"{list(group_shape_mask.shape)}") from None
-        if b < self._min_bodies:
-            raise ValueError(f"ShapeQuery.query: body_rot has {b} bodies but shapes refer to body "
-                             f"{self._min_bodies - 1}; allowed: B >= {self._min_bodies}")
         if point_group.dtype is not torch.int32:
             point_group = self._int32_groups(point_group)
         if group_exact is None:
             group_exact = self._default_exact.get(g)
             if group_exact is None:
                 group_exact = self._default_exact[g] = torch.zeros(g, dtype=torch.bool, device=self.device)
-        tensors = (points, body_rot, body_pos, point_group, group_shape_mask, cutoff, group_exact)
-        launch = self._launches.get((e, p, b, g))
+        inputs = (points, point_group, group_shape_mask, cutoff, group_exact)
+        launch = self._launches.get((e, p, g))
         if launch is None:
-            tensors = tuple(self._validate(index, t, expected)
-                            for index, (t, expected) in enumerate(zip(tensors, self._expected(e, p, b, g))))
+            expected = self._expected(e, p, g)
+            inputs = tuple(self._validate(name, t, *expected[name]) for name, t in zip(_QUERY_FIELDS, inputs))
             if e == 0 or p == 0:
+                self._validate("body_rot", body_rot, (e, body_rot.shape[1], 3, 3), self.dtype)
                 return QueryResult(*_empty_outputs(points)) if out is None else out
-            launch = self._launches[(e, p, b, g)] = _Launch(self, list(tensors), int(unsigned))
-        if out is not None:
-            tensors = tensors + tuple(out)
-        elif launch.bound[len(tensors)] is not launch.outputs[0]:
-            tensors = tensors + launch.outputs
-        bound, pointers = launch.bound, launch.pointers
-        for index, t in enumerate(tensors):
-            if t is not bound[index] or t.data_ptr() != pointers[index]:
-                launch.bind(index, self._validate(index, t, launch.expected[index]))
-        launch.launch(int(unsigned), self._stream())
-        return launch.outputs if out is None else out
+            poses = self.pose_buffers(e)
+            own = QueryResult(*_empty_outputs(points))
+            fields = {**dict(zip(_QUERY_FIELDS, inputs)), "world_rot": poses.rot, "world_pos": poses.pos,
+                      "world_center": poses.cull_center, **own._asdict()}
+            launch = self._launches[(e, p, g)] = StructLaunch(
+                self._kernel, (e, -(-p // self._points_per_thread)), _STRUCTS[self.dtype][0], fields,
+                [self._tables, int(unsigned), self._points_per_thread], self.device)
+            launch.outputs, launch.expected, launch.unsigned = own, expected, int(unsigned)
+        self.world_poses(body_rot, body_pos)
+        result = launch.outputs if out is None else out
+        bound, pointers = launch.tensors, launch.pointers
+        for name, t in zip(_QUERY_FIELDS + QueryResult._fields, inputs + tuple(result)):
+            if t is not bound[name] or t.data_ptr() != pointers[name]:
+                key = name if name in _QUERY_FIELDS else "out." + name
+                launch.bind(name, self._validate(key, t, *launch.expected[key]))
+        if launch.unsigned != int(unsigned):
+            launch.unsigned = int(unsigned)
+            launch.set_arg(2, launch.unsigned)
+        launch()
+        return result
+
+    def _bind(self, launch: StructLaunch, name: str, t: torch.Tensor, shape: tuple, dtype: torch.dtype) -> None:
+        """Point field ``name`` of ``launch`` at ``t`` after checking it (nothing to do when it is already bound)."""
+        if not launch.is_bound(name, t):
+            launch.bind(name, self._validate(name, t, shape, dtype))
 
     def _int32_groups(self, groups: torch.Tensor) -> torch.Tensor:
         """``groups`` as int32, converted once per tensor (and again only after an in-place change)."""
@@ -372,29 +482,20 @@ class ShapeQuery:
         self._group_cache = (groups, (groups._version, groups.data_ptr()), converted)
         return converted
 
-    def _expected(self, e: int, p: int, b: int, g: int) -> list[tuple]:
-        """(shape, dtype) of each query input, in struct field order."""
+    def _expected(self, e: int, p: int, g: int) -> dict[str, tuple]:
+        """(shape, dtype) of each query tensor by struct field name (outputs as ``out.<field>``)."""
         dt = self.dtype
-        return [((e, p, 3), dt), ((e, b, 3, 3), dt), ((e, b, 3), dt), ((p,), torch.int32),
-                ((g, self.n_shapes), torch.bool), ((p,), dt), ((g,), torch.bool)]
+        return {"points": ((e, p, 3), dt), "point_group": ((p,), torch.int32),
+                "group_shape_mask": ((g, self.n_shapes), torch.bool), "cutoff": ((p,), dt),
+                "group_exact": ((g,), torch.bool), "out.sd": ((e, p), dt), "out.normal": ((e, p, 3), dt),
+                "out.closest": ((e, p, 3), dt), "out.shape": ((e, p), torch.int32), "out.body": ((e, p), torch.int64)}
 
-    def _validate(self, index: int, t: torch.Tensor, expected: tuple) -> torch.Tensor:
-        """``t`` (made contiguous) after checking its shape, dtype and device against ``expected``."""
-        shape, dtype = expected
+    def _validate(self, name: str, t: torch.Tensor, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+        """``t`` (made contiguous) after checking its shape, dtype and device."""
         if t.shape != shape or t.dtype is not dtype or t.get_device() != self._device_index:
-            name = (_CALL_INPUTS + tuple(f"out.{f}" for f in QueryResult._fields))[index]
             raise ValueError(f"ShapeQuery.query: {name} must be a {dtype} tensor of shape {list(shape)} on "
                              f"{self.device}; got {t.dtype} {list(t.shape)} on {t.device}")
         return t if t.is_contiguous() else t.contiguous()
-
-    def _stream(self):
-        if self.device.type != "cuda":
-            return None
-        ts = torch.cuda.current_stream(self.device)
-        stream = self._streams.get(ts.cuda_stream)
-        if stream is None:
-            stream = self._streams[ts.cuda_stream] = wp.stream_from_torch(ts)
-        return stream
 
     # ------------------------------------------------------------------ build
     def _build_tables(self, bodies: list[int], exact_only: bool, grid_options: dict):
@@ -470,7 +571,7 @@ class ShapeQuery:
             total += grid.values.size
         nodes = np.concatenate(nodes or [np.zeros((0, 4))])
 
-        tables_type = _STRUCTS[self.dtype][1]
+        tables_type = _STRUCTS[self.dtype][2]
         columns = {
             "shape_kind": kind, "shape_body": np.asarray(bodies, np.int32).reshape(n), "shape_mesh": mesh_index,
             "shape_cull": cull, "shape_rot": rot, "shape_pos": pos, "shape_size": size, "cull_center": center,

@@ -1,0 +1,97 @@
+"""A warp kernel launch recorded once and replayed every step, with its per-call tensors rebound by data pointer.
+
+The kernel's first parameter is a warp struct whose array fields alias torch tensors (the per-call inputs and the
+outputs); the other parameters are fixed at recording (tables, scalars). Few parameters keep warp's CPU launch cheap
+(it packs every parameter on every launch), and rebinding a field to another tensor of the same shape, dtype and
+strides is one pointer write, so a replay costs a few µs whatever the tensors. On CUDA the launch runs on the
+current torch stream. The bound tensors stay referenced until they are replaced, so an asynchronous launch can still
+read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import torch
+import warp as wp
+
+
+def warp_device(device: torch.device) -> torch.device:
+    """``device`` with an explicit CUDA index (warp needs one)."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+class StructLaunch:
+    """One recorded launch of ``kernel(call, *args)`` over ``dim``.
+
+    call_type: the warp struct type of the first parameter; fields: struct field name → torch tensor (contiguous, on
+    ``device``; a ``[..., 3]`` / ``[..., 3, 3]`` tensor is bound as vectors / matrices when the field says so);
+    args: the remaining parameters (warp structs, arrays or scalars), fixed. A launch over an empty ``dim`` does
+    nothing.
+    """
+
+    def __init__(self, kernel, dim: Sequence[int], call_type, fields: Mapping[str, torch.Tensor],
+                 args: Sequence[Any], device: torch.device):
+        wp.init()
+        self.device = warp_device(device)
+        self._cuda = self.device.type == "cuda"
+        self.tensors = dict(fields)
+        self.pointers = {name: t.data_ptr() for name, t in self.tensors.items()}
+        self.empty = any(int(d) == 0 for d in dim)
+        self._stream_cache: dict[int, Any] = {}
+        if self.empty:
+            return
+        call = call_type()
+        for name, t in self.tensors.items():
+            _check_contiguous(kernel, name, t)
+            setattr(call, name, wp.from_torch(t, dtype=call_type.vars[name].type.dtype))
+        self.cmd = wp.launch(kernel, dim=tuple(int(d) for d in dim), inputs=[call, *args],
+                             device=wp.device_from_torch(self.device), record_cmd=True)
+        self._ctype = call.__ctype__()
+        self.cmd.set_param_at_index_from_ctype(0, self._ctype)
+        self._arrays = {name: getattr(self._ctype, name) for name in self.tensors}  # views into the struct memory
+        self._kernel_key = kernel.key
+        self._launch = self.cmd.launch
+
+    def is_bound(self, name: str, t: torch.Tensor) -> bool:
+        """True when field ``name`` already points at ``t``'s memory (``tensors`` / ``pointers``: the bound tensors
+        and their data pointers by field name)."""
+        return self.empty or (t is self.tensors[name] and t.data_ptr() == self.pointers[name])
+
+    def bind(self, name: str, t: torch.Tensor) -> None:
+        """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous)."""
+        if self.is_bound(name, t):
+            return
+        old = self.tensors[name]
+        if t.shape != old.shape or t.dtype != old.dtype or t.device != old.device:
+            raise ValueError(f"{self._kernel_key}: {name} must be a {old.dtype} tensor of shape {list(old.shape)} on "
+                             f"{old.device}; got {t.dtype} {list(t.shape)} on {t.device}")
+        _check_contiguous(self._kernel_key, name, t)
+        self.tensors[name] = t
+        self.pointers[name] = self._arrays[name].data = t.data_ptr()
+
+    def set_arg(self, index: int, value) -> None:
+        """Replace the scalar parameter ``index`` (0 is the struct; 1… are ``args``)."""
+        if not self.empty:
+            self.cmd.set_param_at_index_from_ctype(index, value)
+
+    def __call__(self) -> None:
+        if self.empty:
+            return
+        if not self._cuda:
+            self._launch()
+            return
+        ts = torch.cuda.current_stream(self.device)
+        stream = self._stream_cache.get(ts.cuda_stream)
+        if stream is None:
+            stream = self._stream_cache[ts.cuda_stream] = wp.stream_from_torch(ts)
+        self.cmd.launch(stream)
+
+
+def _check_contiguous(kernel, name: str, t: torch.Tensor) -> None:
+    if not t.is_contiguous():
+        key = getattr(kernel, "key", kernel)
+        raise ValueError(f"{key}: {name} must be contiguous; got shape {list(t.shape)} with strides {t.stride()}")
