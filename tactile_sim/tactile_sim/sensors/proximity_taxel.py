@@ -9,8 +9,8 @@ sensor's cloud (N_pts samples, ρ = density_scalar / N_pts), world positions q_j
 
 Everything is evaluated in the sensor's link frame (distances are frame-independent). The samples of all envs are
 bucketed each step in one warp hash grid, grouped by (env, sensor); one kernel thread per (env, probe) visits the
-samples of its group near p_i and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j for both branches. The velocity sums
-are linear, so v_L(x_i), ω_L and the tangential projection are applied afterwards. Output ``(force, torque)``.
+samples of its group near p_i, accumulates ΣP, Σ P_j v_j and Σ P_j ω_j for both branches and — the velocity sums
+being linear — applies v_L(x_i), ω_L and the tangential projection to them. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -32,28 +32,32 @@ HASH_CELLS = 32
 """Hash grid dimension per axis (cells are hashed modulo it; the cell width is the largest sensing radius)."""
 
 
-def dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Σ_k a_k b_k over a last axis of 3 (broadcasting), as three products (faster than a reduction on CPU)."""
-    ax, ay, az = a.unbind(-1)
-    bx, by, bz = b.unbind(-1)
-    return ax * bx + ay * by + az * bz
-
-
-def cross3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a × b over a last axis of 3 (broadcasting), component by component (torch.cross is slow on CPU)."""
-    ax, ay, az = a.unbind(-1)
-    bx, by, bz = b.unbind(-1)
-    return torch.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], dim=-1)
+@wp.func
+def _force_torque(out: wp.array4d(dtype=Any), b: int, e: int, i: int, s: Any, v: Any, w: Any, gain: Any, own: Any,
+                  spin: Any, a: Any, lever: Any, normal_coef: Any, shear_coef: Any, k_tw: Any):
+    """(F, T) of branch b from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame) into out[b, e, i, 0:6]."""
+    slip = v - s * own
+    force = gain * ((-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip)
+    zero = s - s
+    twist = zero
+    if s > zero:
+        twist = (wp.dot(w, a) - s * wp.dot(spin, a)) / s
+    torque = wp.cross(lever, force) + (k_tw * twist) * a
+    for k in range(3):
+        out[b, e, i, k] = force[k]
+        out[b, e, i, 3 + k] = torque[k]
 
 
 @wp.kernel(enable_backward=False)
-def _proximity_sums(grid: wp.uint64, local: wp.array(dtype=Any), velocity: wp.array(dtype=Any),
-                    angular: wp.array(dtype=Any), n_sensors: int, near_lo: wp.array(dtype=Any),
-                    near_hi: wp.array(dtype=Any), pos: wp.array(dtype=Any),
-                    sensor: wp.array(dtype=wp.int32), radius: wp.array(dtype=Any),
-                    radius_measured: wp.array2d(dtype=Any), sum_p: wp.array3d(dtype=Any),
-                    sum_v: wp.array3d(dtype=Any), sum_w: wp.array3d(dtype=Any)):
-    """Penetration-weighted sums over the samples within R (branch 0) and R̃ (branch 1) of probe i in env e."""
+def _proximity_taxels(grid: wp.uint64, local: wp.array(dtype=Any), velocity: wp.array(dtype=Any),
+                      angular: wp.array(dtype=Any), n_sensors: int, near_lo: wp.array(dtype=Any),
+                      near_hi: wp.array(dtype=Any), pos: wp.array(dtype=Any), normal: wp.array(dtype=Any),
+                      sensor: wp.array(dtype=wp.int32), radius: wp.array(dtype=Any),
+                      radius_measured: wp.array2d(dtype=Any), link_velocity: wp.array2d(dtype=Any),
+                      link_spin: wp.array2d(dtype=Any), gain: wp.array2d(dtype=Any), normal_coef: wp.array(dtype=Any),
+                      shear_coef: wp.array(dtype=Any), k_tw: wp.array(dtype=Any), out: wp.array4d(dtype=Any)):
+    """Probe i in env e: penetration-weighted sums over the samples within R (branch 0, ground truth) and R̃
+    (branch 1, measured, times the probe gain), then F and T of both branches into out [2, E, P, 6]."""
     e, i = wp.tid()
     p = pos[i]
     r0 = radius[i]
@@ -85,12 +89,12 @@ def _proximity_sums(grid: wp.uint64, local: wp.array(dtype=Any), velocity: wp.ar
                 s1 = s1 + pen
                 v1 = v1 + pen * velocity[k]
                 w1 = w1 + pen * angular[k]
-    sum_p[0, e, i] = s0
-    sum_p[1, e, i] = s1
-    sum_v[0, e, i] = v0
-    sum_v[1, e, i] = v1
-    sum_w[0, e, i] = w0
-    sum_w[1, e, i] = w1
+    spin = link_spin[e, i]
+    own = link_velocity[e, i] + wp.cross(spin, p)                  # R_Lᵀ v_L(x_i)
+    a = normal[i]
+    _force_torque(out, 0, e, i, s0, v0, w0, zero + type(zero)(1.0), own, spin, a, p, normal_coef[i], shear_coef[i],
+                  k_tw[i])
+    _force_torque(out, 1, e, i, s1, v1, w1, gain[e, i], own, spin, a, p, normal_coef[i], shear_coef[i], k_tw[i])
 
 
 class ProximityTaxelBatch(ProbeSensorBatch):
@@ -120,9 +124,10 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         n = self.tracked.n
         kw = dict(device=dev, dtype=dt)
         self.radius_measured = torch.zeros((e, p), **kw)
-        self.sum_p = torch.zeros((2, e, p), **kw)
-        self.sum_v = torch.zeros((2, e, p, 3), **kw)
-        self.sum_w = torch.zeros((2, e, p, 3), **kw)
+        self.link_velocity = torch.zeros((e, p, 3), **kw)      # R_Lᵀ v_L, R_Lᵀ ω_L at each probe
+        self.link_spin = torch.zeros((e, p, 3), **kw)
+        self.gain = torch.ones((e, p), **kw)
+        self.out = torch.zeros((2, e, p, 6), **kw)             # (F, T) of the ground truth and measured branches
         reach = probes.radius + per_probe(opts, self.counts, "probe_radius_noise", ctx)
         self.cell = float(reach.max())
         # broad phase: per sensor, the box of its active probes grown by its largest reach (link frame)
@@ -147,12 +152,13 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         groups = torch.arange(e, device=dev, dtype=torch.int32)[:, None] * len(opts) \
             + self.tracked.sensor_of_sample.to(torch.int32)
         self._grid_groups = warp_array(groups.reshape(-1).contiguous())
-        self._sums = RecordedLaunch(_proximity_sums, (e, p), [
+        self._taxels = RecordedLaunch(_proximity_taxels, (e, p), [
             wp.uint64(self.grid.id), vec3(flat), vec3(self.tracked.local_velocity.view(e * n, 3)),
             vec3(self.tracked.local_angular.view(e * n, 3)), len(opts), vec3(self.near_lo.view(-1, 3)),
-            vec3(self.near_hi.view(-1, 3)), vec3(probes.local_pos),
-            probes.sensor_of_probe.to(torch.int32), probes.radius, self.radius_measured, self.sum_p,
-            vec3(self.sum_v), vec3(self.sum_w)], dev)
+            vec3(self.near_hi.view(-1, 3)), vec3(probes.local_pos), vec3(probes.local_normal.contiguous()),
+            probes.sensor_of_probe.to(torch.int32), probes.radius, self.radius_measured, vec3(self.link_velocity),
+            vec3(self.link_spin), self.gain, self.normal_coef.contiguous(), self.shear_coef.contiguous(),
+            self.k_tw.contiguous(), self.out], dev)
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
@@ -170,22 +176,11 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                                                        "amax")
         with wp.ScopedStream(warp_stream(q.device)):
             self.grid.build(self._grid_points, self.cell, self._grid_groups)
-        self._sums()
-
-        a, lever = probes.local_normal, probes.local_pos
-        spin = probes.to_link_frame(rot, probes.at_probes(state.ang_vel))              # R_Lᵀ ω_L  [E, 1|P, 3]
-        own = probes.to_link_frame(rot, probes.at_probes(state.lin_vel)) + cross3(spin, lever)   # R_Lᵀ v_L(x_i)
-        sp = self.sum_p                                                                  # [2, E, P]
-        slip = self.sum_v - sp[..., None] * own
-        gain = torch.stack([torch.ones_like(self.branch.gain), self.branch.gain])
-        normal_part = -self.normal_coef * sp - self.shear_coef * dot3(slip, a)
-        force = gain[..., None] * (normal_part[..., None] * a + self.shear_coef[:, None] * slip)
-        touched = sp > 0
-        spin_n = dot3(self.sum_w, a) - sp * dot3(spin, a)
-        twist = torch.where(touched, spin_n / torch.where(touched, sp, torch.ones_like(sp)), torch.zeros_like(sp))
-        torque = cross3(lever, force) + (self.k_tw * twist)[..., None] * a
-        out = torch.cat([force, torque], dim=-1)
-        self.branch.push(self.branch.hardware(self.branch.transform(out[1])), out[0])
+        self.link_spin.copy_(probes.to_link_frame(rot, probes.at_probes(state.ang_vel)))
+        self.link_velocity.copy_(probes.to_link_frame(rot, probes.at_probes(state.lin_vel)))
+        self.gain.copy_(self.branch.gain)
+        self._taxels()
+        self.branch.push(self.branch.hardware(self.branch.transform(self.out[1])), self.out[0])
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])
