@@ -12,7 +12,9 @@ sensor calls, in this order::
     ...                                        # stage 10: ContactProbe latch (the sensor's, see latch.py)
     branch.push(y, ground_truth)               # stage 11 filler mask, rings; commits the evaluation
 
-and any time later ``branch.read(i)`` / ``branch.read_ground_truth(i)`` for sensor i of the batch.
+and any time later ``branch.read(i)`` / ``branch.read_ground_truth(i)`` for sensor i of the batch. A sensor may
+write its raw measured values and its ground truth straight into ``branch.staging()`` (the buffers that push
+commits): then hardware works in place and push copies nothing.
 
 Randomness (§13.9) is counter-based (:mod:`.rng`): each sensor's draws are a pure function of its own seed, the stage
 (1 radius noise, 2 jitter, 3 random-walk increments, 4 white noise; per reset 5 gains, 6 dead mask, 7 dead values),
@@ -21,27 +23,110 @@ the env, the element within the sensor and a counter. Per-evaluation draws use t
 (0 for the reset that ends the build). Hence: adding or removing a sensor never changes another's draws; a run is
 reproducible from the seeds and the call sequence; resetting a subset of envs draws for those envs exactly what a
 reset of every env would have drawn for them, and leaves the other envs untouched. There is no Python loop over
-sensors or probes in the step path: per-sensor options are precomputed into per-probe tensors at build.
+sensors or probes in the step path: per-sensor options are precomputed into per-probe tensors at build. The random
+walk, white noise and bias run in one warp kernel (native element-wise loops, see :mod:`.rng`).
 """
 
 from __future__ import annotations
 
 import torch
+import warp as wp
 
+from ..geometry.struct_launch import StructLaunch
 from .crosstalk import CrosstalkMember, GridCrosstalk
 from .rng import (
+    CPU_CHUNK,
+    INTERLEAVED_LOOP_CPP,
+    MIX32_CPP,
+    STANDARD_NORMAL_CPP,
+    WP_FLOAT,
     CounterStream,
-    bits_to_normal,
     bits_to_uniform,
     block_size,
     counter_hash,
+    counter_hash_int,
     draw_bits,
     lane_keys,
+    lanes_uint32,
 )
 from .spec import SensorImperfections
 
 STAGE_RADIUS, STAGE_JITTER, STAGE_RANDOM_WALK, STAGE_NOISE = 1, 2, 3, 4
 STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
+
+_WALK, _NOISE, _BIAS = 1, 2, 4
+"""Flags of the stages the hardware kernel applies."""
+
+
+def _hardware_struct(dtype: torch.dtype):
+    """Per-batch arrays of the hardware kernel: values y [E, N] (N = P·K, updated in place), random-walk state
+    [E, N], per-channel σ_w, σ and bias [N], and the uint32 lanes [E, N] of the walk and noise streams."""
+    f, u = WP_FLOAT[dtype], wp.uint32
+    fields = {"y": wp.array2d(dtype=f), "walk": wp.array2d(dtype=f), "walk_sigma": wp.array(dtype=f),
+              "walk_lanes": wp.array2d(dtype=u), "noise_sigma": wp.array(dtype=f), "noise_lanes": wp.array2d(dtype=u),
+              "bias": wp.array(dtype=f)}
+    name = f"HardwareCall_{f.__name__}"
+    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+
+
+def _hardware_loop(dtype: torch.dtype) -> str:
+    """Native loop over elements [start, stop) of env row e: w += σ_w z_w; y += w; y += σ z + b (or y += b), with
+    z = standard_normal(mix32(lane ^ key)) — the draws of :func:`.rng.draw_bits` for the evaluation's counter hash."""
+    t = "float" if dtype == torch.float32 else "double"
+    return INTERLEAVED_LOOP_CPP + MIX32_CPP + STANDARD_NORMAL_CPP[dtype] + f"""
+    auto row = [e](auto& a) {{ return reinterpret_cast<char*>(a.data) + static_cast<size_t>(e) * a.strides[0]; }};
+    {t}* __restrict__ y = reinterpret_cast<{t}*>(row(call.y));
+    if (flags & {_WALK}) {{
+        {t}* __restrict__ w = reinterpret_cast<{t}*>(row(call.walk));
+        const {t}* __restrict__ sw = call.walk_sigma.data;
+        const uint32_t* __restrict__ lw = reinterpret_cast<const uint32_t*>(row(call.walk_lanes));
+        INTERLEAVED_LOOP
+        for (int j = start; j < stop; ++j) {{
+            w[j] += standard_normal(mix32(lw[j] ^ walk_key)) * sw[j];
+            y[j] += w[j];
+        }}
+    }}
+    const {t}* __restrict__ b = call.bias.data;
+    if (flags & {_NOISE}) {{
+        const {t}* __restrict__ sn = call.noise_sigma.data;
+        const uint32_t* __restrict__ ln = reinterpret_cast<const uint32_t*>(row(call.noise_lanes));
+        if (flags & {_BIAS}) {{
+            INTERLEAVED_LOOP
+            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ noise_key)) * sn[j] + b[j];
+        }} else {{
+            INTERLEAVED_LOOP
+            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ noise_key)) * sn[j];
+        }}
+    }} else if (flags & {_BIAS}) {{
+        for (int j = start; j < stop; ++j) y[j] += b[j];
+    }}
+"""
+
+
+def _hardware_kernel(dtype: torch.dtype):
+    """Kernel ``(call, walk_key, noise_key, flags, chunk)`` over (E, ⌈N/chunk⌉)."""
+    call_type = _HARDWARE_STRUCTS[dtype]
+    name = f"hardware_stages_{WP_FLOAT[dtype].__name__}"
+
+    def block(call, walk_key, noise_key, flags, e, start, stop): ...
+
+    block.__name__ = f"{name}_block"
+    block.__annotations__ = {"call": call_type, "walk_key": wp.uint32, "noise_key": wp.uint32, "flags": int,
+                             "e": int, "start": int, "stop": int}
+    native = wp.func_native(_hardware_loop(dtype))(block)
+
+    def kernel(call, walk_key, noise_key, flags, chunk):
+        e, t = wp.tid()
+        native(call, walk_key, noise_key, flags, e, t * chunk, wp.min(t * chunk + chunk, call.y.shape[1]))
+
+    kernel.__name__ = name
+    kernel.__annotations__ = {"call": call_type, "walk_key": wp.uint32, "noise_key": wp.uint32, "flags": int,
+                              "chunk": int}
+    return wp.kernel(kernel, enable_backward=False, module=__name__)
+
+
+_HARDWARE_STRUCTS = {dt: _hardware_struct(dt) for dt in WP_FLOAT}
+_HARDWARE_KERNELS = {dt: _hardware_kernel(dt) for dt in WP_FLOAT}
 
 
 class MeasuredBranch:
@@ -163,22 +248,27 @@ class MeasuredBranch:
 
     def _build_hardware(self) -> None:
         e, p, k = self.n_envs, self.n_probes, self.channels
-        n = e * p * k
-        walk = self._per_channel("random_walk")
-        self._walk = None
+        walk, sigma, bias = self._per_channel("random_walk"), self._per_channel("noise"), self._per_channel("bias")
+        fields: dict[str, torch.Tensor] = {}
+        self._walk_state = None
         if bool((walk > 0).any()):
-            def increments(bits, counters):
-                return bits_to_normal(bits, self.dtype).mul_(walk)
-            self._walk = CounterStream(self._channel_lanes(STAGE_RANDOM_WALK), increments, block_size(n))
             self._walk_state = torch.zeros((e, p, k), dtype=self.dtype, device=self.device)
-        sigma, bias = self._per_channel("noise"), self._per_channel("bias")
-        self._bias = bias if bool((bias != 0).any()) else None
-        self._noise = None
+            fields.update(walk=self._walk_state.view(e, -1), walk_sigma=walk.reshape(-1).contiguous(),
+                          walk_lanes=lanes_uint32(self._channel_lanes(STAGE_RANDOM_WALK).view(e, -1)))
         if bool((sigma > 0).any()):
-            def offsets(bits, counters):
-                z = bits_to_normal(bits, self.dtype).mul_(sigma)
-                return z if self._bias is None else z.add_(bias)
-            self._noise = CounterStream(self._channel_lanes(STAGE_NOISE), offsets, block_size(n))
+            fields.update(noise_sigma=sigma.reshape(-1).contiguous(),
+                          noise_lanes=lanes_uint32(self._channel_lanes(STAGE_NOISE).view(e, -1)))
+        if bool((bias != 0).any()):
+            fields.update(bias=bias.reshape(-1).contiguous())
+        self._hardware_flags = (_WALK * ("walk" in fields) + _NOISE * ("noise_sigma" in fields)
+                                + _BIAS * ("bias" in fields))
+        self._hardware_launch = None
+        if self._hardware_flags:
+            chunk = CPU_CHUNK if self.device.type == "cpu" else 1
+            fields["y"] = torch.zeros((e, p * k), dtype=self.dtype, device=self.device)  # rebound per evaluation
+            self._hardware_launch = StructLaunch(
+                _HARDWARE_KERNELS[self.dtype], (e, -(-(p * k) // chunk)), _HARDWARE_STRUCTS[self.dtype], fields,
+                [0, 0, self._hardware_flags, chunk], self.device)
         res = self._per_channel("resolution")
         self._resolution = None
         if bool((res > 0).any()):
@@ -192,11 +282,14 @@ class MeasuredBranch:
         delays = [sp.delay_steps for sp in self.specs]
         jitters = [sp.jitter for sp in self.specs]
         has_jitter = any(j > 0 for j in jitters)
-        self._ring_len = max(delays) + 1 + (1 if has_jitter else 0)
+        # one slot beyond the longest lag: the slot of the next evaluation (staging) is never a visible read
+        self._ring_len = max(delays) + (1 if has_jitter else 0) + 2
         r = self._ring_len
         self._ring = torch.zeros((r, e, p, k), dtype=self.dtype, device=dev)
         self._ring_views = list(self._ring.unbind(0))
-        self._gt = torch.zeros((e, p, k), dtype=self.dtype, device=dev)
+        self._ring_rows = [v.view(e, p * k) for v in self._ring_views]
+        self._gt_ring = torch.zeros((2, e, p, k), dtype=self.dtype, device=dev)  # latest and next ground truth
+        self._gt_views = list(self._gt_ring.unbind(0))
         self._n_since = torch.zeros(e, dtype=torch.int64, device=dev)
         self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
         self._flags = any(sp.sample_validity for sp in self.specs)
@@ -233,7 +326,8 @@ class MeasuredBranch:
         self._ring_sensor_views = [
             [self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)] for v in self._ring_views
         ]
-        self._gt_sensor_views = [self._shaped(i, self._gt[:, sl]) for i, sl in enumerate(self.slices)]
+        self._gt_sensor_views = [[self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)]
+                                 for v in self._gt_views]
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -245,6 +339,11 @@ class MeasuredBranch:
         return full, lag_s, slot_s[:, None]
 
     # ---- per-evaluation stages ----------------------------------------------------------------------------------
+
+    @property
+    def radius_varies(self) -> bool:
+        """True when some sensor has radius noise (:meth:`radius` then differs per evaluation)."""
+        return self._radius_noise is not None
 
     def radius(self, nominal: torch.Tensor) -> torch.Tensor:
         """Measured-branch radii R̃ = max(0, R + U(−a, a)) per env and active probe (fillers untouched), m.
@@ -267,25 +366,39 @@ class MeasuredBranch:
         self._x_prev.copy_(x)
         return torch.addcmul(x, self._xi, strength)
 
+    def staging(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(measured, ground truth) buffers ``[E, P, K]`` that the next :meth:`push` commits. A sensor may write its
+        raw measured values and its ground truth here, pass the first to :meth:`hardware` (which then works in
+        place) and both to push (which then copies nothing). Neither is a visible read before that push."""
+        g = self._count + 1
+        return self._ring_views[g % self._ring_len], self._gt_views[g % 2]
+
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
-        r·round(x/r) (half to even), dead-taxel override. x: [E, P, K] → new tensor (x itself when no stage is
-        active; never modified in place). Call once per evaluation, before :meth:`push`."""
+        r·round(x/r) (half to even), dead-taxel override. x: [E, P, K] → the measured staging buffer (x itself when
+        no stage is active). x is only modified when it is that staging buffer. Call once per evaluation, before
+        :meth:`push`."""
+        if not self._hardware_flags and self._resolution is None and self._dead is None:
+            return x
         g = self._count + 1
-        y = x
-        if self._walk is not None:
-            self._walk_state.add_(self._walk[g])
-            y = y + self._walk_state
-        if self._noise is not None:
-            y = y + self._noise[g]
-        elif self._bias is not None:
-            y = y + self._bias
+        slot = g % self._ring_len
+        y = self._ring_views[slot]
+        if x is not y:
+            y.copy_(x)
+        if self._hardware_launch is not None:
+            launch = self._hardware_launch
+            launch.bind("y", self._ring_rows[slot])
+            if self._hardware_flags & (_WALK | _NOISE):
+                key = counter_hash_int(g)  # both streams draw with the evaluation's counter (their lanes differ)
+                launch.set_arg(1, key)
+                launch.set_arg(2, key)
+            launch()
         if self._resolution is not None:
             step, on = self._resolution
             q = torch.div(y, step).round_().mul_(step)
-            y = q if on is None else torch.where(on, q, y)
+            torch.where(on, q, y, out=y) if on is not None else y.copy_(q)
         if self._dead is not None:
-            y = torch.where(self._dead_mask, self._dead_value, y)
+            torch.where(self._dead_mask, self._dead_value, y, out=y)
         return y
 
     def push(
@@ -297,14 +410,8 @@ class MeasuredBranch:
         with ``sample_validity`` (False marks a sample invalid, e.g. JointTorque warm-up; None = all valid).
         """
         g = self._count + 1
-        slot = self._ring_views[g % self._ring_len]
-        if self._has_fillers:
-            zero = torch.zeros((), dtype=self.dtype, device=self.device)
-            torch.where(self._active3, measured, zero, out=slot)
-            torch.where(self._active3, ground_truth, zero, out=self._gt)
-        else:
-            slot.copy_(measured)
-            self._gt.copy_(ground_truth)
+        self._commit(self._ring_views[g % self._ring_len], measured)
+        self._commit(self._gt_views[g % 2], ground_truth)
         if self._flags:
             flags = True if sample_valid is None else sample_valid
             self._ring_valid[g % self._ring_len] = flags
@@ -320,6 +427,13 @@ class MeasuredBranch:
             gt, gt_valid = self.read_ground_truth_batch()
             self._gt_hist[:, pos] = gt
             self._gt_hist_valid[:, pos] = gt_valid
+
+    def _commit(self, buffer: torch.Tensor, value: torch.Tensor) -> None:
+        """Write ``value`` into ``buffer`` with fillers zeroed (nothing to copy when value is the buffer)."""
+        if self._has_fillers:
+            torch.where(self._active3, value, torch.zeros((), dtype=self.dtype, device=self.device), out=buffer)
+        elif value is not buffer:
+            buffer.copy_(value)
 
     # ---- reading ------------------------------------------------------------------------------------------------
 
@@ -367,7 +481,7 @@ class MeasuredBranch:
         valid = (self._n_since > 0)[:, None].expand(self.n_envs, len(self.specs))
         if self._flags:
             valid = valid & self._gt_sample_valid
-        return self._gt, valid
+        return self._gt_views[self._count % 2], valid
 
     def read(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Measured read of sensor i: value [E, (H,) *layout, (K if K > 1)], valid [E] or [E, H] (H > 0: the last
@@ -390,7 +504,7 @@ class MeasuredBranch:
         valid = self._n_since > 0
         if self._flags:
             valid = valid & self._gt_sample_valid[:, i]
-        return self._gt_sensor_views[i].clone(), valid
+        return self._gt_sensor_views[self._count % 2][i].clone(), valid
 
     def _history(self, i: int, values: torch.Tensor, valids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         order = self._newest_first[self._count % self._hist_len][: self._history_of[i]]
@@ -421,10 +535,10 @@ class MeasuredBranch:
         random walk zeroed; gains and dead taxels redrawn (per-reset draws use each env's own reset count).
         The other envs are untouched."""
         mask = self.env_mask(envs)
-        state = [self._ring, self._gt, self._n_since]
+        state = [self._ring, self._gt_ring, self._n_since]
         if self._hysteresis is not None:
             state += [self._xi, self._x_prev]
-        if self._walk is not None:
+        if self._walk_state is not None:
             state.append(self._walk_state)
         if self._hist_len:
             state += [self._hist, self._hist_valid, self._gt_hist, self._gt_hist_valid]
@@ -432,7 +546,7 @@ class MeasuredBranch:
             if mask is None:
                 t.zero_()
             else:
-                env_axis = 1 if t is self._ring else 0
+                env_axis = 1 if t is self._ring or t is self._gt_ring else 0
                 t.masked_fill_(mask.view((1,) * env_axis + (-1,) + (1,) * (t.dim() - env_axis - 1)), 0)
         if self._flags:
             self._fill_envs(self._ring_valid, mask, True, env_axis=1)

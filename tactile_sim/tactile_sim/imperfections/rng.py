@@ -7,10 +7,17 @@ A draw is a pure function of (sensor seed, stage, env, local index, counter)::
 so it does not depend on which other sensors exist, on how sensors are batched, on the device, or on the order in
 which tensors are filled. Lanes are hashed once at build; a step only xors a counter in and mixes once.
 
-All integer arithmetic is done on int64 tensors holding values in [0, 2**32): every product is a 32-bit value times
-a constant below 2**31, so it stays below 2**63 and never overflows (torch has no uint32 arithmetic on every device).
-Integer results are identical on CPU and CUDA; the float conversions are exact; the normal transform uses
-``torch.erfinv`` (the inverse-CDF method: one uniform per normal, no pairing), whose last bit may differ by device.
+All integer arithmetic in torch is done on int64 tensors holding values in [0, 2**32): every product is a 32-bit
+value times a constant below 2**31, so it stays below 2**63 and never overflows (torch has no uint32 arithmetic on
+every device). The normal draws of the hardware stages are made by a warp kernel that hashes in uint32 (the same
+integer stream, bit for bit, on CPU and CUDA) and applies :data:`STANDARD_NORMAL_CPP`. The uniform conversions are
+exact; the normal transform is the inverse-CDF method (one uniform per normal, no pairing): in float32 Giles' (2010)
+single-precision erfinv polynomials with Cephes' logarithm polynomial on the CPU (vectorisable; ``logf`` on
+CUDA), within a few ulp of erfinv; in float64 warp's double erfinv. Its last bits may differ by device.
+
+The normal transform is native C++ inside warp kernels (``wp.func_native``): warp's own CPU code generation keeps
+every array access scalar (negative-index wrapping), while a plain loop over raw pointers is vectorised by the
+compiler — about 20 times faster for these element-wise streams.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 import torch
+import warp as wp
+
+from ..geometry.struct_launch import StructLaunch
 
 MASK32 = 0xFFFFFFFF
 SEED_MASK = (1 << 63) - 1
@@ -92,12 +102,154 @@ def bits_to_uniform(bits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return (bits >> 8).to(dtype).mul_(2.0**-24)
 
 
+def counter_hash_int(counter: int) -> int:
+    """:func:`counter_hash` of one Python int (identical results; the per-evaluation key of a kernel launch)."""
+    lo = mix32_int(counter & MASK32)
+    return mix32_int((lo + (counter >> 32) + _GOLDEN) & MASK32)
+
+
+def lanes_uint32(lanes: torch.Tensor) -> torch.Tensor:
+    """int64 values in [0, 2**32) as an int32 tensor holding the same 32 bits (bound as uint32 in warp kernels;
+    the narrowing conversion keeps the low 32 bits)."""
+    return lanes.to(torch.int32).contiguous()
+
+
+MIX32_CPP = f"""
+    auto mix32 = [](uint32_t x) -> uint32_t {{
+        x ^= x >> 16;
+        x *= {_MUL_1:#x}u;
+        x ^= x >> 15;
+        x *= {_MUL_2:#x}u;
+        return x ^ (x >> 16);
+    }};
+"""
+"""C++ source defining ``mix32(uint32_t)``: :func:`mix32` in native uint32 arithmetic (identical results)."""
+
+STANDARD_NORMAL_CPP = {
+    torch.float32: r"""
+    auto standard_normal = [](uint32_t bits) -> float {
+        // v: odd multiple of 2^-23 in (-1, 1) from the top 24 bits; z = sqrt(2) erfinv(v)
+        const float v = static_cast<float>(static_cast<int32_t>((bits >> 8) | 1u) - 8388608) * 1.1920928955078125e-07f;
+        const float a = (1.0f - v) * (1.0f + v);
+#if defined(__CUDA_ARCH__)
+        const float w = -logf(a);
+#else
+        // log(a) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2)): Cephes' logf polynomial in m - 1 (no division)
+        const uint32_t ab = __builtin_bit_cast(uint32_t, a);
+        const bool high = (ab & 0x007fffffu) > 0x003504f3u;
+        const float ex = static_cast<float>(static_cast<int>(ab >> 23) - (high ? 126 : 127));
+        const float x = __builtin_bit_cast(float, (ab & 0x007fffffu) | (high ? 0x3f000000u : 0x3f800000u)) - 1.0f;
+        const float x2 = x * x;
+        float r = 7.0376836292e-2f;
+        r = -1.1514610310e-1f + r * x;
+        r = 1.1676998740e-1f + r * x;
+        r = -1.2420140846e-1f + r * x;
+        r = 1.4249322787e-1f + r * x;
+        r = -1.6668057665e-1f + r * x;
+        r = 2.0000714765e-1f + r * x;
+        r = -2.4999993993e-1f + r * x;
+        r = 3.3333331174e-1f + r * x;
+        const float w = -(x + (x * x2 * r - 2.12194440e-4f * ex - 0.5f * x2) + 0.693359375f * ex);
+#endif
+        const float c = w - 2.5f;
+        float p = 2.81022636e-08f;
+        p = 3.43273939e-07f + p * c;
+        p = -3.5233877e-06f + p * c;
+        p = -4.39150654e-06f + p * c;
+        p = 0.00021858087f + p * c;
+        p = -0.00125372503f + p * c;
+        p = -0.00417768164f + p * c;
+        p = 0.246640727f + p * c;
+        p = 1.50140941f + p * c;
+        const float t = sqrtf(w) - 3.0f;
+        float q = -0.000200214257f;
+        q = 0.000100950558f + q * t;
+        q = 0.00134934322f + q * t;
+        q = -0.00367342844f + q * t;
+        q = 0.00573950773f + q * t;
+        q = -0.0076224613f + q * t;
+        q = 0.00943887047f + q * t;
+        q = 1.00167406f + q * t;
+        q = 2.83297682f + q * t;
+        return 1.41421356f * (w < 5.0f ? p : q) * v;
+    };
+""",
+    torch.float64: r"""
+    auto standard_normal = [](uint32_t bits) -> double {
+        // v: odd multiple of 2^-31 in (-1, 1) from all 32 bits; z = sqrt(2) erfinv(v)
+        const double v = static_cast<double>(static_cast<int64_t>(bits | 1u) - 2147483648LL) * 4.656612873077392578125e-10;
+        return 1.4142135623730951 * wp::erfinv(v);
+    };
+""",
+}
+"""C++ source defining ``standard_normal(uint32_t bits)`` → N(0, 1) in the working precision (float32 uses the
+top 24 bits, float64 all 32), for native loops in warp kernels."""
+
+INTERLEAVED_LOOP_CPP = """
+#if !defined(__CUDA_ARCH__)
+#define INTERLEAVED_LOOP _Pragma("clang loop vectorize(enable) interleave_count(4)")
+#else
+#define INTERLEAVED_LOOP
+#endif
+"""
+"""C++ source defining ``INTERLEAVED_LOOP``: put before a native element-wise loop so that the CPU compiler keeps
+four vector iterations in flight (the normal transform is a long dependency chain; about 25 % faster)."""
+
+WP_FLOAT = {torch.float32: wp.float32, torch.float64: wp.float64}
+CPU_CHUNK = 4096
+"""Elements one CPU kernel thread handles in the native element-wise loops (one per thread on CUDA)."""
+
+
+def _normal_loop(dtype: torch.dtype) -> str:
+    scalar = "float" if dtype == torch.float32 else "double"
+    return INTERLEAVED_LOOP_CPP + STANDARD_NORMAL_CPP[dtype] + f"""
+    const uint32_t* b = reinterpret_cast<const uint32_t*>(call.bits.data);
+    {scalar}* z = reinterpret_cast<{scalar}*>(call.out.data);
+    INTERLEAVED_LOOP
+    for (int i = start; i < stop; ++i) z[i] = standard_normal(b[i]);
+"""
+
+
+def _normal_struct(dtype: torch.dtype):
+    fields = {"bits": wp.array(dtype=wp.uint32), "out": wp.array(dtype=WP_FLOAT[dtype])}
+    name = f"NormalCall_{WP_FLOAT[dtype].__name__}"
+    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+
+
+_NORMAL_STRUCTS = {dt: _normal_struct(dt) for dt in STANDARD_NORMAL_CPP}
+
+
+def _normal_kernel(dtype: torch.dtype):
+    """Kernel ``(call, chunk)``: thread t fills ``call.out[t·chunk : (t+1)·chunk]`` from ``call.bits``."""
+    call_type = _NORMAL_STRUCTS[dtype]
+    name = f"standard_normals_{WP_FLOAT[dtype].__name__}"
+
+    def block(call, start, stop): ...
+
+    block.__name__, block.__annotations__ = f"{name}_block", {"call": call_type, "start": int, "stop": int}
+    native = wp.func_native(_normal_loop(dtype))(block)
+
+    def kernel(call, chunk):
+        t = wp.tid()
+        native(call, t * chunk, wp.min(t * chunk + chunk, call.out.shape[0]))
+
+    kernel.__name__, kernel.__annotations__ = name, {"call": call_type, "chunk": int}
+    return wp.kernel(kernel, enable_backward=False, module=__name__)
+
+
+_NORMAL_KERNELS = {dt: _normal_kernel(dt) for dt in STANDARD_NORMAL_CPP}
+
+
 def bits_to_normal(bits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Standard normal by inverse CDF: sqrt(2)·erfinv(v), v = odd multiple of 2**-(b-1) in the open interval (−1, 1)
-    (b = 32 bits in float64, 24 in float32), so the result is always finite."""
-    shift, top = (0, 31) if dtype == torch.float64 else (8, 23)
-    v = ((bits >> shift) | 1).sub_(1 << top).to(dtype).mul_(2.0**-top)
-    return v.erfinv_().mul_(2.0**0.5)
+    """Standard normal by inverse CDF of v = odd multiple of 2**-(b-1) in the open interval (−1, 1) (b = 32 bits in
+    float64, 24 in float32), so the result is always finite: the transform of :data:`STANDARD_NORMAL_CPP`.
+    bits: int64 in [0, 2**32), any shape → same shape in ``dtype`` (float32 or float64)."""
+    flat = lanes_uint32(bits.reshape(-1))
+    out = torch.empty(flat.shape, dtype=dtype, device=bits.device)
+    chunk = CPU_CHUNK if bits.device.type == "cpu" else 1
+    StructLaunch(_NORMAL_KERNELS[dtype], (-(-flat.numel() // chunk),), _NORMAL_STRUCTS[dtype],
+                 {"bits": flat, "out": out}, [chunk], bits.device)()
+    return out.view(bits.shape)
 
 
 class CounterStream:
