@@ -29,7 +29,8 @@ from .tracked_cloud import PointCloud, TrackedClouds, sample_tracked_cloud, trac
 from .warp_launch import RecordedLaunch, vec3, warp_array, warp_stream
 
 HASH_CELLS = 32
-"""Hash grid dimension per axis (cells are hashed modulo it; the cell width is the largest sensing radius)."""
+"""Hash grid dimension per axis (cells are hashed modulo it; the cell width is twice the largest sensing radius, so
+a query visits 2 cells per axis instead of 3)."""
 
 
 @wp.func
@@ -129,7 +130,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         self.gain = torch.ones((e, p), **kw)
         self.out = torch.zeros((2, e, p, 6), **kw)             # (F, T) of the ground truth and measured branches
         reach = probes.radius + per_probe(opts, self.counts, "probe_radius_noise", ctx)
-        self.cell = float(reach.max())
+        self.cell = 2.0 * float(reach.max())
         # broad phase: per sensor, the box of its active probes grown by its largest reach (link frame)
         grown_lo, grown_hi = [], []
         for a, b in probes.slices:
