@@ -7,25 +7,63 @@ Outputs ``[E, (H,) *layout]`` in the sensor's layout shape.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+import warp as wp
 
 from ..imperfections.latch import SchmittLatch, overlap_floor
 from ..world.state import WorldState
 from .probe_sensor import ProbeSensorBatch, per_probe
+from .probe_set import WP_TYPES, FusedProbeLaunch, probe_kernel, probe_struct
+
+
+@wp.func
+def _depth(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
+           link_rot: Any, link_pos: Any):
+    """Both branches' depth of probe i (env e) whose nearest shape is at signed distance sd."""
+    zero = type(sd)(0.0)
+    call.ground_truth[e, i] = wp.max(call.radius[i] - sd, zero)
+    call.measured[e, i] = wp.max(call.radius_measured[e, i] - sd, zero) * call.gain[e, i]
+
+
+def _depth_kernel(dtype: torch.dtype):
+    f = WP_TYPES[dtype][0]
+    call_type = probe_struct(f"DepthProbeCall_{f.__name__}", dtype, {
+        "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
+        "ground_truth": wp.array2d(dtype=f), "measured": wp.array2d(dtype=f)})
+    return probe_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth), call_type
+
+
+_DEPTH_KERNELS = {dt: _depth_kernel(dt) for dt in WP_TYPES}
 
 
 class ContactDepthProbeBatch(ProbeSensorBatch):
-    """Per-probe overlap depth of the sensing sphere with the nearest candidate geometry, m."""
+    """Per-probe overlap depth of the sensing sphere with the nearest candidate geometry, m.
+
+    One fused kernel per evaluation writes both branches into the measured branch's staging buffers (probes out of
+    reach keep the zeros written before the launch); the hardware stages then run in place.
+    """
 
     sensor_type = "ContactDepthProbe"
 
+    def __init__(self, options, ctx):
+        super().__init__(options, ctx)
+        # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
+        self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
+        kernel, call_type = _DEPTH_KERNELS[ctx.dtype]
+        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff,
+                                       {"radius": self.probes.radius, "radius_measured": self.radius_measured})
+
     def evaluate(self, state: WorldState) -> None:
-        sd = self.geometry(state)[3].sd
-        radius = self.probes.radius
-        gt = torch.clamp_min(radius - sd, 0.0)
-        measured = torch.clamp_min(self.branch.radius(radius) - sd, 0.0).mul_(self.branch.gain)
-        y = self.branch.hardware(self.branch.transform(measured[..., None]))
-        self.branch.push(y, gt[..., None])
+        branch, e, p = self.branch, self.n_envs, self.probes.n
+        if branch.radius_varies:
+            self.radius_measured.copy_(branch.radius(self.probes.radius))
+        measured, gt = branch.staging()
+        measured.zero_()
+        gt.zero_()
+        self.launch(state, {"gain": branch.gain, "ground_truth": gt.view(e, p), "measured": measured.view(e, p)})
+        branch.push(branch.hardware(branch.transform(measured)), gt)
 
 
 class ContactProbeBatch(ProbeSensorBatch):

@@ -10,13 +10,15 @@ Zero-length normal fallback: n = −R_L a_i. Output ``(force, torque)``, each ``
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+import warp as wp
 
 from ..constants import EPS_D
 from ..world.state import WorldState
 from .probe_sensor import ProbeSensorBatch, per_probe
+from .probe_set import WP_TYPES, FusedProbeLaunch, probe_kernel, probe_struct
 
 
 class ForceTorque(NamedTuple):
@@ -26,8 +28,68 @@ class ForceTorque(NamedTuple):
     torque: torch.Tensor
 
 
+@wp.func
+def _wrench(s: Any, i: int, call: Any, v_n: Any, v_t: Any, w_n: Any, n: Any, n_link: Any, rot_t: Any):
+    """[F, T] in the link frame of probe i for the (gained, exponentiated) overlap s."""
+    zero = s - s
+    f_n = wp.max(s * (call.k_n[i] + call.c_n[i] * v_n), zero)
+    force = rot_t @ (f_n * n + call.k_t[i] * v_t)
+    torque = wp.cross(call.local_pos[i], force) + (call.k_tw[i] * w_n) * n_link
+    return type(call.measured[0, 0])(force[0], force[1], force[2], torque[0], torque[1], torque[2])
+
+
+@wp.func
+def _taxel(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
+           link_rot: Any, link_pos: Any):
+    """Both branches' force and torque of probe i (env e) whose nearest shape is at signed distance sd."""
+    zero = type(sd)(0.0)
+    eps = type(sd)(EPS_D)
+    depth_gt = wp.max(call.radius[i] - sd, zero)
+    depth_measured = wp.max(call.radius_measured[e, i] - sd, zero)
+    if depth_gt > eps or depth_measured > eps:
+        n = normal
+        if n[0] == zero and n[1] == zero and n[2] == zero:
+            n = -(link_rot @ call.local_normal[i])  # the gradient vanished: −R_L a_i
+        b = tables.shape_body[shape]
+        w_obj = call.ang_vel[e, b]
+        w_link = call.ang_vel[e, link]
+        v = (call.lin_vel[e, b] + wp.cross(w_obj, x - call.body_pos[e, b])) - (
+            call.lin_vel[e, link] + wp.cross(w_link, x - link_pos))
+        v_n = wp.dot(n, v)
+        v_t = v - v_n * n
+        w_n = wp.dot(n, w_obj - w_link)
+        rot_t = wp.transpose(link_rot)
+        n_link = rot_t @ n
+        p = call.exponent[i]
+        if depth_gt > eps:
+            s = depth_gt
+            if p != type(sd)(1.0):
+                s = wp.pow(s, p)
+            call.ground_truth[e, i] = _wrench(s, i, call, v_n, v_t, w_n, n, n_link, rot_t)
+        if depth_measured > eps:
+            s = depth_measured * call.gain[e, i]
+            if p != type(sd)(1.0):
+                s = wp.pow(s, p)
+            call.measured[e, i] = _wrench(s, i, call, v_n, v_t, w_n, n, n_link, rot_t)
+
+
+def _taxel_kernel(dtype: torch.dtype):
+    f, v, _ = WP_TYPES[dtype]
+    per_probe_f = wp.array(dtype=f)
+    call_type = probe_struct(f"KinematicTaxelCall_{f.__name__}", dtype, {
+        "radius": per_probe_f, "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
+        "local_normal": wp.array(dtype=v), "k_n": per_probe_f, "c_n": per_probe_f, "k_t": per_probe_f,
+        "k_tw": per_probe_f, "exponent": per_probe_f, "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v),
+        "ground_truth": wp.array2d(dtype=wp.types.vector(6, f)), "measured": wp.array2d(dtype=wp.types.vector(6, f))})
+    return probe_kernel(f"kinematic_taxel_{f.__name__}", call_type, dtype, _taxel), call_type
+
+
+_TAXEL_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
+
+
 class KinematicTaxelBatch(ProbeSensorBatch):
-    """Spring–damper taxels; both branches are evaluated together along a leading branch axis [2, E, P]."""
+    """Spring–damper taxels. One fused kernel per evaluation writes both branches ([F, T], 6 channels) into the
+    measured branch's staging buffers; probes out of contact keep the zeros written before the launch."""
 
     sensor_type = "KinematicTaxel"
     channels = 6
@@ -36,44 +98,24 @@ class KinematicTaxelBatch(ProbeSensorBatch):
         super().__init__(options, ctx)
         coef = {k: per_probe(self.options, self.counts, k, ctx)
                 for k in ("normal_stiffness", "normal_damping", "normal_exponent", "shear_scalar", "twist_scalar")}
-        self.k_n, self.c_n = coef["normal_stiffness"], coef["normal_damping"]
-        self.k_t, self.k_tw = coef["shear_scalar"][:, None], coef["twist_scalar"]
-        self.exponent = None if bool((coef["normal_exponent"] == 1).all()) else coef["normal_exponent"]
+        # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
+        self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
+        kernel, call_type = _TAXEL_KERNELS[ctx.dtype]
+        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, {
+            "radius": self.probes.radius, "radius_measured": self.radius_measured,
+            "local_normal": self.probes.local_normal, "k_n": coef["normal_stiffness"], "c_n": coef["normal_damping"],
+            "k_t": coef["shear_scalar"], "k_tw": coef["twist_scalar"], "exponent": coef["normal_exponent"]})
 
     def evaluate(self, state: WorldState) -> None:
-        probes = self.probes
-        rot, pos, x, q = self.geometry(state)
-        radius = probes.radius
-        # overlap of both branches: [2, E, P] (0 = ground truth, 1 = measured)
-        reach = torch.stack([radius.expand_as(q.sd), self.branch.radius(radius)])
-        depth = torch.clamp_min(reach - q.sd, 0.0)
-        touching = depth > EPS_D
-        gain = torch.stack([torch.ones_like(self.branch.gain), self.branch.gain])
-        s = depth * gain
-        if self.exponent is not None:
-            s = s.pow(self.exponent)
-
-        # object normal with its fallback −R_L a_i where the gradient vanished
-        fallback = -probes.to_world_frame(rot, probes.local_normal)
-        n = torch.where((q.normal == 0).all(-1, keepdim=True), fallback, q.normal)
-        body = q.body.clamp_min(0)
-        v = state.point_velocity(body, x) - (probes.at_probes(state.lin_vel)
-                                              + torch.cross(probes.at_probes(state.ang_vel), x - pos, dim=-1))
-        v_n = (n * v).sum(-1)
-        v_t = v - v_n[..., None] * n
-        w_obj = torch.gather(state.ang_vel, 1, body[..., None].expand(body.shape + (3,)))
-        w_n = (n * (w_obj - probes.at_probes(state.ang_vel))).sum(-1)
-
-        f_n = torch.clamp_min(s * (self.k_n + self.c_n * v_n), 0.0)
-        force_w = f_n[..., None] * n + self.k_t * v_t
-        force_w = torch.where(touching[..., None], force_w, torch.zeros((), dtype=x.dtype, device=x.device))
-        force = probes.to_link_frame(rot, force_w)
-        n_link = probes.to_link_frame(rot, n)
-        twist = torch.where(touching, self.k_tw * w_n, torch.zeros((), dtype=x.dtype, device=x.device))
-        torque = torch.cross(probes.local_pos.expand_as(force), force, dim=-1) + twist[..., None] * n_link
-        out = torch.cat([force, torque], dim=-1)
-        y = self.branch.hardware(self.branch.transform(out[1]))
-        self.branch.push(y, out[0])
+        branch = self.branch
+        if branch.radius_varies:
+            self.radius_measured.copy_(branch.radius(self.probes.radius))
+        measured, gt = branch.staging()
+        measured.zero_()
+        gt.zero_()
+        self.launch(state, {"gain": branch.gain, "lin_vel": state.lin_vel.contiguous(),
+                            "ang_vel": state.ang_vel.contiguous(), "ground_truth": gt, "measured": measured})
+        branch.push(branch.hardware(branch.transform(measured)), gt)
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])

@@ -1,9 +1,16 @@
-"""The probes of several sensors of one class, concatenated into one batch.
+"""The probes of several sensors of one class, concatenated into one batch, and the fused probe-kernel skeleton.
 
 Layouts are flattened row-major and concatenated in sensor order; every per-probe quantity is a tensor ``[P]`` or
 ``[P, 3]`` (P = total probes of the batch), and ``sensor_of_probe[P]`` / ``slices`` map back to the sensors. World
 positions and link motion are computed for all probes at once (one path for a batch whose sensors share one link,
 a gather path otherwise), so the per-step Python work does not grow with the number of sensors.
+
+Fused models (:func:`probe_kernel`) run one warp kernel per step: it places the probes in the world, finds their
+nearest candidate shape (:func:`~..geometry.query.nearest_shape`) and calls the model's per-probe function for the
+probes that found one. Probes are visited in *cells* of consecutive probes of one sensor, grouped into *blocks* (one
+kernel thread each on the CPU); a block or cell whose bounding sphere cannot reach a candidate shape within its
+largest cutoff is skipped whole (:func:`~..geometry.query.sphere_may_hit`) — it reads "none" exactly as its probes
+would.
 """
 
 from __future__ import annotations
@@ -14,9 +21,21 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..geometry.query import QueryResult, ShapeQuery
+import warp as wp
+
+from ..geometry.query import QueryResult, ShapeQuery, nearest_shape, sphere_may_hit, tables_type
+from ..geometry.struct_launch import StructLaunch
 from ..world.state import WorldState
 from .layout import ProbeLayout
+
+CPU_CELL_PROBES = 8
+"""Consecutive probes per broad-phase cell on the CPU (one on CUDA)."""
+CPU_BLOCK_CELLS = 32
+"""Cells per block (one CPU kernel thread; one cell per thread on CUDA): warp copies the kernel arguments once per
+thread, so a thread should visit a few hundred probes."""
+
+WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
+"""Warp (scalar, vec3, mat33) types of a working dtype."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,57 @@ class ProbeSet:
         self.single_link = int(links[0]) if np.all(links == links[0]) else None
         self.group_shape_mask = torch.as_tensor(np.stack([s.shape_mask for s in sensors]), device=device)
         self.group_exact = torch.as_tensor(np.array([s.exact for s in sensors]), device=device)
+        self._build_cells(sensors, links, device)
+
+    def _build_cells(self, sensors: Sequence[ProbeSensorGeometry], links: np.ndarray, device) -> None:
+        """Cells (runs of consecutive probes of one sensor) and blocks (runs of cells of one sensor), with their
+        bounding spheres in the link frame (radius padded for round-off)."""
+        cpu = torch.device(device).type == "cpu"
+        per_cell, per_block = (CPU_CELL_PROBES, CPU_BLOCK_CELLS) if cpu else (1, 1)
+        pad = 16 * float(torch.finfo(self.dtype).eps)
+        cell_start, cell_stop, cell_center, cell_radius = [], [], [], []
+        block_cell, block_count, block_link, block_group, block_center, block_radius = [], [], [], [], [], []
+        for g, ((a, b), sensor) in enumerate(zip(self.slices, sensors)):
+            pos = sensor.layout.flat_positions
+            first = len(cell_start)
+            for c0 in range(a, b, per_cell):
+                c1 = min(c0 + per_cell, b)
+                center, radius = _bounding_sphere(pos[c0 - a:c1 - a], pad)
+                cell_start.append(c0), cell_stop.append(c1), cell_center.append(center), cell_radius.append(radius)
+            for k0 in range(first, len(cell_start), per_block):
+                k1 = min(k0 + per_block, len(cell_start))
+                center, radius = _bounding_sphere(pos[cell_start[k0] - a:cell_stop[k1 - 1] - a], pad)
+                block_cell.append(k0), block_count.append(k1 - k0), block_link.append(int(links[g]))
+                block_group.append(g), block_center.append(center), block_radius.append(radius)
+
+        def ints(v):
+            return torch.as_tensor(np.asarray(v, np.int32).reshape(-1), device=device)
+
+        def floats(v, *shape):
+            return torch.as_tensor(np.asarray(v, np.float64).reshape(-1, *shape), device=device, dtype=self.dtype)
+
+        self.cells = {"cell_start": ints(cell_start), "cell_stop": ints(cell_stop), "cell_center": floats(cell_center, 3),
+                      "cell_radius": floats(cell_radius), "block_first_cell": ints(block_cell),
+                      "block_cells": ints(block_count), "block_link": ints(block_link), "block_group": ints(block_group),
+                      "block_center": floats(block_center, 3), "block_radius": floats(block_radius)}
+        self._cell_of_probe = torch.repeat_interleave(
+            torch.arange(len(cell_start), device=device), (self.cells["cell_stop"] - self.cells["cell_start"]).long())
+        self._block_of_cell = torch.repeat_interleave(torch.arange(len(block_cell), device=device),
+                                                      self.cells["block_cells"].long())
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.cells["block_group"].numel())
+
+    def kernel_fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The static probe fields of :func:`probe_fields` for a batch whose probes query up to ``cutoff`` [P] m:
+        probe, cell and block tables, the largest cutoff of every cell and block, groups (one per sensor)."""
+        neg = torch.full((len(self.cells["cell_start"]),), -torch.inf, dtype=self.dtype, device=self.device)
+        cell_cut = neg.scatter_reduce(0, self._cell_of_probe, cutoff, "amax")
+        block_cut = neg[: self.n_blocks].scatter_reduce(0, self._block_of_cell, cell_cut, "amax")
+        return {**self.cells, "cell_cut": cell_cut, "block_cut": block_cut, "local_pos": self.local_pos,
+                "cutoff": cutoff.contiguous(), "group_shape_mask": self.group_shape_mask,
+                "group_exact": self.group_exact}
 
     # ------------------------------------------------------------------ per-probe link motion
     def at_probes(self, t: torch.Tensor) -> torch.Tensor:
@@ -98,3 +168,98 @@ class ProbeSet:
             x, state.rot, state.pos, self.sensor_of_probe, self.group_shape_mask, cutoff,
             group_exact=self.group_exact, unsigned=unsigned,
         )
+
+
+def _bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
+    """Centre (bounding-box centre) and radius of a sphere holding ``points`` (n, 3), padded by ``pad`` relative."""
+    center = (points.min(0) + points.max(0)) / 2
+    radius = float(np.linalg.norm(points - center, axis=1).max())
+    return center, radius + pad * (radius + float(np.abs(center).max()) + 1.0)
+
+
+def probe_fields(dtype: torch.dtype) -> dict:
+    """Warp array types of the struct fields every fused probe kernel reads (names as :meth:`ProbeSet.kernel_fields`
+    plus the per-step body poses ``body_rot`` [E, B], ``body_pos`` [E, B] and the shape world poses ``world_rot``,
+    ``world_pos``, ``world_center`` [E, S] of :meth:`ShapeQuery.world_poses`)."""
+    f, v, m = WP_TYPES[dtype]
+    i32 = wp.array(dtype=wp.int32)
+    return {"cell_start": i32, "cell_stop": i32, "cell_center": wp.array(dtype=v), "cell_radius": wp.array(dtype=f),
+            "cell_cut": wp.array(dtype=f), "block_first_cell": i32, "block_cells": i32, "block_link": i32,
+            "block_group": i32, "block_center": wp.array(dtype=v), "block_radius": wp.array(dtype=f),
+            "block_cut": wp.array(dtype=f), "local_pos": wp.array(dtype=v), "cutoff": wp.array(dtype=f),
+            "group_shape_mask": wp.array2d(dtype=wp.bool), "group_exact": wp.array(dtype=wp.bool),
+            "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "world_rot": wp.array2d(dtype=m),
+            "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v)}
+
+
+def probe_struct(name: str, dtype: torch.dtype, model_fields: dict):
+    """A warp struct type with :func:`probe_fields` and the model's own fields."""
+    fields = {**probe_fields(dtype), **model_fields}
+    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+
+
+def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe):
+    """The fused probe kernel ``(call, tables)`` over (E, blocks): for every probe i of env e whose nearest
+    candidate shape lies within its cutoff, ``evaluate_probe(call, tables, e, i, x, sd, shape, normal, link,
+    link_rot, link_pos)`` (x: world probe centre; sd, shape, normal: :func:`nearest_shape`; link: body index of the
+    probe's link, pose R_L, o_L). Other probes are not visited: the model's outputs must be cleared before the
+    launch."""
+
+    def kernel(call, tables):
+        e, k = wp.tid()
+        g = call.block_group[k]
+        link = call.block_link[k]
+        rl = call.body_rot[e, link]
+        ol = call.body_pos[e, link]
+        exact = call.group_exact[g]
+        if sphere_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
+                          call.group_shape_mask, call.world_center, tables):
+            first = call.block_first_cell[k]
+            for c in range(first, first + call.block_cells[k]):
+                if sphere_may_hit(rl @ call.cell_center[c] + ol, call.cell_radius[c], call.cell_cut[c], e, g, exact,
+                                  0, call.group_shape_mask, call.world_center, tables):
+                    for i in range(call.cell_start[c], call.cell_stop[c]):
+                        x = rl @ call.local_pos[i] + ol
+                        sd, s, normal, closest = nearest_shape(x, e, g, call.cutoff[i], exact, 0,
+                                                               call.group_shape_mask, call.world_rot, call.world_pos,
+                                                               call.world_center, tables)
+                        if s >= 0:
+                            evaluate_probe(call, tables, e, i, x, sd, s, normal, link, rl, ol)
+
+    kernel.__name__ = name
+    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
+    return wp.kernel(kernel, enable_backward=False, module="unique")
+
+
+class FusedProbeLaunch:
+    """The per-step launch of a fused probe kernel (:func:`probe_kernel`) for one batch.
+
+    probes: the batch's ProbeSet; query: the scene's ShapeQuery; cutoff [P] m: the batch's query cutoffs;
+    model_fields: the model's static fields (name → tensor). Each call binds the world state and the per-step model
+    tensors (outputs, gains, …; rebinding is a pointer write) and launches once.
+    """
+
+    def __init__(self, probes: ProbeSet, query: ShapeQuery, n_envs: int, kernel, call_type, cutoff: torch.Tensor,
+                 model_fields: dict[str, torch.Tensor]):
+        self.query, self.kernel, self.call_type, self.n_envs = query, kernel, call_type, n_envs
+        self.dim = (n_envs, probes.n_blocks)
+        poses = query.pose_buffers(n_envs)
+        self.fields = {**probes.kernel_fields(cutoff), "world_rot": poses.rot, "world_pos": poses.pos,
+                       "world_center": poses.cull_center, **model_fields}
+        self.launch: StructLaunch | None = None
+
+    def __call__(self, state: WorldState, per_step: dict[str, torch.Tensor]) -> None:
+        """Launch for ``state`` with ``per_step`` fields (contiguous tensors, bound by data pointer)."""
+        self.query.world_poses(state.rot, state.pos)
+        tensors = {"body_rot": _contiguous(state.rot), "body_pos": _contiguous(state.pos), **per_step}
+        if self.launch is None:
+            self.launch = StructLaunch(self.kernel, self.dim, self.call_type, {**self.fields, **tensors},
+                                       [self.query.tables], self.query.device)
+        else:
+            for name, t in tensors.items():
+                self.launch.bind(name, t)
+        self.launch()
+
+
+def _contiguous(t: torch.Tensor) -> torch.Tensor:
+    return t if t.is_contiguous() else t.contiguous()
