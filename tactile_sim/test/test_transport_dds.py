@@ -3,9 +3,13 @@
 incompatible QoS reported, invalid and undecodable samples skipped, remapping, timers (wall and simulation time),
 shutdown and clean departure."""
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -299,9 +303,40 @@ def test_closing_a_transport_makes_its_writers_leave_at_once(pair):
     assert time.monotonic() - start < 2.0  # not the 10 s lease expiry
 
 
+PEER = """
+import sys
+from tactile_sim.io.msg_types import new_message
+from tactile_sim.transport.base import LATCHED
+from tactile_sim.transport.dds import DdsTransport
+t = DdsTransport("env_configured")  # no domain id, no configuration: ROS_DOMAIN_ID and CYCLONEDDS_URI
+t.create_publisher("/from_env", "std_msgs/msg/String", LATCHED).publish(new_message("std_msgs/msg/String", data="env"))
+t.spin(timeout=float(sys.argv[1]))
+t.close()
+"""
+
+
+def test_ros_domain_id_and_cyclonedds_uri_are_respected(pair, tmp_path):
+    _, b = pair
+    config = tmp_path / "loopback.xml"
+    config.write_text(LOOPBACK_CONFIG)
+    env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN), "CYCLONEDDS_URI": f"file://{config}",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    peer = subprocess.Popen([sys.executable, "-c", PEER, "30"], env=env)
+    try:
+        got = []
+        b.create_subscription("/from_env", STRING, got.append, LATCHED)
+        assert b.spin(until=lambda: got, timeout=25)
+        assert got[0].data == "env"
+    finally:
+        peer.kill()
+        peer.wait()
+
+
 def test_invalid_domain_ids_are_rejected(monkeypatch):
     monkeypatch.setenv("ROS_DOMAIN_ID", "300")
     with pytest.raises(ValueError, match="ROS_DOMAIN_ID"):
         DdsTransport("bad")
+    with pytest.raises(ValueError, match="DDS domain id: got 233"):
+        DdsTransport("bad", domain_id=233)
     with pytest.raises(ValueError, match="another configuration"):
         DdsTransport("other", domain_id=DOMAIN, config=LOOPBACK_CONFIG.replace("64", "32"))

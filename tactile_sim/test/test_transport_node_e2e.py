@@ -23,7 +23,7 @@ from cyclonedds.topic import Topic
 from helpers_ros import DEMO_YAML, pad_contact_truth, tf_msg
 from helpers_transport import isolated_domain_id, padded, start_dds_node
 from tactile_sim.constants import EPS_D
-from tactile_sim.demo_trajectory import DEMO_URDF, JOINT_NAMES, OPEN, SQUEEZE, gripper_trajectory
+from tactile_sim.demo_trajectory import DEMO_URDF, JOINT_NAMES, SQUEEZE, gripper_trajectory
 from tactile_sim.io.msg_types import deserialize_cdr, message_class, new_message, serialize_cdr
 from tactile_sim.io.stamps import time_msg, time_msg_to_ns
 from tactile_sim.ros.node_runtime import TF_STATIC_QOS

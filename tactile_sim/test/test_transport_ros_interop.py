@@ -6,7 +6,6 @@ with no type-hash parse errors on the ROS side. Skipped where no ROS 2 installat
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np

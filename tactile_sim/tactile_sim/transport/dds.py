@@ -97,13 +97,17 @@ def _open_domain(domain_id: int, config: str | None) -> None:
         _domains[domain_id] = config
 
 
+MAX_DOMAIN_ID = 232
+"""Largest DDS domain id whose RTPS ports fit in 16 bits (ROS 2's limit)."""
+
+
 def default_domain_id() -> int:
     """``ROS_DOMAIN_ID`` (0 when unset); ValueError when it is not an integer in 0–232."""
     text = os.environ.get("ROS_DOMAIN_ID", "").strip()
     if not text:
         return 0
-    if not text.isdigit() or int(text) > 232:
-        raise ValueError(f"ROS_DOMAIN_ID: got {text!r}; allowed: an integer from 0 to 232")
+    if not text.isdigit() or int(text) > MAX_DOMAIN_ID:
+        raise ValueError(f"ROS_DOMAIN_ID: got {text!r}; allowed: an integer from 0 to {MAX_DOMAIN_ID}")
     return int(text)
 
 
@@ -133,6 +137,8 @@ class DdsSubscription:
 
 @dataclass
 class _Timer:
+    """A timer of the node clock: period and next due time in ns."""
+
     period_ns: int
     callback: Callable[[], None]
     next_ns: int
@@ -194,8 +200,9 @@ class DdsTransport(Transport):
 
     name, namespace: the node's (validated as ROS does); remaps: ``[node:]from:=to`` rules (``__node``/``__ns``
     too); domain_id: None for ``ROS_DOMAIN_ID``; config: Cyclone XML (:data:`LOOPBACK_CONFIG`) or None for Cyclone's
-    own; use_sim_time: node clock from ``/clock``; log: (level, text) sink, default :func:`stderr_log`.
-    Raises ValueError for invalid names, rules or domain ids.
+    own; use_sim_time: node clock from ``/clock``; log: (level, text) sink, default :func:`stderr_log`; enclave: the
+    ROS security enclave announced in the participant's USER_DATA. Raises ValueError for invalid names, rules or
+    domain ids.
     """
 
     def __init__(self, name: str = "tactile_sim_node", namespace: str = "/", *, remaps: tuple[str, ...] = (),
@@ -203,6 +210,8 @@ class DdsTransport(Transport):
                  log: Callable[[str, str], None] | None = None, enclave: str = "/"):
         self.names = NodeNames.create(name, namespace, remaps)
         self.domain_id = default_domain_id() if domain_id is None else int(domain_id)
+        if not 0 <= self.domain_id <= MAX_DOMAIN_ID:
+            raise ValueError(f"DDS domain id: got {domain_id!r}; allowed: 0 to {MAX_DOMAIN_ID}")
         _open_domain(self.domain_id, config)
         self._log = log if log is not None else stderr_log(self.names.name)
         self.participant = DomainParticipant(self.domain_id, qos=participant_qos(enclave))
