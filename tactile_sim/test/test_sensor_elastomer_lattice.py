@@ -1,13 +1,16 @@
-"""ElastomerTaxel lattice shear (spec §7.5) when the grid sensors of one shape are not neighbours in the batch: two
-grid sensors with a flat one between them share one separable group whose probes are not contiguous."""
+"""ElastomerTaxel lattice and direct sums beyond the spec checks of test_sensor_elastomer: the lattice shear (§7.5)
+of grid sensors that are not neighbours in the batch, and both forms of the direct dilation sum (§7.4) against
+the lattice paths in two envs."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
-from helpers_pointcloud import box, centred_lattice, make_suite, numpy, step
-from test_sensor_elastomer import replay_shear
+from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
+from tactile_sim.sensors import elastomer_dilation
+from test_sensor_elastomer import elastomer, replay_shear
 
 
 def test_lattice_shear_of_sensors_apart_in_the_batch():
@@ -26,3 +29,25 @@ def test_lattice_shear_of_sensors_apart_in_the_batch():
         expected = replay_shear(suite.point_cloud(name), pressed, slid, grid, 0.006**2, 300.0)
         assert np.abs(expected).max() > 0 and torch.count_nonzero(suite.read_ground_truth(name)[..., 2]) == 0
         assert np.abs(s - expected).max() <= 1e-6 * np.abs(expected).max(), name
+
+
+@pytest.mark.parametrize("full_sum_limit", [0, 10**6])
+def test_compacted_and_whole_direct_sums_agree_with_the_lattice(full_sum_limit, monkeypatch):
+    # the direct path compacts the sources (limit 0) or multiplies its tables by the whole H; the grid twins of the
+    # flat sensors take the lattice paths (c = 1: separable, c = 0.3: FFT), in two envs with different indentations
+    monkeypatch.setattr(elastomer_dilation, "FULL_SUM_LIMIT", full_sum_limit)
+    grid = lattice(9, 12, 0.004, 0.003, (-0.021, -0.013, 0.0))
+    sensors = []
+    for c in (1.0, 0.3):
+        kw = dict(compressibility=c, elastomer_thickness=0.003, lambda_d=20000.0, shear_scale=0.0)
+        sensors += [elastomer(f"grid{c}", grid, **kw), elastomer(f"flat{c}", grid.reshape(-1, 3), **kw)]
+    suite = make_suite(sensors, [sphere("ball", 0.008)], n_envs=2)
+    rot = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+    centres = torch.tensor([[-0.004, 0.002, 0.0065], [0.006, -0.003, 0.007]], dtype=torch.float64)
+    suite.update(0.0, object_poses={"ball": (rot, centres)})
+    for c in (1.0, 0.3):
+        u_grid = numpy(suite.read_ground_truth(f"grid{c}")).reshape(2, -1, 3)
+        u_flat = numpy(suite.read_ground_truth(f"flat{c}"))
+        scale = np.abs(u_flat).max(axis=(1, 2))
+        assert (scale > 0).all() and not np.allclose(u_flat[0], u_flat[1])
+        assert (np.abs(u_grid - u_flat).max(axis=(1, 2)) <= 1e-10 * scale).all(), c

@@ -17,8 +17,9 @@ build (in float64) and is evaluated per step only by the direct path of very lar
   (e₁, e₂, a) is an orthonormal frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
 * Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
   :mod:`.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
-  H^p (``embedding_bag``, no gathered copy). Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the
-  pairs per step instead (one thread per env and target).
+  H^p (``embedding_bag``, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the whole
+  H and H^p. Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the pairs per step instead (one thread
+  per env and target).
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ log = logging.getLogger(__name__)
 DENSE_LIMIT = 2**24
 """Largest total size (elements) of the direct path's dense pair tables, Σ 4·P_s² (P_s = 2048 for one sensor; 64 MB
 in float32); beyond, the kernels are evaluated per step. Keeps table indices within int32."""
+
+FULL_SUM_LIMIT = 128
+"""Up to this many direct probes the dense tables are multiplied by the whole H and H^p (two small GEMMs) instead
+of compacting the sources first (the compaction's fixed cost is larger there)."""
+
 
 @dataclass(frozen=True)
 class DilationParameters:
@@ -368,12 +374,15 @@ class _DirectSum:
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
         torch.index_select(depth, 1, self.probes, out=self.depth)
         torch.index_select(depth_p, 1, self.probes, out=self.depth_p)
+        e = depth.shape[0]
+        if self.dense and self.depth.shape[1] <= FULL_SUM_LIMIT:                # sources with H = 0 add exactly 0
+            u = torch.matmul(self.depth, self.table_k).view(e, -1, 3)
+            return u - torch.matmul(self.depth_p, self.table_g)[..., None] * self.normal
         self.compaction(self.depth > 0)
         if not self.dense:
             self.launch()
             return self.out
         index, valid = self.compaction.slots()
-        e = depth.shape[0]
         if index.shape[-1] == 0:
             return torch.zeros_like(self.normal).expand(e, -1, -1)
         index = index.reshape(e, -1)
