@@ -1,86 +1,54 @@
 """tactile_sim_node under ROS 2 (launch_pytest): started with the demo configuration, fed joint states, TF and the
 robot description by a test node, it publishes taxel arrays with contacts where the fingers touch the can and zeros
-elsewhere, at its update rate, with markers and diagnostics; it survives bad inputs, changes its rate at run time,
-and exits non-zero on an invalid configuration. The launch files are checked when tactile_sim is installed in an
-ament prefix (colcon). Skipped where ROS 2 is not importable.
+elsewhere, at its update rate, with markers and diagnostics; it survives bad inputs and changes its rate at run
+time. Skipped where ROS 2 is not importable.
 """
 
-import os
-import random
-import sys
-import tempfile
-import threading
-import time
-from pathlib import Path
+from helpers_ros_launch import edited_demo, node_action, require_ros
 
-import numpy as np
-import pytest
-import yaml
+require_ros()
 
-try:
-    import launch
-    import launch_pytest
-    import launch_ros
-    import rclpy
-    from launch_pytest.tools import process as process_tools
-except ImportError as exc:
-    pytest.skip(f"ROS 2 is not importable ({exc}); these tests need rclpy, launch, launch_ros and launch_pytest: "
-                "source a ROS 2 (Jazzy or Humble) setup.bash", allow_module_level=True)
-try:
-    from tactile_sim_msgs.msg import TaxelArray
-except ImportError as exc:
-    pytest.skip(f"tactile_sim_msgs is not importable ({exc}): build it with colcon and source its setup.bash",
-                allow_module_level=True)
+import threading  # noqa: E402
+import time  # noqa: E402
 
+import launch  # noqa: E402
+import launch_pytest  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import TransformStamped  # noqa: E402
 from rcl_interfaces.msg import Parameter as ParameterMsg  # noqa: E402
 from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
+from tactile_sim_msgs.msg import TaxelArray  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
-from helpers_ros import DEMO_YAML, PACKAGE_ROOT, pad_contact_truth  # noqa: E402
+from helpers_ros import pad_contact_truth  # noqa: E402
 from tactile_sim.constants import EPS_D  # noqa: E402
 from tactile_sim.demo_trajectory import DEMO_URDF, JOINT_NAMES, SQUEEZE  # noqa: E402
 
-os.environ["ROS_DOMAIN_ID"] = str(random.Random(os.getpid()).randint(30, 99))  # isolate from other ROS graphs
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-
-RATE = 50.0
+RATE = 10.0
+"""Hz of the node under test: the full demo configuration (10 sensors) steps in tens of ms on a small, shared CI
+machine; the rate checks need a rate the machine sustains."""
+SLOW_RATE = 5.0
 SQUEEZED = [0.0, SQUEEZE, SQUEEZE]
 NODE = "/tactile_sim_node"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-WORK = Path(tempfile.mkdtemp(prefix="tactile_sim_launch_"))
 
 
-def node_env() -> dict:
-    path = os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-
-
-def node_action(config_file: Path, **params) -> "launch_ros.actions.Node":
-    """tactile_sim_node run from this checkout (``python -m``), so no colcon install of tactile_sim is needed."""
-    return launch_ros.actions.Node(
-        executable=sys.executable, arguments=["-m", "tactile_sim.ros.node"], name="tactile_sim_node",
-        parameters=[{"config_file": str(config_file), **params}], additional_env=node_env(), output="screen",
-        cached_output=True)
-
-
-def config_without_robot() -> Path:
+def config_without_robot():
     """The demo configuration without robot.urdf: the node must wait for /robot_description."""
-    data = yaml.safe_load(DEMO_YAML.read_text())
-    del data["robot"]
-    path = WORK / "demo_without_robot.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return edited_demo("demo_without_robot.yaml", lambda data: data.pop("robot"))
 
 
-class Probe(rclpy.node.Node):
+class Probe(Node):
     """Test-side node: plays robot_state_publisher and the controller (description, TF, joint states) and records
     what tactile_sim_node publishes, with the wall time of arrival."""
 
@@ -98,9 +66,9 @@ class Probe(rclpy.node.Node):
                            ("/diagnostics", DiagnosticArray)):
             self.create_subscription(cls, topic, lambda msg, t=topic: self.record(t, msg), 100)
         self.create_timer(0.02, self.publish_joints)
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner = SingleThreadedExecutor()
+        self.spinner.add_node(self)
+        self.thread = threading.Thread(target=self.spinner.spin, daemon=True)
         self.thread.start()
 
     def record(self, topic, msg):
@@ -135,7 +103,8 @@ class Probe(rclpy.node.Node):
         raise AssertionError(f"{topic}: {len(self.messages(topic))} messages after {timeout} s, expected {count}")
 
     def close(self):
-        self.executor.shutdown()
+        self.spinner.shutdown(timeout_sec=5.0)
+        self.thread.join(timeout=5.0)
         self.destroy_node()
 
 
@@ -225,7 +194,7 @@ def test_update_rate_changes_at_run_time(probe):
     probe.wait_for(f"{NODE}/pad_left", 1, timeout=120)
     client = probe.create_client(SetParameters, f"{NODE}/set_parameters")
     assert client.wait_for_service(timeout_sec=10.0)
-    value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=25.0)
+    value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=SLOW_RATE)
     future = client.call_async(SetParameters.Request(parameters=[ParameterMsg(name="update_rate", value=value)]))
     end = time.monotonic() + 20
     while not future.done() and time.monotonic() < end:
@@ -233,9 +202,9 @@ def test_update_rate_changes_at_run_time(probe):
     assert future.done() and future.result().results[0].successful
     time.sleep(1.0)
     start = len(probe.messages(f"{NODE}/pad_left"))
-    time.sleep(2.0)
+    time.sleep(3.0)
     measured = probe.messages(f"{NODE}/pad_left")[start:]
-    assert np.median(np.diff(stamps_s(measured))) == pytest.approx(1.0 / 25.0, rel=0.1)
+    assert np.median(np.diff(stamps_s(measured))) == pytest.approx(1.0 / SLOW_RATE, rel=0.1)
     out_of_range = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=0.0)
     future = client.call_async(SetParameters.Request(parameters=[ParameterMsg(name="update_rate",
                                                                               value=out_of_range)]))
@@ -243,74 +212,3 @@ def test_update_rate_changes_at_run_time(probe):
     while not future.done() and time.monotonic() < end:
         time.sleep(0.05)
     assert future.done() and not future.result().results[0].successful
-
-
-# ------------------------------------------------------------------ start-up failure
-def broken_config() -> Path:
-    data = yaml.safe_load(DEMO_YAML.read_text())
-    data["sensors"][0]["noise"] = -1.0
-    path = WORK / "broken.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-@pytest.fixture
-def broken_node():
-    return node_action(broken_config())
-
-
-@launch_pytest.fixture
-def broken_launch(broken_node):
-    return launch.LaunchDescription([broken_node, launch_pytest.actions.ReadyToTest()])
-
-
-@pytest.mark.launch(fixture=broken_launch)
-def test_an_invalid_configuration_exits_non_zero_with_a_clear_message(broken_node, launch_context):
-    process_tools.wait_for_exit_sync(launch_context, broken_node, timeout=120)
-    yield
-    assert broken_node.return_code == 2
-    text = broken_node.get_stderr() + broken_node.get_stdout()  # rclpy logs to stderr
-    assert "cannot start" in text and "broken.yaml" in text and "noise" in text
-
-
-# ------------------------------------------------------------------ launch files (installed package only)
-def installed_share() -> Path | None:
-    try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-    except ImportError:
-        return None
-    try:
-        return Path(get_package_share_directory("tactile_sim"))
-    except PackageNotFoundError:
-        return None
-
-
-@launch_pytest.fixture(scope="module")
-def demo_launch():
-    share = installed_share()
-    if share is None:
-        return launch.LaunchDescription([launch_pytest.actions.ReadyToTest()])
-    include = launch.actions.IncludeLaunchDescription(
-        launch.launch_description_sources.PythonLaunchDescriptionSource(str(share / "launch" / "demo.launch.py")),
-        launch_arguments={"robot_state_publisher": "false", "publish_ground_truth": "true"}.items())
-    return launch.LaunchDescription([include, launch_pytest.actions.ReadyToTest()])
-
-
-@pytest.mark.skipif(installed_share() is None, reason="tactile_sim is not installed in an ament prefix "
-                    "(colcon build tactile_sim and source install/setup.bash to test the launch files)")
-@pytest.mark.launch(fixture=demo_launch)
-def test_demo_launch_runs_the_closing_trajectory():
-    rclpy.init()
-    node = rclpy.create_node("demo_launch_probe")
-    seen = []
-    node.create_subscription(TaxelArray, f"{NODE}/pad_left/ground_truth",
-                             lambda m: seen.append(float(np.abs(np.asarray(m.force)).sum())), 10)
-    try:
-        end = time.monotonic() + 150
-        while time.monotonic() < end and not (seen and max(seen) > 0 and len(seen) > 400):
-            rclpy.spin_once(node, timeout_sec=0.1)
-        assert seen, "no pad messages from the demo launch"
-        assert max(seen) > 0 and min(seen) == 0  # the fingers close on the can and open again
-    finally:
-        node.destroy_node()
-        rclpy.shutdown()

@@ -93,8 +93,17 @@ class RclpyTransport(Transport):
         return self.node.get_clock().now().nanoseconds
 
     def log(self, level: str, text: str) -> None:
+        # one call site per severity: rclpy raises "Logger severity cannot be changed between calls" when a
+        # single source line logs at two severities
         logger = self.node.get_logger()
-        {"debug": logger.debug, "info": logger.info, "warn": logger.warning, "error": logger.error}[level](text)
+        if level == "error":
+            logger.error(text)
+        elif level == "warn":
+            logger.warning(text)
+        elif level == "info":
+            logger.info(text)
+        else:
+            logger.debug(text)
 
 
 def descriptor(spec) -> ParameterDescriptor:
