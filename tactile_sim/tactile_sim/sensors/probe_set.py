@@ -7,10 +7,10 @@ a gather path otherwise), so the per-step Python work does not grow with the num
 
 Fused models (:func:`probe_kernel`) run one warp kernel per step: it places the probes in the world, finds their
 nearest candidate shape (:func:`~..geometry.query.nearest_shape`) and calls the model's per-probe function for the
-probes that found one. Probes are visited in *cells* of consecutive probes of one sensor, grouped into *blocks* (one
-kernel thread each on the CPU); a block or cell whose bounding sphere cannot reach a candidate shape within its
-largest cutoff is skipped whole (:func:`~..geometry.query.sphere_may_hit`) — it reads "none" exactly as its probes
-would.
+probes that found one. Probes are visited in *cells* of a few probes of one sensor that lie close together (runs of
+the sensor's probes in Morton order of their link-frame positions), grouped into *blocks* (one kernel thread each on
+the CPU); a block or cell whose bounding sphere cannot reach a candidate shape within its largest cutoff is skipped
+whole (:func:`~..geometry.query.sphere_may_hit`) — it reads "none" exactly as its probes would.
 """
 
 from __future__ import annotations
@@ -84,15 +84,19 @@ class ProbeSet:
         self._build_cells(sensors, links, device)
 
     def _build_cells(self, sensors: Sequence[ProbeSensorGeometry], links: np.ndarray, device) -> None:
-        """Cells (runs of consecutive probes of one sensor) and blocks (runs of cells of one sensor), with their
-        bounding spheres in the link frame (radius padded for round-off)."""
+        """Cells (runs of a sensor's probes in Morton order) and blocks (runs of cells of one sensor), with their
+        bounding spheres in the link frame (radius padded for round-off); ``probe_order`` lists the probes cell by
+        cell."""
         cpu = torch.device(device).type == "cpu"
         per_cell, per_block = (CPU_CELL_PROBES, CPU_BLOCK_CELLS) if cpu else (1, 1)
         pad = 16 * float(torch.finfo(self.dtype).eps)
-        cell_start, cell_stop, cell_center, cell_radius = [], [], [], []
+        order, cell_start, cell_stop, cell_center, cell_radius = [], [], [], [], []
         block_cell, block_count, block_link, block_group, block_center, block_radius = [], [], [], [], [], []
         for g, ((a, b), sensor) in enumerate(zip(self.slices, sensors)):
             pos = sensor.layout.flat_positions
+            local = _morton_order(pos)
+            pos = pos[local]
+            order.append(local + a)
             first = len(cell_start)
             for c0 in range(a, b, per_cell):
                 c1 = min(c0 + per_cell, b)
@@ -110,12 +114,16 @@ class ProbeSet:
         def floats(v, *shape):
             return torch.as_tensor(np.asarray(v, np.float64).reshape(-1, *shape), device=device, dtype=self.dtype)
 
-        self.cells = {"cell_start": ints(cell_start), "cell_stop": ints(cell_stop), "cell_center": floats(cell_center, 3),
-                      "cell_radius": floats(cell_radius), "block_first_cell": ints(block_cell),
-                      "block_cells": ints(block_count), "block_link": ints(block_link), "block_group": ints(block_group),
+        probe_order = np.concatenate(order) if order else np.zeros(0, np.int64)
+        self.cells = {"probe_order": ints(probe_order), "cell_start": ints(cell_start), "cell_stop": ints(cell_stop),
+                      "cell_center": floats(cell_center, 3), "cell_radius": floats(cell_radius),
+                      "block_first_cell": ints(block_cell), "block_cells": ints(block_count),
+                      "block_link": ints(block_link), "block_group": ints(block_group),
                       "block_center": floats(block_center, 3), "block_radius": floats(block_radius)}
-        self._cell_of_probe = torch.repeat_interleave(
-            torch.arange(len(cell_start), device=device), (self.cells["cell_stop"] - self.cells["cell_start"]).long())
+        cell_of_slot = np.repeat(np.arange(len(cell_start)), np.subtract(cell_stop, cell_start))
+        cell_of_probe = np.empty(self.n, np.int64)
+        cell_of_probe[probe_order] = cell_of_slot
+        self._cell_of_probe = torch.as_tensor(cell_of_probe, device=device)
         self._block_of_cell = torch.repeat_interleave(torch.arange(len(block_cell), device=device),
                                                       self.cells["block_cells"].long())
 
@@ -170,6 +178,18 @@ class ProbeSet:
         )
 
 
+def _morton_order(points: np.ndarray) -> np.ndarray:
+    """Permutation sorting ``points`` (n, 3) along a Morton (Z-order) curve over their bounding box (10 bits per
+    axis), so that runs of the order are compact clusters (a grid row-segment of 8 probes becomes a 2×4 tile)."""
+    lo, span = points.min(0), np.ptp(points, axis=0)
+    q = np.floor((points - lo) / np.where(span > 0, span, 1.0) * 1023).astype(np.uint64)
+    code = np.zeros(len(points), np.uint64)
+    for bit in range(10):
+        for axis in range(3):
+            code |= ((q[:, axis] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(3 * bit + axis)
+    return np.argsort(code, kind="stable")
+
+
 def _bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
     """Centre (bounding-box centre) and radius of a sphere holding ``points`` (n, 3), padded by ``pad`` relative."""
     center = (points.min(0) + points.max(0)) / 2
@@ -183,7 +203,7 @@ def probe_fields(dtype: torch.dtype) -> dict:
     ``world_pos``, ``world_center`` [E, S] of :meth:`ShapeQuery.world_poses`)."""
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
-    return {"cell_start": i32, "cell_stop": i32, "cell_center": wp.array(dtype=v), "cell_radius": wp.array(dtype=f),
+    return {"probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": wp.array(dtype=v), "cell_radius": wp.array(dtype=f),
             "cell_cut": wp.array(dtype=f), "block_first_cell": i32, "block_cells": i32, "block_link": i32,
             "block_group": i32, "block_center": wp.array(dtype=v), "block_radius": wp.array(dtype=f),
             "block_cut": wp.array(dtype=f), "local_pos": wp.array(dtype=v), "cutoff": wp.array(dtype=f),
@@ -218,7 +238,8 @@ def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe):
             for c in range(first, first + call.block_cells[k]):
                 if sphere_may_hit(rl @ call.cell_center[c] + ol, call.cell_radius[c], call.cell_cut[c], e, g, exact,
                                   0, call.group_shape_mask, call.world_center, tables):
-                    for i in range(call.cell_start[c], call.cell_stop[c]):
+                    for j in range(call.cell_start[c], call.cell_stop[c]):
+                        i = call.probe_order[j]
                         x = rl @ call.local_pos[i] + ol
                         sd, s, normal, closest = nearest_shape(x, e, g, call.cutoff[i], exact, 0,
                                                                call.group_shape_mask, call.world_rot, call.world_pos,
