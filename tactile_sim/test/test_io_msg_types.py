@@ -168,3 +168,12 @@ def test_new_message_coerces_given_values_to_the_wire_representation():
     back = msg_types.deserialize_cdr(msg_types.serialize_cdr(msg), THERMAL_GRID)
     assert_messages_equal(back, msg)
     assert msg_types.new_message("sensor_msgs/JointState", effort=np.array([1, 2], np.int64)).effort.dtype == np.float64
+
+
+def test_type_hash_treats_char_as_rosidl_does():
+    """Regression: rosbags hashes ``char`` as FIELD_TYPE_CHAR, rosidl as uint8; bags and DDS endpoints need rosidl's
+    value (recorded from a ROS 2 Jazzy build: share/std_msgs/msg/Char.json, share/rmw_dds_common/msg/Gid.json)."""
+    assert msg_types.type_hash("std_msgs/msg/Char") == (
+        "RIHS01_3ad2d04dd29ba19d04b16659afa3ccaedd691914b02a64e82e252f2fa6a586a9")
+    assert msg_types.type_hash("rmw_dds_common/msg/Gid") == (
+        "RIHS01_ab6f21cfbb0a6dbb837161e1110c2051a2850ed9f9c53944d7115d9bcebedf71")

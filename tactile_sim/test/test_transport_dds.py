@@ -24,7 +24,8 @@ from tactile_sim.io.stamps import time_msg_from_ns
 from tactile_sim.transport.base import DEFAULT, LATCHED, SENSOR_DATA, QosProfile
 from tactile_sim.transport.dds import LOOPBACK_CONFIG, DdsTransport
 from tactile_sim.transport.dds_qos import endpoint_qos
-from tactile_sim.transport.dds_types import cdr_struct, ros_type_hash
+from tactile_sim.io.msg_types import type_hash
+from tactile_sim.transport.dds_types import cdr_struct
 from tactile_sim.transport.graph import DISCOVERY_QOS, DISCOVERY_TOPIC, DISCOVERY_TYPE
 
 DOMAIN = isolated_domain_id()
@@ -214,7 +215,7 @@ def test_the_node_is_announced_on_ros_discovery_info(pair):
     try:
         # keyless topic: a reader keeping only the last sample would lose one participant's announcement to another's
         reader = DataReader(observer, Topic(observer, DISCOVERY_TOPIC, cdr_struct(DISCOVERY_TYPE)),
-                            endpoint_qos(replace(DISCOVERY_QOS, depth=100), ros_type_hash(DISCOVERY_TYPE)))
+                            endpoint_qos(replace(DISCOVERY_QOS, depth=100), type_hash(DISCOVERY_TYPE)))
         latest = {}
 
         def announced():

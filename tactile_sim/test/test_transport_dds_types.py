@@ -16,7 +16,8 @@ from rosbags.typesys.base import Nodetype
 
 from helpers_transport import to_idl
 from tactile_sim.io.msg_types import new_message, serialize_cdr, typestore
-from tactile_sim.transport.dds_types import cdr_struct, dds_type_name, idl_struct, ros_type_hash
+from tactile_sim.io.msg_types import type_hash
+from tactile_sim.transport.dds_types import cdr_struct, dds_type_name, idl_struct
 
 ALL_TYPES = sorted(typestore().fielddefs)
 NODE_TYPES = ["tactile_sim_msgs/msg/TaxelArray", "tactile_sim_msgs/msg/ThermalGrid", "tactile_sim_msgs/msg/LinkContact",
@@ -116,7 +117,7 @@ def test_unknown_types_name_close_matches():
 
 @pytest.mark.parametrize("typename,expected", sorted(ROS_HASHES.items()))
 def test_type_hashes_equal_the_ones_rosidl_generates(typename, expected):
-    assert ros_type_hash(typename) == expected
+    assert type_hash(typename) == expected
 
 
 ROS_DESCRIPTIONS = sorted(glob.glob("/opt/ros2_jazzy_ws/install/share/*/msg/*.json")) + \
@@ -131,6 +132,6 @@ def test_type_hashes_equal_every_hash_of_an_installed_ros2():
     for path in ROS_DESCRIPTIONS:
         for entry in json.loads(open(path).read())["type_hashes"]:
             if entry["type_name"] in known:
-                assert ros_type_hash(entry["type_name"]) == entry["hash_string"], (path, entry["type_name"])
+                assert type_hash(entry["type_name"]) == entry["hash_string"], (path, entry["type_name"])
                 checked += 1
     assert checked > 0

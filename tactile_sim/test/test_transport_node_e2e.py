@@ -30,7 +30,8 @@ from tactile_sim.ros.node_runtime import TF_STATIC_QOS
 from tactile_sim.transport.base import DEFAULT, LATCHED, SENSOR_DATA, QosProfile
 from tactile_sim.transport.dds import LOOPBACK_CONFIG, DdsTransport
 from tactile_sim.transport.dds_qos import endpoint_qos
-from tactile_sim.transport.dds_types import cdr_struct, idl_struct, ros_type_hash
+from tactile_sim.io.msg_types import type_hash
+from tactile_sim.transport.dds_types import cdr_struct, idl_struct
 from tactile_sim.transport.graph import DISCOVERY_QOS, DISCOVERY_TOPIC, DISCOVERY_TYPE
 
 DOMAIN = isolated_domain_id(offset=1)
@@ -174,7 +175,7 @@ def read_graph(rec):
     observer = DomainParticipant(DOMAIN)
     reader = DataReader(observer, Topic(observer, DISCOVERY_TOPIC, cdr_struct(DISCOVERY_TYPE)),
                         endpoint_qos(QosProfile(depth=100, transient_local=DISCOVERY_QOS.transient_local),
-                                     ros_type_hash(DISCOVERY_TYPE)))
+                                     type_hash(DISCOVERY_TYPE)))
     latest = {}
     end = time.monotonic() + 3
     while time.monotonic() < end and len(latest) < 3:

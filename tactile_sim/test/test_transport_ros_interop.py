@@ -18,7 +18,7 @@ from tactile_sim.io.msg_types import deserialize_cdr
 from tactile_sim.io.stamps import time_msg_to_ns
 from tactile_sim.transport.base import DEFAULT
 from tactile_sim.transport.dds import LOOPBACK_CONFIG, DdsTransport
-from tactile_sim.transport.dds_types import ros_type_hash
+from tactile_sim.io.msg_types import type_hash
 
 SETUPS = [p for p in ("/opt/ros2_jazzy_ws/install/setup.bash", "/opt/ros/jazzy/setup.bash") if Path(p).is_file()]
 if not SETUPS:
@@ -149,7 +149,7 @@ def test_ros2_topic_echo_decodes_the_values_this_process_received(scenario):
 def test_ros2_topic_info_shows_node_type_hash_and_qos(scenario):
     info = scenario[0]["info"][0]
     assert "Node name: tactile_sim_node" in info and "Node namespace: /" in info
-    assert f"Topic type hash: {ros_type_hash(JOINT_STATE)}" in info
+    assert f"Topic type hash: {type_hash(JOINT_STATE)}" in info
     assert "Reliability: RELIABLE" in info and "KEEP_LAST (10)" in info
 
 

@@ -169,5 +169,40 @@ def message_definition(typename: str) -> str:
 
 @cache
 def type_hash(typename: str) -> str:
-    """RIHS01 type-description hash of ``typename`` (``RIHS01_`` + 64 hex digits), as ROS 2 Iron+ computes it."""
-    return typestore().hash_rihs01(_known(typename))
+    """RIHS01 type-description hash of ``typename`` (``RIHS01_`` + 64 hex digits), as rosidl computes it: the value
+    ROS 2 peers expect in an endpoint's USER_DATA and bag metadata records.
+
+    rosbags' own :meth:`hash_rihs01` describes a ``char`` field as FIELD_TYPE_CHAR, but rosidl turns ``.msg`` ``char``
+    into IDL ``uint8`` before hashing, so the two differ for types with ``char`` fields (``rmw_dds_common/msg/Gid``,
+    hence ``ParticipantEntitiesInfo``; ``std_msgs/Char``). The definitions are hashed with ``char`` as ``uint8``
+    (checked against the hashes a ROS 2 build generates)."""
+    return _ros_type_hash(full_type_name(typename))
+
+
+def _char_as_uint8(desc: tuple) -> tuple:
+    kind, arg = desc
+    if kind == Nodetype.BASE:
+        return (kind, ("uint8", 0)) if arg[0] == "char" else desc
+    if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+        return (kind, (_char_as_uint8(arg[0]), arg[1]))
+    return desc
+
+
+def _closure(name: str, seen: dict[str, tuple]) -> dict[str, tuple]:
+    """``name`` and every type it nests, with their rosbags definitions, ``char`` fields made ``uint8``."""
+    consts, fields = typestore().fielddefs[name]
+    seen[name] = (consts, [(f, _char_as_uint8(d)) for f, d in fields])
+    for _, (kind, arg) in fields:
+        nested = arg if kind == Nodetype.NAME else arg[0][1] if kind != Nodetype.BASE and arg[0][0] == Nodetype.NAME \
+            else None
+        if nested is not None and nested not in seen:
+            _closure(nested, seen)
+    return seen
+
+
+@cache
+def _ros_type_hash(name: str) -> str:
+    message_class(name)  # ValueError naming close matches for an unknown type
+    store = get_typestore(Stores.EMPTY)
+    store.register(_closure(name, {}))
+    return store.hash_rihs01(name)

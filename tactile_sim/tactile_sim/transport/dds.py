@@ -40,7 +40,8 @@ from ..io.msg_types import deserialize_cdr, full_type_name, serialize_cdr
 from ..io.stamps import time_msg_to_ns
 from .base import MessageCallback, Publisher, QosProfile, Transport
 from .dds_qos import endpoint_qos, participant_qos, policy_name
-from .dds_types import CdrSample, cdr_struct, ros_type_hash
+from ..io.msg_types import type_hash
+from .dds_types import CdrSample, cdr_struct
 from .graph import DISCOVERY_QOS, DISCOVERY_TOPIC, DISCOVERY_TYPE, NodeEntities, participant_entities_info
 from .names import NodeNames, dds_topic_name
 
@@ -236,7 +237,7 @@ class DdsTransport(Transport):
         self._use_sim_time = use_sim_time
         self._sim_ns = 0
         self._graph_writer = DataWriter(self.participant, self._topic(DISCOVERY_TOPIC, DISCOVERY_TYPE),
-                                        endpoint_qos(DISCOVERY_QOS, ros_type_hash(DISCOVERY_TYPE)))
+                                        endpoint_qos(DISCOVERY_QOS, type_hash(DISCOVERY_TYPE)))
         if use_sim_time:
             self.create_subscription(CLOCK_TOPIC, "rosgraph_msgs/msg/Clock", self._on_clock, CLOCK_QOS)
 
@@ -264,7 +265,7 @@ class DdsTransport(Transport):
         message_type = full_type_name(message_type)
         fqn = self.names.resolve(topic)
         writer = DataWriter(self.participant, self._topic(dds_topic_name(fqn), message_type),
-                            endpoint_qos(qos, ros_type_hash(message_type)))
+                            endpoint_qos(qos, type_hash(message_type)))
         pub = DdsPublisher(self, fqn, message_type, writer)
         self._pubs.append(pub)
         self._graph_dirty = True
@@ -284,7 +285,7 @@ class DdsTransport(Transport):
         message_type = full_type_name(message_type)
         fqn = self.names.resolve(topic)
         reader = DataReader(self.participant, self._topic(dds_topic_name(fqn), message_type),
-                            endpoint_qos(qos, ros_type_hash(message_type)))
+                            endpoint_qos(qos, type_hash(message_type)))
         condition = ReadCondition(reader, SampleState.Any | ViewState.Any | InstanceState.Any)
         self._waitset.attach(condition)
         sub = DdsSubscription(fqn, message_type, callback, raw, reader, condition)

@@ -15,7 +15,7 @@ as ``octet``, bounded strings and sequences with their bounds, fixed arrays as a
   ``DataReader.take`` deserialising through ``data_type.deserialize`` — true of the pinned cyclonedds 11.0.1 and
   checked by the tests.
 
-:func:`ros_type_hash` gives the RIHS01 hash ROS 2 peers expect in each endpoint's USER_DATA.
+:func:`tactile_sim.io.msg_types.type_hash` gives the RIHS01 hash ROS 2 peers expect in each endpoint's USER_DATA.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any
 
 from cyclonedds.idl import IdlStruct, make_idl_struct
 from cyclonedds.idl import types as idl
-from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.base import Nodetype
 
 from ..io.msg_types import full_type_name, message_class, typestore
@@ -133,42 +132,3 @@ def _cdr_struct(typename: str) -> type[IdlStruct]:
                            body)
 
 
-def ros_type_hash(typename: str) -> str:
-    """RIHS01 type hash of a ROS message type as ROS 2 computes it (``RIHS01_`` + 64 hex digits), the value ROS
-    peers expect in an endpoint's USER_DATA.
-
-    rosbags' :meth:`hash_rihs01` (and so :func:`tactile_sim.io.msg_types.type_hash`) describes a ``char`` field as
-    FIELD_TYPE_CHAR, but rosidl turns ``.msg`` ``char`` into IDL ``uint8`` before hashing, so the two differ for
-    types with ``char`` fields (``rmw_dds_common/msg/Gid``, hence ``ParticipantEntitiesInfo``; ``std_msgs/Char``).
-    This hashes the definitions with ``char`` as ``uint8``, as rosidl does (checked against the hashes a ROS 2
-    build generates)."""
-    return _ros_type_hash(full_type_name(typename))
-
-
-def _char_as_uint8(desc: tuple) -> tuple:
-    kind, arg = desc
-    if kind == Nodetype.BASE:
-        return (kind, ("uint8", 0)) if arg[0] == "char" else desc
-    if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
-        return (kind, (_char_as_uint8(arg[0]), arg[1]))
-    return desc
-
-
-def _closure(name: str, seen: dict[str, tuple]) -> dict[str, tuple]:
-    """``name`` and every type it nests, with their rosbags definitions, ``char`` fields made ``uint8``."""
-    consts, fields = typestore().fielddefs[name]
-    seen[name] = (consts, [(f, _char_as_uint8(d)) for f, d in fields])
-    for _, (kind, arg) in fields:
-        nested = arg if kind == Nodetype.NAME else arg[0][1] if kind != Nodetype.BASE and arg[0][0] == Nodetype.NAME \
-            else None
-        if nested is not None and nested not in seen:
-            _closure(nested, seen)
-    return seen
-
-
-@cache
-def _ros_type_hash(name: str) -> str:
-    message_class(name)  # ValueError naming close matches for an unknown type
-    store = get_typestore(Stores.EMPTY)
-    store.register(_closure(name, {}))
-    return store.hash_rihs01(name)
