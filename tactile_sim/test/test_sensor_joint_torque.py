@@ -117,7 +117,11 @@ def test_warm_up_flags_and_reset(tmp_path):
             t = episode + k * 0.001
             suite.update(t, joint_pos=[0.1 * k], joint_vel=[0.5])
             for name in flags:
-                flags[name].append(bool(suite.read(name, with_valid=True)[1]))
+                value, valid = suite.read(name, with_valid=True)
+                flags[name].append(bool(valid))
+                if not valid:  # §13.7: invalid reads are zeros, on both branches
+                    assert torch.count_nonzero(value) == 0
+                    assert torch.count_nonzero(suite.read_ground_truth(name)) == 0
         suite.reset()
     assert flags["fd"] == [False, False, True] * 2
     assert flags["msg"] == [False, True, True] * 2

@@ -279,7 +279,10 @@ class JointTorqueBatch(SensorBatch):
         tau = tau.view(e, s, n) + self.armature * qdd + self.motor * (
             self.damping * qd + self.friction * torch.tanh(qd / self.v_f))
         out = tau.reshape(e, s * n).index_select(1, self.flat_index)[..., None]
-        self.branch.push(self.branch.hardware(out), out, sample_valid=valid)
+        # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch
+        keep = valid.index_select(1, self.branch.sensor_of_probe)[..., None]
+        self.branch.push(torch.where(keep, self.branch.hardware(out), zero), torch.where(keep, out, zero),
+                         sample_valid=valid)
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """§13.8: pipeline state and estimator of the envs cleared (warm-up restarts)."""
