@@ -15,6 +15,8 @@ build (in float64) and is evaluated per step only by the direct path of very lar
   to (L_v, L_u) ≥ (2M − 1, 2N − 1) and multiplied in Fourier space with the spectra (computed at build) of the
   three scalar kernels e₁·K_in, e₂·K_in and G on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v, where
   (e₁, e₂, a) is an orthonormal frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
+  With c = 1 on a grid whose axes and normal are mutually orthogonal the kernels factor along the axes and the
+  same lattice sum is a few Toeplitz matrix products instead (:class:`SeparableLattice`).
 * Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
   :mod:`.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
   H^p (``embedding_bag``, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the whole
@@ -286,8 +288,8 @@ class LatticeConvolution(_LatticeGroup):
 
 class SeparableLattice(_LatticeGroup):
     """Lattice sum of the grid sensors of one shape (M, N) whose kernels factor along the axes (c = 1, so
-    K_in = δ G, on an :func:`orthogonal_grid`): with lattice steps Δu, Δv, g_u(k) = exp(−λ_d (kΔu)²) and κ_u(k) = kΔu g_u(k) (same
-    along v), the Toeplitz matrices G_u[c, c'] = g_u(c − c') etc. give
+    K_in = δ G, on an :func:`orthogonal_grid`): with lattice steps Δu, Δv, g_u(k) = exp(−λ_d (kΔu)²) and
+    κ_u(k) = kΔu g_u(k) (same along v), the Toeplitz matrices G_u[c, c'] = g_u(c − c') etc. give
 
         U_u = G_v H K_uᵀ,   U_v = K_v H G_uᵀ,   N = G_v H^p G_uᵀ;   u = dilate_scale (U_u t_u + U_v t_v − N a)
 

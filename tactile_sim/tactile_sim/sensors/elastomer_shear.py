@@ -7,12 +7,13 @@ sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j
     elif not anchored and sd_j < −contact_threshold:    anchor, A_j = q̃_j
     s_i = shear_scale · P_i Σ_{anchored j, D_j > 0} (a_j / A_cell) (q̃_j − A_j) D_j exp(−λ_s ‖P_i(p_i − q̃_j)‖²)
 
-P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. The contributing samples (anchored, D_j > 0) of every
-(env, sensor) are compacted first (:mod:`.compaction`); then
+P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step updates the anchors and gives
+each sample's drag; the contributing samples (anchored, D_j > 0) of every (env, sensor) are compacted
+(:mod:`.compaction`); then
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
   on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
-  two batched matrix products [M, K] × [K, N] per env, one per in-plane component;
+  one batched matrix product [M, K] × [K, N·3] per env (row factors × column factors times the in-plane drags);
 * every other layout sums densely over the compacted samples; the Gaussian's exponent is one matrix product of
   per-sample features with per-probe coefficients.
 
