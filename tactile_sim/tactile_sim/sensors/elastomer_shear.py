@@ -8,8 +8,8 @@ sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j
     s_i = shear_scale · P_i Σ_{anchored j, D_j > 0} (a_j / A_cell) (q̃_j − A_j) D_j exp(−λ_s ‖P_i(p_i − q̃_j)‖²)
 
 P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step updates the anchors and gives
-each sample's drag; the contributing samples (anchored, D_j > 0) of every (env, sensor) are compacted
-(:mod:`.compaction`); then
+each sample's drag; a second compacts the contributing samples (anchored, D_j > 0) of every (env, sensor), in sample
+order; then
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
   on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
@@ -28,7 +28,6 @@ import numpy as np
 import torch
 import warp as wp
 
-from .compaction import SegmentCompaction
 from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
 from .tracked_cloud import TrackedClouds
@@ -57,6 +56,26 @@ def _anchor_step(sd: wp.array2d(dtype=Any), offset: int, local: wp.array2d(dtype
         w = -d * weight[j]
     drag[e, j] = (q - anchor[e, j]) * w
     selected[e, j] = w > zero
+
+
+@wp.kernel(enable_backward=False)
+def _compact(local: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any), selected: wp.array2d(dtype=wp.bool),
+             start: wp.array(dtype=wp.int32), length: wp.array(dtype=wp.int32), q_out: wp.array3d(dtype=Any),
+             c_out: wp.array3d(dtype=Any), count: wp.array2d(dtype=wp.int32)):
+    """The selected samples of sensor s in env e first, in sample order: q̃ and drag into [e, s, 0 … count); the
+    remaining slots of the segment are zeroed (zero drag: they add nothing)."""
+    e, s = wp.tid()
+    a = start[s]
+    m = int(0)
+    for j in range(length[s]):
+        if selected[e, a + j]:
+            q_out[e, s, m] = local[e, a + j]
+            c_out[e, s, m] = drag[e, a + j]
+            m = m + 1
+    count[e, s] = m
+    for j in range(m, length[s]):
+        q_out[e, s, j] = q_out[e, s, j] - q_out[e, s, j]
+        c_out[e, s, j] = c_out[e, s, j] - c_out[e, s, j]
 
 
 def _probe_range(starts: Sequence[int], counts: Sequence[int], device) -> torch.Tensor | slice:
@@ -191,8 +210,16 @@ class ShearAnchors:
         self._step = RecordedLaunch(_anchor_step, (e, n), [
             sd, offset, vec3(tracked.local), self.contact, self.release, self.weight, self.anchored,
             vec3(self.anchor), vec3(self.drag), self.selected], device)
-        self.compaction = SegmentCompaction([a for a, _ in tracked.slices], [b - a for a, b in tracked.slices], e,
-                                            device)
+        lengths = [b - a for a, b in tracked.slices]
+        self.longest = max(lengths)
+        self.count = torch.zeros((e, len(lengths)), dtype=torch.int32, device=device)
+        self.q_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
+        self.c_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
+        self._compact = RecordedLaunch(_compact, (e, len(lengths)), [
+            vec3(tracked.local), vec3(self.drag), self.selected,
+            torch.as_tensor([a for a, _ in tracked.slices], device=device, dtype=torch.int32),
+            torch.as_tensor(lengths, device=device, dtype=torch.int32), vec3(self.q_c), vec3(self.c_c),
+            self.count], device)
         counts = [lay.n for lay in layouts]
         lattice: dict[tuple[int, int], list[int]] = {}
         scattered = []
@@ -212,14 +239,12 @@ class ShearAnchors:
         """Update the anchors from this step's sd (the tensor given at build) and q̃, then add the shear to out
         [E, P, 3]."""
         self._step()
-        self.compaction(self.selected)
-        index, valid = self.compaction.slots()                                      # [E, S, K]
-        if index.shape[-1] == 0:
+        self._compact()
+        # slots per segment: this step's largest count on CPU (reading it costs nothing), the longest elsewhere
+        k = int(self.count.max()) if self.count.device.type == "cpu" else self.longest
+        if k == 0:
             return
-        e, s, k = index.shape
-        flat = index.reshape(e, s * k, 1).expand(e, s * k, 3)
-        q_c = torch.gather(self.tracked.local, 1, flat).view(e, s, k, 3)
-        c_c = torch.gather(self.drag, 1, flat).view(e, s, k, 3) * valid[..., None]
+        q_c, c_c = self.q_c[:, :, :k], self.c_c[:, :, :k]                           # [E, S, K, 3]
         for group in self.groups:
             group(q_c, c_c, out)
 
