@@ -37,7 +37,7 @@ def run():
         sensor("ElastomerTaxel", "gel", track=["can"], n_sample_points=300),
         sensor("ProximityTaxel", "prox", track=["can"], n_sample_points=300, probe_radius=0.003),
         sensor("SurfaceDistanceProbe", "dist", track=["can"], probe_radius=0.05, noise=1e-4),
-        sensor("KinematicTaxel", "hist", probe_radius=0.0005, history_length=3, noise=0.01),
+        sensor("KinematicTaxel", "hist", probe_radius=0.0005, history_length=3, noise=0.01, delay=0.01),
     ]
     core = NodeCore(config_of(data), NodeParams(publish_ground_truth=True))
     core.on_tf(world_to_base(), static=True)
@@ -69,6 +69,9 @@ def test_taxel_messages_carry_exactly_their_channels_with_the_read_values(run, n
         value = suite.read_ground_truth(name) if gt else suite.read(name)
         if name == "hist":
             value = type(value)(*(v[0] for v in value))  # newest entry of the history
+            if not gt:  # one step of delay: the newest entry is the previous evaluation's, valid from the 2nd
+                valid = suite.read(name, with_valid=True)[1]
+                assert msg.valid == bool(valid[0]) and [o["~/hist"][0].valid for o in outs] == [False, True, True]
         reads = {"contact": value, "depth": value, "displacement": value, "distance": value}
         if name in ("prox", "hist"):
             reads = {"force": value.force, "torque": value.torque}

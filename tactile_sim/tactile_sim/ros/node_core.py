@@ -43,7 +43,7 @@ from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .scene_markers import ObjectMarkers
-from .sensor_encoders import ENCODERS, MarkerSettings, Output, SensorEncoder
+from .sensor_encoders import ENCODERS, BatchReads, MarkerSettings, Output, SensorEncoder
 from .throttled_log import LogSink, ThrottledLog
 from .update_stats import UpdateStats
 
@@ -330,11 +330,12 @@ class NodeCore:
     def _encode(self, stamp: Any, step: int) -> list[Output]:
         out = []
         gt = self.params.publish_ground_truth
+        reads = BatchReads()
         for s in self.schedule:
             if step % s.every == 0:
-                out += s.encoder.encode(stamp, False)
+                out += s.encoder.encode(stamp, False, reads)
                 if gt:
-                    out += s.encoder.encode(stamp, True)
+                    out += s.encoder.encode(stamp, True, reads)
         return out
 
     def restart(self, reason: str) -> None:

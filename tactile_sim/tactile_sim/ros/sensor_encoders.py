@@ -12,7 +12,8 @@ table :data:`ENCODERS`:
 | ContactSensor | ``tactile_sim_msgs/LinkContact`` per body, and ``geometry_msgs/WrenchStamped`` on ``~/<name>/<body>/wrench`` | force arrow per body |
 
 ContactSensor has no imperfection pipeline (its reading is its ground truth), so it has no ground_truth topic.
-Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with ``history_length`` > 0 publishes the
+The taxel sensors of one batch are read together (:class:`BatchReads`: one device-to-host copy per batch and
+update); SurfaceDistanceProbe, TemperatureGrid, JointTorque and ContactSensor read through the suite. Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with ``history_length`` > 0 publishes the
 newest entry of its history.
 """
 
@@ -109,6 +110,29 @@ def as_wire(value: Any, dtype: type) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(host(value), dtype=dtype).reshape(-1))
 
 
+class BatchReads:
+    """One update's whole-batch reads (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0) passed
+    through the batch's own ``output`` and copied to the host once: one device-to-host copy and one ``output`` per
+    batch and update instead of one suite read per sensor."""
+
+    def __init__(self):
+        self._cache: dict[tuple[int, bool], tuple[Any, np.ndarray]] = {}
+
+    def get(self, batch: Any, ground_truth: bool) -> tuple[Any, np.ndarray]:
+        """(the batch's output for all its probes — a host array, or a named tuple of them, probe axis first —,
+        valid [S] per sensor). Copies: the branch buffers are overwritten by later evaluations."""
+        key = (id(batch), ground_truth)
+        if key not in self._cache:
+            branch = batch.branch
+            value, valid = branch.read_ground_truth_batch() if ground_truth else branch.read_batch()
+            rows = value[0]
+            out = batch.output(rows[:, 0] if rows.shape[1] == 1 else rows)
+            copy = (lambda x: np.array(host(x), copy=True, order="C"))
+            out = type(out)(*(copy(x) for x in out)) if isinstance(out, tuple) else copy(out)
+            self._cache[key] = (out, np.array(host(valid[0]), copy=True))
+        return self._cache[key]
+
+
 class SensorEncoder:
     """Base of the encoders. suite: the built suite (one env, unbatched); batch / index: the sensor's batch and
     its position in it; world_frame: the node's world frame."""
@@ -134,16 +158,17 @@ class SensorEncoder:
             out.append((self.ground_truth_topic, self.message_type))
         return out
 
-    def read(self, ground_truth: bool) -> tuple[Any, bool]:
-        """(value without env and history axes, valid) of the measured branch or the ground truth."""
+    def read(self, ground_truth: bool, reads: BatchReads) -> tuple[Any, bool]:
+        """(value without env and history axes, valid) of the measured branch or the ground truth (through the
+        suite's per-sensor reads; ``reads`` serves encoders that read whole batches)."""
         reader = self.suite.read_ground_truth if ground_truth else self.suite.read
         value, valid = reader(self.name, with_valid=True)
         valid = newest(valid, self.history)
         return newest(value, self.history), bool(valid)
 
-    def encode(self, stamp: Any, ground_truth: bool) -> list[Output]:
+    def encode(self, stamp: Any, ground_truth: bool, reads: BatchReads) -> list[Output]:
         """Messages of the latest evaluation (``stamp``: builtin_interfaces/Time) of one branch."""
-        value, valid = self.read(ground_truth)
+        value, valid = self.read(ground_truth, reads)
         messages = self.messages(value, valid, stamp, ground_truth)
         if not ground_truth:
             self.last = [m for _, m in messages]
@@ -178,7 +203,8 @@ def taxel_colour_scale(sensor_type: str, radius: np.ndarray, settings: MarkerSet
 
 
 class TaxelEncoder(SensorEncoder):
-    """TaxelArray of a probe sensor; the layout (positions, normals, radii, grid rows/cols) lives in a template."""
+    """TaxelArray of a probe sensor; the layout (positions, normals, radii, grid rows/cols) lives in a template.
+    Reads through the suite (see :class:`BatchTaxelEncoder` for the batch path)."""
 
     message_type = TAXEL_ARRAY
 
@@ -199,6 +225,7 @@ class TaxelEncoder(SensorEncoder):
         """The TaxelArray channels this sensor fills."""
         return tuple(TAXEL_CHANNELS_OF[self.sensor_type])
 
+
     def channels(self, value: Any, ground_truth: bool) -> dict[str, Any]:
         """Channel name → values (tensor, any device) of one read."""
         return {name: get(value) for name, get in TAXEL_CHANNELS_OF[self.sensor_type].items()}
@@ -217,11 +244,23 @@ class TaxelEncoder(SensorEncoder):
                              channel=channel, force_arrows=settings.force_arrows)
 
 
+class BatchTaxelEncoder(TaxelEncoder):
+    """A taxel sensor read from its batch's whole read (:class:`BatchReads`): its probes' rows of the batch's
+    output; the newest entry of a history is the batch's latest delayed read."""
+
+    def read(self, ground_truth, reads):
+        out, valid = reads.get(self.batch, ground_truth)
+        rows = self.batch.branch.slices[self.index]
+        value = type(out)(*(x[rows] for x in out)) if isinstance(out, tuple) else out[rows]
+        return value, bool(valid[self.index])
+
+
 class SurfaceDistanceEncoder(TaxelEncoder):
     """SurfaceDistanceProbe: distance plus the nearest points (world frame) of the same evaluation."""
 
     def channel_names(self):
         return super().channel_names() + ("nearest_points",)
+
 
     def channels(self, value, ground_truth):
         read = self.suite.nearest_points_ground_truth if ground_truth else self.suite.nearest_points
@@ -289,8 +328,8 @@ class ContactSensorEncoder(SensorEncoder):
     def topics(self, ground_truth):
         return [(self.topic, LINK_CONTACT)] + [(self.wrench_topic(b), WRENCH_STAMPED) for b in self.bodies]
 
-    def encode(self, stamp, ground_truth):
-        return [] if ground_truth else super().encode(stamp, ground_truth)
+    def encode(self, stamp, ground_truth, reads):
+        return [] if ground_truth else super().encode(stamp, ground_truth, reads)
 
     def reading(self, value: Any, k: int, valid: bool, t: float) -> LinkContactReading:
         """The LinkContact reading of sensor body k (body frame) from the sensor's ContactSensorData."""
@@ -326,11 +365,11 @@ class ContactSensorEncoder(SensorEncoder):
 
 
 ENCODERS: dict[str, type[SensorEncoder]] = {
-    "ContactProbe": TaxelEncoder,
-    "ContactDepthProbe": TaxelEncoder,
-    "KinematicTaxel": TaxelEncoder,
-    "ElastomerTaxel": TaxelEncoder,
-    "ProximityTaxel": TaxelEncoder,
+    "ContactProbe": BatchTaxelEncoder,
+    "ContactDepthProbe": BatchTaxelEncoder,
+    "KinematicTaxel": BatchTaxelEncoder,
+    "ElastomerTaxel": BatchTaxelEncoder,
+    "ProximityTaxel": BatchTaxelEncoder,
     "SurfaceDistanceProbe": SurfaceDistanceEncoder,
     "TemperatureGrid": ThermalEncoder,
     "JointTorque": JointTorqueEncoder,
