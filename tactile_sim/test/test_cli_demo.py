@@ -158,11 +158,12 @@ def test_an_unavailable_device_is_refused(tmp_path):
     assert status == 2 and "CUDA is not available" in err
 
 
-def test_module_and_console_entry_points():
+def test_module_and_console_entry_points(tmp_path):
+    # run outside the repository: from its root, `python -m` would see the ROS package folder tactile_sim/ first
     done = subprocess.run([sys.executable, "-m", "tactile_sim", "demo", "--help"], capture_output=True, text=True,
-                          check=True)
+                          check=True, cwd=tmp_path)
     assert "--duration" in done.stdout and "gripper_demo" in done.stdout
     script = Path(sys.executable).parent / "tactile-sim"
     if script.is_file():
-        done = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
+        done = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True, cwd=tmp_path)
         assert all(command in done.stdout for command in ("demo", "replay", "plot"))
