@@ -16,6 +16,10 @@ import torch
 import warp as wp
 
 
+_CHECKED_PER_FIELD = 8
+"""Checked tensors remembered per field (strong references, so an id is never reused while remembered)."""
+
+
 def warp_device(device: torch.device) -> torch.device:
     """``device`` with an explicit CUDA index (warp needs one)."""
     device = torch.device(device)
@@ -42,6 +46,7 @@ class StructLaunch:
         self.pointers = {name: t.data_ptr() for name, t in self.tensors.items()}
         self.empty = any(int(d) == 0 for d in dim)
         self._stream_cache: dict[int, Any] = {}
+        self._checked: dict[str, dict[int, torch.Tensor]] = {}
         if self.empty:
             return
         call = call_type()
@@ -62,14 +67,20 @@ class StructLaunch:
         return self.empty or (t is self.tensors[name] and t.data_ptr() == self.pointers[name])
 
     def bind(self, name: str, t: torch.Tensor) -> None:
-        """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous)."""
+        """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous). Tensors
+        that were bound to this field before (e.g. the slots of a ring, bound in turn) are not checked again."""
         if self.is_bound(name, t):
             return
-        old = self.tensors[name]
-        if t.shape != old.shape or t.dtype != old.dtype or t.device != old.device:
-            raise ValueError(f"{self._kernel_key}: {name} must be a {old.dtype} tensor of shape {list(old.shape)} on "
-                             f"{old.device}; got {t.dtype} {list(t.shape)} on {t.device}")
-        _check_contiguous(self._kernel_key, name, t)
+        checked = self._checked.setdefault(name, {})
+        if checked.get(id(t)) is not t:
+            old = self.tensors[name]
+            if t.shape != old.shape or t.dtype != old.dtype or t.device != old.device:
+                raise ValueError(f"{self._kernel_key}: {name} must be a {old.dtype} tensor of shape "
+                                 f"{list(old.shape)} on {old.device}; got {t.dtype} {list(t.shape)} on {t.device}")
+            _check_contiguous(self._kernel_key, name, t)
+            if len(checked) >= _CHECKED_PER_FIELD:
+                checked.clear()
+            checked[id(t)] = t
         self.tensors[name] = t
         self.pointers[name] = self._arrays[name].data = t.data_ptr()
 

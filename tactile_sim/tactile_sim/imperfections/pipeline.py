@@ -82,7 +82,7 @@ def _hardware_loop(dtype: torch.dtype) -> str:
         const uint32_t* __restrict__ lw = reinterpret_cast<const uint32_t*>(row(call.walk_lanes));
         INTERLEAVED_LOOP
         for (int j = start; j < stop; ++j) {{
-            w[j] += standard_normal(mix32(lw[j] ^ walk_key)) * sw[j];
+            w[j] += standard_normal(mix32(lw[j] ^ key)) * sw[j];
             y[j] += w[j];
         }}
     }}
@@ -92,10 +92,10 @@ def _hardware_loop(dtype: torch.dtype) -> str:
         const uint32_t* __restrict__ ln = reinterpret_cast<const uint32_t*>(row(call.noise_lanes));
         if (flags & {_BIAS}) {{
             INTERLEAVED_LOOP
-            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ noise_key)) * sn[j] + b[j];
+            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ key)) * sn[j] + b[j];
         }} else {{
             INTERLEAVED_LOOP
-            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ noise_key)) * sn[j];
+            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ key)) * sn[j];
         }}
     }} else if (flags & {_BIAS}) {{
         for (int j = start; j < stop; ++j) y[j] += b[j];
@@ -104,24 +104,24 @@ def _hardware_loop(dtype: torch.dtype) -> str:
 
 
 def _hardware_kernel(dtype: torch.dtype):
-    """Kernel ``(call, walk_key, noise_key, flags, chunk)`` over (E, ⌈N/chunk⌉)."""
+    """Kernel ``(call, key, flags, chunk)`` over (E, ⌈N/chunk⌉); key: the evaluation's counter hash (both streams
+    draw with it; their lanes differ)."""
     call_type = _HARDWARE_STRUCTS[dtype]
     name = f"hardware_stages_{WP_FLOAT[dtype].__name__}"
 
-    def block(call, walk_key, noise_key, flags, e, start, stop): ...
+    def block(call, key, flags, e, start, stop): ...
 
     block.__name__ = f"{name}_block"
-    block.__annotations__ = {"call": call_type, "walk_key": wp.uint32, "noise_key": wp.uint32, "flags": int,
-                             "e": int, "start": int, "stop": int}
+    block.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "e": int, "start": int,
+                             "stop": int}
     native = wp.func_native(_hardware_loop(dtype))(block)
 
-    def kernel(call, walk_key, noise_key, flags, chunk):
+    def kernel(call, key, flags, chunk):
         e, t = wp.tid()
-        native(call, walk_key, noise_key, flags, e, t * chunk, wp.min(t * chunk + chunk, call.y.shape[1]))
+        native(call, key, flags, e, t * chunk, wp.min(t * chunk + chunk, call.y.shape[1]))
 
     kernel.__name__ = name
-    kernel.__annotations__ = {"call": call_type, "walk_key": wp.uint32, "noise_key": wp.uint32, "flags": int,
-                              "chunk": int}
+    kernel.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "chunk": int}
     return wp.kernel(kernel, enable_backward=False, module=__name__)
 
 
@@ -268,7 +268,7 @@ class MeasuredBranch:
             fields["y"] = torch.zeros((e, p * k), dtype=self.dtype, device=self.device)  # rebound per evaluation
             self._hardware_launch = StructLaunch(
                 _HARDWARE_KERNELS[self.dtype], (e, -(-(p * k) // chunk)), _HARDWARE_STRUCTS[self.dtype], fields,
-                [0, 0, self._hardware_flags, chunk], self.device)
+                [0, self._hardware_flags, chunk], self.device)
         res = self._per_channel("resolution")
         self._resolution = None
         if bool((res > 0).any()):
@@ -389,9 +389,7 @@ class MeasuredBranch:
             launch = self._hardware_launch
             launch.bind("y", self._ring_rows[slot])
             if self._hardware_flags & (_WALK | _NOISE):
-                key = counter_hash_int(g)  # both streams draw with the evaluation's counter (their lanes differ)
-                launch.set_arg(1, key)
-                launch.set_arg(2, key)
+                launch.set_arg(1, counter_hash_int(g))
             launch()
         if self._resolution is not None:
             step, on = self._resolution

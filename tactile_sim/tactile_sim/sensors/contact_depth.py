@@ -23,15 +23,15 @@ def _depth(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, 
            link_rot: Any, link_pos: Any):
     """Both branches' depth of probe i (env e) whose nearest shape is at signed distance sd."""
     zero = type(sd)(0.0)
-    call.ground_truth[e, i] = wp.max(call.radius[i] - sd, zero)
-    call.measured[e, i] = wp.max(call.radius_measured[e, i] - sd, zero) * call.gain[e, i]
+    call.ground_truth[e, i, 0] = wp.max(call.radius[i] - sd, zero)
+    call.measured[e, i, 0] = wp.max(call.radius_measured[e, i] - sd, zero) * call.gain[e, i]
 
 
 def _depth_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     call_type = probe_struct(f"DepthProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
-        "ground_truth": wp.array2d(dtype=f), "measured": wp.array2d(dtype=f)})
+        "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
     return probe_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth), call_type
 
 
@@ -56,13 +56,13 @@ class ContactDepthProbeBatch(ProbeSensorBatch):
                                        {"radius": self.probes.radius, "radius_measured": self.radius_measured})
 
     def evaluate(self, state: WorldState) -> None:
-        branch, e, p = self.branch, self.n_envs, self.probes.n
+        branch = self.branch
         if branch.radius_varies:
             self.radius_measured.copy_(branch.radius(self.probes.radius))
         measured, gt = branch.staging()
         measured.zero_()
         gt.zero_()
-        self.launch(state, {"gain": branch.gain, "ground_truth": gt.view(e, p), "measured": measured.view(e, p)})
+        self.launch(state, {"gain": branch.gain, "ground_truth": gt, "measured": measured})
         branch.push(branch.hardware(branch.transform(measured)), gt)
 
 

@@ -29,11 +29,12 @@ class ForceTorque(NamedTuple):
 
 
 @wp.func
-def _wrench(s: Any, i: int, call: Any, v_n: Any, v_t: Any, w_n: Any, n: Any, n_link: Any, rot_t: Any):
-    """[F, T] in the link frame of probe i for the (gained, exponentiated) overlap s."""
+def _wrench(s: Any, i: int, call: Any, v_n: Any, w_n: Any, n_link: Any, shear_link: Any):
+    """[F, T] in the link frame of probe i for the (gained, exponentiated) overlap s: F = f_n R_Lᵀn + R_Lᵀ k_t v_t
+    (``shear_link``), T = p × F + k_tw ω_n R_Lᵀn."""
     zero = s - s
     f_n = wp.max(s * (call.k_n[i] + call.c_n[i] * v_n), zero)
-    force = rot_t @ (f_n * n + call.k_t[i] * v_t)
+    force = f_n * n_link + shear_link
     torque = wp.cross(call.local_pos[i], force) + (call.k_tw[i] * w_n) * n_link
     return type(call.measured[0, 0])(force[0], force[1], force[2], torque[0], torque[1], torque[2])
 
@@ -56,21 +57,21 @@ def _taxel(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, 
         v = (call.lin_vel[e, b] + wp.cross(w_obj, x - call.body_pos[e, b])) - (
             call.lin_vel[e, link] + wp.cross(w_link, x - link_pos))
         v_n = wp.dot(n, v)
-        v_t = v - v_n * n
         w_n = wp.dot(n, w_obj - w_link)
         rot_t = wp.transpose(link_rot)
         n_link = rot_t @ n
+        shear_link = rot_t @ (call.k_t[i] * (v - v_n * n))
         p = call.exponent[i]
         if depth_gt > eps:
             s = depth_gt
             if p != type(sd)(1.0):
                 s = wp.pow(s, p)
-            call.ground_truth[e, i] = _wrench(s, i, call, v_n, v_t, w_n, n, n_link, rot_t)
+            call.ground_truth[e, i] = _wrench(s, i, call, v_n, w_n, n_link, shear_link)
         if depth_measured > eps:
             s = depth_measured * call.gain[e, i]
             if p != type(sd)(1.0):
                 s = wp.pow(s, p)
-            call.measured[e, i] = _wrench(s, i, call, v_n, v_t, w_n, n, n_link, rot_t)
+            call.measured[e, i] = _wrench(s, i, call, v_n, w_n, n_link, shear_link)
 
 
 def _taxel_kernel(dtype: torch.dtype):
