@@ -7,12 +7,18 @@ for ground truth plus a typical imperfection set (noise, bias, probe gain, delay
 and the speed-up against Genesis 1.4.5 on the same scene (CPU, 1 thread; figures measured for the issue, or measured
 in this process when `genesis` is importable).
 
-    python bench/tactile.py [--repeat N] [--device cpu|cuda] [--sizes 8 32 64] [--envs 1 16]
+    python bench/tactile.py [--repeat N] [--device cpu|cuda] [--sizes 8 32 64] [--envs 1 16] [--profile]
+
+--profile prints, after each row, where the step's time goes: the 12 functions with the largest own time under
+cProfile (warp launches show as ``invoke``, torch ops by their method names).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import pstats
 import time
 
 import torch
@@ -57,8 +63,9 @@ def pad_scene(label: str, n: int, n_envs: int, device: str) -> dict:
     }
 
 
-def time_suite(cfg: dict, repeat: int) -> float:
-    """Seconds per engine step (step + the read a consumer makes), best of 5 rounds of `repeat` steps."""
+def time_suite(cfg: dict, repeat: int, profile: bool = False) -> tuple[float, str]:
+    """Seconds per engine step (step + the read a consumer makes), best of 5 rounds of `repeat` steps, and with
+    ``profile`` a cProfile summary of `repeat` more steps (else "")."""
     suite = SensorSuite.from_yaml(cfg)
     state = suite.world.update(0.0)
     for _ in range(20):
@@ -75,7 +82,17 @@ def time_suite(cfg: dict, repeat: int) -> float:
         if suite.device.type == "cuda":
             torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - t0) / repeat)
-    return best
+    if not profile:
+        return best, ""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(repeat):
+        suite.step(state)
+        suite.read("pad")
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
+    return best, "\n".join(line for line in text.getvalue().splitlines()[4:] if line.strip())
 
 
 def main() -> None:
@@ -86,6 +103,7 @@ def main() -> None:
     parser.add_argument("--envs", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--sensors", nargs="+", default=["ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel",
                                                            "ElastomerTaxel/direct", "ProximityTaxel"])
+    parser.add_argument("--profile", action="store_true", help="print a cProfile summary after each row")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'ms/step':>9} {'probe-upd/s':>12} {'Genesis ms':>10} "
@@ -93,12 +111,14 @@ def main() -> None:
     for sensor in args.sensors:
         for envs in args.envs:
             for n in args.sizes:
-                sec = time_suite(pad_scene(sensor, n, envs, args.device), args.repeat)
+                sec, profile = time_suite(pad_scene(sensor, n, envs, args.device), args.repeat, args.profile)
                 probes = n * n
                 ref = GENESIS_MS.get((sensor, probes, envs))
                 ratio = f"{ref / (sec * 1e3):7.2f}x" if ref else "      -"
                 print(f"{sensor:<21} {probes:>6} {envs:>4} {sec * 1e3:9.3f} {probes * envs / sec:12.3e} "
                       f"{ref if ref else '-':>10} {ratio:>8}")
+                if profile:
+                    print(profile)
 
 
 if __name__ == "__main__":
