@@ -9,13 +9,13 @@ Compared in-process with a naive baseline: one loop over sensors, a torch.Genera
 from __future__ import annotations
 
 import collections
-import time
 
 import torch
 
 from tactile_sim.imperfections.pipeline import MeasuredBranch
 from tactile_sim.imperfections.rng import sensor_seed
 from tactile_sim.imperfections.spec import SensorImperfections
+from timing import time_per_call
 
 DT = 0.01
 TYPICAL = dict(noise=0.01, bias=0.002, probe_gain=1.2, delay=2 * DT)
@@ -38,17 +38,6 @@ class NaiveSensor:
         return self.ring[0], self.n_since > self.delay
 
 
-def time_per_step(step, repeats: int, trials: int = 5) -> float:
-    """Best of `trials` mean step times, s (the machine is shared: the minimum is the least disturbed)."""
-    for _ in range(max(20, repeats // 10)):
-        step()
-    best = float("inf")
-    for _ in range(trials):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            step()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
 
 
 def main() -> None:
@@ -74,7 +63,7 @@ def main() -> None:
             return [s.step(p) for s, p in zip(naive_sensors, parts)]
 
         repeats = 1000 if probes * envs <= 4096 else 60
-        t_b, t_n = time_per_step(batched, repeats), time_per_step(naive, repeats)
+        t_b, t_n = time_per_call(batched, repeats, trials=5, warmup=20), time_per_call(naive, repeats, trials=5, warmup=20)
         work = probes * envs
         print(f"{probes:>7} {envs:>5} {sensors:>8} | {t_b * 1e6:>16.1f} {work / t_b:>12.3g} | "
               f"{t_n * 1e6:>14.1f} {work / t_n:>12.3g} | {t_n / t_b:>8.2f}")

@@ -18,9 +18,7 @@ Baseline (same process): encoding through the general io path (a validated ``Tax
 
 from __future__ import annotations
 
-import math
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,23 +34,13 @@ from tactile_sim.io.stamps import time_msg, time_msg_from_ns
 from tactile_sim.ros.inputs import TransformSample, decode_joint_state
 from tactile_sim.ros.node_core import NodeCore
 from tactile_sim.ros.node_params import NodeParams
+from timing import time_per_call
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_YAML = ROOT / "tactile_sim" / "config" / "demo_sensors.yaml"
 TARGET_MS = 0.5
 
 
-def time_per_call(fn, repeats: int, trials: int = 5) -> float:
-    """Best of ``trials`` mean call times, s (the machine is shared: the minimum is the least disturbed)."""
-    for _ in range(max(5, repeats // 10)):
-        fn()
-    best = math.inf
-    for _ in range(trials):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
 
 
 # ------------------------------------------------------------------ the Allegro-like hand
@@ -173,16 +161,16 @@ def bench_scene(label: str, core: NodeCore, joint_msg, repeats: int) -> dict:
         core.suite.step(core.suite.world.update(clock["ns"] * 1e-9, joint_pos=core._q))
 
     results = {
-        "update": time_per_call(update, repeats),
-        "update+cdr": time_per_call(update_and_serialize, repeats),
+        "update": time_per_call(update, repeats, trials=5, warmup=5),
+        "update+cdr": time_per_call(update_and_serialize, repeats, trials=5, warmup=5),
         "decode": time_per_call(lambda: core.on_joint_state(decode_joint_state(joint_msg)), repeats * 5),
-        "world": time_per_call(world_only, repeats),
+        "world": time_per_call(world_only, repeats, trials=5, warmup=5),
     }
-    results["world+step"] = time_per_call(world_and_step, repeats)  # a fresh state each step
+    results["world+step"] = time_per_call(world_and_step, repeats, trials=5, warmup=5)  # a fresh state each step
     stamp = time_msg_from_ns(clock["ns"])
-    results["encode"] = time_per_call(lambda: core._encode(stamp, 0), repeats)
+    results["encode"] = time_per_call(lambda: core._encode(stamp, 0), repeats, warmup=5)
     if all(s.encoder.sensor_type == "KinematicTaxel" for s in core.schedule):
-        results["naive encode"] = time_per_call(lambda: naive_encode(core, 1.0), max(10, repeats // 4))
+        results["naive encode"] = time_per_call(lambda: naive_encode(core, 1.0), max(10, repeats // 4), warmup=5)
     results["messages"] = len(update())
     results["taxels"] = n_taxels
     print_row(label, results)

@@ -10,28 +10,17 @@ conduction done the naive way, one SciPy ``dctn``/``idctn`` pair per env in a Py
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import scipy.fft
 import torch
 
 from tactile_sim.suite import SensorSuite
+from timing import time_per_call
 
 GRID = (16, 16, 4)
 
 
-def time_per_step(step, repeats: int, trials: int = 3) -> float:
-    """Best of ``trials`` mean step times, s (the machine is shared: the minimum is the least disturbed)."""
-    for _ in range(max(2, repeats // 10)):
-        step()
-    best = float("inf")
-    for _ in range(trials):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            step()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
 
 
 def build(n_envs: int) -> SensorSuite:
@@ -61,11 +50,11 @@ def main() -> None:
         batch = suite._lookup("tg")[0]
         system = batch.system
         repeats = 200 if n_envs == 1 else 5
-        t_full = time_per_step(lambda: batch.evaluate(state), repeats)
-        t_cond = time_per_step(lambda: system._conduct(system.t_cell), repeats)
+        t_full = time_per_call(lambda: batch.evaluate(state), repeats, trials=3, warmup=2)
+        t_cond = time_per_call(lambda: system._conduct(system.t_cell), repeats, trials=3, warmup=2)
         field = system.grid_temperatures(0).reshape((n_envs,) + GRID).numpy()
         decay = system.decay[0].numpy()
-        t_naive = time_per_step(lambda: naive_conduction(field, decay), repeats)
+        t_naive = time_per_call(lambda: naive_conduction(field, decay), repeats, trials=3, warmup=2)
         work = cells * n_envs
         for what, t in (("full evaluation", t_full), ("conduction only", t_cond)):
             print(f"{what:>18} {n_envs:>5} {work:>8} | {t * 1e3:>9.3f} {work / t:>11.3g} | {t_naive * 1e3:>9.3f} "

@@ -13,28 +13,17 @@ Python loop, with the same states and one external wrench per loaded link.
 from __future__ import annotations
 
 import sysconfig
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from tactile_sim.suite import SensorSuite
+from timing import time_per_call
 
 LINKS = ("panda_link3", "panda_link4", "panda_link5", "panda_link6")
 
 
-def time_per_step(step, repeats: int, trials: int = 3) -> float:
-    """Best of ``trials`` mean step times, s (the machine is shared: the minimum is the least disturbed)."""
-    for _ in range(max(2, repeats // 10)):
-        step()
-    best = float("inf")
-    for _ in range(trials):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            step()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
 
 
 def panda() -> tuple[Path, Path]:
@@ -78,8 +67,8 @@ def main() -> None:
             state = suite.update(0.001 * k, joint_pos=q + 0.001 * k, joint_vel=np.full((n_envs, n_act), 1.0))
         jt = suite._lookup("tau")[0]
         repeats = 300 if n_envs == 1 else 10
-        t_jt = time_per_step(lambda: jt.evaluate(state), repeats)
-        t_step = time_per_step(lambda: suite.step(state), repeats)
+        t_jt = time_per_call(lambda: jt.evaluate(state), repeats, trials=3, warmup=2)
+        t_step = time_per_call(lambda: suite.step(state), repeats, trials=3, warmup=2)
         qm = state.joint_pos.double().numpy()
         vm = state.joint_vel.double().numpy()
         am = rng.normal(0, 1, qm.shape)
@@ -91,7 +80,7 @@ def main() -> None:
             for e in range(n_envs):
                 pin.rnea(model, data, qm[e], vm[e], am[e], fext)
 
-        t_pin = time_per_step(pinocchio_loop, repeats)
+        t_pin = time_per_call(pinocchio_loop, repeats, trials=3, warmup=2)
         n = suite.robot.n_movable
         for what, t in (("JointTorque", t_jt), ("engine step", t_step)):
             print(f"{what:>16} {n_envs:>5} {n:>5} | {t * 1e3:>9.3f} {n * n_envs / t:>12.3g} | {t_pin * 1e3:>12.3f} "

@@ -9,7 +9,6 @@ link), looped over the envs — the reference engine. Also times RNEA (with link
 from __future__ import annotations
 
 import sysconfig
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,22 +17,12 @@ import torch
 from tactile_sim.world.dynamics import InverseDynamics
 from tactile_sim.world.kinematics import Kinematics
 from tactile_sim.world.urdf import RobotModel
+from timing import time_per_call
 
 PANDA = (Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix/share/example-robot-data/robots"
          / "panda_description/urdf/panda.urdf")
 
 
-def time_per_call(fn, repeats: int, trials: int = 5) -> float:
-    """Best of `trials` mean call times, s (the machine is shared: the minimum is the least disturbed)."""
-    for _ in range(max(10, repeats // 10)):
-        fn()
-    best = float("inf")
-    for _ in range(trials):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
 
 
 def main() -> None:
@@ -85,8 +74,8 @@ def main() -> None:
         reps = max(3, repeats // max(1, envs // 16)) if envs > 16 else repeats
         for label, ours, ref in [("FK + twists", ours_fk, ref_fk if pin else None),
                                  ("RNEA + wrenches", ours_rnea, ref_rnea if pin else None)]:
-            t_ours = time_per_call(ours, reps)
-            t_ref = time_per_call(ref, max(3, reps // 4)) if ref is not None else float("nan")
+            t_ours = time_per_call(ours, reps, trials=5, warmup=10)
+            t_ref = time_per_call(ref, max(3, reps // 4), warmup=10) if ref is not None else float("nan")
             print(f"{label:>18} {envs:>5} | {t_ours * 1e3:>12.3f} {robot.n_links * envs / t_ours:>11.3g} | "
                   f"{t_ref * 1e3:>12.3f} | {t_ref / t_ours:>6.2f}")
 
