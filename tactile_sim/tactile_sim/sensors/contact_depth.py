@@ -14,8 +14,8 @@ import warp as wp
 
 from ..imperfections.latch import SchmittLatch, overlap_floor
 from ..world.state import WorldState
-from .probe_sensor import ProbeSensorBatch, per_probe
-from .probe_set import WP_TYPES, FusedProbeLaunch, probe_kernel, probe_struct
+from .probe_sensor import FusedProbeBatch, ProbeSensorBatch, per_probe
+from .probe_set import WP_TYPES, probe_kernel, probe_struct
 
 
 @wp.func
@@ -38,7 +38,7 @@ def _depth_kernel(dtype: torch.dtype):
 _DEPTH_KERNELS = {dt: _depth_kernel(dt) for dt in WP_TYPES}
 
 
-class ContactDepthProbeBatch(ProbeSensorBatch):
+class ContactDepthProbeBatch(FusedProbeBatch):
     """Per-probe overlap depth of the sensing sphere with the nearest candidate geometry, m.
 
     One fused kernel per evaluation writes both branches into the measured branch's staging buffers (probes out of
@@ -46,24 +46,7 @@ class ContactDepthProbeBatch(ProbeSensorBatch):
     """
 
     sensor_type = "ContactDepthProbe"
-
-    def __init__(self, options, ctx):
-        super().__init__(options, ctx)
-        # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
-        self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
-        kernel, call_type = _DEPTH_KERNELS[ctx.dtype]
-        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff,
-                                       {"radius": self.probes.radius, "radius_measured": self.radius_measured})
-
-    def evaluate(self, state: WorldState) -> None:
-        branch = self.branch
-        if branch.radius_varies:
-            self.radius_measured.copy_(branch.radius(self.probes.radius))
-        measured, gt = branch.staging()
-        measured.zero_()
-        gt.zero_()
-        self.launch(state, {"gain": branch.gain, "ground_truth": gt, "measured": measured})
-        branch.push(branch.hardware(branch.transform(measured)), gt)
+    kernels = _DEPTH_KERNELS
 
 
 class ContactProbeBatch(ProbeSensorBatch):

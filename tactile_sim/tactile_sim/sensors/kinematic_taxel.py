@@ -17,8 +17,8 @@ import warp as wp
 
 from ..constants import EPS_D
 from ..world.state import WorldState
-from .probe_sensor import ProbeSensorBatch, per_probe
-from .probe_set import WP_TYPES, FusedProbeLaunch, probe_kernel, probe_struct
+from .probe_sensor import FusedProbeBatch, per_probe
+from .probe_set import WP_TYPES, probe_kernel, probe_struct
 
 
 class ForceTorque(NamedTuple):
@@ -88,35 +88,23 @@ def _taxel_kernel(dtype: torch.dtype):
 _TAXEL_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
 
 
-class KinematicTaxelBatch(ProbeSensorBatch):
+class KinematicTaxelBatch(FusedProbeBatch):
     """Spring–damper taxels. One fused kernel per evaluation writes both branches ([F, T], 6 channels) into the
     measured branch's staging buffers; probes out of contact keep the zeros written before the launch."""
 
     sensor_type = "KinematicTaxel"
     channels = 6
+    kernels = _TAXEL_KERNELS
 
-    def __init__(self, options, ctx):
-        super().__init__(options, ctx)
-        coef = {k: per_probe(self.options, self.counts, k, ctx)
+    def model_tables(self) -> dict:
+        coef = {k: per_probe(self.options, self.counts, k, self.ctx)
                 for k in ("normal_stiffness", "normal_damping", "normal_exponent", "shear_scalar", "twist_scalar")}
-        # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
-        self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
-        kernel, call_type = _TAXEL_KERNELS[ctx.dtype]
-        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, {
-            "radius": self.probes.radius, "radius_measured": self.radius_measured,
-            "local_normal": self.probes.local_normal, "k_n": coef["normal_stiffness"], "c_n": coef["normal_damping"],
-            "k_t": coef["shear_scalar"], "k_tw": coef["twist_scalar"], "exponent": coef["normal_exponent"]})
+        return {"local_normal": self.probes.local_normal, "k_n": coef["normal_stiffness"],
+                "c_n": coef["normal_damping"], "k_t": coef["shear_scalar"], "k_tw": coef["twist_scalar"],
+                "exponent": coef["normal_exponent"]}
 
-    def evaluate(self, state: WorldState) -> None:
-        branch = self.branch
-        if branch.radius_varies:
-            self.radius_measured.copy_(branch.radius(self.probes.radius))
-        measured, gt = branch.staging()
-        measured.zero_()
-        gt.zero_()
-        self.launch(state, {"gain": branch.gain, "lin_vel": state.lin_vel.contiguous(),
-                            "ang_vel": state.ang_vel.contiguous(), "ground_truth": gt, "measured": measured})
-        branch.push(branch.hardware(branch.transform(measured)), gt)
+    def step_inputs(self, state: WorldState) -> dict:
+        return {"lin_vel": state.lin_vel.contiguous(), "ang_vel": state.ang_vel.contiguous()}
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])

@@ -15,7 +15,7 @@ from ..imperfections.pipeline import MeasuredBranch
 from ..imperfections.spec import SensorImperfections
 from ..world.state import WorldState
 from .base import BuildContext, SensorBatch, imperfections_of
-from .probe_set import ProbeSensorGeometry, ProbeSet
+from .probe_set import FusedProbeLaunch, ProbeSensorGeometry, ProbeSet
 
 
 def per_probe(options: Sequence, counts: Sequence[int], key: str, ctx: BuildContext) -> torch.Tensor:
@@ -77,3 +77,37 @@ class ProbeSensorBatch(SensorBatch):
         rot, pos = self.probes.link_pose(state)
         x = self.probes.world_positions(rot, pos)
         return rot, pos, x, self.probes.query(x, state, self.cutoff)
+
+
+class FusedProbeBatch(ProbeSensorBatch):
+    """A probe sensor whose raw values of both branches come from one fused warp kernel per step
+    (:class:`~.probe_set.FusedProbeLaunch`): ``kernels`` maps the working dtype to (kernel, call struct type);
+    ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
+
+    kernels: dict = {}
+
+    def __init__(self, options, ctx):
+        super().__init__(options, ctx)
+        # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
+        self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
+        kernel, call_type = self.kernels[ctx.dtype]
+        tables = {"radius": self.probes.radius, "radius_measured": self.radius_measured, **self.model_tables()}
+        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables)
+
+    def model_tables(self) -> dict:
+        """Per-probe tensors of the model bound into the kernel at build (none by default)."""
+        return {}
+
+    def step_inputs(self, state: WorldState) -> dict:
+        """Per-step kernel inputs beyond gain and the output buffers (none by default)."""
+        return {}
+
+    def evaluate(self, state: WorldState) -> None:
+        branch = self.branch
+        if branch.radius_varies:
+            self.radius_measured.copy_(branch.radius(self.probes.radius))
+        measured, gt = branch.staging()
+        measured.zero_()
+        gt.zero_()
+        self.launch(state, {"gain": branch.gain, **self.step_inputs(state), "ground_truth": gt, "measured": measured})
+        branch.push(branch.hardware(branch.transform(measured)), gt)
