@@ -286,3 +286,55 @@ def test_float32_matches_float64():
 def test_build_errors_name_the_option(extra, objects, match):
     with pytest.raises(ConfigError, match=match):
         make([sensor(**extra)], objects)
+
+
+def sphere_on_bottom_face(offsets, depths, radius):
+    """Closed form of a sphere (radius R) pushed by d into the box bottom at a lateral offset, from the bottom
+    lattice (cell centres of 1 cm², spec §2.5 box faces): per sample at depth δ = R − ‖p − c‖ > 0 the force
+    k_c δ a (p − c)/‖p − c‖ on the box; returns net force, torque about the box centre, contact area and the
+    area-weighted mean contact point per env, in the box frame (origin at its centre)."""
+    xs = np.arange(-SIZE[0] / 2 + SPACING / 2, SIZE[0] / 2, SPACING)
+    ys = np.arange(-SIZE[1] / 2 + SPACING / 2, SIZE[1] / 2, SPACING)
+    p = np.stack(np.meshgrid(xs, ys, indexing="ij"), -1).reshape(-1, 2)
+    p = np.concatenate([p, np.full((len(p), 1), -SIZE[2] / 2)], 1)
+    out = []
+    for (cx, cy), d in zip(offsets, depths):
+        c = np.array([cx, cy, -SIZE[2] / 2 - radius + d])
+        r = np.linalg.norm(p - c, axis=1)
+        depth = radius - r
+        on = depth > 1e-9
+        f = (K_C * depth[on] * SPACING**2)[:, None] * (p[on] - c) / r[on, None]
+        area = on.sum() * SPACING**2
+        mean = p[on].mean(0) if on.any() else np.full(3, np.nan)
+        out.append((f.sum(0), np.cross(p[on], f).sum(0), area, mean))
+    return out
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-10), ("float32", 2e-4)])
+def test_box_pressed_into_a_sphere_per_env_matches_the_lattice_closed_form(dtype, rtol):
+    """Every env its own pose: off-centre indentations, a barely touching one and one lifted clear (zero, NaN)."""
+    radius = 0.25
+    offsets = [(0.013, -0.007), (-0.021, 0.004), (0.0, 0.0), (0.002, 0.001)]
+    depths = [6e-4, 3e-4, -5e-3, 2e-5]
+    ball = {"name": "ball", "geometry": [{"sphere": {"radius": radius}}], "pose": {"xyz": [0.0, 0.0, 0.0]}}
+    suite = make([sensor(filter_prim_paths_expr=["ball"], track_contact_points=True)], [box(), ball],
+                 n_envs=len(depths), dtype=dtype)
+    shift = np.array([0.4, -0.2, 0.3])
+    pos = np.stack([shift + [-cx, -cy, radius + SIZE[2] / 2 - d] for (cx, cy), d in zip(offsets, depths)])
+    rot = np.tile(np.eye(3), (len(depths), 1, 1))
+    suite.update(0.0, object_poses={"box": (t64(rot), t64(pos)), "ball": (t64(np.eye(3)), t64(shift))})
+    data = suite.read("cs")
+    for e, (force, torque, area, mean) in enumerate(sphere_on_bottom_face(offsets, depths, radius)):
+        scale = max(np.linalg.norm(force), 1e-300)
+        np.testing.assert_allclose(data.net_forces_w[e, 0].double().numpy(), force, rtol=rtol, atol=rtol * scale)
+        np.testing.assert_allclose(data.force_matrix_w[e, 0, 0].double().numpy(), force, rtol=rtol,
+                                   atol=rtol * scale)
+        np.testing.assert_allclose(data.net_torques_w[e, 0].double().numpy(), torque, rtol=rtol,
+                                   atol=rtol * scale * SIZE[0])
+        if area == 0:
+            assert torch.equal(data.net_forces_w[e], torch.zeros_like(data.net_forces_w[e]))
+            assert torch.isnan(data.contact_pos_w[e]).all()
+        else:
+            np.testing.assert_allclose(data.contact_pos_b[e, 0, 0].double().numpy(), mean, atol=rtol * SIZE[0])
+    areas = [a / SPACING**2 for _, _, a, _ in sphere_on_bottom_face(offsets, depths, radius)]
+    assert areas[0] >= 5 and areas[1] >= 3 and areas[2] == 0  # several contact samples, one env clear

@@ -23,10 +23,13 @@ from ..constants import EPS_D, TIMER_TOL, int_ceil
 from ..errors import option_error
 from ..geometry.sampling import sample_body_surface
 from ..geometry.shapes import ShapeKind
+from ..geometry.struct_launch import StructLaunch
 from ..world.scene import closest_names
 from ..world.state import WorldState
 from .base import BuildContext, SensorBatch
-from .body_samples import BodySamples
+from .body_samples import BodySamples, SampleCells
+from .contact_sensor_kernels import BODY_KERNELS, SAMPLE_KERNELS
+from .probe_set import FusedProbeLaunch
 
 MAX_SAMPLES_PER_BODY = 200_000
 
@@ -120,7 +123,8 @@ def expected_sample_count(shapes, spacing: float) -> int:
 
 
 class ContactSensorBatch(SensorBatch):
-    """ContactSensors of one evaluation period: all their bodies' samples in one query and one scatter.
+    """ContactSensors of one evaluation period: all their bodies' samples in two warp launches per step
+    (:mod:`.contact_sensor_kernels`: the samples' penalty loads, then the per-body buffers).
 
     Internally S_tot = the bodies of all sensors, concatenated; F_max the largest filter count (matrices of a sensor
     use its first F columns).
@@ -181,32 +185,30 @@ class ContactSensorBatch(SensorBatch):
         self.body_slices = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
         self.n_sensor_bodies = int(starts[-1])
         self.body_index = torch.as_tensor(bodies, device=dev)
-        self.group_shape_mask = torch.as_tensor(np.stack(group_masks), device=dev)
-        self.group_exact = torch.as_tensor(np.array(group_exact), device=dev)
-        self.sample_group = self.samples.owner.to(torch.int32)
-        self.cutoff = torch.full((self.samples.n,), -EPS_D, device=dev, dtype=dt)
+        self.n_bodies = nb
+        self.f_max = max((len(c) for c in filters), default=0)
+        self.h_max = max(o.history_length for o in self.options)
+        filter_mask = np.zeros((self.n_sensor_bodies, max(self.f_max, 1), nb), dtype=bool)
+        for i, columns in enumerate(filters):
+            for f, col in enumerate(columns):
+                filter_mask[self.body_slices[i], f] = col
+
         def per_body(key: str) -> torch.Tensor:
             return ctx.tensor(np.repeat([float(getattr(o, key)) for o in self.options], counts))
 
-        def sample_option(key: str) -> torch.Tensor:
-            return per_body(key)[self.samples.owner]
-
-        self.k_c, self.c_c = sample_option("contact_stiffness"), sample_option("contact_damping")
-        self.mu, self.v_s = sample_option("friction_coefficient"), sample_option("slip_velocity")
-        exponent = sample_option("contact_exponent")
-        self.exponent = None if bool((exponent == 1).all()) else exponent
         self.threshold = per_body("force_threshold")
-        self.f_max = max((len(c) for c in filters), default=0)
-        self.n_bodies = nb
-        self.filter_matrix = None
-        if self.f_max:
-            m = np.zeros((self.n_sensor_bodies, self.f_max, nb))
-            for i, columns in enumerate(filters):
-                for f, col in enumerate(columns):
-                    m[self.body_slices[i], f] = col
-            self.filter_matrix = ctx.tensor(m)
-        self.h_max = max(o.history_length for o in self.options)
         self._alloc_state()
+        cells = SampleCells(self.samples, torch.as_tensor(np.stack(group_masks), device=dev),
+                            torch.as_tensor(np.array(group_exact), device=dev))
+        model = {"sample_owner": self.samples.owner.to(torch.int32), "local_normal": self.samples.local_normal,
+                 "area": self.samples.area, "k_c": per_body("contact_stiffness"), "c_c": per_body("contact_damping"),
+                 "mu": per_body("friction_coefficient"), "v_s": per_body("slip_velocity"),
+                 "exponent": per_body("contact_exponent"), "filter_mask": torch.as_tensor(filter_mask, device=dev),
+                 **self._acc}
+        kernel, call_type = SAMPLE_KERNELS[dt]
+        cutoff = torch.full((self.samples.n,), -EPS_D, device=dev, dtype=dt)
+        self._samples_launch = FusedProbeLaunch(cells, ctx.query, self.n_envs, kernel, call_type, cutoff, model)
+        self._bodies_launch: StructLaunch | None = None
 
     @staticmethod
     def _sample(body, o, where: str):
@@ -224,7 +226,8 @@ class ContactSensorBatch(SensorBatch):
 
     # ------------------------------------------------------------------ state
     def _alloc_state(self) -> None:
-        e, s, f = self.n_envs, self.n_sensor_bodies, self.f_max
+        """Persistent buffers, written in place by the body kernel (F and H padded to at least 1)."""
+        e, s, f, h = self.n_envs, self.n_sensor_bodies, max(self.f_max, 1), max(self.h_max, 1)
         z = dict(device=self.ctx.device, dtype=self.ctx.dtype)
         self.net = torch.zeros(e, s, 4, 3, **z)  # normal, friction, total, torque (W)
         self.net_b = torch.zeros(e, s, 4, 3, **z)
@@ -235,78 +238,37 @@ class ContactSensorBatch(SensorBatch):
         self.timers = torch.zeros(e, s, 4, **z)  # current air, current contact, last air, last contact
         self.pose_rot = torch.eye(3, **z).expand(e, s, 3, 3).clone()
         self.pose_pos = torch.zeros(e, s, 3, **z)
-        self.history = torch.zeros(e, self.h_max, s, 6, 3, **z)  # normal, friction, total (W), then the same in B
+        self.history = torch.zeros(e, h, s, 6, 3, **z)  # normal, friction, total (W), then the same in B
         self.n_since = torch.zeros(e, dtype=torch.int64, device=self.ctx.device)
+        self._acc = {"acc_net": torch.zeros(e, s, 3, 3, **z), "acc_filter": torch.zeros(e, s, f, 3, 3, **z),
+                     "acc_area": torch.zeros(e, s, f, **z)}
         self.count = 0
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, state: WorldState) -> None:
-        smp = self.samples
-        rot, pos = smp.owner_pose(state)
-        x = smp.world_positions(rot, pos)
-        q = self.ctx.query.query(x, state.rot, state.pos, self.sample_group, self.group_shape_mask, self.cutoff,
-                                 group_exact=self.group_exact)
-        contact = q.body >= 0
-        zero = torch.zeros((), dtype=x.dtype, device=x.device)
-        depth = torch.where(contact, -q.sd, zero)
-        n = torch.where((q.normal == 0).all(-1, keepdim=True), -smp.world_normals(rot), q.normal)
-        body = q.body.clamp_min(0)
-        o_s = smp.per_sample(pos)
-        v_s = smp.per_sample(state.lin_vel.index_select(1, smp.owner_body))
-        w_s = smp.per_sample(state.ang_vel.index_select(1, smp.owner_body))
-        v = state.point_velocity(body, x) - (v_s + torch.cross(w_s, x - o_s, dim=-1))
-        d_dot = (n * v).sum(-1)
-        v_t = v - d_dot[..., None] * n
-        s = depth if self.exponent is None else depth.pow(self.exponent)
-        pressure = torch.clamp_min(s * (self.k_c + self.c_c * d_dot), 0.0)
-        fn = (pressure * smp.area)[..., None] * n
-        slip = torch.linalg.vector_norm(v_t, dim=-1).clamp_min(self.v_s)
-        ft = (self.mu * torch.linalg.vector_norm(fn, dim=-1) / slip)[..., None] * v_t
-        f = fn + ft
-        torque = torch.cross(x - o_s, f, dim=-1)
-        a = torch.where(contact, smp.area, zero)
-        e, nb, ns = x.shape[0], self.n_bodies, self.n_sensor_bodies
-        loads = torch.cat([fn, ft, torque, a[..., None] * x, a[..., None]], dim=-1).transpose(1, 2)  # [E, 13, P]
-        channels = loads.shape[1]
-        if self.f_max:  # per (sensor body, touched body) bins, then filter columns
-            index = (smp.owner * nb + body)[:, None, :].expand(-1, channels, -1)
-            bins = torch.zeros(e, channels, ns * nb, dtype=x.dtype, device=x.device)
-            bins.scatter_add_(2, index, loads)
-            bins = bins.view(e, channels, ns, nb)
-            sums = bins.sum(3).transpose(1, 2)
-            per_filter = torch.einsum("ecsb,sfb->esfc", bins, self.filter_matrix)
-        else:
-            sums = torch.zeros(e, channels, ns, dtype=x.dtype, device=x.device)
-            sums = sums.index_add_(2, smp.owner, loads.contiguous()).transpose(1, 2)
-        normal, friction = sums[..., 0:3], sums[..., 3:6]
-        self.net = torch.stack([normal, friction, normal + friction, sums[..., 6:9]], dim=2)
-        self.net_b = torch.matmul(self.net, rot)  # R_sᵀ v for each row vector v
-        if self.f_max:
-            m_n, m_f = per_filter[..., 0:3], per_filter[..., 3:6]
-            self.matrix = torch.stack([m_n, m_f, m_n + m_f], dim=3)
-            self.matrix_b = torch.matmul(self.matrix, rot[:, :, None])
-            area = per_filter[..., 12:13]
-            self.contact_pos = torch.where(area > 0, per_filter[..., 9:12] / area,
-                                           torch.full_like(area, float("nan")))
-            self.contact_pos_b = torch.matmul(self.contact_pos - pos[:, :, None], rot)
-        self.pose_rot, self.pose_pos = rot, pos
-        self._update_timers()
+        """One step: the sample kernel accumulates the penalty loads, the body kernel writes every buffer."""
+        rot = state.rot if state.rot.is_contiguous() else state.rot.contiguous()
+        pos = state.pos if state.pos.is_contiguous() else state.pos.contiguous()
+        self._samples_launch(state, {"lin_vel": state.lin_vel.contiguous(), "ang_vel": state.ang_vel.contiguous()})
         self.count += 1
-        self.n_since += 1
+        launch = self._bodies_launch
+        if launch is None:
+            e, s, h = self.n_envs, self.n_sensor_bodies, max(self.h_max, 1)
+            fields = {"body_index": self.body_index.to(torch.int32), "threshold": self.threshold,
+                      "body_rot": rot, "body_pos": pos, **self._acc, "net": self.net, "net_b": self.net_b,
+                      "matrix": self.matrix, "matrix_b": self.matrix_b, "contact_pos": self.contact_pos,
+                      "contact_pos_b": self.contact_pos_b, "timers": self.timers, "pose_rot": self.pose_rot,
+                      "pose_pos": self.pose_pos, "history": self.history.view(e, h, s * 6, 3),
+                      "n_since": self.n_since}
+            kernel, call_type = BODY_KERNELS[self.ctx.dtype]
+            launch = self._bodies_launch = StructLaunch(kernel, (e, s), call_type, fields,
+                                                        [float(self.ctx.dt), -1], self.ctx.device)
+        else:
+            launch.bind("body_rot", rot)
+            launch.bind("body_pos", pos)
         if self.h_max:
-            slot = self.count % self.h_max
-            self.history[:, slot] = torch.cat([self.net[:, :, :3], self.net_b[:, :, :3]], dim=2)
-
-    def _update_timers(self) -> None:
-        dt = self.ctx.dt
-        on = torch.linalg.vector_norm(self.net[:, :, 2], dim=-1) > self.threshold
-        air, touch, last_air, last_touch = self.timers.unbind(-1)
-        last_air = torch.where(on & (air > 0), air + dt, last_air)
-        last_touch = torch.where(~on & (touch > 0), touch + dt, last_touch)
-        zero = torch.zeros((), dtype=air.dtype, device=air.device)
-        air = torch.where(on, zero, air + dt)
-        touch = torch.where(on, touch + dt, zero)
-        self.timers = torch.stack([air, touch, last_air, last_touch], dim=-1)
+            launch.set_arg(2, self.count % self.h_max)
+        launch()
 
     # ------------------------------------------------------------------ contact loads for JointTorque
     def latest_wrenches(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -358,13 +320,14 @@ class ContactSensorBatch(SensorBatch):
         return self.read(i)
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
-        """§13.8: timers, histories and current buffers of the envs zeroed (contact positions NaN)."""
-        m = (torch.ones(self.n_envs, dtype=torch.bool, device=self.ctx.device) if env_mask is None
-             else env_mask.to(self.ctx.device))
+        """§13.8: timers, histories and current buffers of the envs zeroed (contact positions NaN), in place."""
+        if env_mask is None:
+            m = torch.ones(self.n_envs, dtype=torch.bool, device=self.ctx.device)
+        else:
+            m = env_mask.to(self.ctx.device)
         for name in ("net", "net_b", "matrix", "matrix_b", "timers", "history"):
             t = getattr(self, name)
-            setattr(self, name, t.masked_fill(m.view((-1,) + (1,) * (t.dim() - 1)), 0.0))
+            t.masked_fill_(m.view((-1,) + (1,) * (t.dim() - 1)), 0.0)
         for name in ("contact_pos", "contact_pos_b"):
-            t = getattr(self, name)
-            setattr(self, name, t.masked_fill(m.view(-1, 1, 1, 1), float("nan")))
-        self.n_since = self.n_since.masked_fill(m, 0)
+            getattr(self, name).masked_fill_(m.view(-1, 1, 1, 1), float("nan"))
+        self.n_since.masked_fill_(m, 0)
