@@ -35,10 +35,11 @@ class SchmittLatch:
         self.state = torch.zeros(shape, dtype=torch.bool, device=contact_threshold.device)
 
     def update(self, x: torch.Tensor) -> torch.Tensor:
-        """x: [E, P] signed overlap after the hardware stages (m) → on: [E, P] bool (also stored as the new state)."""
+        """x: [E, P] signed overlap after the hardware stages (m) → on: [E, P] bool (also stored as the new state,
+        in place: the branch kernel of :class:`~.pipeline.MeasuredBranch` binds the state buffer)."""
         on = (x > self.contact) | (self.state & (x > self.release))
         on &= self.active
-        self.state = on
+        self.state.copy_(on)
         return on
 
     def reset(self, env_mask: torch.Tensor | None = None) -> None:

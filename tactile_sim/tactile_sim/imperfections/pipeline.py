@@ -14,7 +14,9 @@ sensor calls, in this order::
 
 and any time later ``branch.read(i)`` / ``branch.read_ground_truth(i)`` for sensor i of the batch. A sensor may
 write its raw measured values and its ground truth straight into ``branch.staging()`` (the buffers that push
-commits): then hardware works in place and push copies nothing.
+commits): then hardware works in place and push copies nothing, and ``branch.push_staged()`` replaces the last three
+calls — transform, hardware, the ContactProbe latch of both branches (a branch built with ``latch_thresholds``),
+the filler mask and the commit in one kernel launch (plus the crosstalk/hysteresis ops when a sensor has them).
 
 Randomness (§13.9) is counter-based (:mod:`.rng`): each sensor's draws are a pure function of its own seed, the stage
 (1 radius noise, 2 jitter, 3 random-walk increments, 4 white noise; per reset 5 gains, 6 dead mask, 7 dead values),
@@ -23,8 +25,9 @@ the env, the element within the sensor and a counter. Per-evaluation draws use t
 (0 for the reset that ends the build). Hence: adding or removing a sensor never changes another's draws; a run is
 reproducible from the seeds and the call sequence; resetting a subset of envs draws for those envs exactly what a
 reset of every env would have drawn for them, and leaves the other envs untouched. There is no Python loop over
-sensors or probes in the step path: per-sensor options are precomputed into per-probe tensors at build. The random
-walk, white noise and bias run in one warp kernel (native element-wise loops, see :mod:`.rng`).
+sensors or probes in the step path: per-sensor options are precomputed into per-probe tensors at build. Stages 5–11
+run in one warp kernel (native element-wise loops, see :mod:`.rng`): a step of the branch costs one launch whatever
+stages are active.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import warp as wp
 
 from ..geometry.struct_launch import StructLaunch
 from .crosstalk import CrosstalkMember, GridCrosstalk
+from .latch import SchmittLatch
 from .rng import (
     CPU_CHUNK,
     INTERLEAVED_LOOP_CPP,
@@ -54,28 +58,46 @@ from .spec import SensorImperfections
 STAGE_RADIUS, STAGE_JITTER, STAGE_RANDOM_WALK, STAGE_NOISE = 1, 2, 3, 4
 STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
 
-_WALK, _NOISE, _BIAS = 1, 2, 4
-"""Flags of the stages the hardware kernel applies."""
+_WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS, _COUNT = 1, 2, 4, 8, 16, 32, 64, 128
+"""Flags of the stages the branch kernel applies (:func:`_branch_loop`)."""
+_HARDWARE_FLAGS = _WALK | _NOISE | _BIAS | _RESOLUTION | _DEAD
 
 
-def _hardware_struct(dtype: torch.dtype):
-    """Per-batch arrays of the hardware kernel: values y [E, N] (N = P·K, updated in place), random-walk state
-    [E, N], per-channel σ_w, σ and bias [N], and the uint32 lanes [E, N] of the walk and noise streams."""
-    f, u = WP_FLOAT[dtype], wp.uint32
-    fields = {"y": wp.array2d(dtype=f), "walk": wp.array2d(dtype=f), "walk_sigma": wp.array(dtype=f),
-              "walk_lanes": wp.array2d(dtype=u), "noise_sigma": wp.array(dtype=f), "noise_lanes": wp.array2d(dtype=u),
-              "bias": wp.array(dtype=f)}
-    name = f"HardwareCall_{f.__name__}"
+def _branch_struct(dtype: torch.dtype):
+    """Per-batch arrays of the branch kernel (N = P·K values per env): input x and output y [E, N] (y: the measured
+    staging slot; x may be y), ground truth gt [E, N] (staging, updated in place), random-walk state [E, N], per-channel
+    σ_w, σ, bias and resolution [N], the uint32 lanes [E, N] of the walk and noise streams, dead mask and value
+    [E, P], the probes' active flags [P], the ContactProbe latch thresholds [P] and states [E, P] of both branches,
+    and the evaluations since reset [E] (int64)."""
+    f, u, b = WP_FLOAT[dtype], wp.uint32, wp.bool
+    fields = {"x": wp.array2d(dtype=f), "y": wp.array2d(dtype=f), "gt": wp.array2d(dtype=f),
+              "walk": wp.array2d(dtype=f), "walk_sigma": wp.array(dtype=f), "walk_lanes": wp.array2d(dtype=u),
+              "noise_sigma": wp.array(dtype=f), "noise_lanes": wp.array2d(dtype=u), "bias": wp.array(dtype=f),
+              "resolution": wp.array(dtype=f), "dead_mask": wp.array2d(dtype=b), "dead_value": wp.array2d(dtype=f),
+              "active": wp.array(dtype=b), "contact": wp.array(dtype=f), "release": wp.array(dtype=f),
+              "latch_measured": wp.array2d(dtype=b), "latch_truth": wp.array2d(dtype=b),
+              "n_since": wp.array(dtype=wp.int64)}
+    name = f"BranchCall_{f.__name__}"
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
 
-def _hardware_loop(dtype: torch.dtype) -> str:
-    """Native loop over elements [start, stop) of env row e: w += σ_w z_w; y += w; y += σ z + b (or y += b), with
-    z = standard_normal(mix32(lane ^ key)) — the draws of :func:`.rng.draw_bits` for the evaluation's counter hash."""
+def _branch_loop(dtype: torch.dtype) -> str:
+    """Native loop over elements [start, stop) of env row e (probe p = j / K of element j), stage by stage:
+    y = x; 5 w += σ_w z_w, y += w; 6–7 y += σ z + b (or y += b); 8 y = r·nearbyint(y / r) where r > 0 (half to
+    even); 9 y = dead value of dead probes; 10 Schmitt latch of both branches (K = 1): on = active ∧ (v > contact ∨
+    (on_prev ∧ v > release)), value ← on; 11 fillers zeroed on both branches; then n_since[e] += 1 (once per env).
+    z = standard_normal(mix32(lane ^ key)): the draws of :func:`.rng.draw_bits` for the evaluation's counter hash."""
     t = "float" if dtype == torch.float32 else "double"
+    nearbyint = "nearbyintf" if dtype == torch.float32 else "nearbyint"
     return INTERLEAVED_LOOP_CPP + MIX32_CPP + STANDARD_NORMAL_CPP[dtype] + f"""
+#if defined(__CUDA_ARCH__)
+#define BRANCH_NEARBYINT {nearbyint}
+#else
+#define BRANCH_NEARBYINT __builtin_{nearbyint}
+#endif
     auto row = [e](auto& a) {{ return reinterpret_cast<char*>(a.data) + static_cast<size_t>(e) * a.strides[0]; }};
-    {t}* __restrict__ y = reinterpret_cast<{t}*>(row(call.y));
+    {t}* y = reinterpret_cast<{t}*>(row(call.y));
+    const {t}* x = reinterpret_cast<const {t}*>(row(call.x));
     if (flags & {_WALK}) {{
         {t}* __restrict__ w = reinterpret_cast<{t}*>(row(call.walk));
         const {t}* __restrict__ sw = call.walk_sigma.data;
@@ -83,8 +105,10 @@ def _hardware_loop(dtype: torch.dtype) -> str:
         INTERLEAVED_LOOP
         for (int j = start; j < stop; ++j) {{
             w[j] += standard_normal(mix32(lw[j] ^ key)) * sw[j];
-            y[j] += w[j];
+            y[j] = x[j] + w[j];
         }}
+    }} else if (x != y) {{
+        for (int j = start; j < stop; ++j) y[j] = x[j];
     }}
     const {t}* __restrict__ b = call.bias.data;
     if (flags & {_NOISE}) {{
@@ -100,33 +124,65 @@ def _hardware_loop(dtype: torch.dtype) -> str:
     }} else if (flags & {_BIAS}) {{
         for (int j = start; j < stop; ++j) y[j] += b[j];
     }}
+    if (flags & {_RESOLUTION}) {{
+        const {t}* __restrict__ r = call.resolution.data;
+        for (int j = start; j < stop; ++j) {{
+            const {t} q = BRANCH_NEARBYINT(y[j] / r[j]) * r[j];
+            y[j] = r[j] > static_cast<{t}>(0) ? q : y[j];
+        }}
+    }}
+    if (flags & {_DEAD}) {{
+        const bool* dm = reinterpret_cast<const bool*>(row(call.dead_mask));
+        const {t}* dv = reinterpret_cast<const {t}*>(row(call.dead_value));
+        for (int j = start; j < stop; ++j) if (dm[j / channels]) y[j] = dv[j / channels];
+    }}
+    {t}* gt = reinterpret_cast<{t}*>(row(call.gt));
+    const bool* active = call.active.data;
+    if (flags & {_LATCH}) {{
+        const {t}* __restrict__ on_at = call.contact.data;
+        const {t}* __restrict__ off_at = call.release.data;
+        bool* lm = reinterpret_cast<bool*>(row(call.latch_measured));
+        bool* lt = reinterpret_cast<bool*>(row(call.latch_truth));
+        for (int j = start; j < stop; ++j) {{
+            const bool m = active[j] && (y[j] > on_at[j] || (lm[j] && y[j] > off_at[j]));
+            const bool g = active[j] && (gt[j] > on_at[j] || (lt[j] && gt[j] > off_at[j]));
+            lm[j] = m;
+            lt[j] = g;
+            y[j] = m ? static_cast<{t}>(1) : static_cast<{t}>(0);
+            gt[j] = g ? static_cast<{t}>(1) : static_cast<{t}>(0);
+        }}
+    }}
+    if (flags & {_FILLERS}) {{
+        for (int j = start; j < stop; ++j) if (!active[j / channels]) {{ y[j] = static_cast<{t}>(0); gt[j] = static_cast<{t}>(0); }}
+    }}
+    if ((flags & {_COUNT}) && start == 0) call.n_since.data[e] += 1;
 """
 
 
-def _hardware_kernel(dtype: torch.dtype):
-    """Kernel ``(call, key, flags, chunk)`` over (E, ⌈N/chunk⌉); key: the evaluation's counter hash (both streams
-    draw with it; their lanes differ)."""
-    call_type = _HARDWARE_STRUCTS[dtype]
-    name = f"hardware_stages_{WP_FLOAT[dtype].__name__}"
+def _branch_kernel(dtype: torch.dtype):
+    """Kernel ``(call, key, flags, chunk, channels)`` over (E, ⌈N/chunk⌉); key: the evaluation's counter hash (both
+    streams draw with it; their lanes differ); channels: K."""
+    call_type = _BRANCH_STRUCTS[dtype]
+    name = f"measured_branch_{WP_FLOAT[dtype].__name__}"
 
-    def block(call, key, flags, e, start, stop): ...
+    def block(call, key, flags, channels, e, start, stop): ...
 
     block.__name__ = f"{name}_block"
-    block.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "e": int, "start": int,
-                             "stop": int}
-    native = wp.func_native(_hardware_loop(dtype))(block)
+    block.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "channels": int, "e": int,
+                             "start": int, "stop": int}
+    native = wp.func_native(_branch_loop(dtype))(block)
 
-    def kernel(call, key, flags, chunk):
+    def kernel(call, key, flags, chunk, channels):
         e, t = wp.tid()
-        native(call, key, flags, e, t * chunk, wp.min(t * chunk + chunk, call.y.shape[1]))
+        native(call, key, flags, channels, e, t * chunk, wp.min(t * chunk + chunk, call.y.shape[1]))
 
     kernel.__name__ = name
-    kernel.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "chunk": int}
+    kernel.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "chunk": int, "channels": int}
     return wp.kernel(kernel, enable_backward=False, module=__name__)
 
 
-_HARDWARE_STRUCTS = {dt: _hardware_struct(dt) for dt in WP_FLOAT}
-_HARDWARE_KERNELS = {dt: _hardware_kernel(dt) for dt in WP_FLOAT}
+_BRANCH_STRUCTS = {dt: _branch_struct(dt) for dt in WP_FLOAT}
+_BRANCH_KERNELS = {dt: _branch_kernel(dt) for dt in WP_FLOAT}
 
 
 class MeasuredBranch:
@@ -137,7 +193,8 @@ class MeasuredBranch:
     ``sensor_of_probe`` [P] long, ``active`` [P] bool. Build ends with a reset of every env.
     """
 
-    def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32):
+    def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32,
+                 latch_thresholds: tuple[torch.Tensor, torch.Tensor] | None = None):
         if not specs:
             raise ValueError("MeasuredBranch: a batch needs at least one sensor")
         if n_envs < 1:
@@ -169,6 +226,8 @@ class MeasuredBranch:
         self._build_transform()
         self._build_hardware()
         self._build_rings()
+        self._build_latches(latch_thresholds)
+        self._build_launches()
         self.reset()
 
     # ---- build helpers ------------------------------------------------------------------------------------------
@@ -226,8 +285,8 @@ class MeasuredBranch:
             lo = self._per_probe(lambda s: s.dead_taxel_value_range[0])
             hi = self._per_probe(lambda s: s.dead_taxel_value_range[1])
             self._dead = (prob, lo, hi - lo, self._probe_lanes(STAGE_DEAD_MASK), self._probe_lanes(STAGE_DEAD_VALUE))
-            self._dead_mask = torch.zeros((e, p, 1), dtype=torch.bool, device=self.device)
-            self._dead_value = torch.zeros((e, p, 1), dtype=self.dtype, device=self.device)
+            self._dead_mask = torch.zeros((e, p), dtype=torch.bool, device=self.device)
+            self._dead_value = torch.zeros((e, p), dtype=self.dtype, device=self.device)
 
     def _build_transform(self) -> None:
         members, offset = [], 0
@@ -247,8 +306,10 @@ class MeasuredBranch:
             self._x_prev = torch.zeros(shape, dtype=self.dtype, device=self.device)
 
     def _build_hardware(self) -> None:
+        """The per-channel tables of stages 5–9 as fields of the branch kernel, and the flags of those present."""
         e, p, k = self.n_envs, self.n_probes, self.channels
         walk, sigma, bias = self._per_channel("random_walk"), self._per_channel("noise"), self._per_channel("bias")
+        res = self._per_channel("resolution")
         fields: dict[str, torch.Tensor] = {}
         self._walk_state = None
         if bool((walk > 0).any()):
@@ -260,21 +321,14 @@ class MeasuredBranch:
                           noise_lanes=lanes_uint32(self._channel_lanes(STAGE_NOISE).view(e, -1)))
         if bool((bias != 0).any()):
             fields.update(bias=bias.reshape(-1).contiguous())
-        self._hardware_flags = (_WALK * ("walk" in fields) + _NOISE * ("noise_sigma" in fields)
-                                + _BIAS * ("bias" in fields))
-        self._hardware_launch = None
-        if self._hardware_flags:
-            chunk = CPU_CHUNK if self.device.type == "cpu" else 1
-            fields["y"] = torch.zeros((e, p * k), dtype=self.dtype, device=self.device)  # rebound per evaluation
-            self._hardware_launch = StructLaunch(
-                _HARDWARE_KERNELS[self.dtype], (e, -(-(p * k) // chunk)), _HARDWARE_STRUCTS[self.dtype], fields,
-                [0, self._hardware_flags, chunk], self.device)
-        res = self._per_channel("resolution")
-        self._resolution = None
         if bool((res > 0).any()):
-            on = res > 0
-            mixed = not bool(on[self.active].all())
-            self._resolution = (torch.where(on, res, torch.ones_like(res)), on if mixed else None)
+            fields.update(resolution=res.reshape(-1).contiguous())
+        if self._dead is not None:
+            fields.update(dead_mask=self._dead_mask, dead_value=self._dead_value)
+        self._hardware_flags = (_WALK * ("walk" in fields) + _NOISE * ("noise_sigma" in fields)
+                                + _BIAS * ("bias" in fields) + _RESOLUTION * ("resolution" in fields)
+                                + _DEAD * ("dead_mask" in fields))
+        self._hardware_fields = fields
 
     def _build_rings(self) -> None:
         e, p, k, s = self.n_envs, self.n_probes, self.channels, len(self.specs)
@@ -290,6 +344,7 @@ class MeasuredBranch:
         self._ring_rows = [v.view(e, p * k) for v in self._ring_views]
         self._gt_ring = torch.zeros((2, e, p, k), dtype=self.dtype, device=dev)  # latest and next ground truth
         self._gt_views = list(self._gt_ring.unbind(0))
+        self._gt_rows = [v.view(e, p * k) for v in self._gt_views]
         self._n_since = torch.zeros(e, dtype=torch.int64, device=dev)
         self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
         self._flags = any(sp.sample_validity for sp in self.specs)
@@ -328,6 +383,45 @@ class MeasuredBranch:
         ]
         self._gt_sensor_views = [[self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)]
                                  for v in self._gt_views]
+
+    def _build_latches(self, thresholds: tuple[torch.Tensor, torch.Tensor] | None) -> None:
+        """Stage 10 (ContactProbe): one Schmitt latch per branch on (contact, release) thresholds [P] m, K = 1."""
+        self._latches = None
+        if thresholds is None:
+            return
+        if self.channels != 1:
+            raise ValueError(f"MeasuredBranch: a latch needs one channel per probe; {self.specs[0].where} has "
+                             f"K={self.channels}")
+        contact, release = (torch.as_tensor(t, dtype=self.dtype, device=self.device).reshape(-1).contiguous()
+                            for t in thresholds)
+        for label, t in (("contact", contact), ("release", release)):
+            if t.numel() != self.n_probes:
+                raise ValueError(f"MeasuredBranch: {label} thresholds must have one value per probe "
+                                 f"({self.n_probes}); got {t.numel()}")
+        self._latches = (SchmittLatch(contact, release, self.active, self.n_envs),
+                         SchmittLatch(contact, release, self.active, self.n_envs))
+
+    def _build_launches(self) -> None:
+        """Recorded launches of the branch kernel: stages 5–9 (:meth:`hardware`) and stages 5–11 with the commit
+        (:meth:`push_staged`); their x, y and gt are rebound to the staging slots per evaluation."""
+        e, n = self.n_envs, self.n_probes * self.channels
+        chunk = CPU_CHUNK if self.device.type == "cpu" else 1
+        rows = {"x": self._ring_rows[1], "y": self._ring_rows[1], "gt": self._gt_rows[1]}
+
+        def record(fields: dict, flags: int) -> StructLaunch:
+            return StructLaunch(_BRANCH_KERNELS[self.dtype], (e, -(-n // chunk)), _BRANCH_STRUCTS[self.dtype],
+                                {**rows, **fields}, [0, flags, chunk, self.channels], self.device)
+
+        self._hardware_launch = record(self._hardware_fields, self._hardware_flags) if self._hardware_flags else None
+        fields = {**self._hardware_fields, "active": self.active, "n_since": self._n_since}
+        flags = self._hardware_flags | _COUNT | (_FILLERS if self._has_fillers else 0)
+        if self._latches is not None:
+            measured, truth = self._latches
+            fields.update(contact=measured.contact, release=measured.release, latch_measured=measured.state,
+                          latch_truth=truth.state)
+            flags |= _LATCH
+        self._staged_flags = flags
+        self._staged_launch = record(fields, flags)
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -375,29 +469,50 @@ class MeasuredBranch:
 
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
-        r·round(x/r) (half to even), dead-taxel override. x: [E, P, K] → the measured staging buffer (x itself when
-        no stage is active). x is only modified when it is that staging buffer. Call once per evaluation, before
-        :meth:`push`."""
-        if not self._hardware_flags and self._resolution is None and self._dead is None:
+        r·round(x/r) (half to even), dead-taxel override, in one kernel launch. x: [E, P, K] → the measured staging
+        buffer (x itself when no stage is active). x is only modified when it is that staging buffer. Call once per
+        evaluation, before :meth:`push`."""
+        if not self._hardware_flags:
             return x
         g = self._count + 1
         slot = g % self._ring_len
         y = self._ring_views[slot]
-        if x is not y:
+        launch = self._hardware_launch
+        if x is y:
+            launch.bind("x", self._ring_rows[slot])
+        elif x.shape == y.shape and x.dtype == y.dtype and x.device == y.device and x.is_contiguous():
+            launch.bind("x", x.view(self.n_envs, -1))
+        else:
             y.copy_(x)
-        if self._hardware_launch is not None:
-            launch = self._hardware_launch
-            launch.bind("y", self._ring_rows[slot])
-            if self._hardware_flags & (_WALK | _NOISE):
-                launch.set_arg(1, counter_hash_int(g))
-            launch()
-        if self._resolution is not None:
-            step, on = self._resolution
-            q = torch.div(y, step).round_().mul_(step)
-            torch.where(on, q, y, out=y) if on is not None else y.copy_(q)
-        if self._dead is not None:
-            torch.where(self._dead_mask, self._dead_value, y, out=y)
+            launch.bind("x", self._ring_rows[slot])
+        launch.bind("y", self._ring_rows[slot])
+        self._launch(launch, g)
         return y
+
+    def _launch(self, launch: StructLaunch, g: int) -> None:
+        """Launch the branch kernel for evaluation g (the counter of its normal draws)."""
+        if self._hardware_flags & (_WALK | _NOISE):
+            launch.set_arg(1, counter_hash_int(g))
+        launch()
+
+    def push_staged(self) -> None:
+        """Stages 1–11 and the commit of what the sensor wrote into :meth:`staging` (raw measured values and ground
+        truth): :meth:`transform` (only when a sensor has crosstalk or hysteresis), then stages 5–9, the latch of
+        both branches (branches built with ``latch_thresholds``; the staging buffers then hold the signed overlaps
+        and become 0./1.) and the filler mask in one kernel launch, in place. Equivalent to
+        ``push(hardware(transform(measured)), ground_truth)`` of the staging buffers (plus the latch)."""
+        g = self._count + 1
+        slot = g % self._ring_len
+        launch = self._staged_launch
+        row = self._ring_rows[slot]
+        if self._crosstalk is not None or self._hysteresis is not None:
+            launch.bind("x", self.transform(self._ring_views[slot]).contiguous().view(self.n_envs, -1))
+        else:
+            launch.bind("x", row)
+        launch.bind("y", row)
+        launch.bind("gt", self._gt_rows[g % 2])
+        self._launch(launch, g)
+        self._committed(g, None)
 
     def push(
         self, measured: torch.Tensor, ground_truth: torch.Tensor, sample_valid: torch.Tensor | None = None
@@ -410,11 +525,16 @@ class MeasuredBranch:
         g = self._count + 1
         self._commit(self._ring_views[g % self._ring_len], measured)
         self._commit(self._gt_views[g % 2], ground_truth)
+        self._n_since.add_(1)
+        self._committed(g, sample_valid)
+
+    def _committed(self, g: int, sample_valid: torch.Tensor | None) -> None:
+        """Bookkeeping of a committed evaluation g (its values are in the rings, n_since counted): validity flags,
+        the evaluation counter, read cache and histories."""
         if self._flags:
             flags = True if sample_valid is None else sample_valid
             self._ring_valid[g % self._ring_len] = flags
             self._gt_sample_valid[:] = flags
-        self._n_since.add_(1)
         self._count = g
         self._cache = None
         if self._hist_len:
@@ -549,6 +669,9 @@ class MeasuredBranch:
         if self._flags:
             self._fill_envs(self._ring_valid, mask, True, env_axis=1)
             self._fill_envs(self._gt_sample_valid, mask, True, env_axis=0)
+        if self._latches is not None:
+            for latch in self._latches:
+                latch.reset(mask)
         self._draw_reset(mask)
         self._reset_count += 1 if mask is None else mask.to(torch.int64)
         self._cache = None
@@ -572,10 +695,10 @@ class MeasuredBranch:
             self.gain = new if mask is None else torch.where(mask[:, None], new, self.gain)
         if self._dead is not None:
             prob, lo, span, mask_lanes, value_lanes = self._dead
-            dead = (self._reset_uniform(mask_lanes) < prob)[..., None]
-            value = (lo + span * self._reset_uniform(value_lanes))[..., None]
-            if mask is None:
-                self._dead_mask, self._dead_value = dead, value
-            else:
-                self._dead_mask = torch.where(mask[:, None, None], dead, self._dead_mask)
-                self._dead_value = torch.where(mask[:, None, None], value, self._dead_value)
+            dead = self._reset_uniform(mask_lanes) < prob
+            value = lo + span * self._reset_uniform(value_lanes)
+            if mask is not None:  # the kernel reads these buffers: update them in place
+                dead = torch.where(mask[:, None], dead, self._dead_mask)
+                value = torch.where(mask[:, None], value, self._dead_value)
+            self._dead_mask.copy_(dead)
+            self._dead_value.copy_(value)

@@ -12,9 +12,8 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..imperfections.latch import SchmittLatch, overlap_floor
-from ..world.state import WorldState
-from .probe_sensor import FusedProbeBatch, ProbeSensorBatch, per_probe
+from ..imperfections.latch import overlap_floor
+from .probe_sensor import FusedProbeBatch, per_probe
 from .probe_set import WP_TYPES, probe_kernel, probe_struct
 
 
@@ -49,10 +48,37 @@ class ContactDepthProbeBatch(FusedProbeBatch):
     kernels = _DEPTH_KERNELS
 
 
-class ContactProbeBatch(ProbeSensorBatch):
-    """Per-probe contact flag: Schmitt trigger on the signed overlap (separate contact / release thresholds)."""
+@wp.func
+def _signed_overlap(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
+                    link_rot: Any, link_pos: Any):
+    """Both branches' signed overlap x = max(g·(R − sd), x_floor) of probe i (env e; g = 1, R nominal on the ground
+    truth) whose nearest shape is at signed distance sd."""
+    floor = call.floor[i]
+    call.ground_truth[e, i, 0] = wp.max(call.radius[i] - sd, floor)
+    call.measured[e, i, 0] = wp.max((call.radius_measured[e, i] - sd) * call.gain[e, i], floor)
+
+
+def _overlap_kernel(dtype: torch.dtype):
+    f = WP_TYPES[dtype][0]
+    call_type = probe_struct(f"ContactProbeCall_{f.__name__}", dtype, {
+        "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
+        "floor": wp.array(dtype=f), "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
+    return probe_kernel(f"contact_probe_{f.__name__}", call_type, dtype, _signed_overlap), call_type
+
+
+_OVERLAP_KERNELS = {dt: _overlap_kernel(dt) for dt in WP_TYPES}
+
+
+class ContactProbeBatch(FusedProbeBatch):
+    """Per-probe contact flag: Schmitt trigger on the signed overlap (separate contact / release thresholds).
+
+    One fused kernel per evaluation writes both branches' signed overlaps into the staging buffers (probes out of
+    reach keep the floor written before the launch); the measured branch applies the hardware stages, then the latch
+    of each branch (stage 10), in place: the rings hold 0./1.
+    """
 
     sensor_type = "ContactProbe"
+    kernels = _OVERLAP_KERNELS
 
     def __init__(self, options, ctx):
         counts = [ctx.layouts[o.name].n for o in options]
@@ -60,28 +86,22 @@ class ContactProbeBatch(ProbeSensorBatch):
         self.release_threshold = per_probe(options, counts, "release_threshold", ctx)
         self.floor = overlap_floor(self.release_threshold)
         super().__init__(options, ctx)
-        self.latch_gt = SchmittLatch(self.contact_threshold, self.release_threshold, self.probes.active, ctx.n_envs)
-        self.latch_measured = SchmittLatch(self.contact_threshold, self.release_threshold, self.probes.active,
-                                           ctx.n_envs)
+
+    def branch_options(self) -> dict:
+        return {"latch_thresholds": (self.contact_threshold, self.release_threshold)}
+
+    def model_tables(self) -> dict:
+        return {"floor": self.floor}
 
     def extra_reach(self):
         # x = g(R̃ − sd) stays above a negative floor (and can still hold the latch) up to sd = R̃ − floor/g
         return -self.floor / self.min_gain()
 
-    def evaluate(self, state: WorldState) -> None:
-        sd = self.geometry(state)[3].sd
-        radius = self.probes.radius
-        x_gt = torch.maximum(radius - sd, self.floor)
-        x_measured = torch.maximum((self.branch.radius(radius) - sd).mul_(self.branch.gain), self.floor)
-        y = self.branch.hardware(self.branch.transform(x_measured[..., None]))[..., 0]
-        on_measured = self.latch_measured.update(y)
-        on_gt = self.latch_gt.update(x_gt)
-        self.branch.push(on_measured[..., None].to(sd.dtype), on_gt[..., None].to(sd.dtype))
+    def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
+        # out of reach, x = x_floor on both branches
+        floor = self.floor[None, :, None]
+        measured.copy_(floor)
+        ground_truth.copy_(floor)
 
     def output(self, value: torch.Tensor) -> torch.Tensor:
         return value > 0.5
-
-    def reset(self, env_mask):
-        super().reset(env_mask)
-        self.latch_gt.reset(env_mask)
-        self.latch_measured.reset(env_mask)

@@ -36,7 +36,7 @@ class ProbeSensorBatch(SensorBatch):
             geoms.append(self.probe_geometry(o, layout))
             specs.append(self.imperfection_spec(o, layout))
         self.probes = ProbeSet(geoms, ctx.query, ctx.device, ctx.dtype)
-        self.branch = MeasuredBranch(specs, ctx.n_envs, ctx.device, ctx.dtype)
+        self.branch = MeasuredBranch(specs, ctx.n_envs, ctx.device, ctx.dtype, **self.branch_options())
         self.counts = [g.layout.n for g in geoms]
         # distances beyond the largest measured radius cannot matter; fillers never query
         noise = per_probe(self.options, self.counts, "probe_radius_noise", ctx)
@@ -56,6 +56,10 @@ class ProbeSensorBatch(SensorBatch):
         """The validated imperfection options of one sensor with ``channels`` channels per probe."""
         return imperfections_of(options, self.ctx, n=layout.n, channels=self.channels, layout_shape=layout.shape,
                                 active=layout.active, grid=layout.grid)
+
+    def branch_options(self) -> dict:
+        """Extra keyword arguments of the batch's :class:`MeasuredBranch` (ContactProbe: its latch thresholds)."""
+        return {}
 
     def extra_reach(self) -> torch.Tensor | float:
         """Distance beyond R̃ at which a model still changes its output (ContactProbe's negative release)."""
@@ -81,8 +85,11 @@ class ProbeSensorBatch(SensorBatch):
 
 class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
-    (:class:`~.probe_set.FusedProbeLaunch`): ``kernels`` maps the working dtype to (kernel, call struct type);
-    ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
+    (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers; the branch
+    then runs its stages and commits in one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the
+    working dtype to (kernel, call struct type); ``model_tables()`` adds the model's per-probe tables,
+    ``step_inputs(state)`` its per-step inputs, ``clear(measured, ground_truth)`` the values of the probes the kernel
+    does not visit (out of reach)."""
 
     kernels: dict = {}
 
@@ -102,12 +109,16 @@ class FusedProbeBatch(ProbeSensorBatch):
         """Per-step kernel inputs beyond gain and the output buffers (none by default)."""
         return {}
 
+    def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
+        """Fill the staging buffers ``[E, P, K]`` with the reading of a probe out of reach (zeros by default)."""
+        measured.zero_()
+        ground_truth.zero_()
+
     def evaluate(self, state: WorldState) -> None:
         branch = self.branch
         if branch.radius_varies:
             self.radius_measured.copy_(branch.radius(self.probes.radius))
         measured, gt = branch.staging()
-        measured.zero_()
-        gt.zero_()
+        self.clear(measured, gt)
         self.launch(state, {"gain": branch.gain, **self.step_inputs(state), "ground_truth": gt, "measured": measured})
-        branch.push(branch.hardware(branch.transform(measured)), gt)
+        branch.push_staged()
