@@ -7,10 +7,18 @@ sensor's cloud (N_pts samples, ρ = density_scalar / N_pts), world positions q_j
     v_j = v_B(j)(q_j) − v_L(x_i),  v_t,j = v_j − (a·v_j) a,  ω̄ = Σ_{J_i} P_j (ω_B(j) − ω_L)·a / ΣP  (0 if ΣP = 0)
     F = −k ρ g ΣP a + k_s ρ g Σ_{J_i} P_j v_t,j ;   T = p_i × F + k_tw ω̄ a        (link frame, N and N·m)
 
-Everything is evaluated in the sensor's link frame (distances are frame-independent). The samples of all envs are
-bucketed each step in one warp hash grid, grouped by (env, sensor); one kernel thread per (env, probe) visits the
-samples of its group near p_i, accumulates ΣP, Σ P_j v_j and Σ P_j ω_j for both branches and — the velocity sums
-being linear — applies v_L(x_i), ω_L and the tangential projection to them. Output ``(force, torque)``.
+Everything is evaluated in the sensor's link frame L (distances are frame-independent): a sample of body B is
+q̃_j = T u_j + t with T = R_Lᵀ R_B, t = R_Lᵀ(o_B − o_L) (u_j: its body-frame position), its velocity R_Lᵀ v_B +
+(R_Lᵀ ω_B) × T u_j and its angular velocity R_Lᵀ ω_B.
+
+One warp kernel per evaluation does the whole step. At build every sensor's cloud is cut into *chunks* (leaves of a
+median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere);
+the probes are visited in the cells and blocks of :class:`~.probe_set.ProbeSet` (link-frame bounding spheres, the
+largest reach R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the
+link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, and only then
+poses the chunk's samples and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches per probe (a per-probe
+scratch buffer); the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the
+sums. The culls are conservative (a round-off margin), so they never change a result. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -21,22 +29,48 @@ import numpy as np
 import torch
 import warp as wp
 
+from ..geometry.query import ROUND_OFF_ULPS
+from ..geometry.struct_launch import StructLaunch
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
 from .probe_sensor import ProbeSensorBatch, per_probe
-from .probe_set import ProbeSensorGeometry
-from .tracked_cloud import PointCloud, TrackedClouds, sample_tracked_cloud, tracked_shape_mask
-from .warp_launch import RecordedLaunch, vec3, warp_array, warp_stream
+from .probe_set import WP_TYPES, ProbeSensorGeometry
+from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 
-HASH_CELLS = 32
-"""Hash grid dimension per axis (cells are hashed modulo it; the cell width is twice the largest sensing radius, so
-a query visits 2 cells per axis instead of 3)."""
+SAMPLES_PER_CHUNK = 16
+"""Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
+
+
+def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_CHUNK) -> tuple[np.ndarray, list]:
+    """Cut one cloud into compact chunks of at most ``size`` samples of one body.
+
+    points: (N, 3) body-frame positions, m; body: (N,) owning body. Returns ``order`` (N,), the samples chunk by chunk
+    (bodies in order of first appearance), and ``runs``: one (start, stop, body) per chunk, indices into ``order``.
+    The split is a median k-d split along the widest axis, so every chunk is a spatially compact cluster.
+    """
+    order, runs = [], []
+
+    def split(idx: np.ndarray, b: int) -> None:
+        if len(idx) <= size:
+            runs.append((len(order), len(order) + len(idx), b))
+            order.extend(idx.tolist())
+            return
+        pts = points[idx]
+        axis = int(np.argmax(np.ptp(pts, axis=0)))
+        idx = idx[np.argsort(pts[:, axis], kind="stable")]
+        half = len(idx) // 2
+        split(idx[:half], b)
+        split(idx[half:], b)
+
+    for b in dict.fromkeys(body.tolist()):
+        split(np.flatnonzero(body == b), int(b))
+    return np.asarray(order, np.int64), runs
 
 
 @wp.func
-def _force_torque(out: wp.array4d(dtype=Any), b: int, e: int, i: int, s: Any, v: Any, w: Any, gain: Any, own: Any,
-                  spin: Any, a: Any, lever: Any, normal_coef: Any, shear_coef: Any, k_tw: Any):
-    """(F, T) of branch b from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame) into out[b, e, i, 0:6]."""
+def _wrench(like: Any, s: Any, v: Any, w: Any, gain: Any, own: Any, spin: Any, a: Any, lever: Any,
+            normal_coef: Any, shear_coef: Any, k_tw: Any):
+    """[F, T] (``like``'s 6-vector type) from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame)."""
     slip = v - s * own
     force = gain * ((-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip)
     zero = s - s
@@ -44,62 +78,126 @@ def _force_torque(out: wp.array4d(dtype=Any), b: int, e: int, i: int, s: Any, v:
     if s > zero:
         twist = (wp.dot(w, a) - s * wp.dot(spin, a)) / s
     torque = wp.cross(lever, force) + (k_tw * twist) * a
-    for k in range(3):
-        out[b, e, i, k] = force[k]
-        out[b, e, i, 3 + k] = torque[k]
+    return type(like)(force[0], force[1], force[2], torque[0], torque[1], torque[2])
 
 
-@wp.kernel(enable_backward=False)
-def _proximity_taxels(grid: wp.uint64, local: wp.array(dtype=Any), velocity: wp.array(dtype=Any),
-                      angular: wp.array(dtype=Any), n_sensors: int, near_lo: wp.array(dtype=Any),
-                      near_hi: wp.array(dtype=Any), pos: wp.array(dtype=Any), normal: wp.array(dtype=Any),
-                      sensor: wp.array(dtype=wp.int32), radius: wp.array(dtype=Any),
-                      radius_measured: wp.array2d(dtype=Any), link_velocity: wp.array2d(dtype=Any),
-                      link_spin: wp.array2d(dtype=Any), gain: wp.array2d(dtype=Any), normal_coef: wp.array(dtype=Any),
-                      shear_coef: wp.array(dtype=Any), k_tw: wp.array(dtype=Any), out: wp.array4d(dtype=Any)):
-    """Probe i in env e: penetration-weighted sums over the samples within R (branch 0, ground truth) and R̃
-    (branch 1, measured, times the probe gain), then F and T of both branches into out [2, E, P, 6]."""
-    e, i = wp.tid()
-    p = pos[i]
-    r0 = radius[i]
-    r1 = radius_measured[e, i]
-    zero = r0 - r0
-    s0 = zero
-    s1 = zero
-    v0 = p - p
-    v1 = p - p
-    w0 = p - p
-    w1 = p - p
-    reach = wp.max(r0, r1)
-    group = e * n_sensors + sensor[i]
-    lo = near_lo[group]
-    hi = near_hi[group]
-    # broad phase: the box of this (env, sensor)'s samples near the probes, grown by the reach
-    if reach > zero and wp.min(p - lo) > -reach and wp.max(p - hi) < reach:
-        query = wp.hash_grid_query(grid, p, reach, group)
-        k = int(0)
-        while wp.hash_grid_query_next(query, k):
-            d = wp.length(local[k] - p)
-            if d < r0:
-                pen = r0 - d
-                s0 = s0 + pen
-                v0 = v0 + pen * velocity[k]
-                w0 = w0 + pen * angular[k]
-            if d < r1:
-                pen = r1 - d
-                s1 = s1 + pen
-                v1 = v1 + pen * velocity[k]
-                w1 = w1 + pen * angular[k]
-    spin = link_spin[e, i]
-    own = link_velocity[e, i] + wp.cross(spin, p)                  # R_Lᵀ v_L(x_i)
-    a = normal[i]
-    _force_torque(out, 0, e, i, s0, v0, w0, zero + type(zero)(1.0), own, spin, a, p, normal_coef[i], shear_coef[i],
-                  k_tw[i])
-    _force_torque(out, 1, e, i, s1, v1, w1, gain[e, i], own, spin, a, p, normal_coef[i], shear_coef[i], k_tw[i])
+@wp.func
+def _beyond(center: Any, radius: Any, chunk_center: Any, chunk_radius: Any, cut: Any, margin: Any):
+    """True when no point of the chunk sphere can come within ``cut`` of any point of the probe sphere (with a
+    round-off margin relative to the magnitudes involved); always True for ``cut`` = −inf (fillers only)."""
+    if not cut > -type(cut)(wp.inf):
+        return True
+    dc = wp.length(chunk_center - center)
+    return dc - radius - chunk_radius > cut + margin * (dc + radius + chunk_radius + cut)
+
+
+def _taxel_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) of the fused ProximityTaxel kernel over (E, blocks)."""
+    f, v, m = WP_TYPES[dtype]
+    i32, fs, vs = wp.array(dtype=wp.int32), wp.array(dtype=f), wp.array(dtype=v)
+    wrench = wp.array2d(dtype=wp.types.vector(6, f))
+    name = f"ProximityTaxelCall_{f.__name__}"
+    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+        "probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": vs, "cell_radius": fs,
+        "cell_cut": fs, "block_first_cell": i32, "block_cells": i32, "block_link": i32, "block_group": i32,
+        "block_center": vs, "block_radius": fs, "block_cut": fs, "local_pos": vs, "local_normal": vs,
+        "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
+        "group_stop_chunk": i32, "chunk_start": i32, "chunk_stop": i32, "chunk_body": i32, "chunk_center": vs,
+        "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
+        "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
+        "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
+        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench}}))
+
+    def kernel(call: Any, round_off: Any):
+        e, k = wp.tid()
+        g = call.block_group[k]
+        link = call.block_link[k]
+        rt = wp.transpose(call.body_rot[e, link])
+        ol = call.body_pos[e, link]
+        first_cell = call.block_first_cell[k]
+        stop_cell = first_cell + call.block_cells[k]
+        zero = round_off - round_off
+        origin = type(ol)(zero, zero, zero)
+        for c in range(first_cell, stop_cell):
+            for slot in range(call.cell_start[c], call.cell_stop[c]):
+                i = call.probe_order[slot]
+                call.sums[e, 2 * i] = zero
+                call.sums[e, 2 * i + 1] = zero
+                for m in range(4):
+                    call.moments[e, i, m] = origin
+        # chunk poses: q̃ = T u + t per body (chunks of one body are consecutive)
+        body = int(-1)
+        to_link = rt
+        shift = origin
+        lin = origin
+        spin = origin
+        shift_norm = zero
+        for ch in range(call.group_first_chunk[g], call.group_stop_chunk[g]):
+            b = call.chunk_body[ch]
+            if b != body:
+                body = b
+                to_link = rt @ call.body_rot[e, b]
+                shift = rt @ (call.body_pos[e, b] - ol)
+                shift_norm = wp.length(shift)
+                lin = rt @ call.lin_vel[e, b]
+                spin = rt @ call.ang_vel[e, b]
+            local_center = call.chunk_center[ch]
+            center = to_link @ local_center + shift
+            chunk_r = call.chunk_radius[ch]
+            margin = round_off * (shift_norm + wp.length(local_center) + chunk_r + zero + type(zero)(1.0))
+            if _beyond(call.block_center[k], call.block_radius[k], center, chunk_r, call.block_cut[k], margin):
+                continue
+            for c in range(first_cell, stop_cell):
+                if _beyond(call.cell_center[c], call.cell_radius[c], center, chunk_r, call.cell_cut[c], margin):
+                    continue
+                for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
+                    u = to_link @ call.sample_pos[j]
+                    q = u + shift
+                    for slot in range(call.cell_start[c], call.cell_stop[c]):
+                        i = call.probe_order[slot]
+                        d = wp.length(q - call.local_pos[i])
+                        r0 = call.radius[i]
+                        r1 = call.radius_measured[e, i]
+                        if d < r0 or d < r1:
+                            vel = lin + wp.cross(spin, u)
+                            if d < r0:
+                                pen = r0 - d
+                                call.sums[e, 2 * i] += pen
+                                call.moments[e, i, 0] += pen * vel
+                                call.moments[e, i, 1] += pen * spin
+                            if d < r1:
+                                pen = r1 - d
+                                call.sums[e, 2 * i + 1] += pen
+                                call.moments[e, i, 2] += pen * vel
+                                call.moments[e, i, 3] += pen * spin
+        # forces and torques of both branches
+        link_lin = rt @ call.lin_vel[e, link]
+        link_spin = rt @ call.ang_vel[e, link]
+        one = zero + type(zero)(1.0)
+        for c in range(first_cell, stop_cell):
+            for slot in range(call.cell_start[c], call.cell_stop[c]):
+                i = call.probe_order[slot]
+                p = call.local_pos[i]
+                own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
+                a = call.local_normal[i]
+                call.ground_truth[e, i] = _wrench(call.ground_truth[e, i], call.sums[e, 2 * i],
+                                                  call.moments[e, i, 0], call.moments[e, i, 1], one, own, link_spin,
+                                                  a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+                call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
+                                              call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
+                                              call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+
+    kernel.__name__ = f"proximity_taxel_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "round_off": f}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
 
 
 class ProximityTaxelBatch(ProbeSensorBatch):
-    """Near-touch force/torque taxels; both branches are evaluated together along a leading axis [2, E, P]."""
+    """Near-touch force/torque taxels: one fused kernel per evaluation writes both branches ([F, T], 6 channels) into
+    the measured branch's staging buffers."""
 
     sensor_type = "ProximityTaxel"
     channels = 6
@@ -111,77 +209,82 @@ class ProximityTaxelBatch(ProbeSensorBatch):
     def __init__(self, options, ctx):
         super().__init__(options, ctx)
         opts, probes, scene = self.options, self.probes, ctx.scene
-        e, p, dev, dt = ctx.n_envs, probes.n, ctx.device, ctx.dtype
+        e, dev, dt = ctx.n_envs, ctx.device, ctx.dtype
         self.clouds = [sample_tracked_cloud(scene, o, ctx.where.get(o.name, o.where), require_collision=False)
                        for o in opts]
         density = [o.density_scalar / len(c) for o, c in zip(opts, self.clouds)]
         stiffness = np.array([o.stiffness for o in opts]) * density
         coupling = np.array([o.shear_coupling for o in opts]) * density
-        self.normal_coef = ctx.tensor(np.repeat(stiffness, self.counts))
-        self.shear_coef = ctx.tensor(np.repeat(coupling, self.counts))
-        self.k_tw = per_probe(opts, self.counts, "twist_scalar", ctx)
-        links = [scene.body_index(o.link) for o in opts]
-        self.tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt, velocities=True)
-        n = self.tracked.n
+        # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
+        self.radius_measured = self.branch.radius(probes.radius).contiguous()
+        kernel, call_type = _KERNELS[dt]
+        measured, gt = self.branch.staging()
         kw = dict(device=dev, dtype=dt)
-        self.radius_measured = torch.zeros((e, p), **kw)
-        self.link_velocity = torch.zeros((e, p, 3), **kw)      # R_Lᵀ v_L, R_Lᵀ ω_L at each probe
-        self.link_spin = torch.zeros((e, p, 3), **kw)
-        self.gain = torch.ones((e, p), **kw)
-        self.out = torch.zeros((2, e, p, 6), **kw)             # (F, T) of the ground truth and measured branches
-        reach = probes.radius + per_probe(opts, self.counts, "probe_radius_noise", ctx)
-        self.cell = 2.0 * float(reach.max())
-        # broad phase: per sensor, the box of its active probes grown by its largest reach (link frame)
-        grown_lo, grown_hi = [], []
-        for a, b in probes.slices:
-            active = probes.active[a:b]
-            box = probes.local_pos[a:b][active]
-            r = reach[a:b][active].max()
-            grown_lo.append(box.amin(0) - r)
-            grown_hi.append(box.amax(0) + r)
-        sample_sensor = self.tracked.sensor_of_sample
-        self._grown_lo = torch.stack(grown_lo)[sample_sensor]                      # [N, 3]
-        self._grown_hi = torch.stack(grown_hi)[sample_sensor]
-        self._sample_group = sample_sensor[None, :, None].expand(e, -1, 3)
-        self.near_lo = torch.zeros((e, len(opts), 3), **kw)
-        self.near_hi = torch.zeros((e, len(opts), 3), **kw)
-        wp_device = wp.device_from_torch(self.tracked.local.device)
-        self.grid = wp.HashGrid(HASH_CELLS, HASH_CELLS, HASH_CELLS, device=wp_device,
-                                dtype=wp.float32 if dt == torch.float32 else wp.float64)
-        flat = self.tracked.local.view(e * n, 3)
-        self._grid_points = warp_array(vec3(flat))
-        groups = torch.arange(e, device=dev, dtype=torch.int32)[:, None] * len(opts) \
-            + self.tracked.sensor_of_sample.to(torch.int32)
-        self._grid_groups = warp_array(groups.reshape(-1).contiguous())
-        self._taxels = RecordedLaunch(_proximity_taxels, (e, p), [
-            wp.uint64(self.grid.id), vec3(flat), vec3(self.tracked.local_velocity.view(e * n, 3)),
-            vec3(self.tracked.local_angular.view(e * n, 3)), len(opts), vec3(self.near_lo.view(-1, 3)),
-            vec3(self.near_hi.view(-1, 3)), vec3(probes.local_pos), vec3(probes.local_normal.contiguous()),
-            probes.sensor_of_probe.to(torch.int32), probes.radius, self.radius_measured, vec3(self.link_velocity),
-            vec3(self.link_spin), self.gain, self.normal_coef.contiguous(), self.shear_coef.contiguous(),
-            self.k_tw.contiguous(), self.out], dev)
+        fields = {**self._chunk_tables(), "normal_coef": ctx.tensor(np.repeat(stiffness, self.counts)),
+                  "shear_coef": ctx.tensor(np.repeat(coupling, self.counts)),
+                  "k_tw": per_probe(opts, self.counts, "twist_scalar", ctx).contiguous(),
+                  "local_normal": probes.local_normal.contiguous(), "radius": probes.radius,
+                  "radius_measured": self.radius_measured, "gain": self.branch.gain,
+                  "body_rot": torch.zeros(e, scene.n_bodies, 3, 3, **kw),
+                  "body_pos": torch.zeros(e, scene.n_bodies, 3, **kw),
+                  "lin_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
+                  "ang_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
+                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw),
+                  "ground_truth": gt, "measured": measured}
+        probe_tables = probes.kernel_fields(self.cutoff)
+        for key in ("local_pos", "probe_order", "cell_start", "cell_stop", "cell_center", "cell_radius", "cell_cut",
+                    "block_first_cell", "block_cells", "block_link", "block_group", "block_center", "block_radius",
+                    "block_cut"):
+            fields[key] = probe_tables[key].contiguous()
+        round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
+        self.launch = StructLaunch(kernel, (e, probes.n_blocks), call_type, fields, [round_off], dev)
+
+    def _chunk_tables(self) -> dict[str, torch.Tensor]:
+        """Chunk tables of the batch's clouds (:func:`cloud_chunks`), sensor after sensor: the reordered body-frame
+        samples, each chunk's sample range, body and padded body-frame bounding sphere, each sensor's chunk range."""
+        pad = 16 * float(torch.finfo(self.ctx.dtype).eps)
+        samples, start, stop, body, center, radius, first, last = [], [], [], [], [], [], [], []
+        offset = 0
+        for cloud in self.clouds:
+            order, runs = cloud_chunks(cloud.points, cloud.body)
+            pts = cloud.points[order]
+            samples.append(pts)
+            first.append(len(start))
+            for a, b, owner in runs:
+                c = (pts[a:b].min(0) + pts[a:b].max(0)) / 2
+                r = float(np.linalg.norm(pts[a:b] - c, axis=1).max())
+                start.append(offset + a), stop.append(offset + b), body.append(owner), center.append(c)
+                radius.append(r + pad * (r + float(np.abs(c).max()) + 1.0))
+            last.append(len(start))
+            offset += len(pts)
+        dev, dt = self.ctx.device, self.ctx.dtype
+
+        def ints(x):
+            return torch.as_tensor(np.asarray(x, np.int32).reshape(-1), device=dev)
+
+        def floats(x, *shape):
+            return torch.as_tensor(np.asarray(x, np.float64).reshape(-1, *shape), device=dev, dtype=dt)
+
+        return {"sample_pos": floats(np.concatenate(samples) if samples else np.zeros((0, 3)), 3),
+                "chunk_start": ints(start), "chunk_stop": ints(stop), "chunk_body": ints(body),
+                "chunk_center": floats(center, 3), "chunk_radius": floats(radius), "group_first_chunk": ints(first),
+                "group_stop_chunk": ints(last)}
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
         return self.clouds[i]
 
     def evaluate(self, state: WorldState) -> None:
-        probes = self.probes
-        rot, _ = probes.link_pose(state)
-        self.radius_measured.copy_(self.branch.radius(probes.radius))
-        self.tracked.pose(state)
-        q = self.tracked.local
-        near = ((q >= self._grown_lo) & (q <= self._grown_hi)).all(-1, keepdim=True)
-        self.near_lo.fill_(torch.inf).scatter_reduce_(1, self._sample_group, torch.where(near, q, torch.inf), "amin")
-        self.near_hi.fill_(-torch.inf).scatter_reduce_(1, self._sample_group, torch.where(near, q, -torch.inf),
-                                                       "amax")
-        with wp.ScopedStream(warp_stream(q.device)):
-            self.grid.build(self._grid_points, self.cell, self._grid_groups)
-        self.link_spin.copy_(probes.to_link_frame(rot, probes.at_probes(state.ang_vel)))
-        self.link_velocity.copy_(probes.to_link_frame(rot, probes.at_probes(state.lin_vel)))
-        self.gain.copy_(self.branch.gain)
-        self._taxels()
-        self.branch.push(self.branch.hardware(self.branch.transform(self.out[1])), self.out[0])
+        branch, launch = self.branch, self.launch
+        if branch.radius_varies:
+            self.radius_measured.copy_(branch.radius(self.probes.radius))
+        measured, gt = branch.staging()
+        for name, t in (("body_rot", state.rot), ("body_pos", state.pos), ("lin_vel", state.lin_vel),
+                        ("ang_vel", state.ang_vel), ("gain", branch.gain), ("ground_truth", gt),
+                        ("measured", measured)):
+            launch.bind(name, t if t.is_contiguous() else t.contiguous())
+        launch()
+        branch.push(branch.hardware(branch.transform(measured)), gt)
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])
