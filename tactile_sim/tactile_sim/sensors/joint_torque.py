@@ -2,14 +2,16 @@
 
     τ = M(q) q̈ + C(q, q̇) q̇ + g(q) − Σ_c J_c(q)ᵀ w_c   (+ armature·q̈ + damping·q̇ + friction·tanh(q̇/v_f))
 
-evaluated by the world layer's batched recursive Newton–Euler (:class:`~..world.dynamics.InverseDynamics`) with the
-root fixed at its current pose. w_c are the latest ground-truth contact loads of the suite's KinematicTaxel and
+evaluated by the world layer's recursive Newton–Euler (:func:`~..world.dynamics.rnea_row`) with the root fixed at its
+current pose. w_c are the latest ground-truth contact loads of the suite's KinematicTaxel and
 ContactSensor batches on the robot's links (§11.3; evaluated earlier in the same engine step, held otherwise).
 q̇ and q̈ come from the §11.4 estimator (message velocities or wrapped finite differences, first-order filtered
 acceleration, warm-up flagged invalid). Output ``[E, (H,) n_selected]`` in N·m (revolute) or N (prismatic).
 
 The sensors of one batch are estimator "lanes" [E, S, n_mov] (each has its own velocity source, filter and contact
-sources); the inverse dynamics runs once on E·S rows, so there is no Python loop over sensors in the step path.
+sources). A step is one fused warp kernel over (E, S) (:mod:`.joint_torque_kernel`: estimator, loads, inverse
+dynamics, motor terms, output into the measured branch's staging buffers), after one torch op per contact-source
+batch that gathers its latest wrenches; there is no Python loop over sensors or joints in the step path.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ import warnings
 
 import numpy as np
 import torch
+import warp as wp
 
 from ..errors import option_error
+from ..geometry.struct_launch import StructLaunch
 from ..imperfections.pipeline import MeasuredBranch
+from ..world.dynamics import WP_TYPES
 from ..world.state import WorldState
 from ..world.urdf import JointType
 from .base import BuildContext, SensorBatch, imperfections_of
 from .contact_sensor import match_bodies
+from .joint_torque_kernel import ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, joint_torque_kernel
 
 
 class JointTorqueBatch(SensorBatch):
@@ -58,14 +64,8 @@ class JointTorqueBatch(SensorBatch):
         selections = [self._selection(o, where, robot, movable) for o, where in zip(self.options, wheres)]
         self._joint_names = [[movable[j] for j in sel] for sel in selections]
         self._warn_massless(movable)
-        s = len(self.options)
-        self.flat_index = torch.as_tensor(np.concatenate([k * n + np.asarray(sel) for k, sel in enumerate(selections)]),
-                                          device=dev)
+        s, e = len(self.options), ctx.n_envs
         joints = [robot.joint(name) for name in movable]
-        self.continuous = torch.as_tensor([j.type is JointType.CONTINUOUS for j in joints], device=dev)
-        self.use_messages = torch.as_tensor([o.velocity_source == "auto" for o in self.options], device=dev)
-        self.cutoff_hz = ctx.tensor([math.inf if o.acceleration_cutoff_hz is None else o.acceleration_cutoff_hz
-                                     for o in self.options])[:, None]  # inf: no filter (β = 1)
         motor = np.array([o.include_motor_terms for o in self.options], dtype=float)
         armature = np.zeros((s, n))
         for k, (o, where) in enumerate(zip(self.options, wheres)):
@@ -74,27 +74,36 @@ class JointTorqueBatch(SensorBatch):
                     raise option_error(where, f"armature.{name}", "not a movable joint", name,
                                        f"names of movable joints: {movable}")
                 armature[k, movable.index(name)] = value
-        self.motor = ctx.tensor(motor)[:, None]
-        self.armature = ctx.tensor(armature * motor[:, None])
-        self.damping = ctx.tensor([j.damping for j in joints])
-        self.friction = ctx.tensor([j.friction for j in joints])
-        self.v_f = ctx.tensor([o.friction_velocity_scale for o in self.options])[:, None]
-        self.gravity = torch.as_tensor(suite.config.suite.gravity, device=dev, dtype=dt)
-        self.root_index = robot.link_index(robot.root_link)
         self.sources = [self._sources(o, where, suite.config.sensors, robot, ctx.scene)
                         for o, where in zip(self.options, wheres)]
         self._loads = None
         specs = [imperfections_of(o, ctx, n=len(sel), channels=1, layout_shape=(len(sel),), sample_validity=True)
                  for o, sel in zip(self.options, selections)]
         self.branch = MeasuredBranch(specs, ctx.n_envs, dev, dt)
-        e = ctx.n_envs
         z = dict(device=dev, dtype=dt)
-        self.q_prev = torch.zeros(e, s, n, **z)
-        self.qd = torch.zeros(e, s, n, **z)
-        self.qdd = torch.zeros(e, s, n, **z)
-        self.qd_known = torch.zeros(e, s, dtype=torch.bool, device=dev)
-        self.qdd_known = torch.zeros(e, s, dtype=torch.bool, device=dev)
-        self.n_samples = torch.zeros(e, dtype=torch.int64, device=dev)
+        flags = dict(device=dev, dtype=torch.bool)
+        i32 = dict(device=dev, dtype=torch.int32)
+        p = self.branch.n_probes
+        rows = e * s
+        # the kernel's batch struct (see joint_torque_kernel): lane state, outputs, workspace, tables
+        self.lanes = {
+            "q_prev": torch.zeros(rows, n, **z), "qd": torch.zeros(rows, n, **z), "qdd": torch.zeros(rows, n, **z),
+            "qd_known": torch.zeros(e, s, **flags), "qdd_known": torch.zeros(e, s, **flags),
+            "has_sample": torch.zeros(e, s, **flags), "keep": torch.zeros(e, p, 1, **flags),
+            "valid": torch.zeros(e, s, **flags),
+            "qd_use": torch.zeros(rows, n, **z), "qdd_use": torch.zeros(rows, n, **z), "tau": torch.zeros(rows, n, **z),
+            "fext": torch.zeros(rows, robot.n_links, 6, **z),
+            "use_messages": torch.as_tensor([o.velocity_source == "auto" for o in self.options], **i32),
+            "cutoff": ctx.tensor([math.inf if o.acceleration_cutoff_hz is None else o.acceleration_cutoff_hz
+                                  for o in self.options]),  # inf: no filter (β = 1)
+            "v_f": ctx.tensor([o.friction_velocity_scale for o in self.options]),
+            "motor": ctx.tensor(motor), "armature": ctx.tensor(armature * motor[:, None]),
+            "damping": ctx.tensor([j.damping for j in joints]), "friction": ctx.tensor([j.friction for j in joints]),
+            "continuous": torch.as_tensor([j.type is JointType.CONTINUOUS for j in joints], **i32),
+            "out_start": torch.as_tensor(np.cumsum([0] + [len(sel) for sel in selections]), **i32),
+            "out_joint": torch.as_tensor(np.concatenate(selections), **i32)}
+        self._no_joint_values = torch.zeros(e, n, **z)  # bound where a sample has no velocities / accelerations
+        self._launch: StructLaunch | None = None
         self.t_prev: float | None = None
         self.dropped_samples = 0
 
@@ -158,15 +167,16 @@ class JointTorqueBatch(SensorBatch):
             chosen.append((name, bodies))
         return chosen
 
-    def _resolve_loads(self) -> list:
-        """Per source batch: (kind, batch, selection matrix, link rows, map [S, L, rows]); built on first use, when
-        every batch of the suite exists."""
+    def _resolve_loads(self) -> None:
+        """Source gathers and the contact-pair tables of the kernel; built on first use, when every batch of the
+        suite exists. ``_loads``: per source batch (kind, batch, selection [rows, P] or None, its rows [E, rows, 6]
+        of ``loads``); rows of a taxel batch are sums over each sensor's probes in its link frame, rows of a
+        ContactSensor batch its bodies' world wrenches."""
         groups: dict[int, dict] = {}
-        s_count, n_links = len(self.options), self.robot.n_links
         for k, sources in enumerate(self.sources):
             for name, bodies in sources:
                 batch, i = self.suite._lookup(name)
-                g = groups.setdefault(id(batch), {"batch": batch, "rows": [], "links": [], "pairs": []})
+                g = groups.setdefault(id(batch), {"batch": batch, "rows": [], "pairs": []})
                 if batch.sensor_type == "ContactSensor":
                     sl = batch.body_slices[i]
                     for row, body in zip(range(sl.start, sl.stop), batch.sensor_bodies[i]):
@@ -175,122 +185,116 @@ class JointTorqueBatch(SensorBatch):
                 else:
                     g["rows"].append(i)
                     g["pairs"].append((k, bodies[0], len(g["rows"]) - 1))
-        loads = []
+        e, z = self.ctx.n_envs, dict(device=self.ctx.device, dtype=self.ctx.dtype)
+        gathers, pairs, row_link, offset = [], [], [], 0
         for g in groups.values():
             batch = g["batch"]
-            n_rows = batch.n_sensor_bodies if batch.sensor_type == "ContactSensor" else len(g["rows"])
-            mapping = np.zeros((s_count, n_links, n_rows))
-            for k, link, row in g["pairs"]:
-                mapping[k, link, row] = 1.0
-            mapping = self.ctx.tensor(mapping)
             if batch.sensor_type == "ContactSensor":
-                loads.append(("contact", batch, None, None, mapping))
-                continue
-            select = np.zeros((len(g["rows"]), batch.probes.n))
-            links = []
-            for r, i in enumerate(g["rows"]):
-                a, b = batch.probes.slices[i]
-                select[r, a:b] = 1.0
-                links.append(self.ctx.scene.body_index(batch.options[i].link))
-            loads.append(("taxel", batch, self.ctx.tensor(select),
-                          torch.as_tensor(links, device=self.ctx.device), mapping))
-        return loads
+                n_rows, select = batch.n_sensor_bodies, None
+                row_link += [-1] * n_rows  # world frame
+            else:
+                n_rows = len(g["rows"])
+                select = np.zeros((n_rows, batch.probes.n))
+                for r, i in enumerate(g["rows"]):
+                    a, b = batch.probes.slices[i]
+                    select[r, a:b] = 1.0
+                    row_link.append(self.ctx.scene.body_index(batch.options[i].link))
+                select = self.ctx.tensor(select)
+            gathers.append([batch.sensor_type, batch, select, n_rows])
+            pairs += [(k, link, offset + row) for k, link, row in g["pairs"]]
+            offset += n_rows
+        self.loads = torch.zeros(e, max(offset, 1), 6, **z)
+        for gather in gathers:  # one source batch gathers straight into loads; several are concatenated
+            gather[3] = self.loads if len(gathers) == 1 else torch.zeros(e, gather[3], 6, **z)
+        self._loads = [tuple(g) for g in gathers]
+        pairs.sort(key=lambda pair: pair[0])
+        i32 = dict(device=self.ctx.device, dtype=torch.int32)
+        lanes = np.array([k for k, _, _ in pairs], dtype=np.int64)
+        self.lanes["pair_start"] = torch.as_tensor(np.searchsorted(lanes, np.arange(len(self.options) + 1)), **i32)
+        self.lanes["pair_link"] = torch.as_tensor([link for _, link, _ in pairs] or [0], **i32)
+        self.lanes["pair_row"] = torch.as_tensor([row for _, _, row in pairs] or [0], **i32)
+        self.lanes["row_link"] = torch.as_tensor(row_link or [-1], **i32)
 
     # ------------------------------------------------------------------ evaluation
     def joint_names(self, i: int) -> list[str]:
         """The joints sensor i reports, in output order."""
         return list(self._joint_names[i])
 
-    def external_wrenches(self, state: WorldState) -> torch.Tensor | None:
-        """Contact loads of every sensor's sources on the robot links: [E, S, L, 6] (force, torque about the link
-        origin; W), or None when no sensor has a source."""
-        if self._loads is None:
-            self._loads = self._resolve_loads()
-        if not self._loads:
-            return None
-        total = None
-        for kind, batch, select, links, mapping in self._loads:
-            if kind == "contact":
+    def _gather_loads(self) -> None:
+        """The latest wrenches of every source batch into ``loads`` [E, R, 6] (one torch op per source batch)."""
+        for kind, batch, select, rows in self._loads:
+            if kind == "ContactSensor":
                 force, torque = batch.latest_wrenches()
-                w = torch.cat([force, torque], dim=-1)
+                torch.cat([force, torque], dim=-1, out=rows)
             else:
-                gt = batch.branch.read_ground_truth_batch()[0]  # [E, P, 6] link frame
-                sums = torch.matmul(select, gt)  # [E, rows, 6]
-                rot = state.rot.index_select(1, links)  # [E, rows, 3, 3]
-                w = torch.cat([(rot @ sums[..., :3, None])[..., 0], (rot @ sums[..., 3:, None])[..., 0]], dim=-1)
-            part = torch.einsum("slr,erc->eslc", mapping, w)
-            total = part if total is None else total + part
-        return total
+                torch.matmul(select, batch.branch.read_ground_truth_batch()[0], out=rows)
+        if len(self._loads) > 1:
+            torch.cat([rows for *_, rows in self._loads], dim=1, out=self.loads)
 
-    def _estimate(self, state: WorldState) -> None:
-        """§11.4: accept the joint sample if its stamp increased; update q̇, the filtered q̈ and the warm-up flags."""
-        stamp = state.joint_stamp if state.joint_stamp is not None else state.t
-        if self.t_prev is not None and not stamp > self.t_prev:
-            self.dropped_samples += 1
-            return
-        e, s, n = self.qd.shape
-        q = state.joint_pos[:, None, :].expand(e, s, n)
-        have_prev = (self.n_samples > 0)[:, None] if self.t_prev is not None else \
-            torch.zeros(e, 1, dtype=torch.bool, device=q.device)
-        dt = stamp - self.t_prev if self.t_prev is not None else 1.0
-        d = q - self.q_prev
-        d = torch.where(self.continuous, d - 2 * math.pi * torch.ceil((d - math.pi) / (2 * math.pi)), d)
-        qd = d / dt
-        measured = state.joint_vel is not None and state.joint_vel_measured
-        if measured:
-            qd = torch.where(self.use_messages[:, None], state.joint_vel[:, None, :], qd)
-            qd_known = self.use_messages[None, :] | have_prev
-        else:
-            qd_known = have_prev.expand(e, s)
-        raw_ok = qd_known & self.qd_known
-        qdd_raw = (qd - self.qd) / dt
-        beta = -torch.expm1(self.cutoff_hz * (-2 * math.pi * dt))
-        filtered = torch.where(self.qdd_known[..., None], self.qdd + beta * (qdd_raw - self.qdd), qdd_raw)
-        zero = torch.zeros((), device=q.device, dtype=q.dtype)
-        self.qdd = torch.where(raw_ok[..., None], filtered, self.qdd)
-        self.qdd_known = self.qdd_known | raw_ok
-        self.qd = torch.where(qd_known[..., None], qd, zero)
-        self.qd_known = qd_known
-        self.q_prev = q.clone()
-        self.n_samples += 1
-        self.t_prev = stamp
+    def _build_launch(self, state: WorldState, measured: torch.Tensor, gt: torch.Tensor) -> StructLaunch:
+        kernel, call_type, batch_type = joint_torque_kernel(self.ctx.dtype)
+        _, v, _, v6 = WP_TYPES[self.ctx.dtype]
+        lanes = self.lanes
+        b = batch_type()
+        for name, t in lanes.items():
+            wtype = {"fext": v6}.get(name)
+            setattr(b, name, wp.from_torch(t, dtype=wtype) if wtype is not None else wp.from_torch(t))
+        b.root = self.robot.link_index(self.robot.root_link)
+        b.gravity = v(*self.suite.config.suite.gravity)
+        dyn = self.dynamics
+        work, self._work_tensors = dyn.workspace(self.ctx.n_envs * len(self.options))
+        fields = {"joint_pos": state.joint_pos, "joint_vel": self._no_joint_values,
+                  "joint_acc": self._no_joint_values, "body_rot": state.rot, "loads": self.loads,
+                  "measured": measured, "ground_truth": gt}
+        f = WP_TYPES[self.ctx.dtype][0]
+        return StructLaunch(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
+                            [b, dyn.tables, work, 0, 0, ACC_ESTIMATED, f(1.0), f(0.0)], self.ctx.device)
 
     def evaluate(self, state: WorldState) -> None:
-        self._estimate(state)
-        e, s, n = self.qd.shape
-        zero = torch.zeros((), device=self.qd.device, dtype=self.qd.dtype)
-        qd = self.qd
-        qdd = torch.where(self.qdd_known[..., None], self.qdd, zero)
-        valid = self.qdd_known & self.qd_known
-        if state.joint_acc is not None:  # q̈ (and q̇) given through the API are used unchanged
-            qdd = state.joint_acc[:, None, :].expand(e, s, n)
-            if state.joint_vel is not None and state.joint_vel_measured:
-                qd = state.joint_vel[:, None, :].expand(e, s, n)
-                valid = torch.ones_like(valid)
-            else:
-                valid = self.qd_known
-        f_ext = self.external_wrenches(state)
-        root_rot = state.rot[:, self.root_index]
-        q = state.joint_pos
-        if s > 1:
-            q, root_rot = q.repeat_interleave(s, 0), root_rot.repeat_interleave(s, 0)
-        tau = self.dynamics.rnea_movable(q, qd.reshape(e * s, n), qdd.reshape(e * s, n), self.gravity,
-                                         None if f_ext is None else f_ext.reshape(e * s, -1, 6), root_rot)
-        tau = tau.view(e, s, n) + self.armature * qdd + self.motor * (
-            self.damping * qd + self.friction * torch.tanh(qd / self.v_f))
-        out = tau.reshape(e, s * n).index_select(1, self.flat_index)[..., None]
+        # §11.4: a joint sample is accepted when its stamp increased
+        stamp = state.joint_stamp if state.joint_stamp is not None else state.t
+        accept = self.t_prev is None or stamp > self.t_prev
+        if not accept:
+            self.dropped_samples += 1
+        dt = stamp - self.t_prev if self.t_prev is not None and accept else 1.0
+        if self._loads is None:
+            self._resolve_loads()
+        self._gather_loads()
+        branch = self.branch
+        measured, gt = branch.staging()
+        launch = self._launch
+        if launch is None:
+            launch = self._launch = self._build_launch(state, measured, gt)
+        vel_measured = state.joint_vel is not None and state.joint_vel_measured
+        acc_mode = ACC_ESTIMATED if state.joint_acc is None else (
+            ACC_GIVEN_WITH_VELOCITY if vel_measured else ACC_GIVEN)
+        launch.bind("joint_pos", state.joint_pos)
+        launch.bind("joint_vel", state.joint_vel if vel_measured else self._no_joint_values)
+        launch.bind("joint_acc", self._no_joint_values if state.joint_acc is None else state.joint_acc)
+        launch.bind("body_rot", state.rot)
+        launch.bind("measured", measured)
+        launch.bind("ground_truth", gt)
+        launch.set_arg(4, int(accept))
+        launch.set_arg(5, int(vel_measured))
+        launch.set_arg(6, acc_mode)
+        launch.set_arg(7, dt)
+        launch.set_arg(8, -2 * math.pi * dt)
+        launch()
+        if accept:
+            self.t_prev = stamp
+        y = branch.hardware(measured)
         # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch
-        keep = valid.index_select(1, self.branch.sensor_of_probe)[..., None]
-        self.branch.push(torch.where(keep, self.branch.hardware(out), zero), torch.where(keep, out, zero),
-                         sample_valid=valid)
+        torch.where(self.lanes["keep"], y, torch.zeros((), device=y.device, dtype=y.dtype), out=y)
+        branch.push(y, gt, sample_valid=self.lanes["valid"])
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """§13.8: pipeline state and estimator of the envs cleared (warm-up restarts)."""
         super().reset(env_mask)
         m = (torch.ones(self.n_envs, dtype=torch.bool, device=self.ctx.device) if env_mask is None
              else env_mask.to(self.ctx.device))
+        s = len(self.options)
+        rows = m.repeat_interleave(s)[:, None]
         for name in ("q_prev", "qd", "qdd"):
-            setattr(self, name, getattr(self, name).masked_fill(m[:, None, None], 0.0))
-        self.qd_known = self.qd_known & ~m[:, None]
-        self.qdd_known = self.qdd_known & ~m[:, None]
-        self.n_samples = self.n_samples.masked_fill(m, 0)
+            self.lanes[name].masked_fill_(rows, 0.0)
+        for name in ("qd_known", "qdd_known", "has_sample"):
+            self.lanes[name].masked_fill_(m[:, None], False)
