@@ -19,6 +19,8 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
+from .wire_message import WireMessage
+
 MSG_PACKAGE = "tactile_sim_msgs"
 """ROS package that owns our message definitions."""
 
@@ -28,7 +30,7 @@ SOURCE_MSG_DIR = Path(__file__).resolve().parents[3] / MSG_PACKAGE / "msg"
 SHIPPED_MSG_DIR = Path(__file__).resolve().parents[1] / "data" / "msg"
 """Copies of the ``.msg`` files shipped as package data."""
 
-_NUMPY_DTYPES = {
+NUMPY_DTYPES = {
     "bool": np.bool_,
     "byte": np.uint8,
     "char": np.uint8,
@@ -43,6 +45,7 @@ _NUMPY_DTYPES = {
     "float32": np.float32,
     "float64": np.float64,
 }
+"""ROS primitive type → numpy dtype of its values."""
 
 
 def msg_dir() -> Path:
@@ -109,7 +112,7 @@ def _default_value(desc: tuple) -> Any:
     (subkind, subarg), length = arg
     count = length if kind == Nodetype.ARRAY else 0
     if subkind == Nodetype.BASE and subarg[0] != "string":
-        return np.zeros(count, dtype=_NUMPY_DTYPES[subarg[0]])
+        return np.zeros(count, dtype=NUMPY_DTYPES[subarg[0]])
     return [_default_value((subkind, subarg)) for _ in range(count)]
 
 
@@ -146,12 +149,17 @@ def _coerce(desc: tuple, value: Any) -> Any:
     if kind == Nodetype.BASE:
         return float(np.float32(value)) if arg[0] == "float32" else value
     if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE) and arg[0][0] == Nodetype.BASE and arg[0][1][0] != "string":
-        return np.asarray(value, dtype=_NUMPY_DTYPES[arg[0][1][0]])
+        return np.asarray(value, dtype=NUMPY_DTYPES[arg[0][1][0]])
     return value
 
 
 def serialize_cdr(msg: Any, typename: str | None = None) -> bytes:
-    """CDR bytes (little endian, with the 4-byte encapsulation header) of ``msg``; typename defaults to its own."""
+    """CDR bytes (little endian, with the 4-byte encapsulation header) of ``msg`` (a message object, or a
+    :class:`~.wire_message.WireMessage`, whose bytes are returned as they are); typename defaults to its own."""
+    if isinstance(msg, WireMessage):
+        if typename is not None and full_type_name(typename) != msg.__msgtype__:
+            raise ValueError(f"serialize_cdr: a {msg.__msgtype__} message cannot be serialised as {typename}")
+        return msg.cdr
     name = _known(typename or msg.__msgtype__)
     return bytes(typestore().serialize_cdr(msg, name))
 

@@ -1,5 +1,6 @@
-"""What a run's messages hold, reduced per sensor while they stream by (bounded memory: a few numbers per message
-and the one message worth drawing), for the summary table and the pictures.
+"""What a run's messages hold, reduced per sensor while they stream by (bounded memory: a few numbers per message,
+the one message worth drawing and at most :data:`CHUNK` messages per series waiting to be reduced together), for
+the summary table and the pictures.
 
 :meth:`RunDigest.add` takes (topic, receive time, message) of any bag this project writes (or of a live run):
 
@@ -60,9 +61,14 @@ def sensor_of_topic(topic: str) -> str:
     return topic.rsplit("/", 1)[-1]
 
 
+CHUNK = 256
+"""Messages a series holds before reducing them together (one numpy pass per chunk instead of per message)."""
+
+
 @dataclass(eq=False)
 class TaxelSeries:
-    """One taxel sensor over a run (see the module docstring); lists hold one entry per message."""
+    """One taxel sensor over a run (see the module docstring); lists hold one entry per message once
+    :meth:`flush` ran (:class:`RunDigest` flushes before handing its series out)."""
 
     name: str
     sensor_type: str
@@ -75,6 +81,7 @@ class TaxelSeries:
     peak_message: Any = None
     peak_time: float = float("nan")
     peak_index: int = 0
+    pending: list[tuple[float, Any]] = field(default_factory=list, repr=False)
 
     @property
     def unit(self) -> str:
@@ -82,29 +89,55 @@ class TaxelSeries:
 
     def magnitudes(self, msg: Any) -> np.ndarray:
         """Per-taxel magnitude (n,) of the channel in one message (float64)."""
-        values = np.asarray(getattr(msg, self.channel), dtype=np.float64)
-        n = len(msg.radii)
-        return np.linalg.norm(values.reshape(n, 3), axis=1) if values.size == 3 * n else values.reshape(n)
+        return self._magnitudes(np.asarray(getattr(msg, self.channel))[None], len(msg.radii))[0]
+
+    @staticmethod
+    def _magnitudes(values: np.ndarray, n: int) -> np.ndarray:
+        """Per-taxel magnitudes (K, n) of the channel values (K, n) or (K, 3n) of K messages (float64)."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape[1] == 3 * n:
+            return np.linalg.norm(values.reshape(len(values), n, 3), axis=2)
+        return values.reshape(len(values), n)
 
     def add(self, t: float, msg: Any) -> None:
-        m = self.magnitudes(msg)
+        self.pending.append((t, msg))
+        if len(self.pending) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        """Reduce the pending messages (runs of equal taxel count together)."""
+        pending, self.pending = self.pending, []
+        start = 0
+        while start < len(pending):
+            n = len(pending[start][1].radii)
+            stop = start + 1
+            while stop < len(pending) and len(pending[stop][1].radii) == n:
+                stop += 1
+            self._reduce(pending[start:stop], n)
+            start = stop
+
+    def _reduce(self, items: list[tuple[float, Any]], n: int) -> None:
+        m = self._magnitudes(np.stack([np.asarray(getattr(msg, self.channel)) for _, msg in items]), n)
         if self.channel == "distance":
-            radii = np.asarray(msg.radii, dtype=np.float64)
-            load, peak = float(np.clip(radii - m, 0.0, None).sum()), float(m.min())
-            touch = bool((m < IN_RANGE * radii).any())
+            radii = np.stack([np.asarray(msg.radii, dtype=np.float64) for _, msg in items])
+            load, peak = np.clip(radii - m, 0.0, None).sum(axis=1), m.min(axis=1)
+            touch = (m < IN_RANGE * radii).any(axis=1)
         else:
-            load, peak, touch = float(m.sum()), float(m.max()), bool((m > TOUCH_LEVEL[self.channel]).any())
-        if self.peak_message is None or load > self.load[self.peak_index]:
-            self.peak_message, self.peak_time, self.peak_index = msg, t, len(self.load)
-        self.times.append(t)
-        self.load.append(load)
-        self.peak.append(peak)
-        self.touch.append(touch)
+            load, peak, touch = m.sum(axis=1), m.max(axis=1), (m > TOUCH_LEVEL[self.channel]).any(axis=1)
+        best = int(np.argmax(load))
+        if self.peak_message is None or load[best] > self.load[self.peak_index]:
+            self.peak_time, self.peak_message = items[best]
+            self.peak_index = len(self.load) + best
+        self.times += [t for t, _ in items]
+        self.load += load.tolist()
+        self.peak += peak.tolist()
+        self.touch += touch.tolist()
 
 
 @dataclass(eq=False)
 class ThermalSeries:
-    """One TemperatureGrid over a run: min / mean / max grid temperature per message (°C) and the hottest message."""
+    """One TemperatureGrid over a run: min / mean / max grid temperature per message (°C) and the hottest message
+    (lists complete once :meth:`flush` ran)."""
 
     name: str
     topic: str
@@ -115,16 +148,25 @@ class ThermalSeries:
     peak_message: Any = None
     peak_time: float = float("nan")
     peak_index: int = 0
+    pending: list[tuple[float, Any]] = field(default_factory=list, repr=False)
 
     def add(self, t: float, msg: Any) -> None:
-        temps = np.asarray(msg.temperatures, dtype=np.float64)
-        hottest = float(temps.max())
-        if self.peak_message is None or hottest > self.t_max[self.peak_index]:
-            self.peak_message, self.peak_time, self.peak_index = msg, t, len(self.t_max)
-        self.times.append(t)
-        self.t_min.append(float(temps.min()))
-        self.t_mean.append(float(temps.mean()))
-        self.t_max.append(hottest)
+        self.pending.append((t, msg))
+        if len(self.pending) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        """Reduce the pending messages (one at a time: grids of a series may differ in size)."""
+        pending, self.pending = self.pending, []
+        for t, msg in pending:
+            temps = np.asarray(msg.temperatures, dtype=np.float64)
+            hottest = float(temps.max())
+            if self.peak_message is None or hottest > self.t_max[self.peak_index]:
+                self.peak_message, self.peak_time, self.peak_index = msg, t, len(self.t_max)
+            self.times.append(t)
+            self.t_min.append(float(temps.min()))
+            self.t_mean.append(float(temps.mean()))
+            self.t_max.append(hottest)
 
 
 @dataclass(eq=False)
@@ -179,7 +221,7 @@ class RunDigest:
 
     def __init__(self, ground_truth: bool = False):
         self.ground_truth = ground_truth
-        self.series: dict[str, Series] = {}
+        self._by_name: dict[str, Series] = {}
         self.robot_description: str | None = None
         self.first_time: float | None = None
 
@@ -201,21 +243,30 @@ class RunDigest:
         self._series(kind, topic, msg).add(t, msg)
 
     def _series(self, kind: str, topic: str, msg: Any) -> Series:
+        series = self._by_name
         if kind == LINK_CONTACT:
             key = f"{msg.sensor_name}/{msg.body_name}"
-            if key not in self.series:
-                self.series[key] = ContactSeries(msg.sensor_name, msg.body_name, topic)
-            return self.series[key]
+            if key not in series:
+                series[key] = ContactSeries(msg.sensor_name, msg.body_name, topic)
+            return series[key]
         name = msg.sensor_name if kind in (TAXEL_ARRAY, THERMAL_GRID) else sensor_of_topic(topic)
-        if name not in self.series:
+        if name not in series:
             if kind == TAXEL_ARRAY:
                 channel = next((c for c in TAXEL_CHANNEL_PREFERENCE if len(getattr(msg, c))), "distance")
-                self.series[name] = TaxelSeries(name, msg.sensor_type, topic, channel)
+                series[name] = TaxelSeries(name, msg.sensor_type, topic, channel)
             elif kind == THERMAL_GRID:
-                self.series[name] = ThermalSeries(name, topic)
+                series[name] = ThermalSeries(name, topic)
             else:
-                self.series[name] = TorqueSeries(name, topic)
-        return self.series[name]
+                series[name] = TorqueSeries(name, topic)
+        return series[name]
+
+    @property
+    def series(self) -> dict[str, Series]:
+        """Sensor (or sensor/body) → its series, every pending message reduced."""
+        for s in self._by_name.values():
+            if isinstance(s, (TaxelSeries, ThermalSeries)):
+                s.flush()
+        return self._by_name
 
     def of_type(self, cls: type) -> list:
         """The series of one class, in the order their sensors first appeared."""

@@ -20,8 +20,8 @@ newest entry of its history.
 from __future__ import annotations
 
 from collections.abc import Callable
-import dataclasses
-from dataclasses import dataclass, replace
+import struct
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,6 +42,7 @@ from ..io.encode import (
     encode_wrench_stamped,
 )
 from ..io.markers import default_sphere_diameter, link_contact_markers, taxel_markers, thermal_markers
+from ..io.cdr_template import CdrTemplate
 from ..io.msg_types import message_class
 from ..io.readings import (
     TAXEL_CHANNELS,
@@ -52,7 +53,6 @@ from ..io.readings import (
     ThermalReading,
     host,
 )
-from ..io.stamps import time_msg_to_seconds
 
 Output = tuple[str, Any]
 """(topic relative to the node, e.g. ``~/pad``; rosbags message object)."""
@@ -81,18 +81,6 @@ class MarkerSettings:
     max_force: float = 1.0
     max_link_force: float = 10.0
     max_displacement: float = 5e-4
-
-
-class MessageTemplate:
-    """A message whose fields are kept; :meth:`make` builds a new message of its type with some fields changed
-    (the constructor with keywords, about 3x faster than ``dataclasses.replace`` — this runs per sensor and step)."""
-
-    def __init__(self, msg: Any):
-        self.cls = type(msg)
-        self.fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)}
-
-    def make(self, **changes: Any) -> Any:
-        return self.cls(**{**self.fields, **changes})
 
 
 def newest(value: Any, has_history: bool) -> Any:
@@ -182,8 +170,20 @@ class SensorEncoder:
         return []
 
 
+_HEADER = message_class("std_msgs/msg/Header")
+_VECTOR3 = message_class("geometry_msgs/msg/Vector3")
+_WRENCH = message_class("geometry_msgs/msg/Wrench")
+_STAMP = struct.Struct("<iI")
+"""``builtin_interfaces/Time`` on the wire: int32 sec, uint32 nanosec (little endian)."""
+
+
 def _header(frame_id: str, stamp: Any) -> Any:
-    return message_class("std_msgs/msg/Header")(stamp=stamp, frame_id=frame_id)
+    return _HEADER(stamp=stamp, frame_id=frame_id)
+
+
+def stamp_bytes(stamp: Any) -> bytes:
+    """The CDR bytes of a ``builtin_interfaces/Time``."""
+    return _STAMP.pack(stamp.sec, stamp.nanosec)
 
 
 def taxel_colour_scale(sensor_type: str, radius: np.ndarray, settings: MarkerSettings) -> tuple[str, float]:
@@ -218,7 +218,11 @@ class TaxelEncoder(SensorEncoder):
         reading = TaxelReading(self.name, self.sensor_type, self.options.link, 0.0, rows, cols, layout.positions,
                                layout.normals, layout.radius, channels,
                                world_frame_id=world_frame if "nearest_points" in channels else "")
-        self.template = MessageTemplate(encode_taxel_array(reading))
+        self.template = CdrTemplate(encode_taxel_array(reading),
+                                    ("header.stamp", *channels, "valid", "ground_truth"))
+        self.stamp_span = self.template.span("header.stamp")
+        self.views = [(name, TAXEL_CHANNELS[name][0], self.template.view(name)) for name in channels]
+        self.flags = self.template.view("valid"), self.template.view("ground_truth")
         self.sphere_diameter = default_sphere_diameter(layout.flat_positions, layout.flat_radius)
 
     def channel_names(self) -> tuple[str, ...]:
@@ -231,10 +235,14 @@ class TaxelEncoder(SensorEncoder):
         return {name: get(value) for name, get in TAXEL_CHANNELS_OF[self.sensor_type].items()}
 
     def messages(self, value, valid, stamp, ground_truth):
-        arrays = {name: as_wire(v, TAXEL_CHANNELS[name][0]) for name, v in self.channels(value, ground_truth).items()}
-        msg = self.template.make(header=_header(self.options.link, stamp), valid=valid, ground_truth=ground_truth,
-                                 **arrays)
-        return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
+        t = self.template
+        t.buffer[self.stamp_span] = stamp_bytes(stamp)
+        self.flags[0][0], self.flags[1][0] = valid, ground_truth
+        changes = {"header": _header(self.options.link, stamp), "valid": valid, "ground_truth": ground_truth}
+        values = self.channels(value, ground_truth)
+        for name, dtype, view in self.views:
+            changes[name] = view[:] = as_wire(values[name], dtype)
+        return [(self.ground_truth_topic if ground_truth else self.topic, t.wire(changes))]
 
     def markers(self, settings):
         if not self.last:
@@ -279,13 +287,20 @@ class ThermalEncoder(SensorEncoder):
         reading = ThermalReading(self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
                                  np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
                                  link_temperatures=np.zeros(len(names), np.float32))
-        self.template = MessageTemplate(encode_thermal_grid(reading))
+        self.template = CdrTemplate(encode_thermal_grid(reading), ("header.stamp", "temperatures",
+                                                                   "link_temperatures", "valid", "ground_truth"))
 
     def messages(self, value, valid, stamp, ground_truth):
         lumped = self.batch.link_temperatures(self.index)
         link_t = np.array([float(t[0]) for t in lumped.values()], dtype=np.float32)
-        msg = self.template.make(header=_header(self.frame, stamp), temperatures=as_wire(value, np.float32),
-                                 link_temperatures=link_t, valid=valid, ground_truth=ground_truth)
+        temperatures = as_wire(value, np.float32)
+        t = self.template
+        t.buffer[t.span("header.stamp")] = stamp_bytes(stamp)
+        t.view("temperatures")[:] = temperatures
+        t.view("link_temperatures")[:] = link_t
+        t.view("valid")[0], t.view("ground_truth")[0] = valid, ground_truth
+        msg = t.wire({"header": _header(self.frame, stamp), "temperatures": temperatures, "link_temperatures": link_t,
+                      "valid": valid, "ground_truth": ground_truth})
         return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
 
     def markers(self, settings):
@@ -303,10 +318,15 @@ class JointTorqueEncoder(SensorEncoder):
     def __init__(self, suite, batch, index, world_frame):
         super().__init__(suite, batch, index, world_frame)
         names = batch.joint_names(index)
-        self.template = MessageTemplate(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))))
+        self.template = CdrTemplate(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
+                                    ("header.stamp", "effort"))
 
     def messages(self, value, valid, stamp, ground_truth):
-        msg = self.template.make(header=_header("", stamp), effort=as_wire(value, np.float64))
+        effort = as_wire(value, np.float64)
+        t = self.template
+        t.buffer[t.span("header.stamp")] = stamp_bytes(stamp)
+        t.view("effort")[:] = effort
+        msg = t.wire({"header": _header("", stamp), "effort": effort})
         return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
 
 
@@ -321,6 +341,20 @@ class ContactSensorEncoder(SensorEncoder):
         names = suite.scene.body_names
         self.bodies = [names[b] for b in batch.sensor_bodies[index]]
         self.filters = list(batch.filter_names[index])
+        o, f = self.options, len(self.filters)
+        points = f > 0 and o.track_contact_points
+        changing = ["wrench", "normal_force", "friction_force", "force_matrix", "normal_force_matrix",
+                    "friction_force_matrix"] + ["contact_positions"] * points + list(AirTimes._fields) * o.track_air_time
+        self.link_in_bytes = frozenset(changing) - {"wrench"}  # the net wrench is also a message field
+        self.templates = []
+        zeros = np.zeros(3)
+        for body in self.bodies:
+            reading = LinkContactReading(self.name, body, body, 0.0, zeros, zeros, zeros, zeros, self.filters,
+                                         np.zeros((f, 3)), np.zeros((f, 3)), np.zeros((f, 3)),
+                                         np.zeros((f, 3)) if points else None,
+                                         AirTimes(0.0, 0.0, 0.0, 0.0) if o.track_air_time else None, False)
+            self.templates.append((CdrTemplate(encode_link_contact(reading), ["header.stamp", "valid", *changing]),
+                                   CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench"))))
 
     def wrench_topic(self, body: str) -> str:
         return f"{self.topic}/{body}/wrench"
@@ -331,32 +365,37 @@ class ContactSensorEncoder(SensorEncoder):
     def encode(self, stamp, ground_truth, reads):
         return [] if ground_truth else super().encode(stamp, ground_truth, reads)
 
-    def reading(self, value: Any, k: int, valid: bool, t: float) -> LinkContactReading:
-        """The LinkContact reading of sensor body k (body frame) from the sensor's ContactSensorData."""
-        n_filters = len(self.filters)
-
-        def row(tensor, width_shape):
-            return np.zeros(width_shape) if tensor is None else host(tensor[k])
-
-        timers = None
-        if value.current_air_time is not None:
-            timers = AirTimes(*(float(getattr(value, f)[k]) for f in AirTimes._fields))
-        body = self.bodies[k]
-        return LinkContactReading(
-            self.name, body, body, t, host(value.net_forces_b[k]), host(value.net_torques_b[k]),
-            host(value.net_normal_forces_b[k]), row(value.net_friction_forces_b, 3), self.filters,
-            row(value.force_matrix_b, (n_filters, 3)), row(value.normal_force_matrix_b, (n_filters, 3)),
-            row(value.friction_force_matrix_b, (n_filters, 3)),
-            None if value.contact_pos_b is None else host(value.contact_pos_b[k]), timers, valid)
-
     def messages(self, value, valid, stamp, ground_truth):
-        t = time_msg_to_seconds(stamp)
+        packed = stamp_bytes(stamp)
+        loads = [None if v is None else host(v) for v in (value.net_forces_b, value.net_torques_b,
+                                                           value.net_normal_forces_b, value.net_friction_forces_b)]
+        matrices = [(name, host(v)) for name, v in (("force_matrix", value.force_matrix_b),
+                                                     ("normal_force_matrix", value.normal_force_matrix_b),
+                                                     ("friction_force_matrix", value.friction_force_matrix_b),
+                                                     ("contact_positions", value.contact_pos_b)) if v is not None]
+        timers = None if value.current_air_time is None else \
+            [host(getattr(value, name)) for name in AirTimes._fields]
         out = []
         for k, body in enumerate(self.bodies):
-            reading = self.reading(value, k, valid, t)
-            head = _header(body, stamp)  # the exact node-clock stamp (t may round at epoch-scale times)
-            out.append((self.topic, replace(encode_link_contact(reading), header=head)))
-            out.append((self.wrench_topic(body), replace(encode_wrench_stamped(reading.wrench()), header=head)))
+            link, wrench = self.templates[k]
+            force, torque, normal, friction = (None if v is None else v[k] for v in loads)
+            for t in (link, wrench):
+                t.buffer[t.span("header.stamp")] = packed
+                w = t.view("wrench")
+                w[:3], w[3:] = force, torque
+            link.view("normal_force")[:] = normal
+            if friction is not None:  # else the template's zeros
+                link.view("friction_force")[:] = friction
+            for name, v in matrices:
+                link.view(name)[:] = v[k].reshape(-1)
+            if timers is not None:
+                for name, v in zip(AirTimes._fields, timers):
+                    link.view(name)[0] = v[k]
+            link.view("valid")[0] = valid
+            w = w.tolist()
+            changes = {"header": _header(body, stamp), "wrench": _WRENCH(force=_VECTOR3(*w[:3]), torque=_VECTOR3(*w[3:]))}
+            out.append((self.topic, link.wire({**changes, "valid": valid}, self.link_in_bytes)))
+            out.append((self.wrench_topic(body), wrench.wire(changes)))
         return out
 
     def markers(self, settings):

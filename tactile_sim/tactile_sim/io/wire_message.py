@@ -1,0 +1,53 @@
+"""A message as it goes on the wire: its CDR bytes, with its field values at hand without deserialising them.
+
+The node core returns :class:`WireMessage` s: publishers and bag writers send :attr:`WireMessage.cdr` as it is
+(:func:`~.msg_types.serialize_cdr` returns it), while readers of the fields (markers, the run digest, tests) get
+them as attributes, exactly as on the rosbags message object, which :attr:`WireMessage.message` builds on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+class WireMessage:
+    """cls: the rosbags message class; cdr: its CDR bytes (4-byte encapsulation header included), equal to
+    ``serialize_cdr`` of the message; fields: field values of the template the message was made from (shared
+    between its messages, never modified); changes: this message's values of fields that differ from it;
+    in_bytes: names of further fields whose values are only in ``cdr`` (the message is then deserialised on
+    first use by ``deserialize(cdr)`` → message object)."""
+
+    __slots__ = ("__msgtype__", "cdr", "_cls", "_fields", "_changes", "_in_bytes", "_deserialize", "_message")
+
+    def __init__(self, cls: type, cdr: bytes, fields: Mapping[str, Any], changes: Mapping[str, Any],
+                 in_bytes: frozenset[str] = frozenset(), deserialize: Callable[[bytes], Any] | None = None):
+        self.__msgtype__ = cls.__msgtype__
+        self.cdr = cdr
+        self._cls, self._fields, self._changes = cls, fields, changes
+        self._in_bytes, self._deserialize = in_bytes, deserialize
+        self._message = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # slots not yet set (copy, pickle) and dunder look-ups are not fields
+            raise AttributeError(name)
+        if name in self._changes:
+            return self._changes[name]
+        if name in self._in_bytes:
+            return getattr(self.message, name)
+        if name in self._fields:
+            return self._fields[name]
+        raise AttributeError(f"{self.__msgtype__} message has no field {name!r}")
+
+    @property
+    def message(self) -> Any:
+        """The rosbags message object (built on first use)."""
+        if self._message is None:
+            if self._in_bytes:
+                self._message = self._deserialize(self.cdr)
+            else:
+                self._message = self._cls(**{**self._fields, **self._changes})
+        return self._message
+
+    def __repr__(self) -> str:
+        return f"WireMessage({self.__msgtype__}, {len(self.cdr)} bytes)"
