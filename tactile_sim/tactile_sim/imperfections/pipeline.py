@@ -58,7 +58,7 @@ from .spec import SensorImperfections
 STAGE_RADIUS, STAGE_JITTER, STAGE_RANDOM_WALK, STAGE_NOISE = 1, 2, 3, 4
 STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
 
-_WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS, _COUNT = 1, 2, 4, 8, 16, 32, 64, 128
+_WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS = 1, 2, 4, 8, 16, 32, 64
 """Flags of the stages the branch kernel applies (:func:`_branch_loop`)."""
 _HARDWARE_FLAGS = _WALK | _NOISE | _BIAS | _RESOLUTION | _DEAD
 
@@ -68,15 +68,14 @@ def _branch_struct(dtype: torch.dtype):
     staging slot; x may be y), ground truth gt [E, N] (staging, updated in place), random-walk state [E, N], per-channel
     σ_w, σ, bias and resolution [N], the uint32 lanes [E, N] of the walk and noise streams, dead mask and value
     [E, P], the probes' active flags [P], the ContactProbe latch thresholds [P] and states [E, P] of both branches,
-    and the evaluations since reset [E] (int64)."""
+    """
     f, u, b = WP_FLOAT[dtype], wp.uint32, wp.bool
     fields = {"x": wp.array2d(dtype=f), "y": wp.array2d(dtype=f), "gt": wp.array2d(dtype=f),
               "walk": wp.array2d(dtype=f), "walk_sigma": wp.array(dtype=f), "walk_lanes": wp.array2d(dtype=u),
               "noise_sigma": wp.array(dtype=f), "noise_lanes": wp.array2d(dtype=u), "bias": wp.array(dtype=f),
               "resolution": wp.array(dtype=f), "dead_mask": wp.array2d(dtype=b), "dead_value": wp.array2d(dtype=f),
               "active": wp.array(dtype=b), "contact": wp.array(dtype=f), "release": wp.array(dtype=f),
-              "latch_measured": wp.array2d(dtype=b), "latch_truth": wp.array2d(dtype=b),
-              "n_since": wp.array(dtype=wp.int64)}
+              "latch_measured": wp.array2d(dtype=b), "latch_truth": wp.array2d(dtype=b)}
     name = f"BranchCall_{f.__name__}"
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
@@ -85,7 +84,7 @@ def _branch_loop(dtype: torch.dtype) -> str:
     """Native loop over elements [start, stop) of env row e (probe p = j / K of element j), stage by stage:
     y = x; 5 w += σ_w z_w, y += w; 6–7 y += σ z + b (or y += b); 8 y = r·nearbyint(y / r) where r > 0 (half to
     even); 9 y = dead value of dead probes; 10 Schmitt latch of both branches (K = 1): on = active ∧ (v > contact ∨
-    (on_prev ∧ v > release)), value ← on; 11 fillers zeroed on both branches; then n_since[e] += 1 (once per env).
+    (on_prev ∧ v > release)), value ← on; 11 fillers zeroed on both branches.
     z = standard_normal(mix32(lane ^ key)): the draws of :func:`.rng.draw_bits` for the evaluation's counter hash."""
     t = "float" if dtype == torch.float32 else "double"
     nearbyint = "nearbyintf" if dtype == torch.float32 else "nearbyint"
@@ -155,7 +154,6 @@ def _branch_loop(dtype: torch.dtype) -> str:
     if (flags & {_FILLERS}) {{
         for (int j = start; j < stop; ++j) if (!active[j / channels]) {{ y[j] = static_cast<{t}>(0); gt[j] = static_cast<{t}>(0); }}
     }}
-    if ((flags & {_COUNT}) && start == 0) call.n_since.data[e] += 1;
 """
 
 
@@ -345,7 +343,7 @@ class MeasuredBranch:
         self._gt_ring = torch.zeros((2, e, p, k), dtype=self.dtype, device=dev)  # latest and next ground truth
         self._gt_views = list(self._gt_ring.unbind(0))
         self._gt_rows = [v.view(e, p * k) for v in self._gt_views]
-        self._n_since = torch.zeros(e, dtype=torch.int64, device=dev)
+        self._reset_at = torch.zeros(e, dtype=torch.int64, device=dev)  # evaluations committed at each env's reset
         self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
         self._flags = any(sp.sample_validity for sp in self.specs)
         if self._flags:
@@ -413,8 +411,8 @@ class MeasuredBranch:
                                 {**rows, **fields}, [0, flags, chunk, self.channels], self.device)
 
         self._hardware_launch = record(self._hardware_fields, self._hardware_flags) if self._hardware_flags else None
-        fields = {**self._hardware_fields, "active": self.active, "n_since": self._n_since}
-        flags = self._hardware_flags | _COUNT | (_FILLERS if self._has_fillers else 0)
+        fields = {**self._hardware_fields, "active": self.active}
+        flags = self._hardware_flags | (_FILLERS if self._has_fillers else 0)
         if self._latches is not None:
             measured, truth = self._latches
             fields.update(contact=measured.contact, release=measured.release, latch_measured=measured.state,
@@ -525,12 +523,12 @@ class MeasuredBranch:
         g = self._count + 1
         self._commit(self._ring_views[g % self._ring_len], measured)
         self._commit(self._gt_views[g % 2], ground_truth)
-        self._n_since.add_(1)
         self._committed(g, sample_valid)
 
     def _committed(self, g: int, sample_valid: torch.Tensor | None) -> None:
-        """Bookkeeping of a committed evaluation g (its values are in the rings, n_since counted): validity flags,
-        the evaluation counter, read cache and histories."""
+        """Bookkeeping of a committed evaluation g (its values are in the rings): validity flags, the evaluation
+        counter (each env's evaluations since its reset are g minus the counter at that reset), read cache and
+        histories."""
         if self._flags:
             flags = True if sample_valid is None else sample_valid
             self._ring_valid[g % self._ring_len] = flags
@@ -569,7 +567,7 @@ class MeasuredBranch:
         if self._uniform_delay is not None:
             d = self._uniform_delay
             slot = (g - d) % self._ring_len
-            valid_env = self._n_since > d
+            valid_env = self._reset_at < g - d  # n = g − reset_at evaluations since the reset, valid iff n > d
             if self._flags:
                 self._cache = (self._ring_views[slot], slot, None, valid_env[:, None] & self._ring_valid[slot])
             else:
@@ -579,7 +577,7 @@ class MeasuredBranch:
                 index, lag_s, slot_s = self._lag_stream[g]
             else:
                 index, lag_s, slot_s = self._static_lags[g % self._ring_len]
-            valid = self._n_since[:, None] > lag_s
+            valid = (g - self._reset_at)[:, None] > lag_s
             if self._flags:
                 valid = valid & torch.gather(self._ring_valid, 0, slot_s)[0]
             self._cache = (torch.gather(self._ring, 0, index)[0], None, None, valid)
@@ -596,7 +594,7 @@ class MeasuredBranch:
     def read_ground_truth_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Ground truth of the latest evaluation (never delayed): value [E, P, K] (a view of an internal buffer,
         as :meth:`read_batch`), valid [E, S]."""
-        valid = (self._n_since > 0)[:, None].expand(self.n_envs, len(self.specs))
+        valid = (self._reset_at < self._count)[:, None].expand(self.n_envs, len(self.specs))
         if self._flags:
             valid = valid & self._gt_sample_valid
         return self._gt_views[self._count % 2], valid
@@ -619,7 +617,7 @@ class MeasuredBranch:
         tensor."""
         if self._history_of[i]:
             return self._history(i, self._gt_hist, self._gt_hist_valid)
-        valid = self._n_since > 0
+        valid = self._reset_at < self._count
         if self._flags:
             valid = valid & self._gt_sample_valid[:, i]
         return self._gt_sensor_views[self._count % 2][i].clone(), valid
@@ -653,7 +651,7 @@ class MeasuredBranch:
         random walk zeroed; gains and dead taxels redrawn (per-reset draws use each env's own reset count).
         The other envs are untouched."""
         mask = self.env_mask(envs)
-        state = [self._ring, self._gt_ring, self._n_since]
+        state = [self._ring, self._gt_ring]
         if self._hysteresis is not None:
             state += [self._xi, self._x_prev]
         if self._walk_state is not None:
@@ -666,6 +664,7 @@ class MeasuredBranch:
             else:
                 env_axis = 1 if t is self._ring or t is self._gt_ring else 0
                 t.masked_fill_(mask.view((1,) * env_axis + (-1,) + (1,) * (t.dim() - env_axis - 1)), 0)
+        self._fill_envs(self._reset_at, mask, self._count, env_axis=0)
         if self._flags:
             self._fill_envs(self._ring_valid, mask, True, env_axis=1)
             self._fill_envs(self._gt_sample_valid, mask, True, env_axis=0)
