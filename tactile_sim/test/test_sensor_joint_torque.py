@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers_dynamics import TREE_URDF, pinocchio_rates, tree_reference
 from tactile_sim.errors import ConfigError
 from tactile_sim.suite import SensorSuite
 
@@ -416,3 +417,45 @@ def test_robot_without_movable_joints_is_an_error(tmp_path):
                     '<parent link="a"/><child link="b"/></joint></robot>')
     with pytest.raises(ConfigError, match="empty joint selection"):
         make(urdf, [jt()])
+
+
+# ------------------------------------------------------------------ several envs and lanes
+def test_envs_and_lanes_match_pinocchio_on_a_branched_tree(tmp_path):
+    """3 envs with different states, two sensors (lanes) with different selections on a tree with mimic, prismatic
+    and continuous joints: every env reads pinocchio's τ of its own state, in each sensor's joint order."""
+    pin, model, data, robot, configuration, v_index = tree_reference()
+    urdf = tmp_path / "tree.urdf"
+    urdf.write_text(TREE_URDF)
+    sensors = [jt("all"), jt("some", joints=["j5", "j1", "j3"])]
+    suite = make(urdf, sensors, gravity=(0.3, -1.0, -G), n_envs=3)
+    rng = np.random.default_rng(31)
+    for k in range(2):
+        q, qd, qdd = (rng.uniform(-1, 1, (3, 3)) for _ in range(3))
+        state = suite.update(0.01 * k, joint_pos=q, joint_vel=qd, joint_acc=qdd)
+        model.gravity.linear = np.array([0.3, -1.0, -G])
+        expected = np.stack([pin.rnea(model, data, configuration(state.joint_pos[e].numpy()),
+                                      pinocchio_rates(model, v_index, state.joint_vel[e].numpy()),
+                                      pinocchio_rates(model, v_index, state.joint_acc[e].numpy()))[v_index]
+                             for e in range(3)])
+        names = list(robot.movable_joint_names)
+        value, valid = suite.read("all", with_valid=True)
+        assert valid.tolist() == [True] * 3
+        np.testing.assert_allclose(value.numpy(), expected, rtol=1e-10, atol=1e-10)
+        some = [names.index(n) for n in ("j5", "j1", "j3")]
+        np.testing.assert_allclose(suite.read("some").numpy(), expected[:, some], rtol=1e-10, atol=1e-10)
+
+
+def test_reset_of_one_env_restarts_only_its_warm_up(tmp_path):
+    suite = make(pendulum_urdf(tmp_path), [jt(velocity_source="finite_difference")], n_envs=2)
+    for k in range(3):
+        suite.update(k * 0.001, joint_pos=[[0.1 * k], [0.2 - 0.05 * k]])
+    assert suite.read("jt", with_valid=True)[1].tolist() == [True, True]
+    suite.reset([0])
+    for k in range(3, 6):
+        suite.update(k * 0.001, joint_pos=[[0.1 * k], [0.2 - 0.05 * k]])
+        value, valid = suite.read("jt", with_valid=True)
+        assert valid.tolist() == [k == 5, True]
+        if k < 5:
+            assert value[0].item() == 0.0 and suite.read_ground_truth("jt")[0].item() == 0.0
+    # env 1 saw a constant velocity throughout: its torque is the static gravity torque
+    np.testing.assert_allclose(value[1].item(), M * G * LC * math.sin(0.2 - 0.05 * 5), rtol=1e-9)
