@@ -33,9 +33,10 @@ TREE_URDF = """<robot name="tree">
   <joint name="j3" type="continuous"><parent link="l2"/><child link="l3"/><origin xyz="0 0.15 0.05" rpy="-0.6 0 0.2"/>
     <axis xyz="0 1 0"/></joint>
   <joint name="j4" type="revolute"><parent link="l1"/><child link="l4"/><origin xyz="-0.1 0 0.3" rpy="0 0 1.0"/>
-    <axis xyz="1 0 0"/><limit effort="1" velocity="1" lower="-3" upper="3"/><mimic joint="j1" multiplier="-0.7" offset="0.2"/>
+    <axis xyz="1 0 0"/><limit effort="1" velocity="1" lower="-3" upper="3"/>
+    <mimic joint="j1" multiplier="-0.7" offset="0.2"/></joint>
+  <joint name="weld" type="fixed"><parent link="l3"/><child link="l5"/><origin xyz="0.2 0 0.1" rpy="0.1 0.2 0.3"/>
   </joint>
-  <joint name="weld" type="fixed"><parent link="l3"/><child link="l5"/><origin xyz="0.2 0 0.1" rpy="0.1 0.2 0.3"/></joint>
   <joint name="j5" type="prismatic"><parent link="l4"/><child link="l6"/><origin xyz="0 0.1 0.1"/>
     <axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/><mimic joint="j2" multiplier="1.5"/></joint>
 </robot>"""
