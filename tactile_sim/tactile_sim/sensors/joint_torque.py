@@ -10,8 +10,9 @@ acceleration, warm-up flagged invalid). Output ``[E, (H,) n_selected]`` in N·m 
 
 The sensors of one batch are estimator "lanes" [E, S, n_mov] (each has its own velocity source, filter and contact
 sources). A step is one fused warp kernel over (E, S) (:mod:`.joint_torque_kernel`: estimator, loads, inverse
-dynamics, motor terms, output into the measured branch's staging buffers), after one torch op per contact-source
-batch that gathers its latest wrenches; there is no Python loop over sensors or joints in the step path.
+dynamics, motor terms, output into the measured branch's staging buffers) that reads the contact sources' latest
+ground truth in place; there is no Python loop over sensors or joints in the step path (only over the few source
+batches, to point the kernel at their buffers).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from ..world.state import WorldState
 from ..world.urdf import JointType
 from .base import BuildContext, SensorBatch, imperfections_of
 from .contact_sensor import match_bodies
-from .joint_torque_kernel import ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, joint_torque_kernel
+from .joint_torque_kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, SOURCE_COLUMNS,
+                                  joint_torque_kernel)
 
 
 class JointTorqueBatch(SensorBatch):
@@ -168,68 +170,66 @@ class JointTorqueBatch(SensorBatch):
         return chosen
 
     def _resolve_loads(self) -> None:
-        """Source gathers and the contact-pair tables of the kernel; built on first use, when every batch of the
-        suite exists. ``_loads``: per source batch (kind, batch, selection [rows, P] or None, its rows [E, rows, 6]
-        of ``loads``); rows of a taxel batch are sums over each sensor's probes in its link frame, rows of a
-        ContactSensor batch its bodies' world wrenches."""
+        """The source batches and the kernel's contact-pair and source-row tables; built on first use, when every
+        batch of the suite exists. A source row is one ContactSensor body (world wrench) or one KinematicTaxel
+        sensor (the sum over its probes, link frame)."""
         groups: dict[int, dict] = {}
         for k, sources in enumerate(self.sources):
             for name, bodies in sources:
                 batch, i = self.suite._lookup(name)
-                g = groups.setdefault(id(batch), {"batch": batch, "rows": [], "pairs": []})
+                g = groups.setdefault(id(batch), {"batch": batch, "rows": {}, "pairs": []})
                 if batch.sensor_type == "ContactSensor":
                     sl = batch.body_slices[i]
                     for row, body in zip(range(sl.start, sl.stop), batch.sensor_bodies[i]):
                         if body in bodies:
-                            g["pairs"].append((k, body, row))
+                            g["pairs"].append((k, body, g["rows"].setdefault(("body", row), (row, row + 1, -1))))
                 else:
-                    g["rows"].append(i)
-                    g["pairs"].append((k, bodies[0], len(g["rows"]) - 1))
-        e, z = self.ctx.n_envs, dict(device=self.ctx.device, dtype=self.ctx.dtype)
-        gathers, pairs, row_link, offset = [], [], [], 0
-        for g in groups.values():
-            batch = g["batch"]
-            if batch.sensor_type == "ContactSensor":
-                n_rows, select = batch.n_sensor_bodies, None
-                row_link += [-1] * n_rows  # world frame
-            else:
-                n_rows = len(g["rows"])
-                select = np.zeros((n_rows, batch.probes.n))
-                for r, i in enumerate(g["rows"]):
                     a, b = batch.probes.slices[i]
-                    select[r, a:b] = 1.0
-                    row_link.append(self.ctx.scene.body_index(batch.options[i].link))
-                select = self.ctx.tensor(select)
-            gathers.append([batch.sensor_type, batch, select, n_rows])
-            pairs += [(k, link, offset + row) for k, link, row in g["pairs"]]
-            offset += n_rows
-        self.loads = torch.zeros(e, max(offset, 1), 6, **z)
-        for gather in gathers:  # one source batch gathers straight into loads; several are concatenated
-            gather[3] = self.loads if len(gathers) == 1 else torch.zeros(e, gather[3], 6, **z)
-        self._loads = [tuple(g) for g in gathers]
-        pairs.sort(key=lambda pair: pair[0])
+                    link = self.ctx.scene.body_index(batch.options[i].link)
+                    g["pairs"].append((k, bodies[0], g["rows"].setdefault(("sensor", i), (a, b, link))))
+        rows: list[tuple[int, int, int, int]] = []  # (source batch, start, stop, link or -1)
+        pairs = []
+        for source, g in enumerate(groups.values()):
+            index = {}
+            for key, (start, stop, link) in g["rows"].items():
+                index[(start, stop, link)] = len(rows)
+                rows.append((source, start, stop, link))
+            pairs += [(k, link, index[row]) for k, link, row in g["pairs"]]
+        self._loads = [(g["batch"].sensor_type, g["batch"]) for g in groups.values()]
         i32 = dict(device=self.ctx.device, dtype=torch.int32)
+        pairs.sort(key=lambda pair: pair[0])
         lanes = np.array([k for k, _, _ in pairs], dtype=np.int64)
         self.lanes["pair_start"] = torch.as_tensor(np.searchsorted(lanes, np.arange(len(self.options) + 1)), **i32)
         self.lanes["pair_link"] = torch.as_tensor([link for _, link, _ in pairs] or [0], **i32)
         self.lanes["pair_row"] = torch.as_tensor([row for _, _, row in pairs] or [0], **i32)
-        self.lanes["row_link"] = torch.as_tensor(row_link or [-1], **i32)
+        for c, name in enumerate(("row_source", "row_start", "row_stop", "row_link")):
+            self.lanes[name] = torch.as_tensor([row[c] for row in rows] or [0], **i32)
+        # per-step source table (SOURCE_COLUMNS), written on the host; on CUDA copied to the device each step
+        self._source_host = torch.zeros(max(len(self._loads), 1), len(SOURCE_COLUMNS), dtype=torch.int64)
+        self._source_rows = self._source_host.numpy()
+        self._source_table = self._source_host.to(self.ctx.device)
 
     # ------------------------------------------------------------------ evaluation
     def joint_names(self, i: int) -> list[str]:
         """The joints sensor i reports, in output order."""
         return list(self._joint_names[i])
 
-    def _gather_loads(self) -> None:
-        """The latest wrenches of every source batch into ``loads`` [E, R, 6] (one torch op per source batch)."""
-        for kind, batch, select, rows in self._loads:
+    def _point_sources(self) -> None:
+        """Source table rows of the source batches' latest ground truth (no copy of their values)."""
+        table = self._source_rows
+        for k, (kind, batch) in enumerate(self._loads):
             if kind == "ContactSensor":
                 force, torque = batch.latest_wrenches()
-                torch.cat([force, torque], dim=-1, out=rows)
+                if torque.stride() != force.stride():
+                    raise RuntimeError(f"JointTorque: the forces and torques of {kind} batch {batch.names} have "
+                                       f"different strides {force.stride()} and {torque.stride()}")
             else:
-                torch.matmul(select, batch.branch.read_ground_truth_batch()[0], out=rows)
-        if len(self._loads) > 1:
-            torch.cat([rows for *_, rows in self._loads], dim=1, out=self.loads)
+                force = torque = batch.branch.read_ground_truth_batch()[0]
+            strides = force.stride()
+            extent = 1 + sum((n - 1) * st for n, st in zip(force.shape, strides))
+            table[k] = (force.data_ptr(), torque.data_ptr(), *strides, extent)
+        if self._source_table is not self._source_host:
+            self._source_table.copy_(self._source_host)
 
     def _build_launch(self, state: WorldState, measured: torch.Tensor, gt: torch.Tensor) -> StructLaunch:
         kernel, call_type, batch_type = joint_torque_kernel(self.ctx.dtype)
@@ -244,7 +244,7 @@ class JointTorqueBatch(SensorBatch):
         dyn = self.dynamics
         work, self._work_tensors = dyn.workspace(self.ctx.n_envs * len(self.options))
         fields = {"joint_pos": state.joint_pos, "joint_vel": self._no_joint_values,
-                  "joint_acc": self._no_joint_values, "body_rot": state.rot, "loads": self.loads,
+                  "joint_acc": self._no_joint_values, "body_rot": state.rot, "sources": self._source_table,
                   "measured": measured, "ground_truth": gt}
         f = WP_TYPES[self.ctx.dtype][0]
         return StructLaunch(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
@@ -259,7 +259,7 @@ class JointTorqueBatch(SensorBatch):
         dt = stamp - self.t_prev if self.t_prev is not None and accept else 1.0
         if self._loads is None:
             self._resolve_loads()
-        self._gather_loads()
+        self._point_sources()
         branch = self.branch
         measured, gt = branch.staging()
         launch = self._launch

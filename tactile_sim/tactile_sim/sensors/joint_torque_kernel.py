@@ -6,8 +6,10 @@ One warp thread per (env e, sensor lane s), row r = e·S + s of the lane state:
    ``velocity_source="auto"`` when the sample carries measured velocities) or the wrapped finite difference, the
    first-order filtered q̈ (β = 1 − exp(−2π f_c Δt)), warm-up flags; the lane state is updated in place.
 2. The q̇, q̈ the inverse dynamics uses (caller-given q̈ / q̇ replace the estimates) and the validity of the reading.
-3. External wrenches of the lane's contact sources: source rows [E, R, 6] (gathered per source batch before the
-   launch) added onto their links; rows in a link frame are first rotated into W by that link's pose.
+3. External wrenches of the lane's contact sources, read straight from the source batches' latest ground truth
+   through the per-step source table (data pointers and element strides, see :data:`SOURCE_COLUMNS`): a
+   KinematicTaxel row is the sum of one sensor's probe wrenches (link frame, rotated into W by the link's pose), a
+   ContactSensor row one body's world wrench; each is added onto its link.
 4. :func:`~..world.dynamics.rnea_row`, then τ + armature·q̈ + motor·(damping·q̇ + friction·tanh(q̇/v_f)).
 5. The selected joints of the lane into the staging buffers of the measured branch: raw τ (measured, before the
    hardware stages), τ or 0 where invalid (ground truth), the keep mask [E, P, 1] and the lane validity [E, S].
@@ -26,6 +28,11 @@ from ..world.dynamics import WP_TYPES, rnea_row, rnea_types
 _PI = wp.constant(math.pi)
 _TWO_PI = wp.constant(2.0 * math.pi)
 
+SOURCE_COLUMNS = ("force_ptr", "torque_ptr", "stride_env", "stride_row", "stride_channel", "extent")
+"""Columns of the source table [K, 6] int64, one row per source batch k: the data pointers of its force and torque
+values (a taxel batch: its [E, P, 6] ground truth, force at channel 0 and torque at channel 3 from the same pointer),
+the element strides of env, row (probe or body) and channel, and the number of elements the pointers span."""
+
 ACC_ESTIMATED, ACC_GIVEN_WITH_VELOCITY, ACC_GIVEN = 0, 1, 2
 """``acc_mode`` of a launch: q̈ (and q̇) from the estimator; q̈ and measured q̇ given by the caller; q̈ given, q̇
 estimated."""
@@ -43,7 +50,7 @@ def _struct_types(dtype: torch.dtype):
     suffix = f.__name__
     call = _struct(f"JointTorqueCall_{suffix}", {
         "joint_pos": fa2, "joint_vel": fa2, "joint_acc": fa2, "body_rot": wp.array2d(dtype=m),
-        "loads": wp.array2d(dtype=v6), "measured": wp.array3d(dtype=f), "ground_truth": wp.array3d(dtype=f)})
+        "sources": wp.array2d(dtype=wp.int64), "measured": wp.array3d(dtype=f), "ground_truth": wp.array3d(dtype=f)})
     batch = _struct(f"JointTorqueBatch_{suffix}", {
         # lane state [E·S, n] / [E, S] and outputs
         "q_prev": fa2, "qd": fa2, "qdd": fa2, "qd_known": b2, "qdd_known": b2, "has_sample": b2,
@@ -56,8 +63,10 @@ def _struct_types(dtype: torch.dtype):
         # outputs p of lane s: out_start[s] ≤ p < out_start[s + 1], joint out_joint[p]
         "out_start": i32, "out_joint": i32,
         # contact pairs k of lane s: pair_start[s] ≤ k < pair_start[s + 1], source row pair_row[k] onto link
-        # pair_link[k]; row_link[row] ≥ 0: the row is in that link's frame
-        "pair_start": i32, "pair_link": i32, "pair_row": i32, "row_link": i32,
+        # pair_link[k]. Source row: rows row_start ≤ i < row_stop (summed) of source batch row_source;
+        # row_link ≥ 0: a link-frame row (taxel), rotated by that link's pose
+        "pair_start": i32, "pair_link": i32, "pair_row": i32, "row_source": i32, "row_start": i32, "row_stop": i32,
+        "row_link": i32,
         "root": int, "gravity": v})
     return call, batch
 
@@ -110,6 +119,33 @@ def _estimate(call: Any, b: Any, e: int, s: int, r: int, vel_mode: int, dt: Any,
     b.has_sample[e, s] = True
 
 
+@wp.func
+def _source_row(call: Any, b: Any, e: int, row: int, zero: Any):
+    """Wrench (force; torque about the link origin; W) of source row ``row`` in env e (see :data:`SOURCE_COLUMNS`)."""
+    k = b.row_source[row]
+    extent = int(call.sources[k, 5])
+    forces = wp.array(ptr=wp.uint64(call.sources[k, 0]), shape=(extent,), dtype=type(zero))
+    torques = wp.array(ptr=wp.uint64(call.sources[k, 1]), shape=(extent,), dtype=type(zero))
+    s_env = int(call.sources[k, 2])
+    s_row = int(call.sources[k, 3])
+    s_ch = int(call.sources[k, 4])
+    frame = b.row_link[row]
+    t0 = 0
+    if frame >= 0:
+        t0 = 3 * s_ch  # the torque follows the force in a taxel's 6 channels
+    f = type(b.gravity)()
+    t = type(b.gravity)()
+    for i in range(b.row_start[row], b.row_stop[row]):
+        o = e * s_env + i * s_row
+        f = f + type(b.gravity)(forces[o], forces[o + s_ch], forces[o + 2 * s_ch])
+        t = t + type(b.gravity)(torques[o + t0], torques[o + t0 + s_ch], torques[o + t0 + 2 * s_ch])
+    if frame >= 0:
+        rot = call.body_rot[e, frame]
+        f = rot @ f
+        t = rot @ t
+    return type(b.fext[0, 0])(f[0], f[1], f[2], t[0], t[1], t[2])
+
+
 @wp.kernel(enable_backward=False)
 def _joint_torque_kernel(call: Any, b: Any, rnea_tables: Any, work: Any, accept: int, vel_mode: int, acc_mode: int,
                          dt: Any, neg_two_pi_dt: Any):
@@ -139,16 +175,8 @@ def _joint_torque_kernel(call: Any, b: Any, rnea_tables: Any, work: Any, accept:
     for link in range(b.fext.shape[1]):
         b.fext[r, link] = type(b.fext[r, link])()
     for k in range(b.pair_start[s], b.pair_start[s + 1]):
-        row = b.pair_row[k]
-        w = call.loads[e, row]
-        frame = b.row_link[row]
-        if frame >= 0:
-            rot = call.body_rot[e, frame]
-            f = rot @ type(b.gravity)(w[0], w[1], w[2])
-            t = rot @ type(b.gravity)(w[3], w[4], w[5])
-            w = type(w)(f[0], f[1], f[2], t[0], t[1], t[2])
         link = b.pair_link[k]
-        b.fext[r, link] = b.fext[r, link] + w
+        b.fext[r, link] = b.fext[r, link] + _source_row(call, b, e, b.pair_row[k], zero)
     rnea_row(rnea_tables, work, r, call.joint_pos, e, b.qd_use, b.qdd_use, r, call.body_rot[e, b.root], b.gravity,
              b.fext, r, b.tau, r)
     for p in range(b.out_start[s], b.out_start[s + 1]):
