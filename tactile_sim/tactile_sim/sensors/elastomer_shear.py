@@ -7,8 +7,9 @@ sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j
     elif not anchored and sd_j < −contact_threshold:    anchor, A_j = q̃_j
     s_i = shear_scale · P_i Σ_{anchored j, D_j > 0} (a_j / A_cell) (q̃_j − A_j) D_j exp(−λ_s ‖P_i(p_i − q̃_j)‖²)
 
-P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step updates the anchors and gives
-each sample's drag; a second compacts the contributing samples (anchored, D_j > 0) of every (env, sensor), in sample
+P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step finds sd_j (nearest own shape
+of the sensor link, culled beyond a cutoff just above the release threshold: farther samples release or stay free
+whatever their distance), updates the anchors and gives each sample's drag; a second compacts the contributing samples (anchored, D_j > 0) of every (env, sensor), in sample
 order; then
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
@@ -28,34 +29,57 @@ import numpy as np
 import torch
 import warp as wp
 
+from ..constants import EPS_LEN
+from ..geometry.query import ShapeQuery, nearest_shape, tables_type
+from ..geometry.struct_launch import StructLaunch
 from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
+from .probe_set import WP_TYPES
 from .tracked_cloud import TrackedClouds
 from .warp_launch import RecordedLaunch, vec3
 
 
-@wp.kernel(enable_backward=False)
-def _anchor_step(sd: wp.array2d(dtype=Any), offset: int, local: wp.array2d(dtype=Any), contact: wp.array(dtype=Any),
-                 release: wp.array(dtype=Any), weight: wp.array(dtype=Any), anchored: wp.array2d(dtype=wp.bool),
-                 anchor: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any), selected: wp.array2d(dtype=wp.bool)):
-    """One step of sample j in env e: release / anchor from sd[e, offset + j], then the weighted drag
+def _sample_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) of one step of sample j in env e: its signed distance sd to the own shapes of its
+    sensor's link (:func:`nearest_shape`, +inf beyond the sample's cutoff), release / anchor, then the weighted drag
     (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored and D_j > 0)."""
-    e, j = wp.tid()
-    d = sd[e, offset + j]
-    q = local[e, j]
-    held = anchored[e, j]
-    if held and d > release[j]:
-        held = False
-    elif not held and d < contact[j]:
-        held = True
-        anchor[e, j] = q
-    anchored[e, j] = held
-    zero = d - d
-    w = zero
-    if held and d < zero:
-        w = -d * weight[j]
-    drag[e, j] = (q - anchor[e, j]) * w
-    selected[e, j] = w > zero
+    f, v, m = WP_TYPES[dtype]
+    name = f"ShearSampleCall_{f.__name__}"
+    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+        "world": wp.array2d(dtype=v), "local": wp.array2d(dtype=v), "sensor": wp.array(dtype=wp.int32),
+        "own_shapes": wp.array2d(dtype=wp.bool), "exact": wp.array(dtype=wp.bool), "cutoff": wp.array(dtype=f),
+        "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
+        "world_rot": wp.array2d(dtype=m), "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v),
+        "anchored": wp.array2d(dtype=wp.bool), "anchor": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v),
+        "selected": wp.array2d(dtype=wp.bool)}}))
+
+    def kernel(call: Any, tables: Any):
+        e, j = wp.tid()
+        g = call.sensor[j]
+        d, s, normal, closest = nearest_shape(call.world[e, j], e, g, call.cutoff[j], call.exact[g], 0,
+                                              call.own_shapes, call.world_rot, call.world_pos, call.world_center,
+                                              tables)
+        q = call.local[e, j]
+        held = call.anchored[e, j]
+        if held and d > call.release[j]:
+            held = False
+        elif not held and d < call.contact[j]:
+            held = True
+            call.anchor[e, j] = q
+        call.anchored[e, j] = held
+        zero = type(d)(0.0)
+        w = zero
+        if held and d < zero:
+            w = -d * call.weight[j]
+        call.drag[e, j] = (q - call.anchor[e, j]) * w
+        call.selected[e, j] = w > zero
+
+    kernel.__name__ = f"shear_samples_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+_SAMPLE_KERNELS = {dt: _sample_kernel(dt) for dt in WP_TYPES}
 
 
 @wp.kernel(enable_backward=False)
@@ -180,14 +204,15 @@ class _ScatteredMembers:
 class ShearAnchors:
     """Anchor state and shear of a batch's ElastomerTaxel sensors.
 
-    tracked: the batch's clouds (``local`` q̃ [E, N, 3] is read); sd: the persistent [E, M] tensor whose columns
-    ``offset … offset + N`` hold each step's signed distance of the samples to their sensor links (m); per sensor:
-    layouts (link frame), first probe index, shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release
-    thresholds (m). State: ``anchored`` [E, N] bool, ``anchor`` A_j [E, N, 3] m (link frame).
+    tracked: the batch's clouds (posed world q and link-frame q̃ [E, N, 3] are read); query: the scene's ShapeQuery,
+    whose shape poses must be current for the step (the batch's probe launch fills them first); own_shapes [S, n]
+    bool: each sensor link's own shapes; exact [S] bool: mesh backend per sensor; per sensor: layouts (link frame),
+    first probe index, shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release thresholds (m). State:
+    ``anchored`` [E, N] bool, ``anchor`` A_j [E, N, 3] m (link frame).
     """
 
-    def __init__(self, tracked: TrackedClouds, sd: torch.Tensor, offset: int, layouts: Sequence[ProbeLayout],
-                 starts: Sequence[int],
+    def __init__(self, tracked: TrackedClouds, query: ShapeQuery, own_shapes: torch.Tensor, exact: torch.Tensor,
+                 layouts: Sequence[ProbeLayout], starts: Sequence[int],
                  shear_scale: Sequence[float], cell_area: Sequence[float], lambda_s: Sequence[float],
                  contact: Sequence[float], release: Sequence[float]):
         device, dtype = tracked.local.device, tracked.local.dtype
@@ -203,13 +228,22 @@ class ShearAnchors:
         # anchor when sd < −contact_threshold (never with shear_scale = 0); release when sd > −release_threshold
         self.contact = torch.where(per_sample(scale) > 0, -per_sample(contact), -torch.inf)
         self.release = -per_sample(release)
+        # sd beyond the release level only releases (or keeps free): query up to a cutoff strictly above it;
+        # samples of sensors without shear never query
+        cutoff = self.release + self.release.abs() + EPS_LEN
+        self.cutoff = torch.where(per_sample(scale) > 0, cutoff, -torch.inf).contiguous()
         self.anchored = torch.zeros((e, n), dtype=torch.bool, device=device)
         self.anchor = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.drag = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.selected = torch.zeros((e, n), dtype=torch.bool, device=device)
-        self._step = RecordedLaunch(_anchor_step, (e, n), [
-            sd, offset, vec3(tracked.local), self.contact, self.release, self.weight, self.anchored,
-            vec3(self.anchor), vec3(self.drag), self.selected], device)
+        poses = query.pose_buffers(e)
+        kernel, call_type = _SAMPLE_KERNELS[dtype]
+        self._step = StructLaunch(kernel, (e, n), call_type, {
+            "world": tracked.world, "local": tracked.local, "sensor": sensor.to(torch.int32),
+            "own_shapes": own_shapes.contiguous(), "exact": exact.contiguous(), "cutoff": self.cutoff,
+            "contact": self.contact, "release": self.release, "weight": self.weight, "world_rot": poses.rot,
+            "world_pos": poses.pos, "world_center": poses.cull_center, "anchored": self.anchored,
+            "anchor": self.anchor, "drag": self.drag, "selected": self.selected}, [query.tables], device)
         lengths = [b - a for a, b in tracked.slices]
         self.longest = max(lengths)
         self.count = torch.zeros((e, len(lengths)), dtype=torch.int32, device=device)

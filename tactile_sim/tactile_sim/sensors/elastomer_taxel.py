@@ -2,8 +2,9 @@
 
 Per step, for the batch's sensors together:
 
-1. indentation depth H_i = max(0, −min over tracked shapes of sd(x_i)) at every active probe centre (7.1), and the
-   signed distance of every tracked sample to the sensor link's own shapes (7.5) — one fused shape query;
+1. indentation depth H_i = max(0, −min over tracked shapes of sd(x_i)) and H_i^p at every active probe centre
+   (7.1) — one fused probe kernel (:func:`~.probe_set.probe_kernel`: placement, broad phase, nearest tracked shape
+   within cutoff 0, so only probes inside a tracked body are written; the rest keep the zeros written before);
 2. dilation u_dil (7.3–7.4, :mod:`.elastomer_dilation`: FFT path on regular planar grids with a shared normal,
    direct path otherwise);
 3. shear s (7.5, :mod:`.elastomer_shear`) when any sensor has ``shear_scale`` > 0;
@@ -15,16 +16,41 @@ The probe radius marks fillers only (they read 0 and are no sources). Each senso
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
+import warp as wp
 
-from ..geometry.query import QueryResult
 from ..world.state import WorldState
 from .elastomer_dilation import DilationField, DilationParameters
 from .elastomer_shear import ShearAnchors
 from .probe_sensor import ProbeSensorBatch
-from .probe_set import ProbeSensorGeometry
+from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, probe_kernel, probe_struct
 from .tracked_cloud import PointCloud, TrackedClouds, sample_tracked_cloud, tracked_shape_mask
+
+
+@wp.func
+def _indentation(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
+                 link_rot: Any, link_pos: Any):
+    """H = −sd and H^p of probe i (env e), whose centre lies inside a tracked shape (sd < 0), m and m^p."""
+    h = -sd
+    p = call.exponent[i]
+    hp = h * h
+    if p != type(h)(2.0):
+        hp = wp.pow(h, p)
+    call.depth[e, i] = h
+    call.depth_p[e, i] = hp
+
+
+def _indentation_kernel(dtype: torch.dtype):
+    f = WP_TYPES[dtype][0]
+    call_type = probe_struct(f"ElastomerDepthCall_{f.__name__}", dtype, {
+        "exponent": wp.array(dtype=f), "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f)})
+    return probe_kernel(f"elastomer_depth_{f.__name__}", call_type, dtype, _indentation), call_type
+
+
+_DEPTH_KERNELS = {dt: _indentation_kernel(dt) for dt in WP_TYPES}
 
 
 class ElastomerTaxelBatch(ProbeSensorBatch):
@@ -50,9 +76,12 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
                                   torch.full_like(probes.radius, -torch.inf)).contiguous()
         self.exponent = torch.as_tensor(np.repeat([o.normal_exponent for o in opts], self.counts), device=dev,
                                         dtype=dt)
-        self.square = bool((self.exponent == 2).all())
-        self.depth = torch.zeros((e, p), device=dev, dtype=dt)
-        self.depth_p = torch.zeros((e, p), device=dev, dtype=dt)
+        # H and H^p [E, P] as one buffer, cleared with one op per step
+        self.depths = torch.zeros((2, e, p), device=dev, dtype=dt)
+        self.depth, self.depth_p = self.depths.unbind(0)
+        kernel, call_type = _DEPTH_KERNELS[dt]
+        self.launch = FusedProbeLaunch(probes, ctx.query, e, kernel, call_type, self.cutoff, {
+            "exponent": self.exponent, "depth": self.depth, "depth_p": self.depth_p})
         self.field = torch.zeros((e, p, 3), device=dev, dtype=dt)
         starts = [a for a, _ in probes.slices]
         self.dilation = DilationField(
@@ -60,29 +89,14 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             [DilationParameters(o.lambda_d, o.compressibility, eps, o.elastomer_thickness, o.dilate_scale,
                                 o.normal_exponent) for o, eps in zip(opts, eps0)],
             probes.local_pos, probes.local_normal, self.field, [ctx.where.get(o.name, o.where) for o in opts])
-        # one fused query: probes (groups 0..S−1: tracked shapes, cutoff 0) and, with shear, the tracked samples
-        # (groups S..2S−1: the sensor link's own shapes, no cutoff)
-        self.groups, self.group_mask, self.group_exact = probes.sensor_of_probe, probes.group_shape_mask, \
-            probes.group_exact
-        self.query_cutoff = self.cutoff
         self.shear = None
-        n = 0
-        with_shear = any(o.shear_scale > 0 for o in opts)
-        if with_shear:
-            n = sum(len(c) for c in self.clouds)
+        if any(o.shear_scale > 0 for o in opts):
             links = [scene.body_index(o.link) for o in opts]
-            self.points = torch.zeros((e, p + n, 3), device=dev, dtype=dt)
-            self.tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt, world=self.points, offset=p)
+            self.tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt)
             own = np.stack([ctx.query.body_shape_mask([link]).cpu().numpy() for link in links])
-            self.groups = torch.cat([probes.sensor_of_probe, self.tracked.sensor_of_sample + len(opts)]).to(torch.int32)
-            self.group_mask = torch.cat([probes.group_shape_mask, torch.as_tensor(own, device=dev)])
-            self.group_exact = torch.cat([probes.group_exact, probes.group_exact])
-            self.query_cutoff = torch.cat([self.cutoff, torch.full((n,), torch.inf, device=dev, dtype=dt)])
-        self.result = QueryResult(*(torch.zeros((e, p + n) + tail, device=dev, dtype=kind) for tail, kind in (
-            ((), dt), ((3,), dt), ((3,), dt), ((), torch.int32), ((), torch.int64))))
-        if with_shear:
             self.shear = ShearAnchors(
-                self.tracked, self.result.sd, p, [ctx.layouts[o.name] for o in opts], starts,
+                self.tracked, ctx.query, torch.as_tensor(own, device=dev), probes.group_exact,
+                [ctx.layouts[o.name] for o in opts], starts,
                 [o.shear_scale for o in opts], [v * v for v in eps0], [o.lambda_s for o in opts],
                 [o.contact_threshold for o in opts], [o.release_threshold for o in opts])
 
@@ -91,25 +105,16 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         return self.clouds[i]
 
     def evaluate(self, state: WorldState) -> None:
-        probes, p = self.probes, self.probes.n
-        rot, pos = probes.link_pose(state)
-        x = probes.world_positions(rot, pos)
-        if self.shear is not None:
-            self.tracked.pose(state)
-            self.points[:, :p] = x
-            x = self.points
-        self.ctx.query.query(x, state.rot, state.pos, self.groups, self.group_mask, self.query_cutoff,
-                             group_exact=self.group_exact, out=self.result)
-        torch.clamp(self.result.sd[:, :p].neg(), min=0.0, out=self.depth)
-        if self.square:
-            torch.mul(self.depth, self.depth, out=self.depth_p)
-        else:
-            torch.pow(self.depth, self.exponent, out=self.depth_p)
+        self.depths.zero_()
+        self.launch(state, {})                       # also fills the query's shape poses for this state
         self.dilation(self.depth, self.depth_p)
         if self.shear is not None:
+            self.tracked.pose(state)
             self.shear(self.field)
-        measured = self.branch.transform(self.field) * self.branch.gain[..., None]
-        self.branch.push(self.branch.hardware(measured), self.field)
+        branch = self.branch
+        measured, _ = branch.staging()
+        torch.mul(branch.transform(self.field), branch.gain[..., None], out=measured)
+        branch.push(branch.hardware(measured), self.field)
 
     def reset(self, env_mask) -> None:
         super().reset(env_mask)
