@@ -437,12 +437,14 @@ class MeasuredBranch:
         """True when some sensor has radius noise (:meth:`radius` then differs per evaluation)."""
         return self._radius_noise is not None
 
-    def radius(self, nominal: torch.Tensor) -> torch.Tensor:
+    def radius(self, nominal: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Measured-branch radii R̃ = max(0, R + U(−a, a)) per env and active probe (fillers untouched), m.
-        nominal: [P] m → [E, P] (a broadcast view of nominal when no sensor has radius noise)."""
+        nominal: [P] m → [E, P] (a broadcast view of nominal when no sensor has radius noise; written into ``out``
+        [E, P] when given)."""
         if self._radius_noise is None:
-            return nominal.expand(self.n_envs, self.n_probes)
-        return torch.add(nominal, self._radius_noise[self._count + 1]).clamp_min_(0.0)
+            r = nominal.expand(self.n_envs, self.n_probes)
+            return r if out is None else out.copy_(r)
+        return torch.add(nominal, self._radius_noise[self._count + 1], out=out).clamp_min_(0.0)
 
     def transform(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 1–2 on clean values: spatial crosstalk (grid sensors with a kernel), then viscoelastic hysteresis

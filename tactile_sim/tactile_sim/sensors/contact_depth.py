@@ -86,6 +86,7 @@ class ContactProbeBatch(FusedProbeBatch):
         self.release_threshold = per_probe(options, counts, "release_threshold", ctx)
         self.floor = overlap_floor(self.release_threshold)
         super().__init__(options, ctx)
+        self.floor_staged = self.floor[None, :, None].expand(ctx.n_envs, -1, 1).contiguous()  # [E, P, 1]
 
     def branch_options(self) -> dict:
         return {"latch_thresholds": (self.contact_threshold, self.release_threshold)}
@@ -99,9 +100,8 @@ class ContactProbeBatch(FusedProbeBatch):
 
     def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
         # out of reach, x = x_floor on both branches
-        floor = self.floor[None, :, None]
-        measured.copy_(floor)
-        ground_truth.copy_(floor)
+        measured.copy_(self.floor_staged)
+        ground_truth.copy_(self.floor_staged)
 
     def output(self, value: torch.Tensor) -> torch.Tensor:
         return value > 0.5

@@ -117,7 +117,7 @@ class FusedProbeBatch(ProbeSensorBatch):
     def evaluate(self, state: WorldState) -> None:
         branch = self.branch
         if branch.radius_varies:
-            self.radius_measured.copy_(branch.radius(self.probes.radius))
+            branch.radius(self.probes.radius, out=self.radius_measured)
         measured, gt = branch.staging()
         self.clear(measured, gt)
         self.launch(state, {"gain": branch.gain, **self.step_inputs(state), "ground_truth": gt, "measured": measured})
