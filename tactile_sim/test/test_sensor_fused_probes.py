@@ -134,3 +134,29 @@ def test_kinematic_taxel_matches_the_spec_formulas(dtype):
         torch.testing.assert_close(batch.branch.read_batch()[0], measured, rtol=0, atol=tol * scale)
         touched += [int((gt[:, a:b, 2] != 0).sum()) for a, b in batch.probes.slices]
     assert touched[0] > 100 and touched[1] > 10  # contacts on both links
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_contact_probe_matches_the_signed_overlap_and_latch(dtype):
+    """ContactProbe (§5) through the fused kernel and the branch latch against the signed overlap on the generic
+    query and SchmittLatch per branch, over a sequence of poses (the latches carry state between them)."""
+    from tactile_sim.imperfections.latch import SchmittLatch, overlap_floor, signed_overlap
+
+    opts = [{"probe_radius_noise": 0.0005, "probe_gain": 1.3, "contact_threshold": 0.001, "release_threshold": -0.002},
+            {"probe_gain_resample_range": [0.5, 2.0], "contact_threshold": 0.0015, "release_threshold": 0.0005}, {}]
+    suite = _suite("ContactProbe", opts, dtype)
+    batch = suite.batches[0][1]
+    contact, release = batch.contact_threshold, batch.release_threshold
+    latches = [SchmittLatch(contact, release, batch.probes.active, E) for _ in range(2)]
+    floor = overlap_floor(release)
+    held = 0
+    for seed in range(6):
+        state = _state(suite, seed)
+        q = _reference_query(batch, state)[3]
+        x_gt = signed_overlap(batch.probes.radius - q.sd, floor)
+        x_measured = signed_overlap((batch.radius_measured - q.sd) * batch.branch.gain, floor)
+        on_gt, on_measured = latches[0].update(x_gt), latches[1].update(x_measured)
+        assert torch.equal(batch.branch.read_ground_truth_batch()[0][..., 0], on_gt.to(x_gt.dtype))
+        assert torch.equal(batch.branch.read_batch()[0][..., 0], on_measured.to(x_gt.dtype))
+        held += int((on_gt & ~(x_gt > contact)).sum())
+    assert held > 0  # some probes were held on by their release threshold
