@@ -9,6 +9,7 @@ import numpy as np
 from rosbags.typesys.base import Nodetype
 
 from tactile_sim.io.readings import AirTimes, LinkContactReading, TaxelReading, ThermalReading
+from tactile_sim.io.wire_message import WireMessage
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),
@@ -61,7 +62,9 @@ def random_message(store: Any, typename: str, rng: np.random.Generator) -> Any:
 
 
 def assert_messages_equal(a: Any, b: Any, path: str = "msg") -> None:
-    """Deep equality of two message objects (arrays by dtype and value, NaN equal to NaN)."""
+    """Deep equality of two message objects (arrays by dtype and value, NaN equal to NaN); a WireMessage compares
+    as its rosbags message."""
+    a, b = (x.message if isinstance(x, WireMessage) else x for x in (a, b))
     if dataclasses.is_dataclass(a):
         assert type(a).__name__ == type(b).__name__, path
         for f in dataclasses.fields(a):

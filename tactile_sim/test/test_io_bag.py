@@ -162,3 +162,37 @@ def test_writer_errors(tmp_path):
             writer.write("/pad", 0, wrench)
         with pytest.raises(ValueError, match="is unknown"):
             writer.add_topic("/x", "tactile_sim_msgs/Nothing")
+
+
+def test_mcap_bags_hold_what_rosbags_writes_for_the_same_stream(tmp_path, monkeypatch):
+    """The direct MCAP writer against rosbags' own writer (the independent truth): the same metadata.yaml (but for
+    the distro name), connections and raw messages in order, also across several chunks."""
+    import yaml
+
+    from tactile_sim.io import mcap_file
+    from tactile_sim.io.msg_types import message_definition, serialize_cdr
+
+    monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 4096)  # several chunks
+    stream = sample_stream() * 4
+    stream = [(topic, typename, 1000 + 7 * i, msg) for i, (topic, typename, _, msg) in enumerate(stream)]
+    write_stream(tmp_path / "ours", "mcap", stream)
+    with Writer(tmp_path / "theirs", version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {}
+        for topic, typename in dict.fromkeys((topic, typename) for topic, typename, _, _ in stream):
+            connections[topic] = writer.add_connection(
+                topic, typename, msgdef=message_definition(typename), rihs01=type_hash(typename),
+                offered_qos_profiles=[qos_profile(transient_local=topic == "/joint_torques")])
+        for topic, _, stamp_ns, msg in stream:
+            writer.write(connections[topic], stamp_ns, serialize_cdr(msg))
+    ours, theirs = (yaml.safe_load((tmp_path / name / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+                    for name in ("ours", "theirs"))
+    assert ours.pop("ros_distro") == "jazzy" and theirs.pop("ros_distro") == "rosbags"
+    assert ours == {**theirs, "relative_file_paths": ["ours.mcap"],
+                    "files": [{**theirs["files"][0], "path": "ours.mcap"}]}
+    contents = []
+    for name in ("ours", "theirs"):
+        with Reader(tmp_path / name) as reader:
+            described = [(c.topic, c.msgtype, c.msgdef, c.digest, c.ext) for c in reader.connections]
+            contents.append((described, [(c.topic, t, bytes(d)) for c, t, d in reader.messages()]))
+    assert contents[0] == contents[1]
+    assert len(contents[0][1]) == len(stream)

@@ -22,17 +22,24 @@ from rosbags.interfaces import (
     QosReliability,
     QosTime,
 )
+import yaml
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.rosbag2.metadata import dump_qos_v9
 from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
+from .joint_state_cdr import JOINT_STATE, JointStateDecoder
+from .mcap_file import McapFile
 from .msg_types import full_type_name, message_definition, serialize_cdr, type_hash, typestore
 
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 """Storage names accepted by :class:`BagWriter` → rosbags plugin."""
 
 _UNSPECIFIED = QosTime(0, 0)
+LIBRARY = "tactile_sim"
+"""Writer name recorded in MCAP files."""
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def qos_profile(*, reliable: bool = True, transient_local: bool = False, depth: int = 10) -> Qos:
@@ -57,6 +64,7 @@ def qos_profile(*, reliable: bool = True, transient_local: bool = False, depth: 
 class BagWriter:
     """Write one rosbag2 bag (a new directory at ``path``) in ``storage`` "mcap" (default) or "sqlite3".
 
+    MCAP bags are written by :class:`~.mcap_file.McapFile` (a message costs a few µs), sqlite3 bags by rosbags.
     Use as a context manager, or call :meth:`close`; the bag is complete (metadata.yaml written) only after close.
     """
 
@@ -64,50 +72,116 @@ class BagWriter:
         if storage not in STORAGES:
             raise ValueError(f"BagWriter({str(path)!r}).storage: got {storage!r}; allowed: {sorted(STORAGES)}")
         self.path = Path(path)
-        self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=STORAGES[storage])
-        self._writer.open()
-        self._connections: dict[str, Any] = {}
+        self.storage = storage
+        self._topics: dict[str, tuple[str, Any]] = {}
+        """topic → (message type, MCAP channel id or rosbags connection)"""
+        self._schemas: dict[str, int] = {}
+        self._qos: dict[str, Qos] = {}
+        self._counts: dict[str, int] = {}
+        self._start, self._end = 2**63 - 1, 0
+        if storage == "mcap":
+            self.path.mkdir(parents=True)
+            self._mcap: McapFile | None = McapFile(self.path / f"{self.path.name}.mcap", library=LIBRARY)
+            self._writer = None
+        else:
+            self._mcap = None
+            self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=STORAGES[storage])
+            self._writer.open()
 
     def add_topic(self, name: str, typename: str, qos: Qos | None = None) -> None:
         """Declare topic ``name`` of message type ``typename`` (``pkg/msg/Type`` or ``pkg/Type``), offered with
         ``qos`` (default: :func:`qos_profile` defaults). The type's definition and hash are stored in the bag."""
-        if name in self._connections:
+        if name in self._topics:
             raise ValueError(f"BagWriter({str(self.path)!r}).add_topic: topic {name!r} was already added")
         typename = full_type_name(typename)
-        self._connections[name] = self._writer.add_connection(
-            name,
-            typename,
-            msgdef=message_definition(typename),
-            rihs01=type_hash(typename),
-            offered_qos_profiles=[qos or qos_profile()],
-        )
+        qos = qos or qos_profile()
+        if self._mcap is not None:
+            if typename not in self._schemas:
+                self._schemas[typename] = self._mcap.add_schema(typename, "ros2msg", message_definition(typename))
+            channel = self._mcap.add_channel(name, self._schemas[typename], "cdr",
+                                             {"offered_qos_profiles": _yaml(dump_qos_v9([qos])).strip()})
+        else:
+            channel = self._writer.add_connection(name, typename, msgdef=message_definition(typename),
+                                                  rihs01=type_hash(typename), offered_qos_profiles=[qos])
+        self._topics[name] = (typename, channel)
+        self._qos[name] = qos
+        self._counts[name] = 0
 
     def write(self, topic: str, stamp_ns: int, msg: Any) -> None:
-        """Append ``msg`` (a message object of the topic's type) to ``topic`` with receive time ``stamp_ns`` (ns)."""
-        connection = self._connections.get(topic)
-        if connection is None:
+        """Append ``msg`` (a message object of the topic's type, or a
+        :class:`~.wire_message.WireMessage`) to ``topic`` with receive time ``stamp_ns`` (ns)."""
+        entry = self._topics.get(topic)
+        if entry is None:
             raise ValueError(
                 f"BagWriter({str(self.path)!r}).write: unknown topic {topic!r}; "
-                f"added topics: {sorted(self._connections)}"
+                f"added topics: {sorted(self._topics)}"
             )
-        if msg.__msgtype__ != connection.msgtype:
+        msgtype, channel = entry
+        if msg.__msgtype__ != msgtype:
             raise ValueError(
-                f"BagWriter({str(self.path)!r}).write: topic {topic!r} has type {connection.msgtype}; "
-                f"got a {msg.__msgtype__}"
+                f"BagWriter({str(self.path)!r}).write: topic {topic!r} has type {msgtype}; got a {msg.__msgtype__}"
             )
-        self._writer.write(connection, int(stamp_ns), serialize_cdr(msg, connection.msgtype))
+        stamp_ns = int(stamp_ns)
+        data = serialize_cdr(msg, msgtype)
+        if self._mcap is not None:
+            self._mcap.write(channel, stamp_ns, data)
+            self._counts[topic] += 1
+            if stamp_ns < self._start:
+                self._start = stamp_ns
+            if stamp_ns > self._end:
+                self._end = stamp_ns
+        else:
+            self._writer.write(channel, stamp_ns, data)
 
     def close(self) -> None:
         """Finish the bag (writes metadata.yaml). Further calls do nothing."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self._mcap is not None:
+            info = self._metadata()
+            self._mcap.close("rosbag2", {"serialized_metadata": _yaml(info).strip()})
+            self._mcap = None
+            (self.path / "metadata.yaml").write_text(_yaml({"rosbag2_bagfile_information": info}), "utf8")
+
+    def _metadata(self) -> dict[str, Any]:
+        """The ``rosbag2_bagfile_information`` of metadata.yaml (version 9) of an MCAP bag."""
+        count = sum(self._counts.values())
+        start = self._start if count else 0
+        duration = self._end - start if count else 0
+        name = f"{self.path.name}.mcap"
+        return {
+            "version": Writer.VERSION_LATEST,
+            "storage_identifier": "mcap",
+            "relative_file_paths": [name],
+            "duration": {"nanoseconds": duration},
+            "starting_time": {"nanoseconds_since_epoch": start},
+            "message_count": count,
+            "topics_with_message_count": [
+                {"topic_metadata": {"name": topic, "type": msgtype, "serialization_format": "cdr",
+                                    "offered_qos_profiles": dump_qos_v9([self._qos[topic]]),
+                                    "type_description_hash": type_hash(msgtype)},
+                 "message_count": self._counts[topic]}
+                for topic, (msgtype, _) in self._topics.items()
+            ],
+            "compression_format": "",
+            "compression_mode": "",
+            "files": [{"path": name, "starting_time": {"nanoseconds_since_epoch": start},
+                       "duration": {"nanoseconds": duration}, "message_count": count}],
+            "custom_data": None,
+            "ros_distro": "jazzy",
+        }
 
     def __enter__(self) -> BagWriter:
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def _yaml(data: Any) -> str:
+    """Block-style YAML of plain data (libyaml's emitter when PyYAML has it)."""
+    return yaml.dump(data, Dumper=_DUMPER, default_flow_style=False, sort_keys=False, allow_unicode=True)
 
 
 def _dependencies(store: Typestore, typename: str, found: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +199,8 @@ def _dependencies(store: Typestore, typename: str, found: dict[str, Any]) -> dic
 class BagReader:
     """Read a rosbag2 bag (directory, or a single .mcap/.db3 file) as (topic, stamp_ns, message) tuples.
 
+    Joint states (the standard definition) come from :class:`~.joint_state_cdr.JointStateDecoder` as
+    :class:`~.wire_message.WireMessage` s, every other message from rosbags' deserialiser.
     Messages are deserialised one at a time while iterating (memory stays bounded by one message and the storage
     plugin's chunk), in receive-time order. Use as a context manager, or call :meth:`close`.
     """
@@ -138,6 +214,14 @@ class BagReader:
         except BaseException:
             self._reader.close()
             raise
+        self._joint_states = JointStateDecoder() if self._standard(JOINT_STATE) else None
+
+    def _standard(self, typename: str) -> bool:
+        """True when the bag defines ``typename`` and the types it nests exactly as the library does."""
+        if typename not in self.typestore.fielddefs:
+            return False
+        ours = _dependencies(typestore(), typename, {})
+        return all(self.typestore.fielddefs.get(name) == definition for name, definition in ours.items())
 
     def _types_from_bag(self) -> Typestore:
         """A fresh typestore with the types the bag's connections need, from the definitions it stores."""
@@ -196,8 +280,12 @@ class BagReader:
             connections = [c for c in connections if c.topic in wanted]
             if not connections:
                 return
+        joint_states = self._joint_states
         for connection, stamp_ns, data in self._reader.messages(connections, start=start_ns, stop=stop_ns):
-            yield connection.topic, stamp_ns, self.typestore.deserialize_cdr(data, connection.msgtype)
+            msg = joint_states.decode(data) if joint_states is not None and connection.msgtype == JOINT_STATE else None
+            if msg is None:
+                msg = self.typestore.deserialize_cdr(data, connection.msgtype)
+            yield connection.topic, stamp_ns, msg
 
     def __iter__(self) -> Iterator[tuple[str, int, Any]]:
         return self.messages()

@@ -27,8 +27,9 @@ def seconds_to_ns(t: float) -> int:
 
 
 def ns_to_seconds(ns: int) -> float:
-    """The float64 nearest to ``ns`` nanoseconds in seconds."""
-    return float(Fraction(int(ns), NS_PER_S))
+    """The float64 nearest to ``ns`` nanoseconds in seconds (Python's true division of integers is correctly
+    rounded)."""
+    return int(ns) / NS_PER_S
 
 
 def time_msg_from_ns(ns: int) -> Any:

@@ -65,6 +65,19 @@ class TopicSpec:
     sensor_data: bool = False
 
 
+@dataclass(frozen=True, eq=False)
+class JointPlan:
+    """Where the entries of a joint state with these ``names`` go: duplicates (a name appears twice), target [k]
+    indices into the actuated joints of the source [k] entries of the message, and the unknown names (neither
+    actuated nor derived joints)."""
+
+    names: tuple[str, ...]
+    duplicates: bool
+    target: np.ndarray
+    source: np.ndarray
+    unknown: list[str]
+
+
 @dataclass(frozen=True)
 class ScheduledEncoder:
     """An encoder and its evaluation period in engine steps (the sensor publishes on the steps it is evaluated)."""
@@ -100,6 +113,7 @@ class NodeCore:
         self._check_names()
         self._joint_index: dict[str, int] = {}
         self._derived_joints: set[str] = set()
+        self._plan: JointPlan | None = None
         self._q = self._qd = np.zeros(0)
         self._qd_known = np.zeros(0, dtype=bool)
         self._have_joints = False
@@ -158,6 +172,7 @@ class NodeCore:
         actuated = robot.actuated_joint_names if robot is not None else ()
         q_old = {n: (self._q[i], self._qd[i], self._qd_known[i]) for n, i in self._joint_index.items()}
         self._joint_index = {n: i for i, n in enumerate(actuated)}
+        self._plan = None
         self._derived_joints = set(robot.joint_names) - set(actuated) if robot is not None else set()
         self._q, self._qd = np.zeros(len(actuated)), np.zeros(len(actuated))
         self._qd_known = np.zeros(len(actuated), dtype=bool)
@@ -238,38 +253,49 @@ class NodeCore:
             return self._drop("joint_states.length_mismatch",
                               f"dropped a joint state with {sample.velocity.size} velocities for {n} names; "
                               "velocity must be empty or have one value per name")
-        if len(set(sample.names)) != n:
+        plan = self._joint_plan(sample.names)
+        if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
                               f"dropped a joint state that names a joint twice ({list(sample.names)})")
-        bad = ~np.isfinite(sample.position)
-        if sample.velocity is not None:
-            bad |= ~np.isfinite(sample.velocity)
-        if bad.any():
+        finite = np.isfinite(sample.position).all() and (sample.velocity is None or np.isfinite(sample.velocity).all())
+        if not finite:
+            bad = ~np.isfinite(sample.position)
+            if sample.velocity is not None:
+                bad |= ~np.isfinite(sample.velocity)
             return self._drop("joint_states.non_finite",
                               f"dropped a joint state with NaN/inf values for {[sample.names[i] for i in np.flatnonzero(bad)]}")
         if not self.ready:
             return False
-        unknown = [name for name in sample.names if name not in self._joint_index and name not in self._derived_joints]
-        if unknown:
+        if plan.unknown:
             self.stats.drop("joint_states.unknown_names")
-            self._ignored_joint_names.update(unknown)
+            self._ignored_joint_names.update(plan.unknown)
             self.log("warn", "joint_states.unknown_names",
-                     f"{self.name}: ignoring joint names the robot does not have: {unknown}; robot joints: "
+                     f"{self.name}: ignoring joint names the robot does not have: {plan.unknown}; robot joints: "
                      f"{list(self._joint_index)}")
-        idx, src = [], []
-        for k, name in enumerate(sample.names):
-            i = self._joint_index.get(name)
-            if i is not None:
-                idx.append(i)
-                src.append(k)
-        if not idx:
+        if not plan.target.size:
             return True
-        self._q[idx] = sample.position[src]
+        self._q[plan.target] = sample.position[plan.source]
         if sample.velocity is not None:
-            self._qd[idx] = sample.velocity[src]
-        self._qd_known[idx] = sample.velocity is not None
+            self._qd[plan.target] = sample.velocity[plan.source]
+        self._qd_known[plan.target] = sample.velocity is not None
         self._have_joints = self._pending_joints = True
         return True
+
+    def _joint_plan(self, names: tuple[str, ...]) -> JointPlan:
+        """The :class:`JointPlan` of a joint state's names (the latest one is kept: a publisher repeats its names)."""
+        plan = self._plan
+        if plan is not None and plan.names == names:
+            return plan
+        target, source = [], []
+        for k, name in enumerate(names):
+            i = self._joint_index.get(name)
+            if i is not None:
+                target.append(i)
+                source.append(k)
+        unknown = [name for name in names if name not in self._joint_index and name not in self._derived_joints]
+        self._plan = JointPlan(tuple(names), len(set(names)) != len(names), np.array(target, dtype=np.intp),
+                               np.array(source, dtype=np.intp), unknown)
+        return self._plan
 
     def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:
         """Store transforms (``/tf`` or ``/tf_static``); returns how many were stored. Invalid ones (NaN,

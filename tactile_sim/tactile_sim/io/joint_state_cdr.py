@@ -1,0 +1,93 @@
+"""``sensor_msgs/JointState`` straight from its CDR bytes: the input a replay reads once per tick.
+
+:class:`JointStateDecoder` reads the header stamp, frame id, names and the three float64 sequences with ``struct``
+and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a
+:class:`~.wire_message.WireMessage` that keeps the bytes (a copy to another bag writes them as they are). Names
+repeat from message to message: the name block's bytes are compared with the previous message's and its decoded
+tuple reused. Only little-endian CDR is read here (:meth:`JointStateDecoder.decode` returns None otherwise, the
+caller falls back to rosbags).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from .msg_types import message_class
+from .wire_message import WireMessage
+
+JOINT_STATE = "sensor_msgs/msg/JointState"
+_STAMP = struct.Struct("<iI")
+_U32 = struct.Struct("<I")
+_F64 = np.dtype("<f8")
+
+
+class JointStateDecoder:
+    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early."""
+
+    def __init__(self):
+        self._cls = message_class(JOINT_STATE)
+        self._header = message_class("std_msgs/msg/Header")
+        self._time = message_class("builtin_interfaces/msg/Time")
+        self._names_bytes = b""
+        self._names: list[str] = []
+
+    def decode(self, data: bytes) -> WireMessage | None:
+        """The message of ``data`` (CDR with its 4-byte encapsulation header), None for big-endian CDR."""
+        if len(data) < 4 or data[1] != 1:
+            return None
+        try:
+            return self._decode(bytes(data))
+        except struct.error as exc:
+            raise ValueError(f"{JOINT_STATE}: {len(data)} bytes end inside the message ({exc})") from exc
+
+    def _decode(self, data: bytes) -> WireMessage:
+        sec, nanosec = _STAMP.unpack_from(data, 4)
+        (size,) = _U32.unpack_from(data, 12)
+        frame_id = data[16:16 + size - 1].decode()
+        pos = _aligned(16 + size, 4)
+        names_start = pos
+        (count,) = _U32.unpack_from(data, pos)
+        pos += 4
+        for _ in range(count):
+            pos = _aligned(pos, 4)
+            (size,) = _U32.unpack_from(data, pos)
+            pos += 4 + size
+        block = data[names_start:pos]
+        if block != self._names_bytes:
+            self._names_bytes, self._names = block, _strings(data, names_start)
+        arrays = []
+        for _ in range(3):
+            pos = _aligned(pos, 4)
+            (count,) = _U32.unpack_from(data, pos)
+            pos += 4
+            if count:
+                pos = _aligned(pos, 8)
+            if pos + 8 * count > len(data):
+                raise struct.error(f"a float64 sequence of {count} values at byte {pos}")
+            arrays.append(np.frombuffer(data, _F64, count, pos))
+            pos += 8 * count
+        header = self._header(stamp=self._time(sec=sec, nanosec=nanosec), frame_id=frame_id)
+        fields = {"header": header, "name": list(self._names), "position": arrays[0], "velocity": arrays[1],
+                  "effort": arrays[2]}
+        return WireMessage(self._cls, data, {}, fields)
+
+
+def _aligned(pos: int, size: int) -> int:
+    """``pos`` (counted from the start of the bytes, the 4-byte encapsulation header included) rounded up to a
+    multiple of ``size`` counted from the end of that header, as CDR aligns."""
+    return 4 + ((pos - 4 + size - 1) & -size)
+
+
+def _strings(data: bytes, pos: int) -> list[str]:
+    """The string sequence at ``pos`` (count, then aligned length-prefixed NUL-terminated strings)."""
+    (count,) = _U32.unpack_from(data, pos)
+    pos += 4
+    out = []
+    for _ in range(count):
+        pos = _aligned(pos, 4)
+        (size,) = _U32.unpack_from(data, pos)
+        out.append(data[pos + 4:pos + 4 + size - 1].decode())
+        pos += 4 + size
+    return out

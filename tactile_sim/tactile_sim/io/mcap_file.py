@@ -1,0 +1,160 @@
+"""An MCAP file written directly (format: https://mcap.dev/spec, laid out as rosbag2 writes it), for bags that take
+thousands of messages per second from Python.
+
+A message costs one ``struct`` pack and a list extension (the open chunk is a list of byte strings, written out
+when it is closed); chunks hold about 1 MiB of records, uncompressed, each followed by its message indexes.
+Schemas and channels are written into the chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
+the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
+indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0 ("not computed").
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from pathlib import Path
+
+MAGIC = b"\x89MCAP0\r\n"
+CHUNK_BYTES = 1 << 20
+"""Records per chunk before it is closed (bytes)."""
+
+HEADER, FOOTER, SCHEMA, CHANNEL, MESSAGE, CHUNK = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+MESSAGE_INDEX, CHUNK_INDEX, STATISTICS, METADATA, METADATA_INDEX, SUMMARY_OFFSET, DATA_END = \
+    0x07, 0x08, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F
+
+_MESSAGE = struct.Struct("<BQHIQQ")
+"""Message record up to its data: opcode, length, channel id, sequence, log time, publish time."""
+_U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return _U32.pack(len(data)) + data
+
+
+def _record(opcode: int, body: bytes) -> bytes:
+    return bytes([opcode]) + _U64.pack(len(body)) + body
+
+
+def _string_map(items: dict[str, str]) -> bytes:
+    body = b"".join(_string(k) + _string(v) for k, v in items.items())
+    return _U32.pack(len(body)) + body
+
+
+class McapFile:
+    """A new MCAP file at ``path`` (must not exist) with profile ``ros2``; ``library`` names the writer."""
+
+    def __init__(self, path: str | Path, library: str):
+        self.path = Path(path)
+        self._file = self.path.open("xb")
+        self._file.write(MAGIC + _record(HEADER, _string("ros2") + _string(library)))
+        self._schemas: list[bytes] = []
+        self._channels: list[bytes] = []
+        self._chunk_indexes: list[bytes] = []
+        self._counts: dict[int, int] = {}
+        self._start, self._end = 2**64 - 1, 0
+        self._new_chunk()
+
+    def _new_chunk(self) -> None:
+        self._chunk: list[bytes] = []
+        self._chunk_size = 0
+        self._index: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        self._chunk_start, self._chunk_end = 2**64 - 1, 0
+
+    def add_schema(self, name: str, encoding: str, data: str) -> int:
+        """Declare a schema (e.g. a message type, ``ros2msg``, its definition text); returns its id (1, 2, ...)."""
+        schema_id = len(self._schemas) + 1
+        record = _record(SCHEMA, _U16.pack(schema_id) + _string(name) + _string(encoding) + _string(data))
+        self._schemas.append(record)
+        self._append(record)
+        return schema_id
+
+    def add_channel(self, topic: str, schema_id: int, encoding: str, metadata: dict[str, str]) -> int:
+        """Declare a channel (topic) of a schema, message ``encoding`` (``cdr``); returns its id (1, 2, ...)."""
+        channel_id = len(self._channels) + 1
+        record = _record(CHANNEL, _U16.pack(channel_id) + _U16.pack(schema_id) + _string(topic) + _string(encoding)
+                         + _string_map(metadata))
+        self._channels.append(record)
+        self._counts[channel_id] = 0
+        self._append(record)
+        return channel_id
+
+    def _append(self, record: bytes) -> None:
+        self._chunk.append(record)
+        self._chunk_size += len(record)
+
+    def write(self, channel_id: int, log_ns: int, data: bytes) -> None:
+        """Append a message (publish time = log time, sequence 0) to the open chunk."""
+        size = self._chunk_size
+        self._index[channel_id].append((log_ns, size))
+        self._chunk += (_MESSAGE.pack(MESSAGE, 22 + len(data), channel_id, 0, log_ns, log_ns), data)
+        self._chunk_size = size + 31 + len(data)
+        self._counts[channel_id] += 1
+        if log_ns < self._chunk_start:
+            self._chunk_start = log_ns
+        if log_ns > self._chunk_end:
+            self._chunk_end = log_ns
+        if self._chunk_size > CHUNK_BYTES:
+            self._close_chunk()
+
+    def _close_chunk(self) -> None:
+        size = self._chunk_size
+        start, end = 0, 0
+        if self._index:
+            start, end = self._chunk_start, self._chunk_end
+            self._start, self._end = min(self._start, start), max(self._end, end)
+        f = self._file
+        chunk_offset = f.tell()
+        head = struct.pack("<QQQI", start, end, size, 0) + _string("") + _U64.pack(size)
+        f.write(bytes([CHUNK]) + _U64.pack(len(head) + size) + head)
+        f.writelines(self._chunk)
+        chunk_length = f.tell() - chunk_offset
+        offsets = []
+        for channel_id, entries in self._index.items():
+            offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
+            body = b"".join(struct.pack("<QQ", t, o) for t, o in entries)
+            f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
+        index_length = f.tell() - chunk_offset - chunk_length
+        offset_map = b"".join(offsets)
+        self._chunk_indexes.append(_record(CHUNK_INDEX, struct.pack("<QQQQ", start, end, chunk_offset, chunk_length)
+                                           + _U32.pack(len(offset_map)) + offset_map + _U64.pack(index_length)
+                                           + _string("") + struct.pack("<QQ", size, size)))
+        self._new_chunk()
+
+    def close(self, metadata_name: str, metadata: dict[str, str]) -> None:
+        """Finish the file with one metadata record (rosbag2: ``rosbag2`` → ``serialized_metadata``)."""
+        if self._chunk_size:
+            self._close_chunk()
+        f = self._file
+        metadata_offset = f.tell()
+        f.write(_record(METADATA, _string(metadata_name) + _string_map(metadata)))
+        metadata_length = f.tell() - metadata_offset
+        f.write(_record(DATA_END, _U32.pack(0)))
+        groups = []
+        for opcode, records in ((SCHEMA, self._schemas), (CHANNEL, self._channels),
+                                (CHUNK_INDEX, self._chunk_indexes)):
+            start = f.tell()
+            f.write(b"".join(records))
+            if records:
+                groups.append((opcode, start, f.tell() - start))
+        summary_start = groups[0][1] if groups else f.tell()
+        start = f.tell()
+        f.write(_record(METADATA_INDEX, _U64.pack(metadata_offset) + _U64.pack(metadata_length)
+                        + _string(metadata_name)))
+        groups.append((METADATA_INDEX, start, f.tell() - start))
+        start = f.tell()
+        counts = b"".join(_U16.pack(c) + _U64.pack(n) for c, n in sorted(self._counts.items()))
+        first = self._start if sum(self._counts.values()) else 0
+        f.write(_record(STATISTICS, _U64.pack(sum(self._counts.values())) + _U16.pack(len(self._schemas))
+                        + struct.pack("<IIII", len(self._channels), 0, 1, len(self._chunk_indexes))
+                        + struct.pack("<QQ", first, self._end) + _U32.pack(len(counts)) + counts))
+        groups.append((STATISTICS, start, f.tell() - start))
+        summary_offset_start = f.tell()
+        for opcode, start, length in groups:
+            f.write(_record(SUMMARY_OFFSET, bytes([opcode]) + struct.pack("<QQ", start, length)))
+        f.write(_record(FOOTER, struct.pack("<QQI", summary_start, summary_offset_start, 0)) + MAGIC)
+        f.close()
+
+    def abort(self) -> None:
+        """Close the file as it is (incomplete)."""
+        self._file.close()
