@@ -5,7 +5,7 @@ lumped bodies of the thermal system). An *owner* is one sampled body; its sample
 order given. World positions are computed for all owners at once through a padded [O, K_max] layout, so the step
 cost has no Python loop over owners or samples.
 
-Fused sensors visit the samples in the kernel of :func:`.probe_set.probe_kernel`: :class:`SampleCells` presents
+Fused sensors visit the samples in the kernel of :func:`.sample_kernel.sample_kernel`: :class:`SampleCells` presents
 them as the probes of a :class:`.probe_set.FusedProbeLaunch` (cells of a few samples of one owner close together in
 Morton order, blocks of cells, bounding spheres in the owner's body frame; one query group per owner), so that a
 fused launch skips every cell that cannot touch a candidate shape.
@@ -85,7 +85,7 @@ class BodySamples:
 
 
 class SampleCells:
-    """The samples of a :class:`BodySamples` laid out for a fused probe kernel (what
+    """The samples of a :class:`BodySamples` laid out for a fused sample kernel (what
     :class:`.probe_set.FusedProbeLaunch` reads of a probe set: ``n_blocks`` and ``kernel_fields(cutoff)``).
 
     The query group of a sample is its owner: group_shape_mask [O, S] bool (candidate shapes of each owner),
@@ -140,6 +140,16 @@ class SampleCells:
     @property
     def n_blocks(self) -> int:
         return int(self.cells["block_group"].numel())
+
+    def cull_fields(self, n_envs: int) -> dict[str, torch.Tensor]:
+        """``cell_cull`` [1] int32 and ``cell_mask`` of :func:`.sample_kernel.sample_kernel`: a per-thread candidate
+        row per (env, block) [E · blocks, S] on the CPU; the owners' candidate rows on CUDA (no cell cull)."""
+        dev = self.samples.device
+        mask = self.cells["group_shape_mask"]
+        if dev.type == "cpu":
+            return {"cell_cull": torch.ones(1, dtype=torch.int32, device=dev),
+                    "cell_mask": torch.zeros(n_envs * self.n_blocks, mask.shape[1], dtype=torch.bool, device=dev)}
+        return {"cell_cull": torch.zeros(1, dtype=torch.int32, device=dev), "cell_mask": mask.clone()}
 
     def kernel_fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:
         """The static fields of :func:`.probe_set.probe_fields` for samples that query up to ``cutoff`` [P] m

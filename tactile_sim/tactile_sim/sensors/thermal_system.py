@@ -41,15 +41,19 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
 from ..errors import ConfigError
 from ..geometry.sampling import sample_body_surface
 from ..geometry.shapes import ShapeKind
 from ..world.state import WorldState
-from .body_samples import BodySamples
+from ..geometry.struct_launch import StructLaunch
+from .body_samples import BodySamples, SampleCells
+from .probe_set import FusedProbeLaunch
+from .thermal_kernels import CONDUCTION_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED
 from .thermal_pairs import PairRelaxation
 
-FIXED, LUMPED, GRIDDED = 0, 1, 2
+DENSE_CONDUCTION_CELLS = 64
+"""Grids of at most this many (padded) cells conduct through one dense operator in a kernel; larger ones through
+the separable DCT in torch (the same linear map; the dense form avoids six small matrix products per step)."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,7 @@ class ThermalSystem:
         self.t_cell = torch.zeros(n_envs, self.n_total, **f)
         self.t_lump = torch.zeros(n_envs, len(self.lumped), **f)
         self.reset()
+        self._build_launches()
 
     # ------------------------------------------------------------------ build: grids
     def _build_grids(self) -> None:
@@ -274,6 +279,13 @@ class ThermalSystem:
         self.low_cell, self.high_cell = t(low), t(high)
         self.decay = t(decay)
         self.dct = [t(m) for m in mats]
+        self.conduction_operator = None
+        if n_pad <= DENSE_CONDUCTION_CELLS:  # M_g = Kᵀ diag(decay) K, K = Dx ⊗ Dy ⊗ Dz (flat order ix·ny·nz + iy·nz + iz)
+            ops = []
+            for g in range(n_grids):
+                k = np.kron(np.kron(mats[0][g], mats[1][g]), mats[2][g])
+                ops.append(k.T @ (decay[g].reshape(-1, 1) * k))
+            self.conduction_operator = t(np.stack(ops))
         self.samples = BodySamples([g.link for g in self.grids], samples, self.device, self.dtype)
         self.sample_cell = torch.as_tensor(np.concatenate(cell_of_sample), device=self.device)
         l_half = np.concatenate(l_half)
@@ -325,6 +337,9 @@ class ThermalSystem:
         self.sample_surf = torch.as_tensor(np.searchsorted(self.surf_cells, cells), device=self.device)
         order = np.lexsort((np.arange(len(cells)), cells))  # cell-major, then sample order
         self.pair_order = torch.as_tensor(order, device=self.device)
+        slot = np.empty(len(order), np.int64)
+        slot[order] = np.arange(len(order))
+        self.pair_slot = torch.as_tensor(slot, device=self.device)  # position of each sample in pair order
         sorted_cells = cells[order]
         starts = np.searchsorted(sorted_cells, sorted_cells, side="left")
         ends = np.searchsorted(sorted_cells, sorted_cells, side="right")
@@ -344,48 +359,80 @@ class ThermalSystem:
             self.t_cell.copy_(torch.where(m, self.base_cell, self.t_cell))
             self.t_lump.copy_(torch.where(m, self.lumped_base, self.t_lump))
 
+    # ------------------------------------------------------------------ build: kernels
+    def _build_launches(self) -> None:
+        """Per-step buffers and the recorded launches of :mod:`.thermal_kernels` (the contact launch binds the
+        world state per step; the others only persistent tensors)."""
+        f, dev, e = self._f, self.device, self.n_envs
+        ints = lambda a: torch.as_tensor(np.asarray(a), device=dev).to(torch.int32).contiguous()  # noqa: E731
+        n_samples = self.samples.n
+        pairs = self.pairs is not None
+        n_surf = len(self.surf_cells) if pairs else 1
+        self.acc_cell = torch.zeros(e, self.n_total, 3, **f)  # covered area, G_fixed, Q_fixed per cell
+        self.g_cl = torch.zeros(e, n_surf, max(len(self.lumped), 1), **f)
+        self.cell_y = torch.full((e, n_samples if pairs else 1), -1, dtype=torch.int32, device=dev)
+        self.g_cc = torch.zeros(e, n_samples if pairs else 1, **f)
+        zeros = torch.zeros(n_samples, dtype=torch.int32, device=dev)
+        model = {"area": self.samples.area, "local_normal": self.samples.local_normal,
+                 "sample_cell": ints(self.sample_cell.cpu()), "sample_grid": self.sample_group,
+                 "sample_surf": ints(self.sample_surf.cpu()) if pairs else zeros,
+                 "pair_slot": ints(self.pair_slot.cpu()) if pairs else zeros,
+                 "r_self": self.sample_r_self, "l_fixed": self.sample_l_fixed, "inv_hc": self.sample_inv_hc,
+                 "body_mat": self.body_mat, "body_inv_k": self.body_inv_k, "body_base": self.body_base,
+                 "body_vs": self.body_vs, "body_category": ints(self.body_category.cpu()),
+                 "body_grid": ints(self.body_grid.cpu()), "body_lumped": ints(self.body_lumped.cpu()),
+                 "grid_delta": self.grid_delta, "grid_lo": self.grid_lo, "grid_n": ints(self.grid_n.cpu()),
+                 "pad": ints(self.pad), "dt": torch.full((1,), self.dt, **f), "acc": self.acc_cell, "g_cl": self.g_cl,
+                 "cell_y": self.cell_y, "g_cc": self.g_cc}
+        cells = SampleCells(self.samples, self.group_mask, torch.zeros(len(self.grids), dtype=torch.bool, device=dev))
+        model.update(cells.cull_fields(e))
+        kernel, call_type = CONTACT_KERNELS[self.dtype]
+        self._contact_launch = FusedProbeLaunch(cells, self.query, e, kernel, call_type, self.sample_band, model)
+        scalars = [self.h, self.ambient, self.dt]
+        kernel, call_type = EXCHANGE_KERNELS[self.dtype]
+        self._cell_exchange = StructLaunch(kernel, (e, self.n_total), call_type, {
+            "t": self.t_cell, "ic": self.ic_cell, "eps": self.eps_cell, "area": self.face_area, "power": self.power,
+            "low": self.low_cell, "high": self.high_cell, "acc": self.acc_cell}, scalars + [0], dev)
+        self._lump_exchange = None
+        if self.lumped_samples is not None:
+            n_l = len(self.lumped)
+            self.acc_lump = torch.zeros(e, n_l, 3, **f)
+            self._lump_exchange = StructLaunch(kernel, (e, n_l), call_type, {
+                "t": self.t_lump, "ic": self.lumped_ic, "eps": self.lumped_eps, "area": self.lumped_area,
+                "power": torch.zeros(n_l, **f), "low": torch.full((n_l,), self.lumped_low, **f),
+                "high": torch.full((n_l,), self.lumped_high, **f), "acc": self.acc_lump}, scalars + [1], dev)
+        self._conduction = None
+        if self.conduction_operator is not None:
+            kernel, call_type = CONDUCTION_KERNELS[self.dtype]
+            self._conduction = StructLaunch(kernel, (e, len(self.grids)), call_type, {
+                "t": self.t_cell, "scratch": torch.zeros_like(self.t_cell), "dense": self.conduction_operator,
+                "low": self.low_cell, "high": self.high_cell}, [], dev)
+
     # ------------------------------------------------------------------ step
     def step(self, state: WorldState) -> None:
-        """Advance every temperature by dt with the poses of ``state`` (steps A–E)."""
-        contact = self._grid_contacts(state)
-        self.t_cell = self._exchange(self.t_cell, self.ic_cell, self.eps_cell, self.face_area - contact["covered"],
-                                     contact["g_fixed"], contact["q_fixed"], self.power)
+        """Advance every temperature by dt with the poses of ``state`` (steps A–E), in place."""
+        self._contact_launch(state, {})
+        self._cell_exchange()
         lumped = self._lumped_contacts(state) if self.lumped_samples is not None else None
         if self.pairs is not None:
-            e = self.n_envs
-            n_l = len(self.lumped)
-            g_ll = torch.zeros(e, n_l, n_l, **self._f) if lumped is None else lumped["g_ll"]
-            t_cell, t_lump = self.t_cell.contiguous(), self.t_lump.contiguous()
-            self.pairs(t_cell, t_lump, contact["g_cl"] * self.dt, contact["cell_y"], contact["g_cc"] * self.dt,
-                       g_ll * self.dt)
-            self.t_cell, self.t_lump = t_cell, t_lump
-        self.t_cell = self._conduct(self.t_cell)
+            g_ll = torch.zeros(self.n_envs, len(self.lumped), len(self.lumped), **self._f) if lumped is None \
+                else lumped["g_ll"]
+            self.pairs(self.t_cell, self.t_lump, self.g_cl, self.cell_y, self.g_cc, g_ll * self.dt)
+            self.g_cl.zero_()
+            self.cell_y.fill_(-1)
+            self.g_cc.zero_()
+        if self._conduction is not None:
+            self._conduction()
+        else:
+            self.t_cell.copy_(self._conduct(self.t_cell))
+            torch.clamp(self.t_cell, self.low_cell, self.high_cell, out=self.t_cell)
         if lumped is not None:
-            self.t_lump = self._exchange(self.t_lump, self.lumped_ic, self.lumped_eps,
-                                         self.lumped_area - lumped["covered"], lumped["g_fixed"], lumped["q_fixed"],
-                                         None)
-            self.t_lump = self.t_lump.clamp(self.lumped_low, self.lumped_high)
-        self.t_cell = torch.maximum(torch.minimum(self.t_cell, self.high_cell), self.low_cell)
-
-    def _exchange(self, t, ic, eps, exposed, g_fixed, q_fixed, power):
-        """Steps A / D: T ← T_eq + (T − T_eq)·exp(−dt G/C) with G = Σ G_fixed + (h + h_rad)·A_exposed,
-        Q = Σ G_fixed T_B + (h + h_rad) A_exposed T_amb + P; T + dt P/C where G = 0."""
-        tk = t + KELVIN_OFFSET
-        ta = self.ambient + KELVIN_OFFSET
-        h_rad = eps * STEFAN_BOLTZMANN * (tk * tk + ta * ta) * (tk + ta)
-        h_area = (self.h + h_rad) * torch.clamp_min(exposed, 0.0)
-        g = g_fixed + h_area
-        q = q_fixed + h_area * self.ambient
-        if power is not None:
-            q = q + power
-        positive = g > 0
-        safe = torch.where(positive, g, torch.ones_like(g))
-        t_eq = q / safe
-        relaxed = t_eq + (t - t_eq) * torch.exp(-self.dt * g * ic)
-        return torch.where(positive, relaxed, t + self.dt * q * ic)
+            torch.stack([lumped["covered"], lumped["g_fixed"], lumped["q_fixed"]], dim=-1, out=self.acc_lump)
+            self._lump_exchange()
 
     def _conduct(self, t: torch.Tensor) -> torch.Tensor:
-        """Step C on the padded layout: DCT-II per axis, divide by 1 + dt α Λ, DCT-III per axis."""
+        """Step C on the padded layout: DCT-II per axis, divide by 1 + dt α Λ, DCT-III per axis (grids larger than
+        :data:`DENSE_CONDUCTION_CELLS`; smaller ones apply the same map as one dense operator in a kernel)."""
         e = t.shape[0]
         nx, ny, nz = self.pad
         x = t.view(e, len(self.grids), nx, ny, nz)
@@ -398,71 +445,6 @@ class ThermalSystem:
         x = torch.einsum("gbj,egabk->egajk", dy, x)
         x = torch.einsum("gai,egajk->egijk", dx, x)
         return x.reshape(e, -1)
-
-    def _grid_contacts(self, state: WorldState) -> dict:
-        """Covered area, fixed-partner conductance/heat and the B-step pair data of the grid samples (§10.2)."""
-        smp = self.samples
-        rot, pos = smp.owner_pose(state)
-        x = smp.world_positions(rot, pos)
-        q = self.query.query(x, state.rot, state.pos, self.sample_group, self.group_mask, self.sample_band)
-        e = x.shape[0]
-        f = self._f
-        covered = q.body >= 0
-        body = q.body.clamp_min(0)
-        a_cov = smp.area * covered
-        weight = a_cov * self.body_mat.take(body)  # area of the samples that exchange heat
-        inv_k = self.body_inv_k.take(body)
-        zero = torch.zeros((), **f)
-        if self.simulate_all:
-            category = self.body_category.take(body)
-            r_partner = torch.where(category == LUMPED, self.body_vs.take(body), self.sample_l_fixed)
-            if len(self.grids) > 1:
-                r_partner = torch.where(category == GRIDDED, self._partner_half_depth(state, rot, body), r_partner)
-            g = weight / (self.sample_r_self + r_partner * inv_k + self.sample_inv_hc)
-            g_fixed = torch.where(category == FIXED, g, zero)
-        else:  # every partner is at its fixed base temperature: ℓ_B = ℓ_S
-            g_fixed = weight / (self.sample_r_self + self.sample_l_fixed * inv_k + self.sample_inv_hc)
-        per_sample = torch.stack([a_cov, g_fixed, g_fixed * self.body_base.take(body)], dim=1)  # [E, 3, P]
-        per_cell = torch.zeros(e, 3, self.n_total, **f).index_add_(2, self.sample_cell, per_sample)
-        out = {"covered": per_cell[:, 0], "g_fixed": per_cell[:, 1], "q_fixed": per_cell[:, 2]}
-        if not self.simulate_all:
-            return out
-        n_l = len(self.lumped)
-        g_cl = torch.zeros(e, len(self.surf_cells) * max(n_l, 1), **f)
-        if n_l:
-            index = self.sample_surf * n_l + self.body_lumped.take(body).clamp_min(0)
-            g_cl.scatter_add_(1, index, torch.where(category == LUMPED, g, zero))
-        out["g_cl"] = g_cl.view(e, len(self.surf_cells), max(n_l, 1))[..., :n_l]
-        partner_grid = self.body_grid.take(body)
-        pair = (category == GRIDDED) & (weight > 0) & (partner_grid > smp.owner)
-        cell_y = torch.full_like(q.body, -1)
-        if len(self.grids) > 1:
-            cell_y = torch.where(pair, self._partner_cell(state, x, body, partner_grid), cell_y)
-        out["cell_y"] = cell_y.index_select(1, self.pair_order)
-        out["g_cc"] = torch.where(pair, g, zero).index_select(1, self.pair_order)
-        return out
-
-    def _partner_half_depth(self, state: WorldState, rot: torch.Tensor, body: torch.Tensor) -> torch.Tensor:
-        """ℓ_B = Δ⊥_B(ν)/2 with the touched grid's spacing and the sample normal in that link's frame, [E, P] m."""
-        nu = self.samples.world_normals(rot)
-        r_b = torch.gather(state.rot, 1, body[..., None, None].expand(body.shape + (3, 3)))
-        nu_b = (r_b * nu[..., :, None]).sum(-2)  # R_Bᵀ ν
-        delta = self.grid_delta[self.body_grid[body].clamp_min(0)]
-        return (nu_b * nu_b * delta).sum(-1) / 2
-
-    def _partner_cell(self, state: WorldState, x: torch.Tensor, body: torch.Tensor,
-                      grid: torch.Tensor) -> torch.Tensor:
-        """Flat padded index of the partner grid's cell containing each sample (clamped), [E, P] long."""
-        idx = body[..., None]
-        r_b = torch.gather(state.rot, 1, idx[..., None].expand(body.shape + (3, 3)))
-        o_b = torch.gather(state.pos, 1, idx.expand(body.shape + (3,)))
-        p = ((x - o_b)[..., :, None] * r_b).sum(-2)  # R_Bᵀ (x − o_B)
-        g = grid.clamp_min(0)
-        n = self.grid_n[g]
-        c = torch.floor((p - self.grid_lo[g]) / self.grid_delta[g]).long().clamp_min(0)
-        c = torch.minimum(c, n - 1)
-        nx, ny, nz = self.pad
-        return g * (nx * ny * nz) + (c[..., 0] * ny + c[..., 1]) * nz + c[..., 2]
 
     def _lumped_contacts(self, state: WorldState) -> dict:
         """Covered area of each lumped body, its fixed-partner exchange and the lumped–lumped conductances."""
