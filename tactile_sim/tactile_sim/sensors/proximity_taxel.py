@@ -15,10 +15,12 @@ One warp kernel per evaluation does the whole step. At build every sensor's clou
 median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere);
 the probes are visited in the cells and blocks of :class:`~.probe_set.ProbeSet` (link-frame bounding spheres, the
 largest reach R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the
-link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, and only then
-poses the chunk's samples and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches per probe (a per-probe
-scratch buffer); the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the
-sums. The culls are conservative (a round-off margin), so they never change a result. Output ``(force, torque)``.
+link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, then of each
+of the cell's probes, and only then poses the chunk's samples and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both
+branches for the probes it may reach (a per-probe scratch buffer); the velocity sums being linear, v_L(x_i), ω_L
+and the tangential projection are applied to the sums. The culls are conservative (a round-off margin), so they
+never change a result. Both branches go straight into the measured branch's staging buffers. Output
+``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -150,10 +152,23 @@ def _taxel_kernel(dtype: torch.dtype):
             for c in range(first_cell, stop_cell):
                 if _beyond(call.cell_center[c], call.cell_radius[c], center, chunk_r, call.cell_cut[c], margin):
                     continue
+                # the cell's probes this chunk may reach (bit slot − start)
+                start = call.cell_start[c]
+                stop = call.cell_stop[c]
+                reached = int(0)
+                for slot in range(start, stop):
+                    i = call.probe_order[slot]
+                    reach = wp.max(call.radius[i], call.radius_measured[e, i])
+                    if not _beyond(call.local_pos[i], zero, center, chunk_r, reach, margin):
+                        reached = reached | (1 << (slot - start))
+                if reached == 0:
+                    continue
                 for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
                     u = to_link @ call.sample_pos[j]
                     q = u + shift
-                    for slot in range(call.cell_start[c], call.cell_stop[c]):
+                    for slot in range(start, stop):
+                        if (reached >> (slot - start)) & 1 == 0:
+                            continue
                         i = call.probe_order[slot]
                         d = wp.length(q - call.local_pos[i])
                         r0 = call.radius[i]

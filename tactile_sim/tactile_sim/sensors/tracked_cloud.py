@@ -6,8 +6,8 @@ one count per tracked body) and one NumPy generator seeded with ``sample_seed``,
 in scene order. The result is a read-only :class:`PointCloud`, exposed as the sensor's ``point_cloud``.
 
 Step: :class:`TrackedClouds` concatenates the clouds of a batch (N samples) and poses them with one kernel: world
-positions q [E, N, 3] and, in the frame of the sample's sensor link L, positions q̃ = R_Lᵀ(q − o_L) (ElastomerTaxel;
-ProximityTaxel poses its samples inside its own kernel).
+positions q [E, N, 3] and, in the frame of the sample's sensor link L, positions q̃ = R_Lᵀ(q − o_L)
+(ElastomerTaxel; ProximityTaxel poses its samples inside its own kernel).
 """
 
 from __future__ import annotations
