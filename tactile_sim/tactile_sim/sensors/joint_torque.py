@@ -106,6 +106,8 @@ class JointTorqueBatch(SensorBatch):
             "out_joint": torch.as_tensor(np.concatenate(selections), **i32)}
         self._no_joint_values = torch.zeros(e, n, **z)  # bound where a sample has no velocities / accelerations
         self._launch: StructLaunch | None = None
+        self._args = (0, 0, ACC_ESTIMATED, 1.0)  # the scalar parameters the launch was recorded with
+        self._zero = torch.zeros((), **z)
         self.t_prev: float | None = None
         self.dropped_samples = 0
 
@@ -248,7 +250,8 @@ class JointTorqueBatch(SensorBatch):
                   "measured": measured, "ground_truth": gt}
         f = WP_TYPES[self.ctx.dtype][0]
         return StructLaunch(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
-                            [b, dyn.tables, work, 0, 0, ACC_ESTIMATED, f(1.0), f(0.0)], self.ctx.device)
+                            [b, dyn.tables, work, *self._args[:3], f(self._args[3]), f(-2 * math.pi * self._args[3])],
+                            self.ctx.device)
 
     def evaluate(self, state: WorldState) -> None:
         # §11.4: a joint sample is accepted when its stamp increased
@@ -274,17 +277,20 @@ class JointTorqueBatch(SensorBatch):
         launch.bind("body_rot", state.rot)
         launch.bind("measured", measured)
         launch.bind("ground_truth", gt)
-        launch.set_arg(4, int(accept))
-        launch.set_arg(5, int(vel_measured))
-        launch.set_arg(6, acc_mode)
-        launch.set_arg(7, dt)
-        launch.set_arg(8, -2 * math.pi * dt)
+        args = (int(accept), int(vel_measured), acc_mode, dt)
+        if args != self._args:  # scalar parameters 4… of the kernel; usually only Δt changes
+            for i, (value, last) in enumerate(zip(args, self._args)):
+                if value != last:
+                    launch.set_arg(4 + i, value)
+            if dt != self._args[3]:
+                launch.set_arg(8, -2 * math.pi * dt)
+            self._args = args
         launch()
         if accept:
             self.t_prev = stamp
         y = branch.hardware(measured)
         # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch
-        torch.where(self.lanes["keep"], y, torch.zeros((), device=y.device, dtype=y.dtype), out=y)
+        torch.where(self.lanes["keep"], y, self._zero, out=y)
         branch.push(y, gt, sample_valid=self.lanes["valid"])
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
