@@ -459,3 +459,22 @@ def test_reset_of_one_env_restarts_only_its_warm_up(tmp_path):
             assert value[0].item() == 0.0 and suite.read_ground_truth("jt")[0].item() == 0.0
     # env 1 saw a constant velocity throughout: its torque is the static gravity torque
     np.testing.assert_allclose(value[1].item(), M * G * LC * math.sin(0.2 - 0.05 * 5), rtol=1e-9)
+
+
+def test_float32_matches_float64(tmp_path):
+    """The default float32 path (estimator from message velocities and from differences, RNEA, motor terms) against
+    the float64 suite on the same samples."""
+    urdf = pendulum_urdf(tmp_path, dynamics='<dynamics damping="0.2" friction="0.5"/>')
+    sensors = [jt("messages", include_motor_terms=True, armature={"hinge": 0.05}),
+               jt("differences", velocity_source="finite_difference", acceleration_cutoff_hz=None)]
+    values = {}
+    for dtype in ("float32", "float64"):
+        suite = SensorSuite.from_yaml({"suite": {"dt": 0.01, "dtype": dtype, "gravity": [0.0, 0.0, -G]},
+                                       "robot": {"urdf": str(urdf)}, "sensors": sensors})
+        for k in range(4):
+            t = 0.01 * k
+            suite.update(t, joint_pos=[0.8 * math.sin(3 * t)], joint_vel=[2.4 * math.cos(3 * t)])
+        assert suite.read("messages", with_valid=True)[1] and suite.read("differences", with_valid=True)[1]
+        values[dtype] = torch.cat([suite.read("messages"), suite.read("differences")]).double()
+    # finite differences of float32 positions: ~ulp(q)/Δt² of q̈ error
+    torch.testing.assert_close(values["float32"], values["float64"], rtol=1e-5, atol=1e-7 / 0.01**2 * I_TOT)

@@ -245,8 +245,8 @@ class JointTorqueBatch(SensorBatch):
         b.gravity = v(*self.suite.config.suite.gravity)
         dyn = self.dynamics
         work, self._work_tensors = dyn.workspace(self.ctx.n_envs * len(self.options))
-        fields = {"joint_pos": state.joint_pos, "joint_vel": self._no_joint_values,
-                  "joint_acc": self._no_joint_values, "body_rot": state.rot, "sources": self._source_table,
+        fields = {"joint_pos": state.joint_pos.contiguous(), "joint_vel": self._no_joint_values,
+                  "joint_acc": self._no_joint_values, "body_rot": state.rot.contiguous(), "sources": self._source_table,
                   "measured": measured, "ground_truth": gt}
         f = WP_TYPES[self.ctx.dtype][0]
         return StructLaunch(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
@@ -271,10 +271,10 @@ class JointTorqueBatch(SensorBatch):
         vel_measured = state.joint_vel is not None and state.joint_vel_measured
         acc_mode = ACC_ESTIMATED if state.joint_acc is None else (
             ACC_GIVEN_WITH_VELOCITY if vel_measured else ACC_GIVEN)
-        launch.bind("joint_pos", state.joint_pos)
-        launch.bind("joint_vel", state.joint_vel if vel_measured else self._no_joint_values)
-        launch.bind("joint_acc", self._no_joint_values if state.joint_acc is None else state.joint_acc)
-        launch.bind("body_rot", state.rot)
+        launch.bind("joint_pos", state.joint_pos.contiguous())
+        launch.bind("joint_vel", state.joint_vel.contiguous() if vel_measured else self._no_joint_values)
+        launch.bind("joint_acc", self._no_joint_values if state.joint_acc is None else state.joint_acc.contiguous())
+        launch.bind("body_rot", state.rot.contiguous())
         launch.bind("measured", measured)
         launch.bind("ground_truth", gt)
         args = (int(accept), int(vel_measured), acc_mode, dt)
