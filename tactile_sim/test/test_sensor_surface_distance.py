@@ -176,3 +176,75 @@ def test_robot_links_are_tracked_like_objects(tmp_path):
     for link_reading, object_reading in zip(*readings):
         assert np.abs(link_reading).max() > 0
         assert np.allclose(link_reading, object_reading, rtol=1e-12, atol=1e-15)
+
+
+def _rotation(rng) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q = q * np.sign(np.diag(r))
+    return q if np.linalg.det(q) > 0 else -q
+
+
+def _nearest_on_box(local: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unsigned distance and closest surface point of box-frame points (K, 3) to a centred box (independent NumPy)."""
+    q = np.abs(local) - half
+    outside = (q > 0).any(axis=1)
+    point = np.clip(local, -half, half)
+    axis = np.argmax(q, axis=1)                       # inside: push the point onto the nearest face
+    inner = local.copy()
+    rows = np.arange(len(local))
+    inner[rows, axis] = np.sign(local[rows, axis]) * half[axis]
+    point = np.where(outside[:, None], point, inner)
+    return np.linalg.norm(point - local, axis=1), point
+
+
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 2e-6)])
+def test_two_links_two_bodies_and_envs_match_closed_forms(dtype, tol):
+    """The fused kernel (probes placed on two moving links, several kernel threads, one pose per env) against the
+    analytic unsigned distances to a sphere and a rotated box, with the nearest points; the measured cap R̃ only
+    changes probes whose distance lies within the noise band of the cap."""
+    rng = np.random.default_rng(8)
+    many = np.column_stack([rng.uniform(-0.04, 0.04, (100, 2)), rng.uniform(0.0, 0.012, 100)])
+    few = np.column_stack([rng.uniform(-0.02, 0.02, (7, 2)), rng.uniform(0.0, 0.01, 7)])
+    cap = {"a": 0.015, "b": 0.006}
+    noise = 0.004
+    sensors = [probe("a", many, track=["ball", "cube"], probe_radius=cap["a"], probe_radius_noise=noise),
+               {**probe("b", few, track=["cube"], probe_radius=cap["b"]), "link": "plate"}]
+    half = np.array([0.012, 0.015, 0.006])
+    objects = [box("plate", (0.05, 0.05, 0.004)), sphere("ball", 0.012), box("cube", 2 * half)]
+    n_envs = 3
+    suite = make_suite(sensors, objects, n_envs=n_envs, dtype=dtype)
+    names = ("pad", "plate", "ball", "cube")
+    rots = {n: np.stack([_rotation(rng) for _ in range(n_envs)]) for n in names}
+    pad_pos = rng.uniform(-0.05, 0.05, (n_envs, 3))
+    in_pad = {"plate": (0.0, 0.01, 0.005), "ball": (0.012, 0.0, 0.02), "cube": (-0.012, 0.006, 0.006)}
+    pos = {"pad": pad_pos, **{n: pad_pos + np.einsum("eij,j->ei", rots["pad"], np.asarray(p) + rng.uniform(
+        -0.002, 0.002, 3)) for n, p in in_pad.items()}}
+    suite.update(0.0, object_poses={n: (torch.as_tensor(rots[n]), torch.as_tensor(pos[n])) for n in names})
+    for name, link, probes, tracked in (("a", "pad", many, ("ball", "cube")), ("b", "plate", few, ("cube",))):
+        d, nearest = numpy(suite.read_ground_truth(name)), numpy(suite.nearest_points_ground_truth(name))
+        measured = numpy(suite.read(name))
+        for e in range(n_envs):
+            x = probes @ rots[link][e].T + pos[link][e]
+            best, point = np.full(len(x), np.inf), x.copy()
+            for body in tracked:                                         # scene order: ball before cube
+                if body == "ball":
+                    rel = x - pos["ball"][e]
+                    gap = np.linalg.norm(rel, axis=1)
+                    dist, closest = np.abs(gap - 0.012), pos["ball"][e] + 0.012 * rel / gap[:, None]
+                else:
+                    dist, local = _nearest_on_box((x - pos["cube"][e]) @ rots["cube"][e], half)
+                    closest = local @ rots["cube"][e].T + pos["cube"][e]
+                better = dist < best
+                best, point = np.where(better, dist, best), np.where(better[:, None], closest, point)
+            found = best < cap[name]
+            assert 0 < found.sum() < len(x) or name == "b"
+            expected = np.where(found, best, cap[name])
+            assert np.abs(d[e] - expected).max(initial=0.0) <= tol * max(1.0, 100 * cap[name])
+            assert np.abs(nearest[e][found] - point[found]).max(initial=0.0) <= tol * 10
+            assert np.abs(nearest[e][~found] - x[~found]).max(initial=0.0) <= tol * 10          # the probe centre
+            if name == "a":                                              # R̃ ∈ [R − a, R + a]
+                sure = best < cap[name] - noise
+                assert np.abs(measured[e][sure] - best[sure]).max(initial=0.0) <= tol * 100 * cap[name]
+                assert (measured[e] <= cap[name] + noise * (1 + 1e-6)).all()
+            else:
+                assert np.array_equal(measured[e], d[e])

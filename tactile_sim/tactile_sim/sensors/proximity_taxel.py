@@ -292,14 +292,14 @@ class ProximityTaxelBatch(ProbeSensorBatch):
     def evaluate(self, state: WorldState) -> None:
         branch, launch = self.branch, self.launch
         if branch.radius_varies:
-            self.radius_measured.copy_(branch.radius(self.probes.radius))
+            branch.radius(self.probes.radius, out=self.radius_measured)
         measured, gt = branch.staging()
         for name, t in (("body_rot", state.rot), ("body_pos", state.pos), ("lin_vel", state.lin_vel),
                         ("ang_vel", state.ang_vel), ("gain", branch.gain), ("ground_truth", gt),
                         ("measured", measured)):
             launch.bind(name, t if t.is_contiguous() else t.contiguous())
         launch()
-        branch.push(branch.hardware(branch.transform(measured)), gt)
+        branch.push_staged()
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])

@@ -127,7 +127,7 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
     def evaluate(self, state: WorldState) -> None:
         branch, launch = self.branch, self.launch
         if branch.radius_varies:
-            self.radius_measured.copy_(branch.radius(self.probes.radius))
+            branch.radius(self.probes.radius, out=self.radius_measured)
         self.ctx.query.world_poses(state.rot, state.pos)
         measured, gt = branch.staging()
         launch.bind("body_rot", _contiguous(state.rot))
@@ -135,7 +135,7 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
         launch.bind("ground_truth", gt)
         launch.bind("measured", measured)
         launch()
-        branch.push(branch.hardware(branch.transform(measured)), gt)
+        branch.push_staged()
 
     def output(self, value: torch.Tensor) -> torch.Tensor:
         return value[..., 0].contiguous()
