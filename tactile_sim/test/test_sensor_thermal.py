@@ -105,7 +105,7 @@ def fv_laplacian(n: int, delta: float) -> np.ndarray:
     return (off - np.diag(off.sum(1))) / delta**2
 
 
-@pytest.mark.parametrize("size", [(7, 1, 1), (3, 4, 2)])
+@pytest.mark.parametrize("size", [(7, 1, 1), (3, 4, 2), (5, 4, 4)])  # the last beyond DENSE_CONDUCTION_CELLS
 def test_conduction_matches_a_dense_backward_euler_solve(size):
     dt = 20.0
     suite, sys_ = adiabatic(size, dt)
@@ -179,6 +179,33 @@ def test_hot_contact_reaches_the_analytic_steady_state():
     a_conv = AREA - a_top
     expected = (g * 80.0 + h * a_conv * 21.0) / (g + h * a_conv)
     np.testing.assert_allclose(suite.read("tg").item(), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 1e-5)])
+def test_partial_contact_per_env_relaxes_with_the_covered_area(dtype, rtol):
+    """One 1×1×1 grid per env (h = ε = 0) under an 80 °C block: the whole top face, its x > 0 half (the block edge
+    on a sample-lattice boundary: 200 of 400 top samples of 5 mm) and lifted clear. Fixed partner: T_k = 80 − 59
+    exp(−k dt U A_cov/(ρcV)), U = 1/(ℓ/k + ℓ/k), ℓ = Δz/2; the lifted env keeps 21 °C exactly."""
+    dt = 2.0
+    suite = make([grid(convection_coefficient=0.0, properties_dict={"pad": material(), "hot": material(80.0)})],
+                 [pad(), hot_block()], dt=dt, n_envs=3, dtype=dtype)
+    z = PAD[2] / 2 + 0.025
+    pos = torch.tensor([[0.0, 0.0, z], [0.1, 0.0, z], [0.0, 0.0, z + 0.01]], dtype=torch.float64)
+    poses = {"hot": (torch.eye(3, dtype=torch.float64).expand(3, 3, 3), pos)}
+    u = 1.0 / (PAD[2] / 2 / K + PAD[2] / 2 / K)
+    covered = np.array([1.0, 0.5, 0.0]) * PAD[0] * PAD[1]
+    for k in range(1, 4):
+        suite.update(k * dt, object_poses=poses)
+        expected = 80.0 - 59.0 * np.exp(-k * dt * u * covered / (RHO_C * VOLUME))
+        np.testing.assert_allclose(suite.read("tg").double().numpy().reshape(3), expected, rtol=rtol)
+    assert suite.read("tg")[2].item() == pytest.approx(21.0, abs=0.0 if dtype == "float64" else 1e-5)
+
+
+def test_small_grids_use_the_dense_operator_and_large_ones_the_separable_dct():
+    from tactile_sim.sensors.thermal_system import DENSE_CONDUCTION_CELLS
+    assert 3 * 4 * 2 <= DENSE_CONDUCTION_CELLS < 5 * 4 * 4
+    assert system(adiabatic((3, 4, 2), 1.0)[0]).conduction_operator is not None
+    assert system(adiabatic((5, 4, 4), 1.0)[0]).conduction_operator is None
 
 
 def test_series_interface_conductance():
