@@ -402,18 +402,23 @@ class DilationField:
     """The dilation field of a batch's ElastomerTaxel sensors, written into a persistent ``out`` [E, P, 3].
 
     layouts / starts: per sensor (first probe index in the batch); params: one :class:`DilationParameters` per
-    sensor; probe positions/normals [P, 3] (link frame, working dtype); where: error/log prefix per sensor.
+    sensor; probe positions/normals [P, 3] (link frame, working dtype); where: error/log prefix per sensor;
+    elsewhere: sensors whose probes this field leaves untouched (evaluated by another path). ``params`` holds the
+    [S, 7] float64 parameter table of :func:`dilation_pair`.
     """
 
     def __init__(self, layouts: Sequence[ProbeLayout], starts: Sequence[int], params: Sequence[DilationParameters],
-                 local_pos: torch.Tensor, local_normal: torch.Tensor, out: torch.Tensor, where: Sequence[str]):
+                 local_pos: torch.Tensor, local_normal: torch.Tensor, out: torch.Tensor, where: Sequence[str],
+                 elsewhere: Sequence[int] = ()):
         device, dtype = out.device, out.dtype
         e, p, _ = out.shape
         self.out = out
-        table64 = torch.tensor([prm.row() for prm in params], device=device, dtype=torch.float64)
+        self.params = table64 = torch.tensor([prm.row() for prm in params], device=device, dtype=torch.float64)
         lattice: dict[tuple, list] = {}
         direct = []
         for s, (layout, first) in enumerate(zip(layouts, starts)):
+            if s in elsewhere:
+                continue
             grid = layout.grid
             if grid is not None and grid.regular and grid.shared_normal is not None:
                 separable = params[s].compressibility == 1.0 and orthogonal_grid(layout)

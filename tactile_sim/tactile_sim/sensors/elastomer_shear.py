@@ -7,10 +7,11 @@ sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j
     elif not anchored and sd_j < −contact_threshold:    anchor, A_j = q̃_j
     s_i = shear_scale · P_i Σ_{anchored j, D_j > 0} (a_j / A_cell) (q̃_j − A_j) D_j exp(−λ_s ‖P_i(p_i − q̃_j)‖²)
 
-P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step finds sd_j (nearest own shape
-of the sensor link, culled beyond a cutoff just above the release threshold: farther samples release or stay free
-whatever their distance), updates the anchors and gives each sample's drag; a second compacts the contributing samples (anchored, D_j > 0) of every (env, sensor), in sample
-order; then
+P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step poses the samples (world and
+link frame), finds sd_j (nearest own shape of the sensor link, culled beyond a cutoff just above the release level:
+farther samples release or stay free whatever their distance), updates the anchors and gives each sample's drag; a
+second compacts the contributing samples (anchored, D_j > 0, non-zero drag) of every (env, sensor), in sample order.
+Sensors evaluated by :mod:`.elastomer_pairwise` read the compacted samples there; for the others
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
   on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
@@ -34,48 +35,63 @@ from ..geometry.query import ShapeQuery, nearest_shape, tables_type
 from ..geometry.struct_launch import StructLaunch
 from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
+from ..world.state import WorldState
 from .probe_set import WP_TYPES
-from .tracked_cloud import TrackedClouds
+from .tracked_cloud import PointCloud
 from .warp_launch import RecordedLaunch, vec3
+
+CPU_SAMPLES_PER_THREAD = 64
+"""Tracked samples per thread of the anchor kernel on the CPU (one on CUDA)."""
 
 
 def _sample_kernel(dtype: torch.dtype):
-    """(kernel, call struct type) of one step of sample j in env e: its signed distance sd to the own shapes of its
-    sensor's link (:func:`nearest_shape`, +inf beyond the sample's cutoff), release / anchor, then the weighted drag
-    (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored and D_j > 0)."""
+    """(kernel, call struct type) of one step of the samples ``per_thread``·t … of env e (several per thread on the
+    CPU, where warp copies the call struct once per thread). Each sample j (body-frame point u_j of body B): world
+    q = R_B u_j + o_B and link frame q̃ = R_Lᵀ(q − o_L) (into ``local``), its signed distance sd to the own shapes of
+    its sensor's link L (:func:`nearest_shape`, +inf beyond the sample's cutoff), release / anchor, then the weighted
+    drag c = (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored, D_j > 0 and c ≠ 0: a zero drag adds
+    exactly nothing)."""
     f, v, m = WP_TYPES[dtype]
+    i32 = wp.array(dtype=wp.int32)
     name = f"ShearSampleCall_{f.__name__}"
     call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
-        "world": wp.array2d(dtype=v), "local": wp.array2d(dtype=v), "sensor": wp.array(dtype=wp.int32),
+        "points": wp.array(dtype=v), "owner": i32, "sensor": i32, "link_of_sensor": i32,
+        "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "local": wp.array2d(dtype=v),
         "own_shapes": wp.array2d(dtype=wp.bool), "exact": wp.array(dtype=wp.bool), "cutoff": wp.array(dtype=f),
         "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
         "world_rot": wp.array2d(dtype=m), "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v),
         "anchored": wp.array2d(dtype=wp.bool), "anchor": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v),
         "selected": wp.array2d(dtype=wp.bool)}}))
 
-    def kernel(call: Any, tables: Any):
-        e, j = wp.tid()
-        g = call.sensor[j]
-        d, s, normal, closest = nearest_shape(call.world[e, j], e, g, call.cutoff[j], call.exact[g], 0,
-                                              call.own_shapes, call.world_rot, call.world_pos, call.world_center,
-                                              tables)
-        q = call.local[e, j]
-        held = call.anchored[e, j]
-        if held and d > call.release[j]:
-            held = False
-        elif not held and d < call.contact[j]:
-            held = True
-            call.anchor[e, j] = q
-        call.anchored[e, j] = held
-        zero = type(d)(0.0)
-        w = zero
-        if held and d < zero:
-            w = -d * call.weight[j]
-        call.drag[e, j] = (q - call.anchor[e, j]) * w
-        call.selected[e, j] = w > zero
+    def kernel(call: Any, tables: Any, per_thread: int):
+        e, t = wp.tid()
+        first = t * per_thread
+        for j in range(first, wp.min(first + per_thread, call.points.shape[0])):
+            b = call.owner[j]
+            x = call.body_rot[e, b] @ call.points[j] + call.body_pos[e, b]
+            g = call.sensor[j]
+            link = call.link_of_sensor[g]
+            q = wp.transpose(call.body_rot[e, link]) @ (x - call.body_pos[e, link])
+            call.local[e, j] = q
+            d, s, normal, closest = nearest_shape(x, e, g, call.cutoff[j], call.exact[g], 0, call.own_shapes,
+                                                  call.world_rot, call.world_pos, call.world_center, tables)
+            held = call.anchored[e, j]
+            if held and d > call.release[j]:
+                held = False
+            elif not held and d < call.contact[j]:
+                held = True
+                call.anchor[e, j] = q
+            call.anchored[e, j] = held
+            zero = type(d)(0.0)
+            w = zero
+            if held and d < zero:
+                w = -d * call.weight[j]
+            c = (q - call.anchor[e, j]) * w
+            call.drag[e, j] = c
+            call.selected[e, j] = w > zero and (c[0] != zero or c[1] != zero or c[2] != zero)
 
     kernel.__name__ = f"shear_samples_{f.__name__}"
-    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
+    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "per_thread": int}
     return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
 
 
@@ -204,27 +220,38 @@ class _ScatteredMembers:
 class ShearAnchors:
     """Anchor state and shear of a batch's ElastomerTaxel sensors.
 
-    tracked: the batch's clouds (posed world q and link-frame q̃ [E, N, 3] are read); query: the scene's ShapeQuery,
-    whose shape poses must be current for the step (the batch's probe launch fills them first); own_shapes [S, n]
+    clouds / links: per sensor, its tracked cloud (N samples in all) and link (body index); n_envs, n_bodies: the
+    sizes of the world state's pose tensors [E, B, …]; query: the scene's
+    ShapeQuery, whose shape poses must be current for the step (the batch's probe launch fills them first);
+    own_shapes [S, n]
     bool: each sensor link's own shapes; exact [S] bool: mesh backend per sensor; per sensor: layouts (link frame),
-    first probe index, shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release thresholds (m). State:
-    ``anchored`` [E, N] bool, ``anchor`` A_j [E, N, 3] m (link frame).
+    first probe index, shear_scale, A_cell = ε₀² (m²), lambda_s (m⁻²), contact/release thresholds (m); elsewhere:
+    sensors whose shear sum another path evaluates from the compacted samples. State: ``anchored`` [E, N] bool,
+    ``anchor`` A_j [E, N, 3] m (link frame). Per step (after a call): ``q_c``, ``c_c`` [E, S, K, 3] the compacted
+    positions q̃ and weighted drags of each sensor's contributing samples, ``count`` [E, S] int32 how many.
     """
 
-    def __init__(self, tracked: TrackedClouds, query: ShapeQuery, own_shapes: torch.Tensor, exact: torch.Tensor,
-                 layouts: Sequence[ProbeLayout], starts: Sequence[int],
-                 shear_scale: Sequence[float], cell_area: Sequence[float], lambda_s: Sequence[float],
-                 contact: Sequence[float], release: Sequence[float]):
-        device, dtype = tracked.local.device, tracked.local.dtype
-        e, n = tracked.n_envs, tracked.n
-        self.tracked = tracked
-        sensor = tracked.sensor_of_sample
+    def __init__(self, clouds: Sequence[PointCloud], links: Sequence[int], n_envs: int, n_bodies: int,
+                 query: ShapeQuery,
+                 own_shapes: torch.Tensor, exact: torch.Tensor, layouts: Sequence[ProbeLayout],
+                 starts: Sequence[int], shear_scale: Sequence[float], cell_area: Sequence[float],
+                 lambda_s: Sequence[float], contact: Sequence[float], release: Sequence[float],
+                 elsewhere: Sequence[int] = ()):
+        device, dtype = query.device, query.dtype
+        e = n_envs
+        lengths = [len(c) for c in clouds]
+        n = sum(lengths)
+        sensor = torch.as_tensor(np.repeat(np.arange(len(clouds)), lengths), device=device)
 
         def per_sample(values) -> torch.Tensor:
             return torch.as_tensor(np.asarray(values, np.float64), device=device)[sensor].to(dtype)
 
+        def cat(key) -> np.ndarray:
+            return np.concatenate([getattr(c, key) for c in clouds])
+
         scale = np.asarray(shear_scale, np.float64)
-        self.weight = (tracked.areas.to(torch.float64) * per_sample(scale / np.asarray(cell_area))).to(dtype)
+        areas = torch.as_tensor(cat("areas"), device=device, dtype=torch.float64)
+        self.weight = (areas * per_sample(scale / np.asarray(cell_area))).to(dtype)
         # anchor when sd < −contact_threshold (never with shear_scale = 0); release when sd > −release_threshold
         self.contact = torch.where(per_sample(scale) > 0, -per_sample(contact), -torch.inf)
         self.release = -per_sample(release)
@@ -232,33 +259,41 @@ class ShearAnchors:
         # samples of sensors without shear never query
         cutoff = self.release + self.release.abs() + EPS_LEN
         self.cutoff = torch.where(per_sample(scale) > 0, cutoff, -torch.inf).contiguous()
+        self.local = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.anchored = torch.zeros((e, n), dtype=torch.bool, device=device)
         self.anchor = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.drag = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.selected = torch.zeros((e, n), dtype=torch.bool, device=device)
         poses = query.pose_buffers(e)
         kernel, call_type = _SAMPLE_KERNELS[dtype]
-        self._step = StructLaunch(kernel, (e, n), call_type, {
-            "world": tracked.world, "local": tracked.local, "sensor": sensor.to(torch.int32),
+        per_thread = CPU_SAMPLES_PER_THREAD if torch.device(device).type == "cpu" else 1
+
+        def ints(x) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(x, np.int64), device=device, dtype=torch.int32)
+
+        self._step = StructLaunch(kernel, (e, -(-n // per_thread)), call_type, {
+            "points": torch.as_tensor(cat("points").reshape(n, 3), device=device, dtype=dtype),
+            "owner": ints(cat("body")), "sensor": ints(sensor.cpu()), "link_of_sensor": ints(links),
+            "body_rot": torch.zeros((e, n_bodies, 3, 3), device=device, dtype=dtype),
+            "body_pos": torch.zeros((e, n_bodies, 3), device=device, dtype=dtype), "local": self.local,
             "own_shapes": own_shapes.contiguous(), "exact": exact.contiguous(), "cutoff": self.cutoff,
             "contact": self.contact, "release": self.release, "weight": self.weight, "world_rot": poses.rot,
             "world_pos": poses.pos, "world_center": poses.cull_center, "anchored": self.anchored,
-            "anchor": self.anchor, "drag": self.drag, "selected": self.selected}, [query.tables], device)
-        lengths = [b - a for a, b in tracked.slices]
+            "anchor": self.anchor, "drag": self.drag, "selected": self.selected}, [query.tables, per_thread], device)
+        starts_of_sample = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         self.longest = max(lengths)
         self.count = torch.zeros((e, len(lengths)), dtype=torch.int32, device=device)
         self.q_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
         self.c_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
         self._compact = RecordedLaunch(_compact, (e, len(lengths)), [
-            vec3(tracked.local), vec3(self.drag), self.selected,
-            torch.as_tensor([a for a, _ in tracked.slices], device=device, dtype=torch.int32),
+            vec3(self.local), vec3(self.drag), self.selected, ints(starts_of_sample),
             torch.as_tensor(lengths, device=device, dtype=torch.int32), vec3(self.q_c), vec3(self.c_c),
             self.count], device)
         counts = [lay.n for lay in layouts]
         lattice: dict[tuple[int, int], list[int]] = {}
         scattered = []
         for s, layout in enumerate(layouts):
-            if shear_scale[s] <= 0:
+            if shear_scale[s] <= 0 or s in elsewhere:
                 continue
             if orthogonal_grid(layout):
                 lattice.setdefault(layout.shape, []).append(s)
@@ -269,11 +304,15 @@ class ShearAnchors:
         if scattered:
             self.groups.append(_ScatteredMembers(scattered, starts, counts, lambda_s, layouts, device, dtype))
 
-    def __call__(self, out: torch.Tensor) -> None:
-        """Update the anchors from this step's sd (the tensor given at build) and q̃, then add the shear to out
-        [E, P, 3]."""
+    def __call__(self, state: WorldState, out: torch.Tensor) -> None:
+        """Pose the samples for ``state``, update the anchors, then add the shear of the sensors not evaluated
+        elsewhere to out [E, P, 3]."""
+        self._step.bind("body_rot", _contiguous(state.rot))
+        self._step.bind("body_pos", _contiguous(state.pos))
         self._step()
         self._compact()
+        if not self.groups:
+            return
         # slots per segment: this step's largest count on CPU (reading it costs nothing), the longest elsewhere
         k = int(self.count.max()) if self.count.device.type == "cpu" else self.longest
         if k == 0:
@@ -290,3 +329,7 @@ class ShearAnchors:
         else:
             self.anchored.masked_fill_(env_mask[:, None], False)
             self.anchor.masked_fill_(env_mask[:, None, None], 0)
+
+
+def _contiguous(t: torch.Tensor) -> torch.Tensor:
+    return t if t.is_contiguous() else t.contiguous()

@@ -5,9 +5,10 @@ Per step, for the batch's sensors together:
 1. indentation depth H_i = max(0, −min over tracked shapes of sd(x_i)) and H_i^p at every active probe centre
    (7.1) — one fused probe kernel (:func:`~.probe_set.probe_kernel`: placement, broad phase, nearest tracked shape
    within cutoff 0, so only probes inside a tracked body are written; the rest keep the zeros written before);
-2. dilation u_dil (7.3–7.4, :mod:`.elastomer_dilation`: FFT path on regular planar grids with a shared normal,
-   direct path otherwise);
-3. shear s (7.5, :mod:`.elastomer_shear`) when any sensor has ``shear_scale`` > 0;
+2. shear anchors (7.5, :mod:`.elastomer_shear`) when any sensor has ``shear_scale`` > 0;
+3. u_dil + s: small sensors (:mod:`.elastomer_pairwise`) by per-probe pair sums in one kernel; the others by the
+   dilation paths of :mod:`.elastomer_dilation` (7.3–7.4: FFT or separable lattice on regular planar grids with a
+   shared normal, direct path otherwise) plus the shear sums of :mod:`.elastomer_shear`;
 4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages (§13.2).
 
 The probe radius marks fillers only (they read 0 and are no sources). Each sensor's tracked cloud is exposed through
@@ -24,10 +25,11 @@ import warp as wp
 
 from ..world.state import WorldState
 from .elastomer_dilation import DilationField, DilationParameters
+from .elastomer_pairwise import PairwiseField, pairwise_sensors
 from .elastomer_shear import ShearAnchors
 from .probe_sensor import ProbeSensorBatch
 from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, probe_kernel, probe_struct
-from .tracked_cloud import PointCloud, TrackedClouds, sample_tracked_cloud, tracked_shape_mask
+from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 
 
 @wp.func
@@ -84,21 +86,29 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             "exponent": self.exponent, "depth": self.depth, "depth_p": self.depth_p})
         self.field = torch.zeros((e, p, 3), device=dev, dtype=dt)
         starts = [a for a, _ in probes.slices]
+        layouts = [ctx.layouts[o.name] for o in opts]
+        small = pairwise_sensors(layouts, e)
         self.dilation = DilationField(
-            [ctx.layouts[o.name] for o in opts], starts,
+            layouts, starts,
             [DilationParameters(o.lambda_d, o.compressibility, eps, o.elastomer_thickness, o.dilate_scale,
                                 o.normal_exponent) for o, eps in zip(opts, eps0)],
-            probes.local_pos, probes.local_normal, self.field, [ctx.where.get(o.name, o.where) for o in opts])
+            probes.local_pos, probes.local_normal, self.field, [ctx.where.get(o.name, o.where) for o in opts],
+            elsewhere=small)
         self.shear = None
         if any(o.shear_scale > 0 for o in opts):
             links = [scene.body_index(o.link) for o in opts]
-            self.tracked = TrackedClouds(self.clouds, links, e, scene.n_bodies, dev, dt)
             own = np.stack([ctx.query.body_shape_mask([link]).cpu().numpy() for link in links])
             self.shear = ShearAnchors(
-                self.tracked, ctx.query, torch.as_tensor(own, device=dev), probes.group_exact,
-                [ctx.layouts[o.name] for o in opts], starts,
+                self.clouds, links, e, scene.n_bodies, ctx.query, torch.as_tensor(own, device=dev),
+                probes.group_exact, layouts, starts,
                 [o.shear_scale for o in opts], [v * v for v in eps0], [o.lambda_s for o in opts],
-                [o.contact_threshold for o in opts], [o.release_threshold for o in opts])
+                [o.contact_threshold for o in opts], [o.release_threshold for o in opts], elsewhere=small)
+            samples, drags, count = self.shear.q_c, self.shear.c_c, self.shear.count
+        else:
+            samples = drags = torch.zeros((e, len(opts), 1, 3), device=dev, dtype=dt)
+            count = torch.zeros((e, len(opts)), device=dev, dtype=torch.int32)
+        self.pairwise = PairwiseField(small, layouts, starts, self.dilation.params, [o.lambda_s for o in opts],
+                                      self.depth, self.depth_p, samples, drags, count, self.field) if small else None
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
@@ -109,8 +119,9 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         self.launch(state, {})                       # also fills the query's shape poses for this state
         self.dilation(self.depth, self.depth_p)
         if self.shear is not None:
-            self.tracked.pose(state)
-            self.shear(self.field)
+            self.shear(state, self.field)
+        if self.pairwise is not None:
+            self.pairwise()
         branch = self.branch
         measured, _ = branch.staging()
         torch.mul(branch.transform(self.field), branch.gain[..., None], out=measured)

@@ -1,0 +1,154 @@
+"""ElastomerTaxel field of small layouts (spec §7.4–7.5) as per-probe pair sums, dilation and shear in one kernel.
+
+For a batch whose sensors are small (n_envs · P_s² ≤ ``PAIRWISE_WORK``), a handful of torch operations per step
+(lattice products, FFTs, compaction) would cost more than the sums themselves. Here one thread per env and target
+probe i (several on the CPU) adds
+
+    u_i = Σ_{sources j of i's sensor, H_j > 0} [K(i, j) H_j − a_i G(i, j) H_j^p]
+        + P_i Σ_{anchored samples k, D_k > 0} c_k exp(−λ_s ‖P_i(p_i − q̃_k)‖²)
+
+with the dense pair tables K = dilate_scale·K_in, G = dilate_scale·G of :func:`~.elastomer_dilation.dilation_pair`
+(built once in float64), and c_k the weighted drags compacted by :class:`~.elastomer_shear.ShearAnchors`. The sums
+are the same as the lattice and direct paths': regular planar grids with a shared normal use the ideal lattice
+positions and that normal for the dilation (as the FFT path), orthogonal grids use the ideal lattice for the shear
+(as the separable shear), every other layout its own positions and normals.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import warp as wp
+
+from ..geometry.struct_launch import StructLaunch
+from .elastomer_dilation import _pair_tables, _profile_arrays, orthogonal_grid
+from .layout import ProbeLayout
+from .probe_set import WP_TYPES
+from .warp_launch import RecordedLaunch, vec3
+
+PAIRWISE_WORK = 1 << 16
+"""A sensor is evaluated here when n_envs · P_s² is at most this (P_s: its probe count)."""
+
+CPU_TARGETS_PER_THREAD = 16
+"""Target probes per kernel thread on the CPU (one on CUDA): warp copies the call struct once per thread."""
+
+
+def _pairwise_kernel(dtype: torch.dtype):
+    """(kernel, call struct type): u of the pairwise targets ``per_thread``·t … in env e, written to ``out``."""
+    f, v, _ = WP_TYPES[dtype]
+    i32 = wp.array(dtype=wp.int32)
+    name = f"ElastomerPairwiseCall_{f.__name__}"
+    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+        "probe": i32, "sensor": i32, "first": i32, "source": i32, "length": i32, "normal": wp.array(dtype=v),
+        "table_k": wp.array2d(dtype=v), "table_g": wp.array2d(dtype=f), "shear_pos": wp.array(dtype=v),
+        "shear_normal": wp.array(dtype=v), "lambda_s": wp.array(dtype=f), "depth": wp.array2d(dtype=f),
+        "depth_p": wp.array2d(dtype=f), "samples": wp.array3d(dtype=v), "drags": wp.array3d(dtype=v),
+        "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)}}))
+
+    def kernel(call: Any, per_thread: int):
+        e, t = wp.tid()
+        first_target = t * per_thread
+        for r in range(first_target, wp.min(first_target + per_thread, call.probe.shape[0])):
+            a = call.normal[r]
+            zero = a[0] - a[0]
+            u = a - a
+            first = call.first[r]
+            source = call.source[r]
+            for m in range(call.length[r]):
+                h = call.depth[e, source + m]
+                if h > zero:
+                    g = call.table_g[r, first + m] * call.depth_p[e, source + m]
+                    u = u + h * call.table_k[r, first + m] - g * a
+            s = call.sensor[r]
+            b = call.shear_normal[r]
+            p = call.shear_pos[r]
+            lam = call.lambda_s[r]
+            drag = a - a
+            for k in range(call.count[e, s]):
+                d = p - call.samples[e, s, k]
+                d = d - wp.dot(b, d) * b
+                drag = drag + wp.exp(-lam * wp.dot(d, d)) * call.drags[e, s, k]
+            call.out[e, call.probe[r]] = u + (drag - wp.dot(b, drag) * b)
+
+    kernel.__name__ = f"elastomer_pairwise_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "per_thread": int}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+_KERNELS = {dt: _pairwise_kernel(dt) for dt in WP_TYPES}
+
+
+def pairwise_sensors(layouts: Sequence[ProbeLayout], n_envs: int) -> list[int]:
+    """The sensors (indices) small enough for :class:`PairwiseField`."""
+    return [s for s, layout in enumerate(layouts) if n_envs * layout.n * layout.n <= PAIRWISE_WORK]
+
+
+def _ideal_lattice(layout: ProbeLayout) -> np.ndarray:
+    """Ideal lattice positions origin + c Δu t_u + r Δv t_v of a regular grid, flat row-major (P, 3) m."""
+    grid = layout.grid
+    m, n = layout.shape[:2]
+    r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    return (grid.origin + c[..., None] * (grid.du * grid.t_u) + r[..., None] * (grid.dv * grid.t_v)).reshape(-1, 3)
+
+
+class PairwiseField:
+    """Dilation and shear of the sensors ``members`` of a batch by per-probe pair sums, written into ``out``.
+
+    layouts / starts: per sensor of the batch (link frame; first probe index); params: [S, 7] float64 table of
+    :meth:`~.elastomer_dilation.DilationParameters.row`; lambda_s: per sensor (m⁻²); depth, depth_p: the batch's
+    persistent H, H^p [E, P]; samples, drags, count: the compacted link-frame sample positions and weighted drags
+    [E, S, K, 3] and their counts [E, S] (:class:`~.elastomer_shear.ShearAnchors`; zero counts without shear);
+    out [E, P, 3]. Calling writes u of every member probe (other probes untouched).
+    """
+
+    def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
+                 params: torch.Tensor, lambda_s: Sequence[float], depth: torch.Tensor, depth_p: torch.Tensor,
+                 samples: torch.Tensor, drags: torch.Tensor, count: torch.Tensor, out: torch.Tensor):
+        device, dtype = out.device, out.dtype
+        counts = [layouts[s].n for s in members]
+        at = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+        n = int(at[-1])
+        dil_pos, dil_normal, shear_pos, shear_normal = [], [], [], []
+        for s in members:
+            layout = layouts[s]
+            grid = layout.grid
+            lattice = grid is not None and grid.regular and grid.shared_normal is not None
+            dil_pos.append(_ideal_lattice(layout) if lattice else layout.flat_positions)
+            dil_normal.append(np.tile(grid.shared_normal, (layout.n, 1)) if lattice else layout.flat_normals)
+            shear_lattice = orthogonal_grid(layout)
+            shear_pos.append(_ideal_lattice(layout) if shear_lattice else layout.flat_positions)
+            shear_normal.append(dil_normal[-1] if shear_lattice else layout.flat_normals)
+        pos64 = torch.as_tensor(np.concatenate(dil_pos), device=device)
+        nrm64 = torch.as_tensor(np.concatenate(dil_normal), device=device)
+        # [target, source] blocks of each sensor (pair tables are [source, target])
+        table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
+        table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
+        coef, prof = _profile_arrays(device, torch.float64)
+        for s, c, a in zip(members, counts, at):
+            RecordedLaunch(_pair_tables, (c, c), [vec3(pos64), vec3(nrm64), int(a), int(a), s, params, coef, prof,
+                                                  vec3(table_k), table_g], device)()
+
+        def ints(x) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(x, np.int64), device=device, dtype=torch.int32)
+
+        def floats(x) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(x, np.float64), device=device, dtype=dtype).contiguous()
+
+        self.probes = np.concatenate([np.arange(starts[s], starts[s] + c) for s, c in zip(members, counts)])
+        per_thread = CPU_TARGETS_PER_THREAD if device.type == "cpu" else 1
+        kernel, call_type = _KERNELS[dtype]
+        self.launch = StructLaunch(kernel, (out.shape[0], -(-n // per_thread)), call_type, {
+            "probe": ints(self.probes), "sensor": ints(np.repeat(members, counts)),
+            "first": ints(np.repeat(at[:-1], counts)), "source": ints(np.repeat([starts[s] for s in members], counts)),
+            "length": ints(np.repeat(counts, counts)), "normal": floats(np.concatenate(dil_normal)),
+            "table_k": table_k.transpose(0, 1).to(dtype).contiguous(),
+            "table_g": table_g.transpose(0, 1).to(dtype).contiguous(),
+            "shear_pos": floats(np.concatenate(shear_pos)), "shear_normal": floats(np.concatenate(shear_normal)),
+            "lambda_s": floats(np.repeat([lambda_s[s] for s in members], counts)), "depth": depth,
+            "depth_p": depth_p, "samples": samples, "drags": drags, "count": count, "out": out}, [per_thread],
+            device)
+
+    def __call__(self) -> None:
+        self.launch()

@@ -1,0 +1,86 @@
+"""ElastomerTaxel's evaluation paths chosen by size: small sensors take the per-probe pair sums
+(:mod:`tactile_sim.sensors.elastomer_pairwise`), larger ones the lattice / direct dilation paths and the shear
+groups. The spec checks of test_sensor_elastomer and test_sensor_elastomer_lattice run on small layouts, so here the
+path-specific ones run once more with every sensor forced onto the larger sensors' paths (``PAIRWISE_WORK = 0``),
+and both path families are compared on one scene with dilation and shear in two envs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import test_sensor_elastomer as checks
+import test_sensor_elastomer_lattice as lattice_checks
+from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy
+from tactile_sim.sensors import elastomer_pairwise
+
+
+@pytest.fixture
+def without_pair_sums(monkeypatch):
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-10), ("float32", 1e-6)])
+def test_fft_and_direct_paths_agree(without_pair_sums, dtype, tol):
+    checks.test_fft_and_direct_paths_agree(dtype, tol)
+
+
+@pytest.mark.parametrize("layout", ["grid", "flat", "pair"])
+def test_shear_groups_anchor_then_drag_along_the_slide(without_pair_sums, layout):
+    checks.test_shear_anchors_then_drags_along_the_slide(layout)
+
+
+def test_lattice_shear_of_sensors_apart_in_the_batch(without_pair_sums):
+    lattice_checks.test_lattice_shear_of_sensors_apart_in_the_batch()
+
+
+@pytest.mark.parametrize("full_sum_limit", [0, 10**6])
+def test_compacted_and_whole_direct_sums_agree_with_the_lattice(without_pair_sums, full_sum_limit, monkeypatch):
+    lattice_checks.test_compacted_and_whole_direct_sums_agree_with_the_lattice(full_sum_limit, monkeypatch)
+
+
+def _sliding_box_fields(pair_sums: bool, monkeypatch) -> dict[str, np.ndarray]:
+    """Ground truth of grid / flat / tilted-normal sensors (c = 1 and 0.3, h = 3 mm, p = 1.5) after a box pressed
+    into the pad slides, differently in two envs; all sensors on the pair sums or none."""
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 1 << 40 if pair_sums else 0)
+    grid = lattice(9, 11, 0.004, 0.003, (-0.02, -0.014, 0.0))
+    tilted = (np.array([0.2, -0.1, 1.0]) / np.linalg.norm([0.2, -0.1, 1.0])).tolist()
+    base = {"type": "ElastomerTaxel", "link": "pad", "track": ["ball"], "lambda_d": 20000.0, "lambda_s": 4000.0,
+            "elastomer_thickness": 0.003, "normal_exponent": 1.5, "n_sample_points": 1500}
+    sensors = []
+    for c in (1.0, 0.3):
+        sensors += [{**base, "name": f"grid{c}", "compressibility": c, "probe_local_pos": grid.tolist()},
+                    {**base, "name": f"flat{c}", "compressibility": c, "probe_local_pos": grid.reshape(-1, 3).tolist()},
+                    {**base, "name": f"tilted{c}", "compressibility": c, "probe_local_pos": grid.tolist(),
+                     "probe_local_normal": tilted}]
+    suite = make_suite(sensors, [box("ball", (0.012, 0.016, 0.02))], n_envs=2)
+    rot = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+    pressed = torch.tensor([[0.002, -0.001, 0.0092], [-0.003, 0.002, 0.0095]], dtype=torch.float64)
+    suite.update(0.0, object_poses={"ball": (rot, pressed)})
+    slide = torch.tensor([[0.0007, -0.0004, 0.0001], [-0.0003, 0.0009, -0.0002]], dtype=torch.float64)
+    suite.update(0.01, object_poses={"ball": (rot, pressed + slide)})
+    return {s["name"]: numpy(suite.read_ground_truth(s["name"])).reshape(2, -1, 3) for s in sensors}
+
+
+def test_pair_sums_equal_the_lattice_direct_and_shear_group_paths(monkeypatch):
+    pair = _sliding_box_fields(True, monkeypatch)
+    groups = _sliding_box_fields(False, monkeypatch)
+    for name, u in groups.items():
+        scale = np.abs(u).max(axis=(1, 2))
+        assert (scale > 0).all() and not np.allclose(u[0], u[1]), name
+        assert (np.abs(pair[name] - u).max(axis=(1, 2)) <= 1e-10 * scale).all(), name
+
+
+def test_nothing_anchored_that_stays_put_reads_exactly_zero():
+    # anchored samples whose drag is exactly zero are skipped; the field stays exactly zero until the box moves
+    suite = make_suite([{"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"],
+                         "dilate_scale": 0.0, "probe_local_pos": centred_lattice(6, 0.01).tolist()}],
+                       [box("ball", (0.03, 0.03, 0.02))])
+    rot = torch.eye(3, dtype=torch.float64)[None]
+    at = torch.tensor([[0.0, 0.0, 0.009]], dtype=torch.float64)
+    for t in (0.0, 0.01, 0.02):
+        suite.update(t, object_poses={"ball": (rot, at)})
+        assert torch.count_nonzero(suite.read_ground_truth("el")) == 0
+    suite.update(0.03, object_poses={"ball": (rot, at + torch.tensor([0.0, 0.001, 0.0], dtype=torch.float64))})
+    assert numpy(suite.read_ground_truth("el"))[..., 1].min() > 0
