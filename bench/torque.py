@@ -2,7 +2,7 @@
 
 Scene: the Panda (primitive collision shapes, visuals dropped; 7 arm joints + 2 finger joints), a 4×4 KinematicTaxel
 pad on each of panda_link3…6 (the contact sources, "auto"), one JointTorque over every joint, joint samples with
-message velocities. Rows, for 1 and 1024 envs: ``RNEA`` the world layer's inverse dynamics alone
+message velocities. Rows, for 1, 16 and 1024 envs: ``RNEA`` the world layer's inverse dynamics alone
 (``InverseDynamics.rnea_movable`` with an external wrench on every link), ``JointTorque`` the sensor evaluation
 (estimator, contact loads from the taxels' latest ground truth, RNEA, pipeline) and ``engine step`` (the four taxel
 pads, then JointTorque). Baseline (ratio = baseline time / row time): pinocchio ``rnea(q, v, a, fext)`` called once
@@ -70,14 +70,14 @@ def main() -> None:
     print(f"{'what':>16} {'envs':>5} {'dofs':>5} | {'ms/step':>9} {'joint-upd/s':>12} | {'pinocchio ms':>12} "
           f"{'ratio':>7}")
     rng = np.random.default_rng(0)
-    for n_envs in (1, 1024):
+    for n_envs in (1, 16, 1024):
         suite = build(n_envs)
         n_act = suite.robot.n_actuated
         q = rng.uniform(-1, 1, (n_envs, n_act))
         for k in range(3):
             state = suite.update(0.001 * k, joint_pos=q + 0.001 * k, joint_vel=np.full((n_envs, n_act), 1.0))
         jt = suite._lookup("tau")[0]
-        repeats = 300 if n_envs == 1 else 10
+        repeats = {1: 300, 16: 100}.get(n_envs, 10)
         qdd = torch.as_tensor(rng.normal(0, 1, state.joint_pos.shape), dtype=state.joint_pos.dtype)
         wrench = torch.as_tensor(rng.normal(0, 1, (n_envs, suite.robot.n_links, 6)), dtype=state.joint_pos.dtype)
         dynamics = suite.world.dynamics

@@ -210,6 +210,8 @@ class JointTorqueBatch(SensorBatch):
         self._source_host = torch.zeros(max(len(self._loads), 1), len(SOURCE_COLUMNS), dtype=torch.int64)
         self._source_rows = self._source_host.numpy()
         self._source_table = self._source_host.to(self.ctx.device)
+        self._source_keys: list[tuple | None] = [None] * len(self._loads)  # data pointers in the table now
+        self._source_known: list[dict] = [{} for _ in self._loads]  # data pointers → table row, per source batch
 
     # ------------------------------------------------------------------ evaluation
     def joint_names(self, i: int) -> list[str]:
@@ -217,20 +219,31 @@ class JointTorqueBatch(SensorBatch):
         return list(self._joint_names[i])
 
     def _point_sources(self) -> None:
-        """Source table rows of the source batches' latest ground truth (no copy of their values)."""
-        table = self._source_rows
+        """Source table rows of the source batches' latest ground truth (no copy of their values). The rows of the
+        few buffers a batch alternates between are computed once and remembered by data pointers."""
+        table, changed = self._source_rows, False
         for k, (kind, batch) in enumerate(self._loads):
             if kind == "ContactSensor":
                 force, torque = batch.latest_wrenches()
-                if torque.stride() != force.stride():
-                    raise RuntimeError(f"JointTorque: the forces and torques of {kind} batch {batch.names} have "
-                                       f"different strides {force.stride()} and {torque.stride()}")
             else:
                 force = torque = batch.branch.read_ground_truth_batch()[0]
-            strides = force.stride()
-            extent = 1 + sum((n - 1) * st for n, st in zip(force.shape, strides))
-            table[k] = (force.data_ptr(), torque.data_ptr(), *strides, extent)
-        if self._source_table is not self._source_host:
+            key = (force.data_ptr(), torque.data_ptr())
+            if key == self._source_keys[k]:
+                continue
+            rows = self._source_known[k]
+            row = rows.get(key)
+            if row is None:
+                strides = force.stride()
+                if torque.stride() != strides:
+                    raise RuntimeError(f"JointTorque: the forces and torques of {kind} batch {batch.names} have "
+                                       f"different strides {strides} and {torque.stride()}")
+                if len(rows) >= 8:
+                    rows.clear()
+                row = rows[key] = (*key, *strides, 1 + sum((n - 1) * st for n, st in zip(force.shape, strides)))
+            table[k] = row
+            self._source_keys[k] = key
+            changed = True
+        if changed and self._source_table is not self._source_host:
             self._source_table.copy_(self._source_host)
 
     def _build_launch(self, state: WorldState, measured: torch.Tensor, gt: torch.Tensor) -> StructLaunch:
