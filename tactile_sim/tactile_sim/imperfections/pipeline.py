@@ -48,7 +48,7 @@ from .rng import (
     bits_to_uniform,
     block_size,
     counter_hash,
-    counter_hash_int,
+    COUNTER_HASH_CPP,
     draw_bits,
     lane_keys,
     lanes_uint32,
@@ -70,7 +70,7 @@ def _branch_struct(dtype: torch.dtype):
     [E, P], the probes' active flags [P], the ContactProbe latch thresholds [P] and states [E, P] of both branches,
     """
     f, u, b = WP_FLOAT[dtype], wp.uint32, wp.bool
-    fields = {"x": wp.array2d(dtype=f), "y": wp.array2d(dtype=f), "gt": wp.array2d(dtype=f),
+    fields = {"x": wp.array3d(dtype=f), "y": wp.array3d(dtype=f), "gt": wp.array3d(dtype=f),
               "walk": wp.array2d(dtype=f), "walk_sigma": wp.array(dtype=f), "walk_lanes": wp.array2d(dtype=u),
               "noise_sigma": wp.array(dtype=f), "noise_lanes": wp.array2d(dtype=u), "bias": wp.array(dtype=f),
               "resolution": wp.array(dtype=f), "dead_mask": wp.array2d(dtype=b), "dead_value": wp.array2d(dtype=f),
@@ -85,16 +85,17 @@ def _branch_loop(dtype: torch.dtype) -> str:
     y = x; 5 w += σ_w z_w, y += w; 6–7 y += σ z + b (or y += b); 8 y = r·nearbyint(y / r) where r > 0 (half to
     even); 9 y = dead value of dead probes; 10 Schmitt latch of both branches (K = 1): on = active ∧ (v > contact ∨
     (on_prev ∧ v > release)), value ← on; 11 fillers zeroed on both branches.
-    z = standard_normal(mix32(lane ^ key)): the draws of :func:`.rng.draw_bits` for the evaluation's counter hash."""
+    z = standard_normal(mix32(lane ^ key)), key = counter_hash(evaluation): the draws of :func:`.rng.draw_bits`."""
     t = "float" if dtype == torch.float32 else "double"
     nearbyint = "nearbyintf" if dtype == torch.float32 else "nearbyint"
-    return INTERLEAVED_LOOP_CPP + MIX32_CPP + STANDARD_NORMAL_CPP[dtype] + f"""
+    return INTERLEAVED_LOOP_CPP + MIX32_CPP + COUNTER_HASH_CPP + STANDARD_NORMAL_CPP[dtype] + f"""
 #if defined(__CUDA_ARCH__)
 #define BRANCH_NEARBYINT {nearbyint}
 #else
 #define BRANCH_NEARBYINT __builtin_{nearbyint}
 #endif
     auto row = [e](auto& a) {{ return reinterpret_cast<char*>(a.data) + static_cast<size_t>(e) * a.strides[0]; }};
+    const uint32_t key = counter_hash(evaluation);
     {t}* y = reinterpret_cast<{t}*>(row(call.y));
     const {t}* x = reinterpret_cast<const {t}*>(row(call.x));
     if (flags & {_WALK}) {{
@@ -158,24 +159,26 @@ def _branch_loop(dtype: torch.dtype) -> str:
 
 
 def _branch_kernel(dtype: torch.dtype):
-    """Kernel ``(call, key, flags, chunk, channels)`` over (E, ⌈N/chunk⌉); key: the evaluation's counter hash (both
-    streams draw with it; their lanes differ); channels: K."""
+    """Kernel ``(call, evaluation, flags, chunk, channels)`` over (E, ⌈N/chunk⌉); evaluation: the counter of the
+    normal draws (both streams draw with its hash; their lanes differ); channels: K."""
     call_type = _BRANCH_STRUCTS[dtype]
     name = f"measured_branch_{WP_FLOAT[dtype].__name__}"
 
-    def block(call, key, flags, channels, e, start, stop): ...
+    def block(call, evaluation, flags, channels, e, start, stop): ...
 
     block.__name__ = f"{name}_block"
-    block.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "channels": int, "e": int,
+    block.__annotations__ = {"call": call_type, "evaluation": wp.int64, "flags": int, "channels": int, "e": int,
                              "start": int, "stop": int}
     native = wp.func_native(_branch_loop(dtype))(block)
 
-    def kernel(call, key, flags, chunk, channels):
+    def kernel(call, evaluation, flags, chunk, channels):
         e, t = wp.tid()
-        native(call, key, flags, channels, e, t * chunk, wp.min(t * chunk + chunk, call.y.shape[1]))
+        n = call.y.shape[1] * call.y.shape[2]
+        native(call, evaluation, flags, channels, e, t * chunk, wp.min(t * chunk + chunk, n))
 
     kernel.__name__ = name
-    kernel.__annotations__ = {"call": call_type, "key": wp.uint32, "flags": int, "chunk": int, "channels": int}
+    kernel.__annotations__ = {"call": call_type, "evaluation": wp.int64, "flags": int, "chunk": int,
+                              "channels": int}
     return wp.kernel(kernel, enable_backward=False, module=__name__)
 
 
@@ -339,10 +342,8 @@ class MeasuredBranch:
         r = self._ring_len
         self._ring = torch.zeros((r, e, p, k), dtype=self.dtype, device=dev)
         self._ring_views = list(self._ring.unbind(0))
-        self._ring_rows = [v.view(e, p * k) for v in self._ring_views]
         self._gt_ring = torch.zeros((2, e, p, k), dtype=self.dtype, device=dev)  # latest and next ground truth
         self._gt_views = list(self._gt_ring.unbind(0))
-        self._gt_rows = [v.view(e, p * k) for v in self._gt_views]
         self._reset_at = torch.zeros(e, dtype=torch.int64, device=dev)  # evaluations committed at each env's reset
         self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
         self._flags = any(sp.sample_validity for sp in self.specs)
@@ -404,7 +405,7 @@ class MeasuredBranch:
         (:meth:`push_staged`); their x, y and gt are rebound to the staging slots per evaluation."""
         e, n = self.n_envs, self.n_probes * self.channels
         chunk = CPU_CHUNK if self.device.type == "cpu" else 1
-        rows = {"x": self._ring_rows[1], "y": self._ring_rows[1], "gt": self._gt_rows[1]}
+        rows = {"x": self._ring_views[1], "y": self._ring_views[1], "gt": self._gt_views[1]}
 
         def record(fields: dict, flags: int) -> StructLaunch:
             return StructLaunch(_BRANCH_KERNELS[self.dtype], (e, -(-n // chunk)), _BRANCH_STRUCTS[self.dtype],
@@ -478,22 +479,16 @@ class MeasuredBranch:
         slot = g % self._ring_len
         y = self._ring_views[slot]
         launch = self._hardware_launch
-        if x is y:
-            launch.bind("x", self._ring_rows[slot])
-        elif x.shape == y.shape and x.dtype == y.dtype and x.device == y.device and x.is_contiguous():
-            launch.bind("x", x.view(self.n_envs, -1))
-        else:
-            y.copy_(x)
-            launch.bind("x", self._ring_rows[slot])
-        launch.bind("y", self._ring_rows[slot])
-        self._launch(launch, g)
-        return y
-
-    def _launch(self, launch: StructLaunch, g: int) -> None:
-        """Launch the branch kernel for evaluation g (the counter of its normal draws)."""
-        if self._hardware_flags & (_WALK | _NOISE):
-            launch.set_arg(1, counter_hash_int(g))
+        if x is not y:
+            if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device or not x.is_contiguous():
+                x = y.copy_(x)
+            elif x.data_ptr() == launch.pointers["x"]:  # a new view of the memory already bound (e.g. a state)
+                x = launch.tensors["x"]
+        launch.bind("x", x)
+        launch.bind("y", y)
+        launch.set_arg(1, g)
         launch()
+        return y
 
     def push_staged(self) -> None:
         """Stages 1–11 and the commit of what the sensor wrote into :meth:`staging` (raw measured values and ground
@@ -502,16 +497,19 @@ class MeasuredBranch:
         and become 0./1.) and the filler mask in one kernel launch, in place. Equivalent to
         ``push(hardware(transform(measured)), ground_truth)`` of the staging buffers (plus the latch)."""
         g = self._count + 1
-        slot = g % self._ring_len
         launch = self._staged_launch
-        row = self._ring_rows[slot]
+        y = self._ring_views[g % self._ring_len]
         if self._crosstalk is not None or self._hysteresis is not None:
-            launch.bind("x", self.transform(self._ring_views[slot]).contiguous().view(self.n_envs, -1))
+            launch.bind("x", self.transform(y).contiguous())
+        elif not self._staged_flags:  # no stage would change the staging buffers
+            self._committed(g, None)
+            return
         else:
-            launch.bind("x", row)
-        launch.bind("y", row)
-        launch.bind("gt", self._gt_rows[g % 2])
-        self._launch(launch, g)
+            launch.bind("x", y)
+        launch.bind("y", y)
+        launch.bind("gt", self._gt_views[g % 2])
+        launch.set_arg(1, g)
+        launch()
         self._committed(g, None)
 
     def push(

@@ -125,6 +125,15 @@ MIX32_CPP = f"""
 """
 """C++ source defining ``mix32(uint32_t)``: :func:`mix32` in native uint32 arithmetic (identical results)."""
 
+COUNTER_HASH_CPP = f"""
+    auto counter_hash = [mix32](int64_t counter) -> uint32_t {{
+        const uint64_t c = static_cast<uint64_t>(counter);
+        return mix32(mix32(static_cast<uint32_t>(c)) + static_cast<uint32_t>(c >> 32) + {_GOLDEN:#x}u);
+    }};
+"""
+"""C++ source defining ``counter_hash(int64_t)`` (after :data:`MIX32_CPP`): :func:`counter_hash` of a counter in
+[0, 2**63) in native uint32 arithmetic (identical results)."""
+
 STANDARD_NORMAL_CPP = {
     torch.float32: r"""
     auto standard_normal = [](uint32_t bits) -> float {
