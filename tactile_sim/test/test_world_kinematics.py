@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers_world import PinocchioRef, robot_model
+from helpers_world import PinocchioRef, central_twists, reference_fk, reference_movable, robot_model, tree_robot
 from tactile_sim.geometry.transforms import so3_exp, so3_log
 from tactile_sim.world.kinematics import Kinematics
 
@@ -29,8 +29,7 @@ def test_fk_and_twists_match_pinocchio(name, dtype):
     pin = ref.pin
     kin = Kinematics(robot, dtype=dtype)
     q, qd = random_states(robot, 4, seed=1)
-    rot, pos = kin.fk(torch.as_tensor(q, dtype=dtype))
-    lin, ang = kin.twists(rot, pos, torch.as_tensor(qd, dtype=dtype))
+    rot, pos, lin, ang = kin.motion(torch.as_tensor(q, dtype=dtype), torch.as_tensor(qd, dtype=dtype))
     qm = kin.movable_positions(torch.as_tensor(q)).double().numpy()
     qdm = kin.movable_rates(torch.as_tensor(qd)).double().numpy()
     tol = TOL[dtype]
@@ -137,7 +136,8 @@ def test_twists_with_moving_root_vs_finite_differences():
         return kin.fk(q0 + qd * t, so3_exp(w_root * t) @ r_base, v_root * t + 0.3)
 
     rot, pos = pose(0.0)
-    lin, ang = kin.twists(rot, pos, qd, v_root, w_root)
+    rot_m, pos_m, lin, ang = kin.motion(q0, qd, so3_exp(w_root * 0.0) @ r_base, v_root * 0.0 + 0.3, v_root, w_root)
+    assert torch.equal(rot_m, rot) and torch.equal(pos_m, pos)
     h = 1e-6
     (rp, pp), (rm, pm) = pose(h), pose(-h)
     np.testing.assert_allclose(lin[0].numpy(), ((pp - pm) / (2 * h))[0].numpy(), atol=1e-8)
@@ -148,9 +148,10 @@ def test_shape_errors():
     kin = Kinematics(robot_model("ur5"))
     with pytest.raises(ValueError, match=r"joint positions must have shape \[E, 6\]; got \(6,\)"):
         kin.fk(torch.zeros(6))
-    rot, pos = kin.fk(torch.zeros(2, 6))
     with pytest.raises(ValueError, match=r"joint rates must have shape \[E, 6\]"):
-        kin.twists(rot, pos, torch.zeros(2, 5))
+        kin.motion(torch.zeros(2, 6), torch.zeros(2, 5))
+    with pytest.raises(ValueError, match=r"same number of envs; got 2 and 3"):
+        kin.motion(torch.zeros(2, 6), torch.zeros(3, 6))
 
 
 def test_robot_without_movable_joints():
@@ -166,7 +167,82 @@ def test_robot_without_movable_joints():
     assert pos[:, 1].tolist() == [[1.0, 0.0, 1.0]] * 2
     np.testing.assert_allclose(rot[0, 1].numpy(), so3_exp(torch.tensor([0.0, 0.0, 0.5], dtype=torch.float64)),
                                atol=1e-15)
-    lin, ang = kin.twists(rot, pos, q, root_ang_vel=torch.tensor([[0.0, 0.0, 2.0]] * 2, dtype=torch.float64))
+    _, _, lin, ang = kin.motion(q, q, root_pos=torch.tensor([[0.0, 0.0, 1.0]] * 2, dtype=torch.float64),
+                                root_ang_vel=torch.tensor([[0.0, 0.0, 2.0]] * 2, dtype=torch.float64))
     assert lin[:, 1].tolist() == [[0.0, 2.0, 0.0]] * 2 and ang[:, 1].tolist() == [[0.0, 0.0, 2.0]] * 2
     assert kin.jacobian(q, "b").shape == (2, 6, 0)
     assert InverseDynamics(kin).rnea(q, q, q).shape == (2, 0)
+
+
+def _random_roots(n, rng):
+    """Per-env root poses and twists (f64 NumPy): rot (n, 3, 3), pos, lin, ang (n, 3)."""
+    from scipy.spatial.transform import Rotation
+
+    return (Rotation.from_rotvec(rng.normal(size=(n, 3))).as_matrix(), rng.normal(size=(n, 3)),
+            rng.normal(size=(n, 3)), rng.normal(size=(n, 3)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_motion_of_tree_with_mimic_and_prismatic_joints_vs_reference(dtype):
+    """Poses against an independent FK (mimic chains read from the URDF) and twists against central differences of
+    it along q(t) = q + q̇ t with a moving root, per env with different joints, root poses and root twists."""
+    from scipy.spatial.transform import Rotation
+
+    robot = tree_robot()
+    kin = Kinematics(robot, dtype=dtype)
+    rng = np.random.default_rng(7)
+    E = 3
+    q, qd = rng.uniform(-2.0, 2.0, (E, robot.n_actuated)), rng.uniform(-1.5, 1.5, (E, robot.n_actuated))
+    r0, p0, v0, w0 = _random_roots(E, rng)
+    t = lambda x: torch.as_tensor(x, dtype=dtype)  # noqa: E731
+    rot, pos, lin, ang = kin.motion(t(q), t(qd), t(r0), t(p0), t(v0), t(w0))
+    pose_tol, twist_tol = (1e-12, 1e-7) if dtype == torch.float64 else (5e-6, 5e-5)
+    for e in range(E):
+        def pose_at(dt, e=e):
+            root = Rotation.from_rotvec(w0[e] * dt).as_matrix() @ r0[e]
+            return reference_fk(robot, reference_movable(robot, q[e] + qd[e] * dt), root, p0[e] + v0[e] * dt)
+
+        ref_rot, ref_pos = pose_at(0.0)
+        np.testing.assert_allclose(rot[e].double().numpy(), ref_rot, atol=pose_tol, rtol=0)
+        np.testing.assert_allclose(pos[e].double().numpy(), ref_pos, atol=pose_tol, rtol=0)
+        ref_lin, ref_ang = central_twists(pose_at)
+        np.testing.assert_allclose(lin[e].double().numpy(), ref_lin, atol=twist_tol, rtol=0)
+        np.testing.assert_allclose(ang[e].double().numpy(), ref_ang, atol=twist_tol, rtol=0)
+    # the same poses from fk and from movable-joint inputs
+    rot_f, pos_f = kin.fk(t(q), t(r0), t(p0))
+    assert torch.equal(rot_f, rot) and torch.equal(pos_f, pos)
+    qm, qdm = kin.movable_positions(t(q)), kin.movable_rates(t(qd))
+    np.testing.assert_allclose(qm.double().numpy(), reference_movable(robot, q), atol=pose_tol, rtol=0)
+    rot_m, pos_m, lin_m, ang_m = kin.motion_movable(qm, qdm, t(r0), t(p0), t(v0), t(w0))
+    tol = 0.0 if dtype == torch.float64 else 1e-5
+    for a, b in ((rot_m, rot), (pos_m, pos), (lin_m, lin), (ang_m, ang)):
+        torch.testing.assert_close(a, b, atol=tol, rtol=0)
+
+
+def test_motion_twists_equal_jacobian_times_rates():
+    """Link twists (no root motion) equal J(q) q̇ from the geometric Jacobians, per link and env (f64)."""
+    robot = tree_robot()
+    kin = Kinematics(robot, dtype=torch.float64)
+    rng = np.random.default_rng(8)
+    q, qd = (torch.as_tensor(rng.uniform(-2.0, 2.0, (4, robot.n_actuated))) for _ in range(2))
+    rot, pos, lin, ang = kin.motion(q, qd)
+    for li in range(robot.n_links):
+        tw = (kin.jacobian_from_fk(rot, pos, li) @ qd[..., None])[..., 0]
+        torch.testing.assert_close(lin[:, li], tw[:, :3], atol=1e-13, rtol=0)
+        torch.testing.assert_close(ang[:, li], tw[:, 3:], atol=1e-13, rtol=0)
+
+
+def test_motion_outputs_are_fresh_and_envs_independent():
+    """Each call returns new tensors; env e depends only on row e of the inputs."""
+    robot = tree_robot()
+    kin = Kinematics(robot, dtype=torch.float64)
+    rng = np.random.default_rng(9)
+    q, qd = (torch.as_tensor(rng.uniform(-1.0, 1.0, (5, robot.n_actuated))) for _ in range(2))
+    first = kin.motion(q, qd)
+    kept = [x.clone() for x in first]
+    flipped = kin.motion(q.flip(0), qd.flip(0))
+    single = kin.motion(q[2:3], qd[2:3])
+    for a, b, c, d in zip(first, kept, flipped, single):
+        assert torch.equal(a, b)
+        torch.testing.assert_close(c, a.flip(0), atol=0, rtol=0)
+        torch.testing.assert_close(d, a[2:3], atol=0, rtol=0)

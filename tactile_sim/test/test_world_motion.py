@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers_world import robot_model
+from helpers_world import central_twists, reference_fk, reference_movable, robot_model, tree_robot
 from tactile_sim.errors import SceneError
 from tactile_sim.geometry.shapes import Shape, ShapeKind
 from tactile_sim.geometry.transforms import matrix_to_quat, so3_exp
@@ -37,8 +37,7 @@ def test_robot_links_exact_twists_with_given_velocity():
     q, qd = (torch.as_tensor(rng.uniform(-1, 1, (2, robot.n_actuated))) for _ in range(2))
     s = wm.update(0.0, joint_pos=q, joint_vel=qd)
     kin = Kinematics(robot, dtype=F64)
-    rot, pos = kin.fk(q)
-    lin, ang = kin.twists(rot, pos, qd)
+    rot, pos, lin, ang = kin.motion(q, qd)
     torch.testing.assert_close(s.rot, rot, atol=0, rtol=0)
     torch.testing.assert_close(s.lin_vel, lin, atol=1e-14, rtol=0)
     torch.testing.assert_close(s.ang_vel, ang, atol=1e-14, rtol=0)
@@ -232,3 +231,158 @@ def test_default_dtype_and_quaternion_root():
     s = wm.update(0.0, joint_pos=torch.zeros(6), root_pose=(so3_exp(torch.tensor([0.0, 0.0, 0.3])), [0.0, 0, 1]))
     assert s.rot.dtype == torch.float32 and s.pos.shape == (1, 11, 3)
     assert s.pos[0, wm.scene.body_index("world"), 2].item() == 1.0
+
+
+def _rotvec(v):
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_rotvec(np.asarray(v, dtype=np.float64)).as_matrix()
+
+
+def test_world_update_vs_reference_moving_root_attached_objects_per_env():
+    """Tree robot (mimic + prismatic + continuous joints), E = 3 envs with different joints and given velocities,
+    a root moving at a constant twist (backward differences are exact), objects carried by two links and a fixed
+    one: every pose against an independent FK, every twist against central differences of the world trajectory."""
+    robot = tree_robot()
+    offsets = {"cup": (_rotvec([0.3, -0.2, 0.1]), np.array([0.02, 0.0, 0.05])),
+               "cap": (_rotvec([0.0, 0.5, 0.0]), np.array([0.0, 0.01, -0.02]))}
+    objects = [ball("cup", frame="hand", rot=offsets["cup"][0], pos=offsets["cup"][1]),
+               ball("cap", frame="wheel", rot=offsets["cap"][0], pos=offsets["cap"][1]),
+               ball("table", pos=[0.0, 0.0, -0.5])]
+    E = 3
+    wm = WorldModel(Scene(robot, objects), n_envs=E, dtype=F64)
+    rng = np.random.default_rng(11)
+    q, qd = rng.uniform(-2.0, 2.0, (E, robot.n_actuated)), rng.uniform(-1.5, 1.5, (E, robot.n_actuated))
+    r0, p0 = np.stack([_rotvec(x) for x in rng.normal(size=(E, 3))]), rng.normal(size=(E, 3))
+    v, w = rng.normal(size=(E, 3)), rng.normal(size=(E, 3))
+    t0, t1 = 0.5, 0.52
+
+    def root(t):
+        return np.stack([_rotvec(w[e] * (t - t1)) @ r0[e] for e in range(E)]), p0 + v * (t - t1)
+
+    for t in (t0, t1):
+        rr, rp = root(t)
+        s = wm.update(t, joint_pos=torch.as_tensor(q + qd * (t - t1)), joint_vel=torch.as_tensor(qd),
+                      root_pose=(torch.as_tensor(rr), torch.as_tensor(rp)))
+
+    def world_at(e):
+        def pose_at(dt):
+            rr, rp = root(t1 + dt)
+            rot, pos = reference_fk(robot, reference_movable(robot, q[e] + qd[e] * dt), rr[e], rp[e])
+            extra = [(rot[robot.link_index(link)] @ offsets[k][0], rot[robot.link_index(link)] @ offsets[k][1]
+                      + pos[robot.link_index(link)]) for k, link in (("cup", "hand"), ("cap", "wheel"))]
+            extra.append((np.eye(3), np.array([0.0, 0.0, -0.5])))
+            return (np.concatenate([rot, np.stack([x[0] for x in extra])]),
+                    np.concatenate([pos, np.stack([x[1] for x in extra])]))
+        return pose_at
+
+    for e in range(E):
+        ref_rot, ref_pos = world_at(e)(0.0)
+        np.testing.assert_allclose(s.rot[e].numpy(), ref_rot, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(s.pos[e].numpy(), ref_pos, atol=1e-12, rtol=0)
+        ref_lin, ref_ang = central_twists(world_at(e))
+        ref_lin[-1], ref_ang[-1] = 0.0, 0.0  # the fixed table
+        np.testing.assert_allclose(s.lin_vel[e].numpy(), ref_lin, atol=1e-7, rtol=0)
+        np.testing.assert_allclose(s.ang_vel[e].numpy(), ref_ang, atol=1e-7, rtol=0)
+    np.testing.assert_allclose(s.joint_pos.numpy(), reference_movable(robot, q), atol=1e-15, rtol=0)
+    np.testing.assert_allclose(s.joint_vel.numpy(), reference_movable(robot, qd) - reference_movable(robot, 0 * qd),
+                               atol=1e-15, rtol=0)
+    assert s.joint_vel_measured and s.joint_stamp == t1
+
+
+def test_joint_velocity_estimate_per_env_with_continuous_wrap():
+    """Different samples per env: estimated q̇ is the wrapped difference for the continuous joint and the plain one
+    otherwise (mimic joints follow); link twists are those of that q̇ (central differences of the reference FK)."""
+    robot = tree_robot()
+    E = 3
+    wm = WorldModel(Scene(robot), n_envs=E, dtype=F64)
+    spin = robot.actuated_joint_names.index("spin")
+    rng = np.random.default_rng(12)
+    qa = rng.uniform(-1.0, 1.0, (E, robot.n_actuated))
+    qb = qa + rng.uniform(-0.2, 0.2, qa.shape)
+    qa[:, spin], qb[:, spin] = [3.1, -3.0, 0.1], [-3.1, 3.0, 0.3]  # across +π, across −π, no wrap
+    dt = 0.05
+    wm.update(1.0, joint_pos=qa)  # NumPy inputs take the host staging path
+    s = wm.update(1.0 + dt, joint_pos=qb)
+    expected = (qb - qa) / dt
+    expected[:, spin] = np.array([2 * math.pi - 6.2, 6.0 - 2 * math.pi, 0.2]) / dt
+    expected_mov = reference_movable(robot, expected) - reference_movable(robot, 0 * expected)
+    np.testing.assert_allclose(s.joint_vel.numpy(), expected_mov, atol=1e-9, rtol=0)
+    assert not s.joint_vel_measured
+    for e in range(E):
+        def pose_at(h, e=e):
+            return reference_fk(robot, reference_movable(robot, qb[e] + expected[e] * h), np.eye(3), np.zeros(3))
+        ref_lin, ref_ang = central_twists(pose_at)
+        np.testing.assert_allclose(s.lin_vel[e].numpy(), ref_lin, atol=1e-7, rtol=0)
+        np.testing.assert_allclose(s.ang_vel[e].numpy(), ref_ang, atol=1e-7, rtol=0)
+    held = wm.update(1.2)  # no sample: joints and their velocities are held
+    assert torch.equal(held.joint_vel, s.joint_vel) and torch.equal(held.pos, s.pos)
+
+
+def test_earlier_states_stay_valid():
+    """Every update returns fresh tensors: a state kept by the caller does not change with later updates."""
+    wm = panda_world([ball("tool", frame="panda_hand", pos=[0.0, 0.0, 0.1])], n_envs=2)
+    s0 = wm.update(0.0, joint_pos=torch.full((2, 8), 0.1, dtype=F64), joint_vel=torch.ones(2, 8, dtype=F64))
+    kept = {k: getattr(s0, k).clone() for k in ("rot", "pos", "lin_vel", "ang_vel", "joint_pos", "joint_vel")}
+    s1 = wm.update(0.1, joint_pos=torch.full((2, 8), 0.4, dtype=F64), joint_vel=-torch.ones(2, 8, dtype=F64))
+    for k, x in kept.items():
+        assert torch.equal(getattr(s0, k), x)
+        assert not torch.equal(getattr(s1, k), x)
+
+
+def test_numpy_and_tensor_joint_inputs_agree():
+    """A host array (staged with NumPy, f32 model) and the same values as a tensor give identical states."""
+    robot = tree_robot()
+    rng = np.random.default_rng(13)
+    qs = [rng.uniform(-1.0, 1.0, robot.n_actuated) for _ in range(3)]
+    a, b = WorldModel(Scene(robot), n_envs=2), WorldModel(Scene(robot), n_envs=2)
+    for i, q in enumerate(qs):
+        sa = a.update(0.1 * i, joint_pos=q, joint_vel=None if i < 2 else 2 * q)
+        sb = b.update(0.1 * i, joint_pos=torch.as_tensor(q, dtype=torch.float32),
+                      joint_vel=None if i < 2 else torch.as_tensor(2 * q, dtype=torch.float32))
+        for k in ("rot", "pos", "lin_vel", "ang_vel", "joint_pos", "joint_vel"):
+            assert torch.equal(getattr(sa, k), getattr(sb, k)), k
+    with pytest.raises(ValueError, match=r"joint_vel must have shape \[5\] or \[2, 5\]; got \[3\]"):
+        a.update(1.0, joint_pos=qs[0], joint_vel=np.zeros(3))
+    with pytest.raises(ValueError, match=r"joint_pos .* contains non-finite values"):
+        a.update(1.0, joint_pos=[math.nan] * 5)
+
+
+def test_failed_update_stores_no_joint_sample():
+    """An update that raises (here: a bad root pose) keeps the previous joint sample: the next estimate differences
+    against the last stored sample and its stamp."""
+    robot = tree_robot()
+    wm = WorldModel(Scene(robot), dtype=F64)
+    q = np.linspace(-0.5, 0.5, robot.n_actuated)
+    wm.update(0.0, joint_pos=q)
+    with pytest.raises(ValueError, match="root_pose rot must have shape"):
+        wm.update(0.1, joint_pos=q + 1.0, root_pose=(np.eye(2), np.zeros(3)))
+    s = wm.update(0.2, joint_pos=q + 0.1)
+    np.testing.assert_allclose(s.joint_vel[0, robot.movable_joint_names.index("slide")].item(), 0.5, atol=1e-12)
+
+
+def test_caller_takes_over_attached_object():
+    """An object attached to a link follows the caller's poses once given (backward-difference twist)."""
+    wm = panda_world([ball("tool", frame="panda_hand", pos=[0.0, 0.0, 0.1])])
+    k = wm.scene.body_index("tool")
+    wm.update(0.0, joint_pos=torch.zeros(1, 8, dtype=F64))
+    s = wm.update(0.1, joint_pos=torch.zeros(1, 8, dtype=F64),
+                  object_poses={"tool": (torch.eye(3, dtype=F64), torch.tensor([1.0, 2.0, 3.0], dtype=F64))})
+    assert s.pos[0, k].tolist() == [1.0, 2.0, 3.0]
+    s = wm.update(0.2, joint_pos=torch.full((1, 8), 0.3, dtype=F64),
+                  object_poses={"tool": (torch.eye(3, dtype=F64), torch.tensor([1.5, 2.0, 3.0], dtype=F64))})
+    assert s.pos[0, k].tolist() == [1.5, 2.0, 3.0]
+    torch.testing.assert_close(s.lin_vel[0, k], torch.tensor([5.0, 0.0, 0.0], dtype=F64), atol=1e-12, rtol=0)
+
+
+def test_root_from_static_tf_follows_republished_transform():
+    """A static root transform published again with a new value moves the root (no stale cached lookup)."""
+    tf = TFBuffer()
+    tf.set_transform("world", "panda_link0", [1.0, 0.0, 0.0], 0.0, quat=[0, 0, 0, 1], static=True)
+    wm = panda_world(tf=tf, root_from_tf=True)
+    s = wm.update(0.0, joint_pos=torch.zeros(1, 8, dtype=F64))
+    assert s.pos[0, 0].tolist() == [1.0, 0.0, 0.0]
+    assert wm.update(0.1).pos[0, 0].tolist() == [1.0, 0.0, 0.0]
+    tf.set_transform("world", "panda_link0", [0.0, 2.0, 0.0], 0.0, quat=[0, 0, 0, 1], static=True)
+    s = wm.update(0.2)
+    assert s.pos[0, 0].tolist() == [0.0, 2.0, 0.0] and torch.equal(s.lin_vel, torch.zeros_like(s.lin_vel))

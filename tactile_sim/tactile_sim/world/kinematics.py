@@ -1,26 +1,21 @@
-"""Batched forward kinematics, exact link twists and geometric Jacobians of a :class:`RobotModel` (torch).
+"""Batched forward kinematics, exact link twists and geometric Jacobians of a :class:`RobotModel`.
 
 Shapes: E envs, L links (URDF document order), n_act actuated joints, n_mov movable joints (both in URDF order).
 Poses map link to world: ``x_W = R_l x_l + o_l``. Twists are (linear velocity of the link ORIGIN, angular velocity),
-both in W. All constant data is precomputed at construction on the requested device and dtype; the per-call work is
-one batched joint-motion evaluation, one 4×4 product per link (parents first) and a constant number of batched
-products for twists and Jacobians (sums over ancestor joints via a 0/1 ancestor matrix).
+both in W. All constant data is precomputed at construction on the requested device and dtype. Link poses and
+twists come from one warp launch (one thread per env, links parents first; :mod:`.motion_kernel`); Jacobians and
+the ancestor sums that :mod:`.dynamics` uses are batched torch products with a 0/1 ancestor matrix.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from ..geometry.struct_launch import StructLaunch
 from ..geometry.transforms import skew
+from .motion_kernel import KINEMATICS_KERNELS, fill_struct, kinematics_call_type, robot_tables_type
 from .urdf import RobotModel
-
-
-def homogeneous(rot: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-    """(rot [..., 3, 3], pos [..., 3]) → 4×4 homogeneous transforms [..., 4, 4]."""
-    top = torch.cat([rot, pos[..., None]], dim=-1)
-    bottom = torch.zeros(top.shape[:-2] + (1, 4), dtype=rot.dtype, device=rot.device)
-    bottom[..., 0, 3] = 1.0
-    return torch.cat([top, bottom], dim=-2)
 
 
 class Kinematics:
@@ -31,10 +26,13 @@ class Kinematics:
     ancestor of l); joint_child [n_mov] long: child link of each movable joint; joint_axis [n_mov, 3]: unit axis in
     the joint (= child link) frame; joint_rotational [n_mov] bool, rotational_mask / prismatic_mask [n_mov] the same
     as 1/0 in the working dtype; mimic_matrix [n_mov, n_act]: ∂q_mov/∂q_act; mimic_source [n_mov] long,
-    mimic_multiplier / mimic_offset [n_mov].
+    mimic_multiplier / mimic_offset [n_mov]. ``tables``: the robot tables struct of :mod:`.motion_kernel` (links in
+    topological order with their joint origins, axes and mimic maps), shared with the world update.
     """
 
     def __init__(self, robot: RobotModel, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"Kinematics: dtype must be torch.float32 or torch.float64; got {dtype}")
         self.robot = robot
         self.device = torch.device(device)
         self.dtype = dtype
@@ -44,58 +42,55 @@ class Kinematics:
         self.n_links, self.n_movable, self.n_actuated = L, n_mov, n_act
         self.root_index = robot.link_index(robot.root_link)
 
-        # per link (topological order): parent link index and local transform source
-        self._steps: list[tuple[int, int, int, torch.Tensor | None]] = []  # (link, parent, movable idx or -1, const T)
-        origins = torch.zeros(n_mov, 4, 4, **f)
-        axis = torch.zeros(n_mov, 3, **f)
-        rotational = torch.zeros(n_mov, dtype=torch.bool, device=self.device)
-        child = torch.zeros(n_mov, dtype=torch.long, device=self.device)
-        ancestor = torch.zeros(L, n_mov, **f)
+        # per link below the root, parents first: (link, parent, movable joint or -1, joint origin rot, pos)
+        steps = []
+        axis = np.zeros((n_mov, 3))
+        rotational = np.zeros(n_mov, dtype=bool)
+        child = np.zeros(n_mov, dtype=np.int64)
+        ancestor = np.zeros((L, n_mov))
         path: dict[int, list[int]] = {self.root_index: []}  # movable joints from root to each link
         for li in robot.topological_order:
-            name = robot.link_names[li]
-            j = robot.parent_joint(name)
+            j = robot.parent_joint(robot.link_names[li])
             if j is None:
                 continue
             pi = robot.link_index(j.parent)
-            t_origin = homogeneous(torch.as_tensor(j.rot, **f), torch.as_tensor(j.pos, **f))
-            if j.type.movable:
-                m = movable_index[j.name]
-                origins[m] = t_origin
-                axis[m] = torch.as_tensor(j.axis, **f)
-                rotational[m] = j.type.rotational
-                child[m] = li
-                path[li] = path[pi] + [m]
-                self._steps.append((li, pi, m, None))
-            else:
-                path[li] = path[pi]
-                self._steps.append((li, pi, -1, t_origin))
+            m = movable_index[j.name] if j.type.movable else -1
+            if m >= 0:
+                axis[m], rotational[m], child[m] = j.axis, j.type.rotational, li
+            path[li] = path[pi] + ([m] if m >= 0 else [])
+            steps.append((li, pi, m, np.asarray(j.rot, dtype=np.float64), np.asarray(j.pos, dtype=np.float64)))
         for li, joints in path.items():
             ancestor[li, joints] = 1.0
 
-        self.ancestor = ancestor
-        self.joint_child = child
-        self.joint_axis = axis
-        self.joint_rotational = rotational
+        self.ancestor = torch.as_tensor(ancestor, **f)
+        self.joint_child = torch.as_tensor(child, device=self.device)
+        self.joint_axis = torch.as_tensor(axis, **f)
+        self.joint_rotational = torch.as_tensor(rotational, device=self.device)
         self.mimic_source = torch.as_tensor(robot.movable_source, device=self.device)
         self.mimic_multiplier = torch.as_tensor(robot.movable_multiplier, **f)
         self.mimic_offset = torch.as_tensor(robot.movable_offset, **f)
         mm = torch.zeros(n_mov, n_act, **f)
         mm[torch.arange(n_mov, device=self.device), self.mimic_source] = self.mimic_multiplier
         self.mimic_matrix = mm
-        # local transform of movable joint j: origin_j · (I + sin q K_j + (1 − cos q) K_j² + q A_j), with K_j the
-        # axis cross-product matrix (rotational joints only) and A_j the axis as a translation (prismatic only);
-        # stored flattened as origin_j (16,) + coef (sin q, 1 − cos q, q) @ basis_j (3, 16)
-        k4 = torch.zeros(n_mov, 4, 4, **f)
-        k4[:, :3, :3] = skew(axis) * rotational.to(dtype)[:, None, None]
-        a4 = torch.zeros(n_mov, 4, 4, **f)
-        a4[:, :3, 3] = axis * (~rotational).to(dtype)[:, None]
-        basis = torch.stack([origins @ k4, origins @ k4 @ k4, origins @ a4], dim=1)
-        self._basis = basis.reshape(n_mov, 3, 16)
-        self._origins_flat = origins.reshape(n_mov, 1, 16)
-        self.rotational_mask = rotational.to(dtype)
+        self.rotational_mask = self.joint_rotational.to(dtype)
         self.prismatic_mask = 1.0 - self.rotational_mask
-        self._eye4 = torch.eye(4, **f)
+
+        # the warp tables: K, K² the cross-product matrix of each rotational axis and its square (zero otherwise)
+        cross = skew(self.joint_axis) * self.rotational_mask[:, None, None]
+        i32 = dict(device=self.device, dtype=torch.int32)
+        self._table_tensors = {
+            "step_link": torch.tensor([s[0] for s in steps], **i32),
+            "step_parent": torch.tensor([s[1] for s in steps], **i32),
+            "step_joint": torch.tensor([s[2] for s in steps], **i32),
+            "step_rot": torch.as_tensor(np.array([s[3] for s in steps]).reshape(-1, 3, 3), **f),
+            "step_pos": torch.as_tensor(np.array([s[4] for s in steps]).reshape(-1, 3), **f),
+            "axis": self.joint_axis, "axis_cross": cross.contiguous(), "axis_cross2": (cross @ cross).contiguous(),
+            "rotational": self.joint_rotational.to(torch.int32),
+            "mimic_source": self.mimic_source.to(torch.int32),
+            "mimic_multiplier": self.mimic_multiplier, "mimic_offset": self.mimic_offset}
+        self.tables = fill_struct(robot_tables_type(dtype), self._table_tensors)
+        self.tables.root_index = self.root_index
+        self._launches: dict[tuple[int, bool], tuple[StructLaunch, dict[str, torch.Tensor]]] = {}
 
     # ------------------------------------------------------------------ joint vectors
     def as_joint_batch(self, x: torch.Tensor, n: int, what: str) -> torch.Tensor:
@@ -115,64 +110,84 @@ class Kinematics:
         qd = self.as_joint_batch(qd, self.n_actuated, "joint rates")
         return qd[:, self.mimic_source] * self.mimic_multiplier
 
-    # ------------------------------------------------------------------ forward kinematics
+    # ------------------------------------------------------------------ forward kinematics and twists
     def fk(self, q: torch.Tensor, root_rot: torch.Tensor | None = None,
            root_pos: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Link poses in W. q [E, n_act] (rad / m); root pose [E, 3, 3], [E, 3] (default identity, origin).
 
         Returns rot [E, L, 3, 3], pos [E, L, 3] (m), links in URDF document order.
         """
-        qm = self.movable_positions(q)
-        return self.fk_movable(qm, root_rot, root_pos)
+        q = self.as_joint_batch(q, self.n_actuated, "joint positions")
+        return self._motion(q, None, False, root_rot, root_pos, None, None)[:2]
 
     def fk_movable(self, qm: torch.Tensor, root_rot: torch.Tensor | None = None,
                    root_pos: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`fk` from movable positions qm [E, n_mov] (mimic values taken as given)."""
         qm = self.as_joint_batch(qm, self.n_movable, "movable joint positions")
-        E = qm.shape[0]
-        coef = torch.stack([torch.sin(qm), 1.0 - torch.cos(qm), qm], dim=-1).transpose(0, 1)  # [n_mov, E, 3]
-        local = torch.baddbmm(self._origins_flat, coef, self._basis).view(self.n_movable, E, 4, 4).unbind(0)
-        world: list[torch.Tensor | None] = [None] * self.n_links
-        if root_rot is None and root_pos is None:
-            world[self.root_index] = self._eye4.expand(E, 4, 4)
-        else:
-            rr = torch.eye(3, device=self.device, dtype=self.dtype).expand(E, 3, 3) if root_rot is None else root_rot
-            rp = torch.zeros(E, 3, device=self.device, dtype=self.dtype) if root_pos is None else root_pos
-            world[self.root_index] = homogeneous(rr.to(self.device, self.dtype).expand(E, 3, 3),
-                                                 rp.to(self.device, self.dtype).expand(E, 3))
-        for li, pi, m, const in self._steps:
-            world[li] = torch.bmm(world[pi], local[m] if const is None else const.expand(E, 4, 4))
-        t = torch.stack(world, dim=1)
-        return t[..., :3, :3].contiguous(), t[..., :3, 3].contiguous()
+        return self._motion(qm, None, True, root_rot, root_pos, None, None)[:2]
 
-    # ------------------------------------------------------------------ twists
-    def twists(self, rot: torch.Tensor, pos: torch.Tensor, qd: torch.Tensor,
-               root_lin_vel: torch.Tensor | None = None,
-               root_ang_vel: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Exact link twists from an :meth:`fk` result and actuated velocities qd [E, n_act] (rad/s, m/s).
+    def motion(self, q: torch.Tensor, qd: torch.Tensor, root_rot: torch.Tensor | None = None,
+               root_pos: torch.Tensor | None = None, root_lin_vel: torch.Tensor | None = None,
+               root_ang_vel: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """Link poses and exact link twists: q, qd [E, n_act] (rad or m, /s); root pose as :meth:`fk`; root twist:
+        velocity of the root origin [E, 3] m/s and angular velocity [E, 3] rad/s in W (default 0).
 
-        root twist: linear velocity of the root origin [E, 3] m/s and angular velocity [E, 3] rad/s in W (default 0).
-        Returns lin_vel [E, L, 3] (velocity of each link origin) and ang_vel [E, L, 3], both in W.
+        Returns rot [E, L, 3, 3], pos [E, L, 3] m, lin_vel [E, L, 3] (velocity of each link origin) m/s and ang_vel
+        [E, L, 3] rad/s, all in W: J(q) q̇ plus the transport of the root twist.
         """
-        return self.twists_movable(rot, pos, self.movable_rates(qd), root_lin_vel, root_ang_vel)
+        q = self.as_joint_batch(q, self.n_actuated, "joint positions")
+        qd = self.as_joint_batch(qd, self.n_actuated, "joint rates")
+        return self._motion(q, qd, False, root_rot, root_pos, root_lin_vel, root_ang_vel)
 
-    def twists_movable(self, rot: torch.Tensor, pos: torch.Tensor, qdm: torch.Tensor,
-                       root_lin_vel: torch.Tensor | None = None,
-                       root_ang_vel: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`twists` from movable velocities qdm [E, n_mov]."""
+    def motion_movable(self, qm: torch.Tensor, qdm: torch.Tensor, root_rot: torch.Tensor | None = None,
+                       root_pos: torch.Tensor | None = None, root_lin_vel: torch.Tensor | None = None,
+                       root_ang_vel: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """:meth:`motion` from movable positions and velocities qm, qdm [E, n_mov] (mimic values taken as given)."""
+        qm = self.as_joint_batch(qm, self.n_movable, "movable joint positions")
         qdm = self.as_joint_batch(qdm, self.n_movable, "movable joint velocities")
-        origin = pos[:, self.root_index: self.root_index + 1]
-        p = pos - origin  # relative to the root origin (round-off far from the world origin)
-        z, o = self.joint_frames(rot, p)
-        w, u = self.split_by_joint_type(z * qdm[..., None])
-        lin, ang = self.sum_over_ancestors(p, o, w, u)
-        if root_ang_vel is not None:
-            wr = root_ang_vel.to(self.device, self.dtype)[:, None, :]
-            ang = ang + wr
-            lin = lin + torch.cross(wr.expand_as(p), p, dim=-1)
-        if root_lin_vel is not None:
-            lin = lin + root_lin_vel.to(self.device, self.dtype)[:, None, :]
-        return lin, ang
+        return self._motion(qm, qdm, True, root_rot, root_pos, root_lin_vel, root_ang_vel)
+
+    def _motion(self, q, qd, movable: bool, root_rot, root_pos, root_lin, root_ang) -> tuple[torch.Tensor, ...]:
+        """One launch of the link-motion kernel on checked joint vectors (qd None: at rest); fresh outputs."""
+        E = q.shape[0]
+        if qd is not None and qd.shape[0] != E:
+            raise ValueError(f"Kinematics({self.robot.name!r}): joint positions and rates must have the same number "
+                             f"of envs; got {E} and {qd.shape[0]}")
+        launch, defaults = self._launch(E, movable)
+        f = dict(device=self.device, dtype=self.dtype)
+        L = self.n_links
+        out = {"rot": torch.empty(E, L, 3, 3, **f), "pos": torch.empty(E, L, 3, **f),
+               "lin": torch.empty(E, L, 3, **f), "ang": torch.empty(E, L, 3, **f)}
+        given = {"q": q, "qd": qd, "root_rot": root_rot, "root_pos": root_pos, "root_lin": root_lin,
+                 "root_ang": root_ang}
+        for name, t in given.items():
+            if t is None:
+                t = defaults[name]
+            elif name.startswith("root"):
+                t = t.to(**f).expand(defaults[name].shape)
+            launch.bind(name, t.contiguous())
+        for name, t in out.items():
+            launch.bind(name, t)
+        launch()
+        return out["rot"], out["pos"], out["lin"], out["ang"]
+
+    def _launch(self, E: int, movable: bool) -> tuple[StructLaunch, dict[str, torch.Tensor]]:
+        """The recorded launch over E envs and its default inputs (zero velocities, identity root at rest)."""
+        cached = self._launches.get((E, movable))
+        if cached is None:
+            f = dict(device=self.device, dtype=self.dtype)
+            n = self.n_movable if movable else self.n_actuated
+            defaults = {"q": torch.zeros(E, n, **f), "qd": torch.zeros(E, n, **f),
+                        "root_rot": torch.eye(3, **f).expand(E, 3, 3).contiguous(),
+                        "root_pos": torch.zeros(E, 3, **f), "root_lin": torch.zeros(E, 3, **f),
+                        "root_ang": torch.zeros(E, 3, **f)}
+            L = self.n_links
+            fields = {**defaults, "rot": torch.empty(E, L, 3, 3, **f), "pos": torch.empty(E, L, 3, **f),
+                      "lin": torch.empty(E, L, 3, **f), "ang": torch.empty(E, L, 3, **f)}
+            launch = StructLaunch(KINEMATICS_KERNELS[self.dtype], (E,), kinematics_call_type(self.dtype), fields,
+                                  [self.tables, int(movable)], self.device)
+            cached = self._launches[(E, movable)] = (launch, defaults)
+        return cached
 
     def split_by_joint_type(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-joint vectors x [E, n_mov, 3] → (x at rotational joints, x at prismatic joints), zeros elsewhere.

@@ -19,9 +19,11 @@ import numpy as np
 import torch
 
 from ..errors import SceneError
+from ..geometry.struct_launch import StructLaunch
 from ..geometry.transforms import so3_log
 from .dynamics import InverseDynamics
 from .kinematics import Kinematics
+from .motion_kernel import WORLD_KERNELS, empty_robot_tables, fill_struct, world_call_type, world_tables_type
 from .objects import object_pose_from_tf
 from .scene import Scene
 from .state import WorldState
@@ -29,6 +31,13 @@ from .tf_buffer import TFBuffer
 from .urdf import JointType
 
 Pose = tuple  # (rot [E, 3, 3] or [3, 3], pos [E, 3] or [3])
+
+
+def _all_finite(t: torch.Tensor) -> bool:
+    """Whether every value of t is finite (NumPy for host tensors: cheaper for the few values of an input)."""
+    if t.device.type == "cpu" and not t.requires_grad:
+        return bool(np.isfinite(t.numpy()).all())
+    return bool(torch.isfinite(t).all())
 
 
 class _PoseHistory:
@@ -91,6 +100,10 @@ class WorldModel:
     ``root_from_tf`` and for objects posed by TF frames); root_pose: fixed root pose (rot [3, 3], pos [3]) when the
     root is not posed by TF or by the caller (default identity at the origin); check_finite: reject non-finite
     inputs (a host synchronisation per input on GPU).
+
+    A step is one launch of the world-update kernel of :mod:`.motion_kernel` (joint sample, robot links, objects)
+    into fresh state tensors, plus the backward-difference twists of the root and the objects while one of them
+    moves. The joint samples, the root pose and the held object poses live in buffers of the model.
     """
 
     def __init__(self, scene: Scene, *, n_envs: int = 1, device: torch.device | str = "cpu",
@@ -98,6 +111,8 @@ class WorldModel:
                  root_pose: Pose | None = None, root_from_tf: bool = False, check_finite: bool = True):
         if int(n_envs) < 1:
             raise ValueError(f"WorldModel: n_envs must be >= 1; got {n_envs}")
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"WorldModel: dtype must be torch.float32 or torch.float64; got {dtype}")
         self.scene = scene
         self.n_envs = E = int(n_envs)
         self.device = torch.device(device)
@@ -113,56 +128,95 @@ class WorldModel:
         self.kinematics = Kinematics(robot, self.device, dtype) if robot is not None else None
         self.dynamics = InverseDynamics(self.kinematics) if robot is not None else None
 
-        # objects by pose source
+        # objects by pose source; attach_link[k]: the robot link that carries object k, −1 for none (and once the
+        # caller poses it)
         links = set(robot.link_names) if robot is not None else set()
-        self._attached_obj, self._attached_link, self._tf_obj = [], [], []
+        O = len(scene.objects)
+        attach, self._tf_obj = [-1] * O, []
         for k, o in enumerate(scene.objects):
             frame = o.parent_frame
             if frame is None or frame == world_frame:
                 continue
             if frame in links:
-                self._attached_obj.append(k)
-                self._attached_link.append(robot.link_index(frame))
+                attach[k] = robot.link_index(frame)
             elif tf is None:
                 raise SceneError(f"{o.source}: object {o.name!r} is posed in TF frame {frame!r}, but the world model "
                                  "has no TF buffer; pass tf=TFBuffer(...) or use a robot link / the world frame")
             else:
                 self._tf_obj.append(k)
-        O = len(scene.objects)
+        self._attached = np.asarray(attach, dtype=np.int64) >= 0
+        self._attach_link = torch.tensor(attach, dtype=torch.int32, device=self.device)
         off_rot = torch.stack([torch.as_tensor(o.rot, **f) for o in scene.objects]) if O else torch.zeros(0, 3, 3, **f)
         off_pos = torch.stack([torch.as_tensor(o.pos, **f) for o in scene.objects]) if O else torch.zeros(0, 3, **f)
-        self._off_rot, self._off_pos = off_rot, off_pos
+        self._off_rot, self._off_pos = off_rot.contiguous(), off_pos.contiguous()
         self._obj_rot = off_rot.expand(E, O, 3, 3).clone()  # current object poses (held between samples)
         self._obj_pos = off_pos.expand(E, O, 3).clone()
         self._api_posed = np.zeros(O, dtype=bool)
-        self._idx_attached_obj = torch.as_tensor(self._attached_obj, dtype=torch.long, device=self.device)
-        self._idx_attached_link = torch.as_tensor(self._attached_link, dtype=torch.long, device=self.device)
+        self._any_api_posed = False
 
         # root pose
-        if root_pose is None:
-            self._root_rot = torch.eye(3, **f).expand(E, 3, 3).clone()
-            self._root_pos = torch.zeros(E, 3, **f)
-        else:
-            self._root_rot, self._root_pos = self._pose(root_pose, "root_pose")
+        self._root_rot = torch.eye(3, **f).expand(E, 3, 3).clone()
+        self._root_pos = torch.zeros(E, 3, **f)
+        if root_pose is not None:
+            rot, pos = self._pose(root_pose, "root_pose")
+            self._root_rot.copy_(rot)
+            self._root_pos.copy_(pos)
         self._history = _PoseHistory(E, 1 + O, self.device, dtype)  # body 0 = root, 1 + k = object k
         self._history_names = ["<root>"] + [o.name for o in scene.objects]
         self._root_api = False
-        self._root_is_identity = root_pose is None  # FK can skip composing with an identity root
+        self._root_tf = (-1, math.nan)  # (TF revision, stamp or NaN when static) of the root pose in the buffers
 
-        # joints
+        # joints (actuated, [E, n_act]): the latest sample q with its velocities q̇ and the sample before it;
+        # sample_ok [E, 2]: whether the (previous, latest) sample exists since the last reset; stamps j0, j1
         n_act = robot.n_actuated if robot is not None else 0
-        self._q = torch.zeros(E, n_act, **f)
-        self._qd = torch.zeros(E, n_act, **f)
+        self._q, self._qd, self._q_prev = (torch.zeros(E, n_act, **f) for _ in range(3))
+        self._sample_ok = torch.zeros(E, 2, dtype=torch.int32, device=self.device)
         self._qdd: torch.Tensor | None = None
         self._qd_measured = False
-        self._q_prev = torch.zeros(E, n_act, **f)
         self._j0 = self._j1 = math.nan
-        self._jv0 = torch.zeros(E, dtype=torch.bool, device=self.device)
-        self._jv1 = torch.zeros_like(self._jv0)
         cont = [robot.joint(n).type is JointType.CONTINUOUS for n in robot.actuated_joint_names] if robot else []
-        self._continuous = torch.as_tensor(cont, dtype=torch.bool, device=self.device)
+        self._continuous = torch.as_tensor(cont, dtype=torch.int32, device=self.device)
+        # staging buffers of host joint inputs (positions, velocities), and their NumPy views on a CPU model
+        self._staging = (torch.zeros(E, n_act, **f), torch.zeros(E, n_act, **f))
+        self._staging_np = tuple(x.numpy() for x in self._staging) if self.device.type == "cpu" else None
+        self._joint_pos_what = f"joint_pos (actuated joints {list(robot.actuated_joint_names) if robot else []})"
         self._t_last = -math.inf
+        self._zero_twists = torch.zeros(E, 1 + O, 3, **f)
+        self._launch, self._tables = self._record_launch()
+        self._args = [0, 0, 1.0]  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
+
+    def _record_launch(self) -> tuple[StructLaunch, dict]:
+        """The world-update launch and the tables it reads (robot, world, and the tensors they alias)."""
+        E = self.n_envs
+        f = dict(device=self.device, dtype=self.dtype)
+        tables = {}
+        if self.kinematics is not None:
+            robot = self.kinematics.tables
+        else:
+            robot, tables["robot tensors"] = empty_robot_tables(self.dtype, self.device)
+        tables["world tensors"] = {"continuous": self._continuous, "attach_link": self._attach_link,
+                                   "offset_rot": self._off_rot, "offset_pos": self._off_pos}
+        # the state tensors are contiguous views of one fresh flat buffer per step: (shape, element offset)
+        B = self.scene.n_links + len(self.scene.objects)
+        n_mov = self.kinematics.n_movable if self.kinematics is not None else 0
+        shapes = [(E, B, 3, 3), (E, B, 3), (E, B, 3), (E, B, 3), (E, n_mov), (E, n_mov)]
+        offsets = np.cumsum([0] + [math.prod(sh) for sh in shapes])
+        self._out_size = int(offsets[-1])
+        self._out_views = [(sh, torch.empty(sh).stride(), int(o)) for sh, o in zip(shapes, offsets)]
+        item = torch.empty((), dtype=self.dtype).element_size()
+        tables["world tensors"]["out_bytes"] = torch.tensor(offsets[:-1] * item, dtype=torch.int64, device=self.device)
+        world = fill_struct(world_tables_type(self.dtype), tables["world tensors"])
+        world.n_links, world.n_bodies, world.pi = self.scene.n_links, B, math.pi
+        tables.update(robot=robot, world=world)
+        fields = {"q_in": self._staging[0], "qd_in": self._staging[1], "q": self._q, "qd": self._qd,
+                  "q_prev": self._q_prev,
+                  "sample_ok": self._sample_ok, "root_rot": self._root_rot, "root_pos": self._root_pos,
+                  "object_rot": self._obj_rot, "object_pos": self._obj_pos, "sampled_lin": self._zero_twists,
+                  "sampled_ang": self._zero_twists, "out": torch.empty(self._out_size, **f)}
+        launch = StructLaunch(WORLD_KERNELS[self.dtype], (E,), world_call_type(self.dtype), fields,
+                              [robot, world, 0, 0, 1.0], self.device)
+        return launch, tables
 
     # ------------------------------------------------------------------ inputs
     def _tensor(self, x, tail: tuple[int, ...], what: str) -> torch.Tensor:
@@ -172,9 +226,26 @@ class WorldModel:
         if t.shape != (self.n_envs,) + tail:
             raise ValueError(f"WorldModel.update: {what} must have shape {list(tail)} or "
                              f"{[self.n_envs] + list(tail)}; got {list(t.shape)}")
-        if self.check_finite and not bool(torch.isfinite(t).all()):
+        if self.check_finite and not _all_finite(t):
             raise ValueError(f"WorldModel.update: {what} contains non-finite values (NaN or inf)")
         return t
+
+    def _staged(self, x, slot: int, what: str) -> torch.Tensor:
+        """A checked joint vector [E, n_act] for the launch: host arrays (NumPy, lists) of a CPU model are copied
+        into the staging buffer ``slot`` (0: positions, 1: velocities) with NumPy, other inputs as :meth:`_tensor`."""
+        staging = self._staging_np[slot] if self._staging_np is not None else None
+        if staging is None or isinstance(x, torch.Tensor):
+            return self._tensor(x, staging.shape[1:] if staging is not None else (self.kinematics.n_actuated,),
+                                what).contiguous()
+        a = np.asarray(x)
+        tail = staging.shape[1:]
+        if a.shape != tail and a.shape != staging.shape:
+            raise ValueError(f"WorldModel.update: {what} must have shape {list(tail)} or {list(staging.shape)}; "
+                             f"got {list(a.shape)}")
+        staging[...] = a
+        if self.check_finite and not np.isfinite(staging).all():
+            raise ValueError(f"WorldModel.update: {what} contains non-finite values (NaN or inf)")
+        return self._staging[slot]
 
     def _pose(self, pose: Pose, what: str) -> tuple[torch.Tensor, torch.Tensor]:
         if not isinstance(pose, (tuple, list)) or len(pose) != 2:
@@ -192,95 +263,138 @@ class WorldModel:
     def update(self, t: float, joint_pos=None, joint_vel=None, joint_acc=None, root_pose: Pose | None = None,
                object_poses: Mapping[str, Pose] | None = None,
                object_twists: Mapping[str, Pose] | None = None) -> WorldState:
-        """Advance to time t (s, non-decreasing) and return the WorldState.
+        """Advance to time t (s, non-decreasing) and return the WorldState (fresh tensors: earlier states stay valid).
 
         joint_pos / joint_vel / joint_acc: actuated joints [E, n_act] (URDF order, rad or m, /s, /s²); a missing
         joint_pos holds the previous joints (zero configuration before the first); a missing joint_vel is estimated
         by backward differences. root_pose: (rot, pos) of the root link in W. object_poses: name → (rot, pos) in W,
         held until the next one; object_twists: name → (lin, ang) in W for this step. Rotations [E, 3, 3] or
-        [3, 3], vectors [E, 3] or [3].
+        [3, 3], vectors [E, 3] or [3]. Inputs are checked before anything is stored.
         """
         t = float(t)
         if not math.isfinite(t) or t < self._t_last:
             raise ValueError(f"WorldModel.update: t must be finite and non-decreasing; got {t} after {self._t_last}")
         if joint_pos is None and (joint_vel is not None or joint_acc is not None):
             raise ValueError("WorldModel.update: joint_vel / joint_acc need joint_pos in the same call")
-        if joint_pos is not None:
-            if self.kinematics is None:
-                raise ValueError("WorldModel.update: joint_pos given, but the scene has no robot")
-            self._joint_sample(t, joint_pos, joint_vel, joint_acc)
-        # pose samples of the root (entry 0) and the objects (1 + k); NaN stamp: no moving sample
-        stamps = np.full(1 + len(self.scene.objects), np.nan)
-        self._root_sample(t, root_pose, stamps)
-        self._object_samples(t, object_poses or {}, stamps)
-        if np.isnan(stamps).all():  # nothing moves: no history to keep, zero twists
-            diff_lin = torch.zeros(self.n_envs, len(stamps), 3, device=self.device, dtype=self.dtype)
-            diff_ang = torch.zeros_like(diff_lin)
-        else:
-            self._history.add(stamps, torch.cat([self._root_rot[:, None], self._obj_rot], dim=1),
-                              torch.cat([self._root_pos[:, None], self._obj_pos], dim=1), self._history_names)
-            moving = torch.as_tensor(~np.isnan(stamps), device=self.device)[:, None]
-            diff_lin, diff_ang = self._history.twists()
-            diff_lin, diff_ang = diff_lin * moving, diff_ang * moving
-
-        kin = self.kinematics
-        qm = qdm = qddm = None
-        if kin is not None:
-            qm, qdm = kin.movable_positions(self._q), kin.movable_rates(self._qd)
-            qddm = kin.movable_rates(self._qdd) if self._qdd is not None else None
-            root = (None, None) if self._root_is_identity else (self._root_rot, self._root_pos)
-            l_rot, l_pos = kin.fk_movable(qm, *root)
-            root_moves = not math.isnan(stamps[0])
-            l_lin, l_ang = kin.twists_movable(l_rot, l_pos, qdm, diff_lin[:, 0] if root_moves else None,
-                                              diff_ang[:, 0] if root_moves else None)
-        else:
-            l_rot = torch.zeros(self.n_envs, 0, 3, 3, device=self.device, dtype=self.dtype)
-            l_pos = l_lin = l_ang = torch.zeros(self.n_envs, 0, 3, device=self.device, dtype=self.dtype)
-        o_rot, o_pos, o_lin, o_ang = self._attach_to_links(l_rot, l_pos, l_lin, l_ang, diff_lin[:, 1:],
-                                                           diff_ang[:, 1:])
-        for name, tw in (object_twists or {}).items():
-            k = self._object_index(name, f"object_twists[{name!r}]")
-            if not isinstance(tw, (tuple, list)) or len(tw) != 2:
-                raise ValueError(f"WorldModel.update: object_twists[{name!r}] must be a pair (lin [E, 3], ang [E, 3])")
-            o_lin[:, k] = self._tensor(tw[0], (3,), f"object_twists[{name!r}] lin")
-            o_ang[:, k] = self._tensor(tw[1], (3,), f"object_twists[{name!r}] ang")
+        twists = self._object_twists(object_twists) if object_twists else None
+        joints = self._joint_inputs(joint_pos, joint_vel, joint_acc) if joint_pos is not None else None
+        sampled_lin, sampled_ang = self._pose_samples(t, root_pose, object_poses)
+        launch = self._launch
+        if joints is not None:
+            self._joint_sample(t, *joints)
+        elif self._args[0] != 0:
+            self._args[0] = 0
+            launch.set_arg(3, 0)
+        launch.bind("sampled_lin", sampled_lin)
+        launch.bind("sampled_ang", sampled_ang)
+        flat = torch.empty(self._out_size, device=self.device, dtype=self.dtype)
+        launch.bind("out", flat)
+        launch()
+        rot, pos, lin, ang, qm, qdm = (flat.as_strided(*view) for view in self._out_views)
+        L = self.scene.n_links
+        for k, (v, w) in (twists or {}).items():
+            lin[:, L + k] = v
+            ang[:, L + k] = w
 
         self._t_last = t
+        robot = self.kinematics is not None
         self.state = WorldState(
-            t=t,
-            rot=torch.cat([l_rot, o_rot], dim=1),
-            pos=torch.cat([l_pos, o_pos], dim=1),
-            lin_vel=torch.cat([l_lin, o_lin], dim=1),
-            ang_vel=torch.cat([l_ang, o_ang], dim=1),
-            joint_pos=qm,
-            joint_vel=qdm,
-            joint_acc=qddm,
+            t=t, rot=rot, pos=pos, lin_vel=lin, ang_vel=ang, joint_pos=qm if robot else None,
+            joint_vel=qdm if robot else None,
+            joint_acc=None if self._qdd is None else self.kinematics.movable_rates(self._qdd),
             joint_vel_measured=self._qd_measured,
             joint_stamp=None if math.isnan(self._j1) else self._j1,
         )
         return self.state
 
-    def _root_sample(self, t: float, root_pose: Pose | None, stamps: np.ndarray):
-        """Set the root pose from the caller, a held caller pose, TF or the fixed pose; stamps[0] for a moving one."""
+    def _object_twists(self, object_twists: Mapping[str, Pose]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+        """Checked caller twists by object index: (lin [E, 3] m/s, ang [E, 3] rad/s) in W."""
+        out = {}
+        for name, tw in object_twists.items():
+            k = self._object_index(name, f"object_twists[{name!r}]")
+            if not isinstance(tw, (tuple, list)) or len(tw) != 2:
+                raise ValueError(f"WorldModel.update: object_twists[{name!r}] must be a pair (lin [E, 3], ang [E, 3])")
+            out[k] = (self._tensor(tw[0], (3,), f"object_twists[{name!r}] lin"),
+                      self._tensor(tw[1], (3,), f"object_twists[{name!r}] ang"))
+        return out
+
+    def _joint_inputs(self, joint_pos, joint_vel, joint_acc) -> tuple:
+        """Checked joint sample (q, q̇ or None, q̈ or None), each [E, n_act]."""
+        if self.kinematics is None:
+            raise ValueError("WorldModel.update: joint_pos given, but the scene has no robot")
+        n = self.kinematics.n_actuated
+        q = self._staged(joint_pos, 0, self._joint_pos_what)
+        qd = self._staged(joint_vel, 1, "joint_vel") if joint_vel is not None else None
+        qdd = self._tensor(joint_acc, (n,), "joint_acc") if joint_acc is not None else None
+        return q, qd, qdd
+
+    def _joint_sample(self, t: float, q: torch.Tensor, qd: torch.Tensor | None, qdd: torch.Tensor | None):
+        """Make a checked joint sample the input of this step's launch (the kernel stores it)."""
+        new = not t == self._j1  # a new stamp (t never decreases): the latest sample becomes the previous one
+        if new:
+            self._j0 = self._j1
+        self._j1 = t
+        self._qd_measured = qd is not None
+        self._qdd = qdd
+        launch = self._launch
+        launch.bind("q_in", q)
+        if qd is not None:
+            launch.bind("qd_in", qd)
+        dt = self._j1 - self._j0
+        args = [1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0]
+        for i, (a, b) in enumerate(zip(args, self._args)):
+            if a != b:
+                launch.set_arg(3 + i, a)
+        self._args = args
+
+    def _pose_samples(self, t: float, root_pose: Pose | None,
+                      object_poses: Mapping[str, Pose] | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Take this step's root and object pose samples; return the backward-difference twists (lin, ang)
+        [E, 1 + O, 3] of the root (0) and the objects (1 + k), zero for bodies that do not move."""
+        root_stamp = self._root_sample(t, root_pose)
+        if math.isnan(root_stamp) and not (object_poses or self._tf_obj or self._any_api_posed):
+            return self._zero_twists, self._zero_twists  # nothing moves: no history to keep
+        # pose samples of the root (entry 0) and the objects (1 + k); NaN stamp: no moving sample
+        stamps = np.full(1 + len(self.scene.objects), np.nan)
+        stamps[0] = root_stamp
+        self._object_samples(t, object_poses or {}, stamps)
+        if np.isnan(stamps).all():
+            return self._zero_twists, self._zero_twists
+        self._history.add(stamps, torch.cat([self._root_rot[:, None], self._obj_rot], dim=1),
+                          torch.cat([self._root_pos[:, None], self._obj_pos], dim=1), self._history_names)
+        moving = torch.as_tensor(~np.isnan(stamps), device=self.device)[:, None]
+        diff_lin, diff_ang = self._history.twists()
+        return diff_lin * moving, diff_ang * moving
+
+    def _root_sample(self, t: float, root_pose: Pose | None) -> float:
+        """Set the root pose from the caller, a held caller pose, TF or the fixed pose; return the stamp of a moving
+        root sample (NaN for a fixed root)."""
         if root_pose is not None:
-            self._root_rot, self._root_pos = self._pose(root_pose, "root_pose")
-            stamps[0], self._root_api, self._root_is_identity = t, True, False
-        elif self._root_api:  # a held caller pose is the same sample again
-            stamps[0] = self._history.s1[0]
-        elif self.root_from_tf:
-            s = self.tf.lookup(self.world_frame, self.scene.robot.root_link)
-            self._root_is_identity = False
-            self._root_rot = torch.as_tensor(s.rot, device=self.device, dtype=self.dtype).expand(self.n_envs, 3, 3)
-            self._root_pos = torch.as_tensor(s.trans, device=self.device, dtype=self.dtype).expand(self.n_envs, 3)
-            if not s.static:
-                stamps[0] = s.stamp
+            rot, pos = self._pose(root_pose, "root_pose")
+            self._root_rot.copy_(rot)
+            self._root_pos.copy_(pos)
+            self._root_api = True
+            return t
+        if self._root_api:  # a held caller pose is the same sample again
+            return float(self._history.s1[0])
+        if self.root_from_tf:
+            if self.tf.revision != self._root_tf[0]:  # else the root buffers hold this lookup already
+                s = self.tf.lookup(self.world_frame, self.scene.robot.root_link)
+                self._root_rot.copy_(torch.as_tensor(s.rot, device=self.device, dtype=self.dtype))
+                self._root_pos.copy_(torch.as_tensor(s.trans, device=self.device, dtype=self.dtype))
+                self._root_tf = (self.tf.revision, math.nan if s.static else s.stamp)
+            return self._root_tf[1]
+        return math.nan
 
     def _object_samples(self, t: float, object_poses: Mapping[str, Pose], stamps: np.ndarray):
-        """Store caller and TF object poses; stamps[1 + k] for every object that moves."""
+        """Store caller and TF object poses; stamps[1 + k] for every object that moves. An object attached to a
+        link is no longer carried by it once the caller poses it."""
         for name, pose in object_poses.items():
             k = self._object_index(name, f"object_poses[{name!r}]")
             self._obj_rot[:, k], self._obj_pos[:, k] = self._pose(pose, f"object_poses[{name!r}]")
-            self._api_posed[k] = True
+            if not self._api_posed[k] and self._attached[k]:
+                self._attach_link[k] = -1
+            self._api_posed[k] = self._any_api_posed = True
             stamps[1 + k] = t
         for k in self._tf_obj:
             if self._api_posed[k]:
@@ -293,43 +407,6 @@ class WorldModel:
         held = self._api_posed & np.isnan(stamps[1:])
         stamps[1:][held] = self._history.s1[1:][held]  # a held caller pose is the same sample again
 
-    def _attach_to_links(self, l_rot, l_pos, l_lin, l_ang, o_lin, o_ang):
-        """Object poses and twists [E, O, …], with objects attached to robot links (and not taken over by the
-        caller) moved rigidly with their link: pose = link ∘ offset, v = v_l + ω_l × (o − o_l), ω = ω_l.
-        o_lin / o_ang are fresh tensors and are updated in place."""
-        if not self._attached_obj:
-            return self._obj_rot, self._obj_pos, o_lin, o_ang
-        o_rot, o_pos = self._obj_rot.clone(), self._obj_pos.clone()
-        keep = torch.as_tensor(~self._api_posed[self._attached_obj], device=self.device)
-        ao, al = self._idx_attached_obj, self._idx_attached_link
-        lr, lp = l_rot[:, al], l_pos[:, al]
-        a_pos = (lr @ self._off_pos[ao][..., None])[..., 0] + lp
-        a_ang = l_ang[:, al]
-        a_lin = l_lin[:, al] + torch.cross(a_ang, a_pos - lp, dim=-1)
-        o_rot[:, ao] = torch.where(keep[:, None, None], lr @ self._off_rot[ao], o_rot[:, ao])
-        o_pos[:, ao] = torch.where(keep[:, None], a_pos, o_pos[:, ao])
-        o_lin[:, ao] = torch.where(keep[:, None], a_lin, o_lin[:, ao])
-        o_ang[:, ao] = torch.where(keep[:, None], a_ang, o_ang[:, ao])
-        return o_rot, o_pos, o_lin, o_ang
-
-    def _joint_sample(self, t: float, joint_pos, joint_vel, joint_acc):
-        n = self.kinematics.n_actuated
-        q = self._tensor(joint_pos, (n,), f"joint_pos (actuated joints {list(self.scene.robot.actuated_joint_names)})")
-        if not t == self._j1:  # a new stamp (t never decreases): the latest sample becomes the previous one
-            self._q_prev, self._j0, self._jv0 = self._q, self._j1, self._jv1
-        self._q, self._j1 = q, t
-        self._jv1 = torch.ones_like(self._jv1)
-        self._qd_measured = joint_vel is not None
-        if joint_vel is not None:
-            self._qd = self._tensor(joint_vel, (n,), "joint_vel")
-        else:
-            d = self._q - self._q_prev
-            d = torch.where(self._continuous, d - 2 * math.pi * torch.ceil((d - math.pi) / (2 * math.pi)), d)
-            dt = self._j1 - self._j0
-            valid = self._jv0 & self._jv1 if math.isfinite(dt) else torch.zeros_like(self._jv0)
-            self._qd = torch.where(valid[:, None], d / (dt if math.isfinite(dt) else 1.0), 0.0)
-        self._qdd = self._tensor(joint_acc, (n,), "joint_acc") if joint_acc is not None else None
-
     # ------------------------------------------------------------------ reset
     def reset(self, env_mask: torch.Tensor | None = None):
         """Forget the motion history of the envs in env_mask (bool [E]; None = all): their next pose samples and
@@ -339,11 +416,10 @@ class WorldModel:
         if envs.shape != (self.n_envs,):
             raise ValueError(f"WorldModel.reset: env_mask must have shape [{self.n_envs}]; got {list(envs.shape)}")
         self._history.reset(envs)
-        self._jv0 = self._jv0 & ~envs
-        self._jv1 = self._jv1 & ~envs
-        self._qd = torch.where(envs[:, None], 0.0, self._qd)
+        self._sample_ok.masked_fill_(envs[:, None], 0)
+        self._qd.masked_fill_(envs[:, None], 0.0)
 
     @property
     def root_pose(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Current root link pose in W: rot [E, 3, 3], pos [E, 3] m."""
+        """Current root link pose in W: rot [E, 3, 3], pos [E, 3] m (the model's buffers, updated in place)."""
         return self._root_rot, self._root_pos

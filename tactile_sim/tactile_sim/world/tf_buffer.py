@@ -92,6 +92,8 @@ class TFBuffer:
             raise ValueError(f"TFBuffer: cache_time must be finite and > 0 s; got {cache_time}")
         self.cache_time = float(cache_time)
         self._edges: dict[str, _Edge] = {}
+        self.revision = 0
+        """Counts the changes of the stored transforms: equal revisions give equal lookups (callers cache by it)."""
 
     # ------------------------------------------------------------------ storing
     def set_transform(self, parent: str, child: str, trans, stamp: float, *, rot=None, quat=None,
@@ -128,6 +130,7 @@ class TFBuffer:
                 if anc == child:
                     raise TFError(f"{where}: {child!r} is an ancestor of {parent!r}; this would close a loop")
             edge = self._edges[child] = _Edge(parent, static)
+        self.revision += 1
         if static:
             edge.stamps, edge.quats, edge.rots, edge.trans = [stamp], [q], [r], [t]
             return True
@@ -166,6 +169,7 @@ class TFBuffer:
     def clear(self):
         """Forget every frame."""
         self._edges.clear()
+        self.revision += 1
 
     # ------------------------------------------------------------------ queries
     @property
