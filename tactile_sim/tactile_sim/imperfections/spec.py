@@ -223,7 +223,7 @@ class SensorImperfections:
         self.delay = self._real("delay", self.delay, ">= 0 s", lambda v: v >= 0)
         self.jitter = self._real("jitter", self.jitter, ">= 0 s", lambda v: v >= 0)
         if self.jitter > self.delay:
-            raise self.error("jitter", f"larger than delay ({self.delay} s)", self.jitter, f"0 <= jitter <= delay")
+            raise self.error("jitter", f"larger than delay ({self.delay} s)", self.jitter, "0 <= jitter <= delay")
         if self.jitter >= self.dt:
             raise self.error("jitter", f"not below the evaluation period dt = {self.dt} s", self.jitter, "jitter < dt")
         h = self.history_length

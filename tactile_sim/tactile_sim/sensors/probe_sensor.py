@@ -76,12 +76,6 @@ class ProbeSensorBatch(SensorBatch):
                             .reshape(-1))
         return self.ctx.tensor(np.concatenate(lows))
 
-    def geometry(self, state: WorldState):
-        """Link poses of the probes, probe centres x [E, P, 3] and the nearest-geometry query result."""
-        rot, pos = self.probes.link_pose(state)
-        x = self.probes.world_positions(rot, pos)
-        return rot, pos, x, self.probes.query(x, state, self.cutoff)
-
 
 class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
