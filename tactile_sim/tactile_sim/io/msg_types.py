@@ -157,7 +157,7 @@ def serialize_cdr(msg: Any, typename: str | None = None) -> bytes:
     """CDR bytes (little endian, with the 4-byte encapsulation header) of ``msg`` (a message object, or a
     :class:`~.wire_message.WireMessage`, whose bytes are returned as they are); typename defaults to its own."""
     if isinstance(msg, WireMessage):
-        if typename is not None and full_type_name(typename) != msg.__msgtype__:
+        if typename is not None and typename != msg.__msgtype__ and full_type_name(typename) != msg.__msgtype__:
             raise ValueError(f"serialize_cdr: a {msg.__msgtype__} message cannot be serialised as {typename}")
         return msg.cdr
     name = _known(typename or msg.__msgtype__)

@@ -29,7 +29,7 @@ class WireMessage:
         self._message = None
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # slots not yet set (copy, pickle) and dunder look-ups are not fields
+        if name[0] == "_":  # slots not yet set (copy, pickle) and dunder look-ups are not fields
             raise AttributeError(name)
         if name in self._changes:
             return self._changes[name]

@@ -228,19 +228,25 @@ class RunDigest:
     def add(self, topic: str, log_ns: int, msg: Any) -> None:
         """Take one message (any type; the ones named in the module docstring are digested)."""
         kind = getattr(msg, "__msgtype__", "")
-        if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
-            self.robot_description = str(msg.data)
-            return
-        if kind not in (TAXEL_ARRAY, THERMAL_GRID, JOINT_STATE, LINK_CONTACT):
-            return
-        if kind == JOINT_STATE and (len(msg.position) or not len(msg.effort)):
-            return  # joint positions (an input), not a JointTorque sensor
-        is_truth = bool(getattr(msg, "ground_truth", topic.endswith(GROUND_TRUTH_SUFFIX)))
-        if is_truth != self.ground_truth and kind != LINK_CONTACT:  # a ContactSensor's reading is its ground truth
+        if kind == TAXEL_ARRAY or kind == THERMAL_GRID:
+            if bool(msg.ground_truth) != self.ground_truth:
+                return
+            series = self._by_name.get(msg.sensor_name) or self._series(kind, topic, msg)
+        elif kind == JOINT_STATE or kind == LINK_CONTACT:
+            if kind == JOINT_STATE:
+                if len(msg.position) or not len(msg.effort):
+                    return  # joint positions (an input), not a JointTorque sensor
+                if topic.endswith(GROUND_TRUTH_SUFFIX) != self.ground_truth:
+                    return
+            series = self._series(kind, topic, msg)  # a ContactSensor's reading is its ground truth
+        else:
+            if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
+                self.robot_description = str(msg.data)
             return
         t = time_msg_to_seconds(msg.header.stamp)
-        self.first_time = t if self.first_time is None else min(self.first_time, t)
-        self._series(kind, topic, msg).add(t, msg)
+        if self.first_time is None or t < self.first_time:
+            self.first_time = t
+        series.add(t, msg)
 
     def _series(self, kind: str, topic: str, msg: Any) -> Series:
         series = self._by_name

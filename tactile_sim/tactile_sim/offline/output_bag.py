@@ -66,6 +66,7 @@ class OutputBag:
         self.node_name = node_name
         self.on_write = on_write
         self.counts: Counter[str] = Counter()
+        self._names: dict[str, str] = {}
         self._writer = BagWriter(self.path, self.storage)
 
     @property
@@ -79,7 +80,9 @@ class OutputBag:
 
     def write(self, topic: str, log_ns: int, msg: Any) -> None:
         """Append ``msg`` on ``topic`` (node-relative or absolute) with bag (receive) time ``log_ns``."""
-        name = self.resolve(topic)
+        name = self._names.get(topic)
+        if name is None:
+            name = self._names[topic] = self.resolve(topic)
         if name not in self.counts:
             self._writer.add_topic(name, msg.__msgtype__, qos_profile(transient_local=name in LATCHED_TOPICS))
         self._writer.write(name, log_ns, msg)

@@ -101,10 +101,28 @@ def as_wire(value: Any, dtype: type) -> np.ndarray:
 class BatchReads:
     """One update's whole-batch reads (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0) passed
     through the batch's own ``output`` and copied to the host once: one device-to-host copy and one ``output`` per
-    batch and update instead of one suite read per sensor."""
+    batch and update instead of one suite read per sensor. Also keeps the update's stamp bytes and headers (one
+    per frame), which its messages share."""
 
     def __init__(self):
         self._cache: dict[tuple[int, bool], tuple[Any, np.ndarray]] = {}
+        self._stamp: Any = None
+        self._stamp_bytes = b""
+        self._headers: dict[str, Any] = {}
+
+    def stamp_bytes(self, stamp: Any) -> bytes:
+        """:func:`stamp_bytes` of ``stamp`` (packed once per update)."""
+        if stamp is not self._stamp:
+            self._stamp, self._stamp_bytes, self._headers = stamp, stamp_bytes(stamp), {}
+        return self._stamp_bytes
+
+    def header(self, frame_id: str, stamp: Any) -> Any:
+        """The ``std_msgs/Header`` of ``frame_id`` at ``stamp`` (one object per frame and update)."""
+        self.stamp_bytes(stamp)
+        head = self._headers.get(frame_id)
+        if head is None:
+            head = self._headers[frame_id] = _header(frame_id, stamp)
+        return head
 
     def get(self, batch: Any, ground_truth: bool) -> tuple[Any, np.ndarray]:
         """(the batch's output for all its probes — a host array, or a named tuple of them, probe axis first —,
@@ -256,11 +274,38 @@ class BatchTaxelEncoder(TaxelEncoder):
     """A taxel sensor read from its batch's whole read (:class:`BatchReads`): its probes' rows of the batch's
     output; the newest entry of a history is the batch's latest delayed read."""
 
+    def __init__(self, suite, batch, index, world_frame):
+        super().__init__(suite, batch, index, world_frame)
+        self.rows = batch.branch.slices[index]
+        getters = TAXEL_CHANNELS_OF[self.sensor_type]
+        n = self.layout.n
+        self.columns = [(name, getters[name], dtype, view.reshape(n, -1) if TAXEL_CHANNELS[name][1] else view)
+                        for name, dtype, view in self.views]
+        self.flag_bytes = self.template.span("valid").start, self.template.span("ground_truth").start
+
     def read(self, ground_truth, reads):
         out, valid = reads.get(self.batch, ground_truth)
-        rows = self.batch.branch.slices[self.index]
-        value = type(out)(*(x[rows] for x in out)) if isinstance(out, tuple) else out[rows]
+        value = type(out)(*(x[self.rows] for x in out)) if isinstance(out, tuple) else out[self.rows]
         return value, bool(valid[self.index])
+
+    def encode(self, stamp, ground_truth, reads):
+        """:meth:`SensorEncoder.encode` straight from the batch's read: each channel's rows are written into the
+        template and kept as the message's field."""
+        out, valid = reads.get(self.batch, ground_truth)
+        valid = bool(valid[self.index])
+        buffer = self.template.buffer
+        buffer[self.stamp_span] = reads.stamp_bytes(stamp)
+        buffer[self.flag_bytes[0]], buffer[self.flag_bytes[1]] = valid, ground_truth
+        changes = {"header": reads.header(self.options.link, stamp), "valid": valid, "ground_truth": ground_truth}
+        for name, get, dtype, view in self.columns:
+            rows = get(out)[self.rows].astype(dtype, copy=False)
+            view[...] = rows
+            changes[name] = rows.reshape(-1)
+        msg = self.template.wire(changes)
+        if ground_truth:
+            return [(self.ground_truth_topic, msg)]
+        self.last = [msg]
+        return [(self.topic, msg)]
 
 
 class SurfaceDistanceEncoder(TaxelEncoder):
