@@ -1,0 +1,65 @@
+"""The run digest reduces messages in chunks: its series equal a message-by-message reduction written out here
+(norms, sums, peaks, touches, the first message of largest load) across chunk boundaries and taxel-count changes."""
+
+import numpy as np
+import pytest
+
+from tactile_sim.io.encode import TAXEL_ARRAY, THERMAL_GRID
+from tactile_sim.io.msg_types import new_message
+from tactile_sim.io.stamps import time_msg
+from tactile_sim.offline import digest as digest_module
+from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest
+
+
+def taxels(t, channel, values, radii, ground_truth=False):
+    head = new_message("std_msgs/msg/Header", stamp=time_msg(t), frame_id="pad")
+    return new_message(TAXEL_ARRAY, header=head, sensor_name="pad", sensor_type="KinematicTaxel", radii=radii,
+                       ground_truth=ground_truth, **{channel: values})
+
+
+@pytest.mark.parametrize("channel, width", [("force", 3), ("distance", 1), ("contact", 1)])
+def test_chunked_taxel_series_equal_the_per_message_reduction(monkeypatch, channel, width):
+    monkeypatch.setattr(digest_module, "CHUNK", 7)
+    rng = np.random.default_rng(width)
+    digest, expected = RunDigest(), []
+    for k in range(40):
+        n = 4 if k < 23 else 6  # the sensor's layout changes mid-run
+        radii = np.full(n, 0.01, np.float32)
+        if channel == "contact":
+            values = rng.random(n) < 0.3
+        else:
+            values = (rng.random(n * width) * (0.02 if channel == "distance" else 0.2)).astype(np.float32)
+        if k in (5, 30):
+            values = values * 0 + (values.max() if channel != "contact" else True)  # ties for the peak
+        msg = taxels(0.01 * k, channel, values, radii)
+        digest.add("/node/pad", k, msg)
+        digest.add("/node/pad/ground_truth", k, taxels(0.01 * k, channel, values, radii, ground_truth=True))
+        v = np.asarray(values, np.float64).reshape(n, -1)
+        m = np.sqrt((v * v).sum(axis=1)) if width == 3 else v[:, 0]
+        if channel == "distance":
+            r = radii.astype(np.float64)
+            expected.append((float(np.clip(r - m, 0.0, None).sum()), float(m.min()), bool((m < IN_RANGE * r).any()),
+                             msg))
+        else:
+            expected.append((float(m.sum()), float(m.max()), bool((m > TOUCH_LEVEL[channel]).any()), msg))
+    (series,) = digest.series.values()
+    assert series.times == pytest.approx([0.01 * k for k in range(40)])
+    np.testing.assert_allclose(series.load, [e[0] for e in expected], rtol=1e-12)
+    np.testing.assert_allclose(series.peak, [e[1] for e in expected], rtol=1e-12)
+    assert series.touch == [e[2] for e in expected]
+    best = int(np.argmax([e[0] for e in expected]))  # the first message of largest load
+    assert series.peak_index == best and series.peak_message is expected[best][3]
+    assert series.peak_time == pytest.approx(0.01 * best)
+
+
+def test_thermal_series_keep_the_first_hottest_message():
+    digest = RunDigest()
+    maxima = [30.0, 35.0, 35.0, 31.0]
+    for k, hottest in enumerate(maxima):
+        head = new_message("std_msgs/msg/Header", stamp=time_msg(k), frame_id="tip")
+        temps = np.array([20.0, hottest, 25.0], np.float32)
+        digest.add("/node/thermal", k, new_message(THERMAL_GRID, header=head, sensor_name="thermal", nx=3, ny=1,
+                                                   nz=1, temperatures=temps))
+    (series,) = digest.series.values()
+    assert series.t_max == maxima and series.t_min == [20.0] * 4 and series.peak_index == 1
+    assert series.t_mean == pytest.approx([(45.0 + m) / 3 for m in maxima])
