@@ -1,7 +1,12 @@
-"""Micro-benchmark of the measured branch (spec §13) for a typical imperfection set: noise + bias + probe_gain + delay.
+"""Micro-benchmark of the measured branch (spec §13).
 
-Per step: measured = gain · raw, stages 5–9 (noise, bias), push into the rings, delayed read of the whole batch.
-Compared in-process with a naive baseline: one loop over sensors, a torch.Generator and a deque ring per sensor.
+Table 1, a typical imperfection set (noise + bias + probe_gain + delay). Per step: measured = gain · raw, stages 5–9
+(noise, bias), push into the rings, delayed read of the whole batch. Compared in-process with a naive baseline: one
+loop over sensors, a torch.Generator and a deque ring per sensor.
+
+Table 2, the per-step overhead of the demo gripper's branches (tactile_sim/config/demo_sensors.yaml) at E = 1: the
+step-by-step calls ``push(hardware(transform(x)), truth)`` and ``push_staged()`` (the fused probe sensors' path), each
+with the torch ops and warp launches it makes per step.
 
     /work/venv/bin/python bench/imperfections.py
 """
@@ -11,7 +16,9 @@ from __future__ import annotations
 import collections
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
+from tactile_sim.geometry.struct_launch import StructLaunch
 from tactile_sim.imperfections.pipeline import MeasuredBranch
 from tactile_sim.imperfections.rng import sensor_seed
 from tactile_sim.imperfections.spec import SensorImperfections
@@ -69,5 +76,57 @@ def main() -> None:
               f"{t_n * 1e6:>14.1f} {work / t_n:>12.3g} | {t_n / t_b:>8.2f}")
 
 
+DEMO = {  # label → (sensors, probes each, channels, options, latch): the demo's branches with their imperfections
+    "KinematicTaxel pads": (2, 30, 6, {"noise": 0.005, "resolution": 0.001}, False),
+    "ContactProbe": (1, 30, 1, {}, True),
+    "ContactDepthProbe": (1, 30, 1, {}, False),
+    "TemperatureGrid": (1, 12, 1, {"noise": 0.05}, False),
+    "JointTorque": (1, 3, 1, {"noise": 0.001}, False),
+}
+
+
+def ops_and_launches(fn) -> tuple[int, int]:
+    """Top-level torch ops and StructLaunch launches of one call of fn."""
+    launches = [0]
+    original = StructLaunch.__call__
+
+    def counted(self):
+        launches[0] += 1
+        original(self)
+
+    StructLaunch.__call__ = counted
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+    finally:
+        StructLaunch.__call__ = original
+    ops = [e for e in prof.events() if e.name.startswith("aten::") and e.cpu_parent is None]
+    return len(ops), launches[0]
+
+
+def demo_overhead() -> None:
+    print(f"\n{'demo branch (E = 1)':>22} | {'step-by-step us':>15} {'ops':>4} {'launches':>8} | "
+          f"{'push_staged us':>14} {'ops':>4} {'launches':>8}")
+    for label, (sensors, n, k, options, latch) in DEMO.items():
+        specs = [SensorImperfections(name=f"{label}{i}", seed=sensor_seed(7, f"{label}{i}"), n_probes=n, dt=DT,
+                                     channels=k, **options) for i in range(sensors)]
+        thresholds = (torch.full((n,), 1e-4), torch.full((n,), 1e-4)) if latch else None
+        step_by_step = MeasuredBranch(specs, 1, latch_thresholds=thresholds)
+        staged = MeasuredBranch(specs, 1, latch_thresholds=thresholds)
+        raw = torch.rand(1, step_by_step.n_probes, k) * 1e-3
+        truth = raw.clone()
+
+        def calls():
+            step_by_step.push(step_by_step.hardware(step_by_step.transform(raw)), truth)
+
+        row = f"{label:>22} |"
+        for fn in (calls, staged.push_staged):
+            t = time_per_call(fn, 2000, trials=7, warmup=20)
+            ops, launches = ops_and_launches(fn)
+            row += f" {t * 1e6:>15.1f} {ops:>4} {launches:>8} |"
+        print(row.rstrip("|"))
+
+
 if __name__ == "__main__":
     main()
+    demo_overhead()
