@@ -322,13 +322,21 @@ class SeparableLattice(_LatticeGroup):
         self.left_v = torch.as_tensor(np.stack(left_v), **kw)[None]
         self.set_basis(bases, dtype)
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None):
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
+                 window: tuple[int, int, int, int] | None = None):
+        """As LatticeConvolution; window (r₀, r₁, c₀, c₁): the rows and columns outside it hold H = 0 in every
+        member and env, so their (exactly zero) terms are left out of the products."""
         n = self.shape[1]
         maps = self.maps(depth, depth_p)                                   # [E, S_g, 1|2, M, N]
-        along = torch.matmul(maps[:, :, 0], self.right)                    # [E, S_g, M, 2N]: H K_uᵀ, H G_uᵀ
-        normal = torch.matmul(maps[:, :, 1], self.right[..., n:]) if self.powered else along[..., n:]
-        fields = torch.stack([torch.matmul(self.left_u, along[..., :n]), torch.matmul(self.left_v, along[..., n:]),
-                              torch.matmul(self.left_u, normal).neg_()], 2)
+        right, left_u, left_v = self.right, self.left_u, self.left_v
+        if window is not None:
+            r0, r1, c0, c1 = window
+            maps = maps[..., r0:r1, c0:c1]
+            right, left_u, left_v = right[..., c0:c1, :], left_u[..., r0:r1], left_v[..., r0:r1]
+        along = torch.matmul(maps[:, :, 0], right)                         # [E, S_g, M, 2N]: H K_uᵀ, H G_uᵀ
+        normal = torch.matmul(maps[:, :, 1], right[..., n:]) if self.powered else along[..., n:]
+        fields = torch.stack([torch.matmul(left_u, along[..., :n]), torch.matmul(left_v, along[..., n:]),
+                              torch.matmul(left_u, normal).neg_()], 2)
         return self.emit(fields, out)
 
 
@@ -433,13 +441,38 @@ class DilationField:
         self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
             and self.groups[0].contiguous_from == 0
         self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, e) if direct else None
+        # windows of the separable groups on the CPU (where reading them back costs nothing): the indentation kernel
+        # raises bounds[s] to (M − r, r + 1, N − c, c + 1) of every probe with H > 0 (keys of other probes are 0)
+        self.windows = [(g, [s for s, _, _ in members]) for g, ((_, separable), members) in enumerate(lattice.items())
+                        if separable and device.type == "cpu"]
+        key = np.zeros((p, 4), np.int32)
+        for _, members in self.windows:
+            for s in members:
+                m, n = layouts[s].shape
+                r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+                key[starts[s]:starts[s] + m * n] = np.stack([m - r, r + 1, n - c, c + 1], -1).reshape(-1, 4)
+        self.bound_key = torch.as_tensor(key, device=device)
+        self.bounds = torch.zeros((len(layouts), 4), dtype=torch.int32, device=device)
+        self.shapes = [layout.shape for layout in layouts]
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
-        """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build)."""
+        """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build) and, when there
+        are windows, ``bounds`` (cleared before the step's indentation kernel raised them)."""
         if self.direct is not None:
             self.out.index_copy_(1, self.direct.probes, self.direct(depth, depth_p))
-        for group in self.groups:
+        windows = dict(self._windows()) if self.windows else {}
+        for g, group in enumerate(self.groups):
+            window = {"window": windows[g]} if g in windows else {}
             if self.whole:
-                group(depth, depth_p, self.out)
+                group(depth, depth_p, self.out, **window)
             else:
-                self.out.index_copy_(1, group.index, group(depth, depth_p))
+                self.out.index_copy_(1, group.index, group(depth, depth_p, **window))
+
+    def _windows(self):
+        """(group, (r₀, r₁, c₀, c₁)) of each separable group: the rows and columns where some member has H > 0 in
+        some env (one row and column when none has: their products are zero)."""
+        bounds = self.bounds.tolist()
+        for g, members in self.windows:
+            m, n = self.shapes[members[0]]
+            lo_r, hi_r, lo_c, hi_c = (max(bounds[s][k] for s in members) for k in range(4))
+            yield g, ((m - lo_r, hi_r, n - lo_c, hi_c) if hi_r > 0 else (0, 1, 0, 1))

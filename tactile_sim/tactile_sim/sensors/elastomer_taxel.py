@@ -35,7 +35,8 @@ from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 @wp.func
 def _indentation(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
                  link_rot: Any, link_pos: Any):
-    """H = −sd and H^p of probe i (env e), whose centre lies inside a tracked shape (sd < 0), m and m^p."""
+    """H = −sd and H^p of probe i (env e), whose centre lies inside a tracked shape (sd < 0), m and m^p; raises the
+    window bounds of its sensor by the probe's key (:class:`~.elastomer_dilation.DilationField`)."""
     h = -sd
     p = call.exponent[i]
     hp = h * h
@@ -43,12 +44,18 @@ def _indentation(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape:
         hp = wp.pow(h, p)
     call.depth[e, i] = h
     call.depth_p[e, i] = hp
+    if call.bound_key[i, 1] > 0:
+        s = call.sensor[i]
+        for k in range(4):
+            wp.atomic_max(call.bounds, s, k, call.bound_key[i, k])
 
 
 def _indentation_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     call_type = probe_struct(f"ElastomerDepthCall_{f.__name__}", dtype, {
-        "exponent": wp.array(dtype=f), "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f)})
+        "exponent": wp.array(dtype=f), "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f),
+        "sensor": wp.array(dtype=wp.int32), "bound_key": wp.array2d(dtype=wp.int32),
+        "bounds": wp.array2d(dtype=wp.int32)})
     return probe_kernel(f"elastomer_depth_{f.__name__}", call_type, dtype, _indentation), call_type
 
 
@@ -81,9 +88,6 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         # H and H^p [E, P] as one buffer, cleared with one op per step
         self.depths = torch.zeros((2, e, p), device=dev, dtype=dt)
         self.depth, self.depth_p = self.depths.unbind(0)
-        kernel, call_type = _DEPTH_KERNELS[dt]
-        self.launch = FusedProbeLaunch(probes, ctx.query, e, kernel, call_type, self.cutoff, {
-            "exponent": self.exponent, "depth": self.depth, "depth_p": self.depth_p})
         self.field = torch.zeros((e, p, 3), device=dev, dtype=dt)
         starts = [a for a, _ in probes.slices]
         layouts = [ctx.layouts[o.name] for o in opts]
@@ -94,6 +98,11 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
                                 o.normal_exponent) for o, eps in zip(opts, eps0)],
             probes.local_pos, probes.local_normal, self.field, [ctx.where.get(o.name, o.where) for o in opts],
             elsewhere=small)
+        kernel, call_type = _DEPTH_KERNELS[dt]
+        self.launch = FusedProbeLaunch(probes, ctx.query, e, kernel, call_type, self.cutoff, {
+            "exponent": self.exponent, "depth": self.depth, "depth_p": self.depth_p,
+            "sensor": probes.sensor_of_probe.to(torch.int32), "bound_key": self.dilation.bound_key,
+            "bounds": self.dilation.bounds})
         self.shear = None
         if any(o.shear_scale > 0 for o in opts):
             links = [scene.body_index(o.link) for o in opts]
@@ -116,6 +125,8 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
 
     def evaluate(self, state: WorldState) -> None:
         self.depths.zero_()
+        if self.dilation.windows:
+            self.dilation.bounds.zero_()
         self.launch(state, {})                       # also fills the query's shape poses for this state
         self.dilation(self.depth, self.depth_p)
         if self.shear is not None:
