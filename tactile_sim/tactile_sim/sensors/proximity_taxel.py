@@ -16,11 +16,11 @@ median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each,
 the probes are visited in the cells and blocks of :class:`~.probe_set.ProbeSet` (link-frame bounding spheres, the
 largest reach R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the
 link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, then of each
-of the cell's probes, and only then poses the chunk's samples and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both
-branches for the probes it may reach (a per-probe scratch buffer); the velocity sums being linear, v_L(x_i), ω_L
-and the tangential projection are applied to the sums. The culls are conservative (a round-off margin), so they
-never change a result. Both branches go straight into the measured branch's staging buffers. Output
-``(force, torque)``.
+of the cell's probes, and only then poses the chunk's samples (skipping those beyond the cell's reach) and
+accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe scratch buffer);
+the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the sums. The culls are
+conservative (a round-off margin), so they never change a result. Both branches go straight into the measured
+branch's staging buffers. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -163,9 +163,14 @@ def _taxel_kernel(dtype: torch.dtype):
                         reached = reached | (1 << (slot - start))
                 if reached == 0:
                     continue
+                cell_center = call.cell_center[c]
+                cell_reach = call.cell_radius[c] + call.cell_cut[c]
                 for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
                     u = to_link @ call.sample_pos[j]
                     q = u + shift
+                    gap = wp.length(q - cell_center)
+                    if gap > cell_reach + margin * (gap + cell_reach):
+                        continue
                     for slot in range(start, stop):
                         if (reached >> (slot - start)) & 1 == 0:
                             continue
