@@ -13,13 +13,13 @@ E = 3
 ACTIVE = np.array([True, True, False, True, True, True, True, False, True])
 
 
-def _all_stages(name: str, channels: int, **extra) -> list:
+def _all_stages(name: str, channels: int, delay: float = 0.02, **extra) -> list:
     """Two sensors with every per-step stage (the first on a 3×3 grid with fillers)."""
     first = spec(f"{name}a", 9, channels=channels, layout_shape=(3, 3), active=ACTIVE, noise=0.2, bias=0.05,
                  random_walk=0.03, resolution=0.01, dead_taxel_probability=0.3, dead_taxel_value_range=(0.5, 0.7),
                  probe_gain_resample_range=(0.8, 1.2), **extra)
     second = spec(f"{name}b", 4, channels=channels, noise=0.1, resolution=np.linspace(0.0, 0.2, 4 * channels),
-                  delay=0.02, history_length=2)
+                  delay=delay, history_length=2)
     return [first, second]
 
 
@@ -31,11 +31,12 @@ def _reads(branch: MeasuredBranch) -> list:
 @pytest.mark.parametrize("extra", [{}, {"hysteresis_strength": 0.4, "hysteresis_tau": 0.05},
                                    {"crosstalk_strength": 0.5, "crosstalk_sigma": 0.01, "grid_spacing": (0.01, 0.01),
                                     "hysteresis_strength": 0.4, "hysteresis_tau": 0.05}])
-def test_push_staged_equals_the_step_by_step_calls(dtype, extra):
-    staged = MeasuredBranch(_all_stages("s", 1, **extra), E, dtype=dtype)
-    stepwise = MeasuredBranch(_all_stages("s", 1, **extra), E, dtype=dtype)
+@pytest.mark.parametrize("delay", [0.02, 0.1])  # a short ring (a launch per slot phase) and a long one (rebound)
+def test_push_staged_equals_the_step_by_step_calls(dtype, extra, delay):
+    staged = MeasuredBranch(_all_stages("s", 1, delay, **extra), E, dtype=dtype)
+    stepwise = MeasuredBranch(_all_stages("s", 1, delay, **extra), E, dtype=dtype)
     g = torch.Generator().manual_seed(0)
-    for k in range(7):
+    for k in range(16):
         raw = torch.randn(E, staged.n_probes, 1, generator=g, dtype=torch.float64).to(dtype)
         truth = raw.abs()
         measured, gt = staged.staging()

@@ -32,6 +32,8 @@ stages are active.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import warp as wp
 
@@ -57,6 +59,8 @@ from .spec import SensorImperfections
 
 STAGE_RADIUS, STAGE_JITTER, STAGE_RANDOM_WALK, STAGE_NOISE = 1, 2, 3, 4
 STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
+_MAX_PHASES = 8
+"""Most launches recorded per branch kernel use (one per phase of the staging slots)."""
 
 _WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS = 1, 2, 4, 8, 16, 32, 64
 """Flags of the stages the branch kernel applies (:func:`_branch_loop`)."""
@@ -402,16 +406,21 @@ class MeasuredBranch:
 
     def _build_launches(self) -> None:
         """Recorded launches of the branch kernel: stages 5–9 (:meth:`hardware`) and stages 5–11 with the commit
-        (:meth:`push_staged`); their x, y and gt are rebound to the staging slots per evaluation."""
+        (:meth:`push_staged`), one per phase g mod lcm(ring length, 2) of the evaluation counter with x, y and gt
+        bound to that phase's staging slots (nothing to rebind per evaluation), or a single one rebound per
+        evaluation when the ring is long (more than :data:`_MAX_PHASES` phases)."""
         e, n = self.n_envs, self.n_probes * self.channels
         chunk = CPU_CHUNK if self.device.type == "cpu" else 1
-        rows = {"x": self._ring_views[1], "y": self._ring_views[1], "gt": self._gt_views[1]}
+        period = math.lcm(self._ring_len, 2)
+        phases = range(period) if period <= _MAX_PHASES else [1]
 
-        def record(fields: dict, flags: int) -> StructLaunch:
-            return StructLaunch(_BRANCH_KERNELS[self.dtype], (e, -(-n // chunk)), _BRANCH_STRUCTS[self.dtype],
-                                {**rows, **fields}, [0, flags, chunk, self.channels], self.device)
+        def record(fields: dict, flags: int) -> list[StructLaunch]:
+            return [StructLaunch(_BRANCH_KERNELS[self.dtype], (e, -(-n // chunk)), _BRANCH_STRUCTS[self.dtype],
+                                 {"x": self._ring_views[g % self._ring_len], "y": self._ring_views[g % self._ring_len],
+                                  "gt": self._gt_views[g % 2], **fields}, [0, flags, chunk, self.channels],
+                                 self.device) for g in phases]
 
-        self._hardware_launch = record(self._hardware_fields, self._hardware_flags) if self._hardware_flags else None
+        self._hardware_launches = record(self._hardware_fields, self._hardware_flags) if self._hardware_flags else []
         fields = {**self._hardware_fields, "active": self.active}
         flags = self._hardware_flags | (_FILLERS if self._has_fillers else 0)
         if self._latches is not None:
@@ -420,7 +429,7 @@ class MeasuredBranch:
                           latch_truth=truth.state)
             flags |= _LATCH
         self._staged_flags = flags
-        self._staged_launch = record(fields, flags)
+        self._staged_launches = record(fields, flags)
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -478,17 +487,25 @@ class MeasuredBranch:
         g = self._count + 1
         slot = g % self._ring_len
         y = self._ring_views[slot]
-        launch = self._hardware_launch
+        launch = self._phase_launch(self._hardware_launches, g)
         if x is not y:
             if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device or not x.is_contiguous():
                 x = y.copy_(x)
             elif x.data_ptr() == launch.pointers["x"]:  # a new view of the memory already bound (e.g. a state)
                 x = launch.tensors["x"]
         launch.bind("x", x)
-        launch.bind("y", y)
         launch.set_arg(1, g)
         launch()
         return y
+
+    def _phase_launch(self, launches: list[StructLaunch], g: int) -> StructLaunch:
+        """The launch of evaluation g with y and gt bound to its staging slots."""
+        if len(launches) > 1:
+            return launches[g % len(launches)]
+        launch = launches[0]
+        launch.bind("y", self._ring_views[g % self._ring_len])
+        launch.bind("gt", self._gt_views[g % 2])
+        return launch
 
     def push_staged(self) -> None:
         """Stages 1–11 and the commit of what the sensor wrote into :meth:`staging` (raw measured values and ground
@@ -497,17 +514,13 @@ class MeasuredBranch:
         and become 0./1.) and the filler mask in one kernel launch, in place. Equivalent to
         ``push(hardware(transform(measured)), ground_truth)`` of the staging buffers (plus the latch)."""
         g = self._count + 1
-        launch = self._staged_launch
-        y = self._ring_views[g % self._ring_len]
-        if self._crosstalk is not None or self._hysteresis is not None:
-            launch.bind("x", self.transform(y).contiguous())
-        elif not self._staged_flags:  # no stage would change the staging buffers
+        transformed = self._crosstalk is not None or self._hysteresis is not None
+        if not transformed and not self._staged_flags:  # no stage would change the staging buffers
             self._committed(g, None)
             return
-        else:
-            launch.bind("x", y)
-        launch.bind("y", y)
-        launch.bind("gt", self._gt_views[g % 2])
+        launch = self._phase_launch(self._staged_launches, g)
+        y = self._ring_views[g % self._ring_len]
+        launch.bind("x", self.transform(y).contiguous() if transformed else y)
         launch.set_arg(1, g)
         launch()
         self._committed(g, None)
