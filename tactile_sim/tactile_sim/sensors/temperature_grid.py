@@ -2,8 +2,9 @@
 
 Ground truth is the grid state of the :class:`~.thermal_system.ThermalSystem` after each evaluation, °C,
 ``[E, (H,) nx, ny, nz]`` indexed [ix, iy, iz] along the link's x, y, z. The measured branch applies the sensing lag
-T_m ← T_m + (1 − exp(−dt/τ_s))(T − T_m) (stage 4; restarts at the true temperature after a reset), then the generic
-noise chain (°C) and delay/jitter/history.
+T_m ← T_m + (1 − exp(−dt/τ_s))(T − T_m) (stage 4; restarts at the true temperature after a reset; state and weight
+of a :class:`~..imperfections.lag.FirstOrderLag`, advanced in the readout kernel of :mod:`.thermal_kernels`), then the
+generic noise chain (°C) and delay/jitter/history.
 
 Shared settings (merged over every TemperatureGrid of the configuration): ``properties_dict``,
 ``ambient_temperature`` (None → 21 °C), ``convection_coefficient`` (None → 1 W/(m²K)) and
@@ -17,11 +18,13 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..geometry.struct_launch import StructLaunch
 from ..imperfections.lag import FirstOrderLag
 from ..imperfections.pipeline import MeasuredBranch
 from ..world.scene import closest_names
 from ..world.state import WorldState
 from .base import BuildContext, SensorBatch, imperfections_of
+from .thermal_kernels import READOUT_KERNELS
 from .thermal_system import GridSpec, Material, ThermalSystem
 
 DEFAULT_KEY = "default"
@@ -101,16 +104,25 @@ class TemperatureGridBatch(SensorBatch):
              for o, n in zip(self.options, counts)], ctx.n_envs, ctx.device, ctx.dtype)
         tau = ctx.tensor(np.repeat([o.sensor_time_constant for o in self.options], counts))
         self.lag = FirstOrderLag(tau, ctx.dt, self.true_temperatures())
+        kernel, call_type = READOUT_KERNELS[ctx.dtype]
+        measured, gt = self.branch.staging()
+        self._readout = StructLaunch(kernel, (ctx.n_envs, len(self._cells)), call_type, {
+            "t": sys_.t_cell, "cell": self._cells.to(torch.int32), "weight": self.lag.weight.contiguous(),
+            "lag": self.lag.state, "ground_truth": gt, "measured": measured}, [], ctx.device)
 
     def true_temperatures(self) -> torch.Tensor:
         """Current grid temperatures of the batch's sensors, concatenated cell-major: [E, P] °C."""
         return self.system.t_cell.index_select(1, self._cells)
 
     def evaluate(self, state: WorldState) -> None:
+        """Thermal step, then one readout launch (ground truth and sensing lag into the branch's staging buffers)
+        and the generic noise chain with the commit (:meth:`MeasuredBranch.push_staged`)."""
         self.system.step(state)
-        truth = self.true_temperatures()
-        measured = self.branch.hardware(self.lag.step(truth)[..., None])
-        self.branch.push(measured, truth[..., None])
+        measured, gt = self.branch.staging()
+        self._readout.bind("measured", measured)
+        self._readout.bind("ground_truth", gt)
+        self._readout()
+        self.branch.push_staged()
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """§13.8: pipeline state; every cell exactly its base temperature, lumped bodies theirs, T_m = T."""

@@ -7,10 +7,13 @@
   lumped partner's G_k·dt (``dt`` [1] s) goes to ``g_cl`` [E, M, NL] (its surface cell, body), and a sample of an earlier grid
   touching a later grid writes its G_k·dt and the partner cell at its slot of the cell-major pair order
   (``g_cc``, ``cell_y`` [E, K]). Samples that touch nothing add nothing, so the broad phase skips them whole.
-* Exchange kernel (steps A and D) over (E, N): the exact relaxation towards the fixed partners, convection and
-  linearised radiation; it clears the accumulators it read and optionally clamps (D is followed by the clamp).
-* Conduction kernel (step C + the clamp E) over (E, G) for small grids: the backward-Euler DCT step as one dense
-  operator per grid, M_g = Kᵀ diag(1/(1 + dt α Λ)) K with K the 3-axis orthonormal DCT-II (precomputed at build).
+* Cell kernel over (E, G), one grid per thread: step A (the exact relaxation towards the fixed partners, convection
+  and linearised radiation; it clears the accumulators it read) and/or, for small grids, step C + the clamp E: the
+  backward-Euler DCT step as one dense operator per grid, M_g = Kᵀ diag(1/(1 + dt α Λ)) K with K the 3-axis
+  orthonormal DCT-II (precomputed at build). Without pairs (step B) both run in one launch.
+* Exchange kernel over (E, NL): step D of the lumped bodies (the same relaxation), then their clamp.
+* Readout kernel over (E, P) of a TemperatureGrid batch: ground truth of its cells and the first-order sensing
+  element, written into the measured branch's staging buffers.
 """
 
 from __future__ import annotations
@@ -115,45 +118,72 @@ def _exchange_kernel(dtype: torch.dtype):
     call_type = wp.struct(type(f"ThermalExchangeCall_{f.__name__}", (), {
         "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalExchangeCall_{f.__name__}"}))
 
-    def kernel(call, h, ambient, dt, clamp):
-        """acc[e, c] = (covered area, G_fixed, Q_fixed), cleared after use; ``clamp`` != 0 clamps to [low, high]."""
+    def kernel(call, h, ambient, dt):
+        """Body c of env e with acc[e, c] = (covered area, G_fixed, Q_fixed): exchange, then clamp to [low, high]."""
         e, c = wp.tid()
-        zero = h - h
         t = exchange(call.t[e, c], call.ic[c], call.eps[c], call.area[c] - call.acc[e, c, 0], call.acc[e, c, 1],
                      call.acc[e, c, 2], call.power[c], h, ambient, dt)
-        if clamp != 0:
-            t = wp.min(wp.max(t, call.low[c]), call.high[c])
-        call.t[e, c] = t
-        for k in range(3):
-            call.acc[e, c, k] = zero
+        call.t[e, c] = wp.min(wp.max(t, call.low[c]), call.high[c])
 
     kernel.__name__ = f"thermal_exchange_{f.__name__}"
-    kernel.__annotations__ = {"call": call_type, "h": f, "ambient": f, "dt": f, "clamp": int}
+    kernel.__annotations__ = {"call": call_type, "h": f, "ambient": f, "dt": f}
     return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
 
 
-def _conduction_kernel(dtype: torch.dtype):
+def _cell_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     arr = wp.array(dtype=f)
-    fields = {"t": wp.array2d(dtype=f), "scratch": wp.array2d(dtype=f), "dense": wp.array3d(dtype=f),
-              "low": arr, "high": arr}
-    call_type = wp.struct(type(f"ThermalConductionCall_{f.__name__}", (), {
-        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalConductionCall_{f.__name__}"}))
+    fields = {"t": wp.array2d(dtype=f), "ic": arr, "eps": arr, "area": arr, "power": arr, "low": arr, "high": arr,
+              "acc": wp.array3d(dtype=f), "scratch": wp.array2d(dtype=f), "dense": wp.array3d(dtype=f)}
+    call_type = wp.struct(type(f"ThermalCellCall_{f.__name__}", (), {
+        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalCellCall_{f.__name__}"}))
+
+    def kernel(call, h, ambient, dt, n, exchange_step, conduct):
+        """Grid g of env e over its n padded cells [g·n, (g+1)·n): step A when ``exchange_step`` != 0 (acc cleared
+        after use), then C + E when ``conduct`` != 0: T ← clamp(M_g T) with the dense operator [G, n, n]."""
+        e, g = wp.tid()
+        first = g * n
+        zero = h - h
+        if exchange_step != 0:
+            for c in range(first, first + n):
+                call.t[e, c] = exchange(call.t[e, c], call.ic[c], call.eps[c], call.area[c] - call.acc[e, c, 0],
+                                        call.acc[e, c, 1], call.acc[e, c, 2], call.power[c], h, ambient, dt)
+                for k in range(3):
+                    call.acc[e, c, k] = zero
+        if conduct != 0:
+            for c in range(first, first + n):
+                call.scratch[e, c] = call.t[e, c]
+            for r in range(n):
+                s = zero
+                for c in range(n):
+                    s += call.dense[g, r, c] * call.scratch[e, first + c]
+                call.t[e, first + r] = wp.min(wp.max(s, call.low[first + r]), call.high[first + r])
+
+    kernel.__name__ = f"thermal_cells_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "h": f, "ambient": f, "dt": f, "n": int, "exchange_step": int,
+                              "conduct": int}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+def _readout_kernel(dtype: torch.dtype):
+    f = WP_TYPES[dtype][0]
+    arr = wp.array(dtype=f)
+    fields = {"t": wp.array2d(dtype=f), "cell": wp.array(dtype=wp.int32), "weight": arr,
+              "lag": wp.array2d(dtype=f), "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)}
+    call_type = wp.struct(type(f"ThermalReadoutCall_{f.__name__}", (), {
+        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalReadoutCall_{f.__name__}"}))
 
     def kernel(call):
-        """Grid g of env e: T ← clamp(M_g T) over its padded cells (dense operator [G, n, n])."""
-        e, g = wp.tid()
-        n = call.dense.shape[1]
-        first = g * n
-        for c in range(first, first + n):
-            call.scratch[e, c] = call.t[e, c]
-        for r in range(n):
-            s = call.scratch[e, first] - call.scratch[e, first]
-            for c in range(n):
-                s += call.dense[g, r, c] * call.scratch[e, first + c]
-            call.t[e, first + r] = wp.min(wp.max(s, call.low[first + r]), call.high[first + r])
+        """Output p of env e: T = t[e, cell[p]] (ground truth) and the sensing element (spec §10.4)
+        T_m ← T_m + w (T − T_m), w = 1 − exp(−dt/τ_s) (the lag state, also the raw measured value)."""
+        e, p = wp.tid()
+        truth = call.t[e, call.cell[p]]
+        lagged = call.lag[e, p] + (truth - call.lag[e, p]) * call.weight[p]
+        call.lag[e, p] = lagged
+        call.ground_truth[e, p, 0] = truth
+        call.measured[e, p, 0] = lagged
 
-    kernel.__name__ = f"thermal_conduction_{f.__name__}"
+    kernel.__name__ = f"thermal_readout_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
     return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
 
@@ -161,4 +191,8 @@ def _conduction_kernel(dtype: torch.dtype):
 CONTACT_KERNELS = {dt: _contact_kernel(dt) for dt in WP_TYPES}
 """(kernel, call struct type) of the contact kernel per working dtype."""
 EXCHANGE_KERNELS = {dt: _exchange_kernel(dt) for dt in WP_TYPES}
-CONDUCTION_KERNELS = {dt: _conduction_kernel(dt) for dt in WP_TYPES}
+"""(kernel, call struct type) of the element-wise exchange (lumped bodies, step D) per working dtype."""
+CELL_KERNELS = {dt: _cell_kernel(dt) for dt in WP_TYPES}
+"""(kernel, call struct type) of the per-grid cell kernel (steps A and C + E) per working dtype."""
+READOUT_KERNELS = {dt: _readout_kernel(dt) for dt in WP_TYPES}
+"""(kernel, call struct type) of the TemperatureGrid readout (ground truth and sensing lag) per working dtype."""

@@ -48,7 +48,7 @@ from ..world.state import WorldState
 from ..geometry.struct_launch import StructLaunch
 from .body_samples import BodySamples, SampleCells
 from .probe_set import FusedProbeLaunch
-from .thermal_kernels import CONDUCTION_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED
+from .thermal_kernels import CELL_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED
 from .thermal_pairs import PairRelaxation
 
 DENSE_CONDUCTION_CELLS = 64
@@ -390,9 +390,6 @@ class ThermalSystem:
         self._contact_launch = FusedProbeLaunch(cells, self.query, e, kernel, call_type, self.sample_band, model)
         scalars = [self.h, self.ambient, self.dt]
         kernel, call_type = EXCHANGE_KERNELS[self.dtype]
-        self._cell_exchange = StructLaunch(kernel, (e, self.n_total), call_type, {
-            "t": self.t_cell, "ic": self.ic_cell, "eps": self.eps_cell, "area": self.face_area, "power": self.power,
-            "low": self.low_cell, "high": self.high_cell, "acc": self.acc_cell}, scalars + [0], dev)
         self._lump_exchange = None
         if self.lumped_samples is not None:
             n_l = len(self.lumped)
@@ -400,19 +397,29 @@ class ThermalSystem:
             self._lump_exchange = StructLaunch(kernel, (e, n_l), call_type, {
                 "t": self.t_lump, "ic": self.lumped_ic, "eps": self.lumped_eps, "area": self.lumped_area,
                 "power": torch.zeros(n_l, **f), "low": torch.full((n_l,), self.lumped_low, **f),
-                "high": torch.full((n_l,), self.lumped_high, **f), "acc": self.acc_lump}, scalars + [1], dev)
-        self._conduction = None
-        if self.conduction_operator is not None:
-            kernel, call_type = CONDUCTION_KERNELS[self.dtype]
-            self._conduction = StructLaunch(kernel, (e, len(self.grids)), call_type, {
-                "t": self.t_cell, "scratch": torch.zeros_like(self.t_cell), "dense": self.conduction_operator,
-                "low": self.low_cell, "high": self.high_cell}, [], dev)
+                "high": torch.full((n_l,), self.lumped_high, **f), "acc": self.acc_lump}, scalars, dev)
+        # A (+ C and E for dense grids) in one launch; with pairs, A and C + E around them
+        kernel, call_type = CELL_KERNELS[self.dtype]
+        dense = self.conduction_operator
+        fields = {"t": self.t_cell, "ic": self.ic_cell, "eps": self.eps_cell, "area": self.face_area,
+                  "power": self.power, "low": self.low_cell, "high": self.high_cell, "acc": self.acc_cell,
+                  "scratch": torch.zeros_like(self.t_cell),
+                  "dense": dense if dense is not None else torch.zeros(1, 1, 1, **f)}
+        n_pad = self.n_total // len(self.grids)
+        split = pairs or dense is None
+
+        def cells(exchange_step: bool, conduct: bool) -> StructLaunch:
+            return StructLaunch(kernel, (e, len(self.grids)), call_type, fields,
+                                scalars + [n_pad, int(exchange_step), int(conduct)], dev)
+
+        self._before_pairs = cells(True, not split)
+        self._after_pairs = cells(False, True) if split and dense is not None else None
 
     # ------------------------------------------------------------------ step
     def step(self, state: WorldState) -> None:
         """Advance every temperature by dt with the poses of ``state`` (steps A–E), in place."""
         self._contact_launch(state, {})
-        self._cell_exchange()
+        self._before_pairs()
         lumped = self._lumped_contacts(state) if self.lumped_samples is not None else None
         if self.pairs is not None:
             g_ll = torch.zeros(self.n_envs, len(self.lumped), len(self.lumped), **self._f) if lumped is None \
@@ -421,9 +428,9 @@ class ThermalSystem:
             self.g_cl.zero_()
             self.cell_y.fill_(-1)
             self.g_cc.zero_()
-        if self._conduction is not None:
-            self._conduction()
-        else:
+        if self._after_pairs is not None:
+            self._after_pairs()
+        elif self.conduction_operator is None:
             self.t_cell.copy_(self._conduct(self.t_cell))
             torch.clamp(self.t_cell, self.low_cell, self.high_cell, out=self.t_cell)
         if lumped is not None:
