@@ -219,3 +219,22 @@ def test_moving_pad_two_bodies_many_probes_and_envs_match_the_world_frame_sum(dt
     assert all(n > 0 for n in active.values()), active
     measured, gt = suite.read("b"), suite.read_ground_truth("b")
     assert torch.allclose(measured.force, 1.25 * gt.force, rtol=1e-6 if dtype == "float32" else 1e-12, atol=0)
+
+
+def test_cloud_chunks_partition_the_cloud_into_compact_single_body_runs():
+    from tactile_sim.sensors.proximity_taxel import cloud_chunks
+    rng = np.random.default_rng(2)
+    points = rng.normal(size=(1000, 3))
+    body = rng.choice([4, 9, 7], size=1000)
+    order, runs = cloud_chunks(points, body, size=16)
+    assert np.array_equal(np.sort(order), np.arange(1000))                 # every sample exactly once
+    assert runs[0][0] == 0 and runs[-1][1] == 1000
+    assert all(a1 == b0 for (_, a1, _), (b0, _, _) in zip(runs[:-1], runs[1:]))
+    for a, b, owner in runs:
+        assert 0 < b - a <= 16 and (body[order[a:b]] == owner).all()
+    owners = [owner for _, _, owner in runs]
+    first_seen = list(dict.fromkeys(body.tolist()))
+    assert owners == sorted(owners, key=first_seen.index)                  # one body after the other
+    # compact: the median split keeps chunks far smaller than the cloud
+    spans = [np.ptp(points[order[a:b]], axis=0).max() for a, b, _ in runs]
+    assert np.median(spans) < 0.5 * np.ptp(points, axis=0).max()

@@ -41,6 +41,8 @@ from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 
 SAMPLES_PER_CHUNK = 16
 """Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
+MAX_CELL_PROBES = 31
+"""Most probes a cell of :class:`~.probe_set.ProbeSet` may hold here (one bit each in an int32 mask)."""
 
 
 def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_CHUNK) -> tuple[np.ndarray, list]:
@@ -256,6 +258,10 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                     "block_first_cell", "block_cells", "block_link", "block_group", "block_center", "block_radius",
                     "block_cut"):
             fields[key] = probe_tables[key].contiguous()
+        widest = int((fields["cell_stop"] - fields["cell_start"]).max())
+        if widest > MAX_CELL_PROBES:
+            raise ValueError(f"ProximityTaxel: a probe cell holds {widest} probes; allowed: at most {MAX_CELL_PROBES} "
+                             "(the kernel marks a cell's reachable probes in the bits of one int32)")
         round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
         self.launch = StructLaunch(kernel, (e, probes.n_blocks), call_type, fields, [round_off], dev)
 
