@@ -29,7 +29,7 @@ from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
-from .joint_state_cdr import JOINT_STATE, JointStateDecoder
+from .input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
 from .mcap_file import McapFile
 from .msg_types import full_type_name, message_definition, serialize_cdr, type_hash, typestore
 
@@ -199,7 +199,7 @@ def _dependencies(store: Typestore, typename: str, found: dict[str, Any]) -> dic
 class BagReader:
     """Read a rosbag2 bag (directory, or a single .mcap/.db3 file) as (topic, stamp_ns, message) tuples.
 
-    Joint states (the standard definition) come from :class:`~.joint_state_cdr.JointStateDecoder` as
+    Joint states and TF messages (of the standard definitions) come from :mod:`.input_cdr` as
     :class:`~.wire_message.WireMessage` s, every other message from rosbags' deserialiser.
     Messages are deserialised one at a time while iterating (memory stays bounded by one message and the storage
     plugin's chunk), in receive-time order. Use as a context manager, or call :meth:`close`.
@@ -214,7 +214,9 @@ class BagReader:
         except BaseException:
             self._reader.close()
             raise
-        self._joint_states = JointStateDecoder() if self._standard(JOINT_STATE) else None
+        self._decoders = {name: decoder().decode for name, decoder in ((JOINT_STATE, JointStateDecoder),
+                                                                        (TF_MESSAGE, TFMessageDecoder))
+                          if self._standard(name)}
 
     def _standard(self, typename: str) -> bool:
         """True when the bag defines ``typename`` and the types it nests exactly as the library does."""
@@ -280,9 +282,10 @@ class BagReader:
             connections = [c for c in connections if c.topic in wanted]
             if not connections:
                 return
-        joint_states = self._joint_states
+        decoders = self._decoders
         for connection, stamp_ns, data in self._reader.messages(connections, start=start_ns, stop=stop_ns):
-            msg = joint_states.decode(data) if joint_states is not None and connection.msgtype == JOINT_STATE else None
+            decode = decoders.get(connection.msgtype)
+            msg = None if decode is None else decode(data)
             if msg is None:
                 msg = self.typestore.deserialize_cdr(data, connection.msgtype)
             yield connection.topic, stamp_ns, msg

@@ -1,6 +1,6 @@
-"""JointState straight from CDR bytes against rosbags' deserialiser (the independent truth): every combination of
-empty and filled sequences, names of any length (alignment), repeated and changing names; bags hand joint states
-out this way."""
+"""JointState and TFMessage straight from CDR bytes against rosbags' deserialiser (the independent truth): every
+combination of empty and filled sequences, names and frames of any length (alignment), repeated and changing names;
+bags hand joint states and transforms out this way."""
 
 import itertools
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tactile_sim.io.bag import BagReader, BagWriter
-from tactile_sim.io.joint_state_cdr import JOINT_STATE, JointStateDecoder
+from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.wire_message import WireMessage
 
@@ -65,14 +65,51 @@ def test_big_endian_is_left_to_rosbags_and_cut_bytes_raise():
         JointStateDecoder().decode(data[:-9])
 
 
-def test_bags_hand_out_joint_states_decoded_from_their_bytes(tmp_path):
+def test_bags_hand_out_joint_states_and_transforms_decoded_from_their_bytes(tmp_path):
     rng = np.random.default_rng(5)
     messages = [joint_state(rng, ["slide", "finger"], (2, 2, 0)) for _ in range(4)]
+    transforms = tf_message(rng, 3)
     with BagWriter(tmp_path / "bag") as writer:
         writer.add_topic("/joint_states", JOINT_STATE)
+        writer.add_topic("/tf", TF_MESSAGE)
         for k, msg in enumerate(messages):
             writer.write("/joint_states", k, msg)
+        writer.write("/tf", 9, transforms)
     with BagReader(tmp_path / "bag") as reader:
         read = [msg for _, _, msg in reader]
-    for decoded, msg in zip(read, messages, strict=True):
+    for decoded, msg in zip(read[:4], messages, strict=True):
         assert_same(decoded, msg)
+    assert isinstance(read[4], WireMessage) and read[4].message == transforms
+
+
+def tf_message(rng, n):
+    items = []
+    for k in range(n):
+        stamp = new_message("builtin_interfaces/msg/Time", sec=int(rng.integers(-2**31, 2**31)),
+                            nanosec=int(rng.integers(0, 10**9)))
+        frames = ["".join(rng.choice(list("abl_/é0"), size=int(rng.integers(0, 10)))) for _ in range(2)]
+        t, q = rng.standard_normal(3), rng.standard_normal(4)
+        items.append(new_message(
+            "geometry_msgs/msg/TransformStamped",
+            header=new_message("std_msgs/msg/Header", stamp=stamp, frame_id=frames[0]), child_frame_id=frames[1],
+            transform=new_message("geometry_msgs/msg/Transform",
+                                  translation=new_message("geometry_msgs/msg/Vector3", x=t[0], y=t[1], z=t[2]),
+                                  rotation=new_message("geometry_msgs/msg/Quaternion", x=q[0], y=q[1], z=q[2],
+                                                       w=q[3]))))
+    return new_message(TF_MESSAGE, transforms=items)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_tf_messages_decode_like_rosbags(n):
+    rng = np.random.default_rng(n)
+    decoder = TFMessageDecoder()
+    for _ in range(5):
+        data = serialize_cdr(tf_message(rng, n))
+        decoded = decoder.decode(data)
+        expected = deserialize_cdr(data, TF_MESSAGE)
+        assert isinstance(decoded, WireMessage) and serialize_cdr(decoded) == data
+        assert decoded.message == expected  # dataclass equality: every stamp, frame and float
+    assert decoder.decode(b"\x00\x00\x00\x00" + data[4:]) is None
+    if n:
+        with pytest.raises(ValueError, match="end inside the message"):
+            decoder.decode(data[:-8])

@@ -1,11 +1,13 @@
-"""``sensor_msgs/JointState`` straight from its CDR bytes: the input a replay reads once per tick.
+"""Node inputs straight from their CDR bytes: ``sensor_msgs/JointState`` and ``tf2_msgs/TFMessage``, what a replay
+reads every tick.
 
 :class:`JointStateDecoder` reads the header stamp, frame id, names and the three float64 sequences with ``struct``
 and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a
 :class:`~.wire_message.WireMessage` that keeps the bytes (a copy to another bag writes them as they are). Names
 repeat from message to message: the name block's bytes are compared with the previous message's and its decoded
-tuple reused. Only little-endian CDR is read here (:meth:`JointStateDecoder.decode` returns None otherwise, the
-caller falls back to rosbags).
+tuple reused. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
+``struct`` call per field group. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller
+falls back to rosbags).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from .msg_types import message_class
 from .wire_message import WireMessage
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
+TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 _STAMP = struct.Struct("<iI")
+_POSE = struct.Struct("<7d")
 _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
@@ -91,3 +95,45 @@ def _strings(data: bytes, pos: int) -> list[str]:
         out.append(data[pos + 4:pos + 4 + size - 1].decode())
         pos += 4 + size
     return out
+
+
+class TFMessageDecoder:
+    """Decodes TFMessage CDR bytes into a :class:`~.wire_message.WireMessage` whose ``transforms`` are rosbags
+    ``geometry_msgs/TransformStamped`` objects; raises ValueError for bytes that end early."""
+
+    def __init__(self):
+        self._cls = message_class(TF_MESSAGE)
+        self._types = [message_class(name) for name in (
+            "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
+            "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion")]
+
+    def decode(self, data: bytes) -> WireMessage | None:
+        """The message of ``data`` (CDR with its 4-byte encapsulation header), None for big-endian CDR."""
+        if len(data) < 4 or data[1] != 1:
+            return None
+        try:
+            return self._decode(bytes(data))
+        except struct.error as exc:
+            raise ValueError(f"{TF_MESSAGE}: {len(data)} bytes end inside the message ({exc})") from exc
+
+    def _decode(self, data: bytes) -> WireMessage:
+        stamped, header, time, transform, vector3, quaternion = self._types
+        (count,) = _U32.unpack_from(data, 4)
+        pos = 8
+        transforms = []
+        for _ in range(count):
+            pos = _aligned(pos, 4)
+            sec, nanosec = _STAMP.unpack_from(data, pos)
+            (size,) = _U32.unpack_from(data, pos + 8)
+            frame_id = data[pos + 12:pos + 12 + size - 1].decode()
+            pos = _aligned(pos + 12 + size, 4)
+            (size,) = _U32.unpack_from(data, pos)
+            child = data[pos + 4:pos + 4 + size - 1].decode()
+            pos = _aligned(pos + 4 + size, 8)
+            x, y, z, qx, qy, qz, qw = _POSE.unpack_from(data, pos)
+            pos += _POSE.size
+            transforms.append(stamped(
+                header=header(stamp=time(sec=sec, nanosec=nanosec), frame_id=frame_id), child_frame_id=child,
+                transform=transform(translation=vector3(x=x, y=y, z=z),
+                                    rotation=quaternion(x=qx, y=qy, z=qz, w=qw))))
+        return WireMessage(self._cls, data, {}, {"transforms": transforms})
