@@ -1,8 +1,8 @@
 """End-to-end cost of one update of the ROS node's rclpy-free core (CPU, one thread), the 1 kHz HIL question.
 
 One update = decode a ``sensor_msgs/JointState`` (rosbags object, as rclpy hands over the same fields) → the
-core's world update (FK, TF) → suite step → encode every sensor's message (rosbags objects); the CDR serialisation
-that the node publishes is timed on top. Scenes:
+core's world update (FK, TF) → suite step → encode every sensor's message (``WireMessage`` s: the CDR bytes written
+through per-sensor templates); taking the CDR bytes that the node publishes is timed on top. Scenes:
 
 * ``demo``: the demo gripper of ``config/demo_sensors.yaml`` (2 × 30 taxels, palm ContactSensor, 2×2×3 thermal
   grid, 3-joint JointTorque);
@@ -11,7 +11,8 @@ that the node publishes is timed on top. Scenes:
   grasping a sphere.
 
 Baseline (same process): encoding through the general io path (a validated ``TaxelReading`` per message, then
-``encode_taxel_array``) instead of the node's per-sensor templates. Goal: ≤ 0.5 ms per update.
+``encode_taxel_array``, a rosbags object not yet serialised) instead of the node's per-sensor templates. Goal:
+≤ 0.5 ms per update.
 
     /work/venv/bin/python bench/node_core.py
 """

@@ -1,8 +1,9 @@
 """Per-sensor message encoders of the node: a sensor's suite reads → its messages and its rviz markers.
 
-One encoder per configured sensor, built once after the suite (static layout data is validated and encoded into a
-template message then); each evaluation replaces only the header and the values. Sensor type → encoder class is the
-table :data:`ENCODERS`:
+One encoder per configured sensor, built once after the suite (static layout data is validated, encoded and
+serialised into a :class:`~tactile_sim.io.cdr_template.CdrTemplate` then); each evaluation rewrites only the stamp,
+the values and the flags in the template's bytes and returns them as a
+:class:`~tactile_sim.io.wire_message.WireMessage`. Sensor type → encoder class is the table :data:`ENCODERS`:
 
 | sensor type | topic ``~/<name>`` (and ``~/<name>/ground_truth``) | markers |
 |---|---|---|
@@ -55,7 +56,8 @@ from ..io.readings import (
 )
 
 Output = tuple[str, Any]
-"""(topic relative to the node, e.g. ``~/pad``; rosbags message object)."""
+"""(topic relative to the node, e.g. ``~/pad``; :class:`~tactile_sim.io.wire_message.WireMessage`: the CDR bytes
+publishers and bags send as they are, with the fields readable as on the rosbags message object)."""
 
 def _itself(value: Any) -> Any:
     return value
