@@ -181,9 +181,11 @@ def _joint_torque_kernel(call: Any, b: Any, rnea_tables: Any, work: Any, accept:
              b.fext, r, b.tau, r)
     for p in range(b.out_start[s], b.out_start[s + 1]):
         j = b.out_joint[p]
-        v = b.qd_use[r, j]
-        tau = b.tau[r, j] + b.armature[s, j] * b.qdd_use[r, j] + b.motor[s] * (
-            b.damping[j] * v + b.friction[j] * wp.tanh(v / b.v_f[s]))
+        tau = b.tau[r, j]
+        if b.motor[s] != zero:  # without motor terms the armature is 0 too: τ is link-side only
+            v = b.qd_use[r, j]
+            tau = tau + b.armature[s, j] * b.qdd_use[r, j] + b.motor[s] * (
+                b.damping[j] * v + b.friction[j] * wp.tanh(v / b.v_f[s]))
         call.measured[e, p, 0] = tau
         gt = zero
         if valid:
