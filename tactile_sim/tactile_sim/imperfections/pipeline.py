@@ -9,14 +9,14 @@ sensor calls, in this order::
     y = branch.transform(raw_measured)         # stages 1–2: crosstalk, hysteresis   ([E, P, K])
     ...                                        # stages 3–4 are the sensor's (ElastomerTaxel gain, temperature lag)
     y = branch.hardware(y)                     # stages 5–9: random walk, noise, bias, quantisation, dead taxels
-    ...                                        # stage 10: ContactProbe latch (the sensor's, see latch.py)
     branch.push(y, ground_truth)               # stage 11 filler mask, rings; commits the evaluation
 
 and any time later ``branch.read(i)`` / ``branch.read_ground_truth(i)`` for sensor i of the batch. A sensor may
 write its raw measured values and its ground truth straight into ``branch.staging()`` (the buffers that push
 commits): then hardware works in place and push copies nothing, and ``branch.push_staged()`` replaces the last three
-calls — transform, hardware, the ContactProbe latch of both branches (a branch built with ``latch_thresholds``),
-the filler mask and the commit in one kernel launch (plus the crosstalk/hysteresis ops when a sensor has them).
+calls — transform, hardware, stage 10 (the ContactProbe latch of both branches, for a branch built with
+``latch_thresholds``), the filler mask and the commit in one kernel launch (plus the crosstalk/hysteresis ops when a
+sensor has them). Stage 10 exists only on that path.
 
 Randomness (§13.9) is counter-based (:mod:`.rng`): each sensor's draws are a pure function of its own seed, the stage
 (1 radius noise, 2 jitter, 3 random-walk increments, 4 white noise; per reset 5 gains, 6 dead mask, 7 dead values),
@@ -193,8 +193,9 @@ _BRANCH_KERNELS = {dt: _branch_kernel(dt) for dt in WP_FLOAT}
 class MeasuredBranch:
     """Measured branch, ground-truth ring and read-out of the sensors of one batch.
 
-    specs: the batch's sensors (same channels K and dt); n_envs: E ≥ 1; device, dtype: of every tensor.
-    Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe range of sensor i,
+    specs: the batch's sensors (same channels K and dt); n_envs: E ≥ 1; device, dtype: of every tensor;
+    latch_thresholds: (contact, release) [P] m of the ContactProbe latch (stage 10, K = 1; applied by
+    :meth:`push_staged`), or None. Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe range of sensor i,
     ``sensor_of_probe`` [P] long, ``active`` [P] bool. Build ends with a reset of every env.
     """
 
