@@ -172,6 +172,27 @@ def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np
     return e1, np.cross(a, e1)
 
 
+def pair_tables(positions: np.ndarray, normals: np.ndarray, sensors: Sequence[int], counts: Sequence[int],
+                params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dense float64 pair tables of consecutive probe blocks (block b: the counts[b] rows of ``positions`` /
+    ``normals`` (n, 3), link frame, of sensor sensors[b], parameters ``params`` [S, 7] on the build device):
+    dilate_scale·K_in(p_i − p_j) [n, n, 3] and dilate_scale·G [n, n] at [source j, target i] within each block, zero
+    between blocks."""
+    device = params.device
+    n = len(positions)
+    pos64 = torch.as_tensor(positions, device=device, dtype=torch.float64)
+    nrm64 = torch.as_tensor(normals, device=device, dtype=torch.float64)
+    coef, prof = _profile_arrays(device, torch.float64)
+    table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
+    table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
+    at = 0
+    for s, c in zip(sensors, counts):
+        RecordedLaunch(_pair_tables, (c, c), [vec3(pos64), vec3(nrm64), at, at, int(s), params, coef, prof,
+                                              vec3(table_k), table_g], device)()
+        at += c
+    return table_k, table_g
+
+
 # ---------------------------------------------------------------------------------------------- lattice paths
 def orthogonal_grid(layout: ProbeLayout) -> bool:
     """True for a regular grid whose axes t_u, t_v and shared normal a are mutually orthogonal: then P δ = δ for
@@ -361,15 +382,10 @@ class _DirectSum:
         self.depth = torch.zeros((e, n), device=device, dtype=dtype)
         self.depth_p = torch.zeros((e, n), device=device, dtype=dtype)
         self.dense = 4 * n * n <= DENSE_LIMIT
-        coef64, prof64 = _profile_arrays(device, torch.float64)
         if self.dense:
-            pos64 = torch.as_tensor(np.concatenate([lay.flat_positions for lay in layouts]), device=device)
-            nrm64 = torch.as_tensor(np.concatenate([lay.flat_normals for lay in layouts]), device=device)
-            table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
-            table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
-            for s, c, first in zip(members, counts, at):
-                RecordedLaunch(_pair_tables, (c, c), [vec3(pos64), vec3(nrm64), int(starts[s]), int(first), s,
-                                                      params, coef64, prof64, vec3(table_k), table_g], device)()
+            table_k, table_g = pair_tables(np.concatenate([layouts[s].flat_positions for s in members]),
+                                           np.concatenate([layouts[s].flat_normals for s in members]), members,
+                                           counts, params)
             self.table_k = table_k.reshape(n, 3 * n).to(dtype)                        # [source, 3·target]
             self.table_g = table_g.to(dtype)                                           # [source, target]
         else:

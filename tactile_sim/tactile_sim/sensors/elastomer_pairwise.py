@@ -23,10 +23,9 @@ import torch
 import warp as wp
 
 from ..geometry.struct_launch import StructLaunch
-from .elastomer_dilation import _pair_tables, _profile_arrays, orthogonal_grid
+from .elastomer_dilation import orthogonal_grid, pair_tables
 from .layout import ProbeLayout
 from .probe_set import WP_TYPES
-from .warp_launch import RecordedLaunch, vec3
 
 PAIRWISE_WORK = 1 << 16
 """A sensor is evaluated here when n_envs · P_s² is at most this (P_s: its probe count)."""
@@ -120,15 +119,7 @@ class PairwiseField:
             shear_lattice = orthogonal_grid(layout)
             shear_pos.append(_ideal_lattice(layout) if shear_lattice else layout.flat_positions)
             shear_normal.append(dil_normal[-1] if shear_lattice else layout.flat_normals)
-        pos64 = torch.as_tensor(np.concatenate(dil_pos), device=device)
-        nrm64 = torch.as_tensor(np.concatenate(dil_normal), device=device)
-        # [target, source] blocks of each sensor (pair tables are [source, target])
-        table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
-        table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
-        coef, prof = _profile_arrays(device, torch.float64)
-        for s, c, a in zip(members, counts, at):
-            RecordedLaunch(_pair_tables, (c, c), [vec3(pos64), vec3(nrm64), int(a), int(a), s, params, coef, prof,
-                                                  vec3(table_k), table_g], device)()
+        table_k, table_g = pair_tables(np.concatenate(dil_pos), np.concatenate(dil_normal), members, counts, params)
 
         def ints(x) -> torch.Tensor:
             return torch.as_tensor(np.asarray(x, np.int64), device=device, dtype=torch.int32)
