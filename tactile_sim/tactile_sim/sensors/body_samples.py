@@ -142,13 +142,14 @@ class SampleCells:
         return int(self.cells["block_group"].numel())
 
     def cull_fields(self, n_envs: int) -> dict[str, torch.Tensor]:
-        """``cell_cull`` [1] int32 and ``cell_mask`` of :func:`.sample_kernel.sample_kernel`: a per-thread candidate
-        row per (env, block) [E · blocks, S] on the CPU; the owners' candidate rows on CUDA (no cell cull)."""
+        """``cell_cull`` [1] int32 and ``cell_mask`` of :func:`.sample_kernel.sample_kernel`: two candidate rows per
+        thread, i.e. per (env, block), [2 · E · blocks, S] on the CPU; the owners' candidate rows on CUDA (no cell
+        cull)."""
         dev = self.samples.device
         mask = self.cells["group_shape_mask"]
         if dev.type == "cpu":
             return {"cell_cull": torch.ones(1, dtype=torch.int32, device=dev),
-                    "cell_mask": torch.zeros(n_envs * self.n_blocks, mask.shape[1], dtype=torch.bool, device=dev)}
+                    "cell_mask": torch.zeros(2 * n_envs * self.n_blocks, mask.shape[1], dtype=torch.bool, device=dev)}
         return {"cell_cull": torch.zeros(1, dtype=torch.int32, device=dev), "cell_mask": mask.clone()}
 
     def kernel_fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:

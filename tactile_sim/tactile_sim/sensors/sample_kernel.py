@@ -11,7 +11,8 @@ is skipped whole. Meshes stay candidates (:func:`~.geometry.query.nearest_shape`
 bounding spheres). Results are those of :func:`~.geometry.query.nearest_shape` over the full candidate row.
 
 On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block (:class:`.body_samples.SampleCells`) and owns
-one row of ``cell_mask`` [E · blocks, S] that it rewrites per cell; on CUDA (``cell_cull`` = 0, one sample per cell)
+two rows of ``cell_mask`` [2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding
+sphere), and the shapes of the current cell, tested among those; on CUDA (``cell_cull`` = 0, one sample per cell)
 ``cell_mask`` is the owners' candidate rows [O, S] and every sample queries its owner's row.
 """
 
@@ -81,8 +82,21 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
             return
         per_cell = call.cell_cull[0] != 0
         row = g
-        if per_cell:
-            row = e * call.block_group.shape[0] + k
+        block_row = g
+        if per_cell:  # the thread's two rows: shapes that may reach the block, then the current cell
+            block_row = 2 * (e * call.block_group.shape[0] + k)
+            row = block_row + 1
+            reach = int(0)
+            for s in range(call.group_shape_mask.shape[1]):
+                keep = False
+                if call.group_shape_mask[g, s]:
+                    keep = primitive_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k],
+                                             e, s, call.world_rot, call.world_pos, tables)
+                call.cell_mask[block_row, s] = keep
+                if keep:
+                    reach = int(1)
+            if reach == 0:
+                return
         first = call.block_first_cell[k]
         for c in range(first, first + call.block_cells[k]):
             center = rl @ call.cell_center[c] + ol
@@ -93,7 +107,7 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
                 visit = int(0)
                 for s in range(call.group_shape_mask.shape[1]):
                     keep = False
-                    if call.group_shape_mask[g, s]:
+                    if call.cell_mask[block_row, s]:
                         keep = primitive_may_hit(center, radius, cut, e, s, call.world_rot, call.world_pos, tables)
                     call.cell_mask[row, s] = keep
                     if keep:
