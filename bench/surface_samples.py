@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from tactile_sim.config.loader import load_config
+from tactile_sim.config import load_config
 from tactile_sim.demo_trajectory import SQUEEZE
 from tactile_sim.suite import SensorSuite
 from timing import time_per_call
