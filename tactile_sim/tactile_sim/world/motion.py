@@ -183,6 +183,7 @@ class WorldModel:
         self._t_last = -math.inf
         self._zero_twists = torch.zeros(E, 1 + O, 3, **f)
         self._launch, self._tables = self._record_launch()
+        self._bound: dict[str, torch.Tensor] = {}
         self._args = [0, 0, 1.0]  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
 
@@ -285,22 +286,26 @@ class WorldModel:
         elif self._args[0] != 0:
             self._args[0] = 0
             launch.set_arg(3, 0)
-        launch.bind("sampled_lin", sampled_lin)
-        launch.bind("sampled_ang", sampled_ang)
+        self._bind("sampled_lin", sampled_lin)
+        self._bind("sampled_ang", sampled_ang)
         flat = torch.empty(self._out_size, device=self.device, dtype=self.dtype)
         launch.bind("out", flat)
         launch()
-        rot, pos, lin, ang, qm, qdm = (flat.as_strided(*view) for view in self._out_views)
-        L = self.scene.n_links
-        for k, (v, w) in (twists or {}).items():
-            lin[:, L + k] = v
-            ang[:, L + k] = w
+        views = self._out_views
+        rot, pos, lin, ang = (flat.as_strided(*views[0]), flat.as_strided(*views[1]), flat.as_strided(*views[2]),
+                              flat.as_strided(*views[3]))
+        qm = qdm = None
+        if self.kinematics is not None:
+            qm, qdm = flat.as_strided(*views[4]), flat.as_strided(*views[5])
+        if twists:
+            L = self.scene.n_links
+            for k, (v, w) in twists.items():
+                lin[:, L + k] = v
+                ang[:, L + k] = w
 
         self._t_last = t
-        robot = self.kinematics is not None
         self.state = WorldState(
-            t=t, rot=rot, pos=pos, lin_vel=lin, ang_vel=ang, joint_pos=qm if robot else None,
-            joint_vel=qdm if robot else None,
+            t=t, rot=rot, pos=pos, lin_vel=lin, ang_vel=ang, joint_pos=qm, joint_vel=qdm,
             joint_acc=None if self._qdd is None else self.kinematics.movable_rates(self._qdd),
             joint_vel_measured=self._qd_measured,
             joint_stamp=None if math.isnan(self._j1) else self._j1,
@@ -336,16 +341,23 @@ class WorldModel:
         self._j1 = t
         self._qd_measured = qd is not None
         self._qdd = qdd
-        launch = self._launch
-        launch.bind("q_in", q)
+        self._bind("q_in", q)
         if qd is not None:
-            launch.bind("qd_in", qd)
+            self._bind("qd_in", qd)
         dt = self._j1 - self._j0
         args = [1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0]
-        for i, (a, b) in enumerate(zip(args, self._args)):
-            if a != b:
-                launch.set_arg(3 + i, a)
-        self._args = args
+        if args != self._args:
+            for i, (a, b) in enumerate(zip(args, self._args)):
+                if a != b:
+                    self._launch.set_arg(3 + i, a)
+            self._args = args
+
+    def _bind(self, name: str, t: torch.Tensor):
+        """Point field ``name`` of the launch at ``t`` unless it already does (the bound tensors are kept in
+        ``_bound``, so an id is never reused while compared)."""
+        if self._bound.get(name) is not t:
+            self._launch.bind(name, t)
+            self._bound[name] = t
 
     def _pose_samples(self, t: float, root_pose: Pose | None,
                       object_poses: Mapping[str, Pose] | None) -> tuple[torch.Tensor, torch.Tensor]:
