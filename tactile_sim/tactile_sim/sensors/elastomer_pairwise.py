@@ -31,48 +31,57 @@ PAIRWISE_WORK = 1 << 16
 """A sensor is evaluated here when n_envs · P_s² is at most this (P_s: its probe count)."""
 
 CPU_TARGETS_PER_THREAD = 16
-"""Target probes per kernel thread on the CPU (one on CUDA): warp copies the call struct once per thread."""
+"""Target probes per kernel thread (chunk) on the CPU (one on CUDA): warp copies the call struct once per thread,
+and a chunk scans its sensor's sources once."""
 
 
 def _pairwise_kernel(dtype: torch.dtype):
-    """(kernel, call struct type): u of the pairwise targets ``per_thread``·t … in env e, written to ``out``."""
+    """(kernel, call struct type): u of the pairwise targets of chunk t (targets ``chunk[t]`` … ``chunk[t + 1]``, all of
+    one sensor) in env e, written to ``out``. The chunk's sources are scanned once: each source with H > 0 is added to
+    every target of the chunk, in source order (the sum of each target is the same as a per-target loop)."""
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ElastomerPairwiseCall_{f.__name__}"
     call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
-        "probe": i32, "sensor": i32, "first": i32, "source": i32, "length": i32, "normal": wp.array(dtype=v),
-        "table_k": wp.array2d(dtype=v), "table_g": wp.array2d(dtype=f), "shear_pos": wp.array(dtype=v),
-        "shear_normal": wp.array(dtype=v), "lambda_s": wp.array(dtype=f), "depth": wp.array2d(dtype=f),
+        "chunk": i32, "sensor": i32, "first": i32, "source": i32, "length": i32, "lambda_s": wp.array(dtype=f),
+        "probe": i32, "normal": wp.array(dtype=v), "table_k": wp.array2d(dtype=v), "table_g": wp.array2d(dtype=f),
+        "shear_pos": wp.array(dtype=v), "shear_normal": wp.array(dtype=v), "depth": wp.array2d(dtype=f),
         "depth_p": wp.array2d(dtype=f), "samples": wp.array3d(dtype=v), "drags": wp.array3d(dtype=v),
         "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)}}))
 
-    def kernel(call: Any, per_thread: int):
+    def kernel(call: Any):
         e, t = wp.tid()
-        first_target = t * per_thread
-        for r in range(first_target, wp.min(first_target + per_thread, call.probe.shape[0])):
-            a = call.normal[r]
-            zero = a[0] - a[0]
-            u = a - a
-            first = call.first[r]
-            source = call.source[r]
-            for m in range(call.length[r]):
-                h = call.depth[e, source + m]
-                if h > zero:
-                    g = call.table_g[r, first + m] * call.depth_p[e, source + m]
-                    u = u + h * call.table_k[r, first + m] - g * a
-            s = call.sensor[r]
+        r0 = call.chunk[t]
+        r1 = call.chunk[t + 1]
+        lam = call.lambda_s[t]
+        zero = lam - lam
+        nothing = call.normal[r0] - call.normal[r0]
+        for r in range(r0, r1):
+            call.out[e, call.probe[r]] = nothing
+        first = call.first[t]
+        source = call.source[t]
+        for m in range(call.length[t]):
+            h = call.depth[e, source + m]
+            if h > zero:
+                hp = call.depth_p[e, source + m]
+                for r in range(r0, r1):
+                    i = call.probe[r]
+                    g = call.table_g[r, first + m] * hp
+                    call.out[e, i] = call.out[e, i] + h * call.table_k[r, first + m] - g * call.normal[r]
+        s = call.sensor[t]
+        for r in range(r0, r1):
             b = call.shear_normal[r]
             p = call.shear_pos[r]
-            lam = call.lambda_s[r]
-            drag = a - a
+            drag = nothing
             for k in range(call.count[e, s]):
                 d = p - call.samples[e, s, k]
                 d = d - wp.dot(b, d) * b
                 drag = drag + wp.exp(-lam * wp.dot(d, d)) * call.drags[e, s, k]
-            call.out[e, call.probe[r]] = u + (drag - wp.dot(b, drag) * b)
+            i = call.probe[r]
+            call.out[e, i] = call.out[e, i] + (drag - wp.dot(b, drag) * b)
 
     kernel.__name__ = f"elastomer_pairwise_{f.__name__}"
-    kernel.__annotations__ = {"call": call_type, "per_thread": int}
+    kernel.__annotations__ = {"call": call_type}
     return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
 
 
@@ -128,17 +137,20 @@ class PairwiseField:
             return torch.as_tensor(np.asarray(x, np.float64), device=device, dtype=dtype).contiguous()
 
         self.probes = np.concatenate([np.arange(starts[s], starts[s] + c) for s, c in zip(members, counts)])
-        per_thread = CPU_TARGETS_PER_THREAD if device.type == "cpu" else 1
+        per_chunk = CPU_TARGETS_PER_THREAD if device.type == "cpu" else 1
+        chunks = [(k, a0) for k, s in enumerate(members) for a0 in range(at[k], at[k + 1], per_chunk)]
+        member = np.array([k for k, _ in chunks], np.int64)
         kernel, call_type = _KERNELS[dtype]
-        self.launch = StructLaunch(kernel, (out.shape[0], -(-n // per_thread)), call_type, {
-            "probe": ints(self.probes), "sensor": ints(np.repeat(members, counts)),
-            "first": ints(np.repeat(at[:-1], counts)), "source": ints(np.repeat([starts[s] for s in members], counts)),
-            "length": ints(np.repeat(counts, counts)), "normal": floats(np.concatenate(dil_normal)),
+        self.launch = StructLaunch(kernel, (out.shape[0], len(chunks)), call_type, {
+            "chunk": ints([a0 for _, a0 in chunks] + [n]), "sensor": ints(np.asarray(members)[member]),
+            "first": ints(at[member]), "source": ints(np.asarray([starts[s] for s in members])[member]),
+            "length": ints(np.asarray(counts)[member]),
+            "lambda_s": floats(np.asarray([lambda_s[s] for s in members], np.float64)[member]),
+            "probe": ints(self.probes), "normal": floats(np.concatenate(dil_normal)),
             "table_k": table_k.transpose(0, 1).to(dtype).contiguous(),
             "table_g": table_g.transpose(0, 1).to(dtype).contiguous(),
             "shear_pos": floats(np.concatenate(shear_pos)), "shear_normal": floats(np.concatenate(shear_normal)),
-            "lambda_s": floats(np.repeat([lambda_s[s] for s in members], counts)), "depth": depth,
-            "depth_p": depth_p, "samples": samples, "drags": drags, "count": count, "out": out}, [per_thread],
+            "depth": depth, "depth_p": depth_p, "samples": samples, "drags": drags, "count": count, "out": out}, [],
             device)
 
     def __call__(self) -> None:
