@@ -8,7 +8,9 @@ stored in the bag (falling back to the standard Jazzy + tactile_sim_msgs types w
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -99,7 +101,7 @@ class BagWriter:
             if typename not in self._schemas:
                 self._schemas[typename] = self._mcap.add_schema(typename, "ros2msg", message_definition(typename))
             channel = self._mcap.add_channel(name, self._schemas[typename], "cdr",
-                                             {"offered_qos_profiles": _yaml(dump_qos_v9([qos])).strip()})
+                                             {"offered_qos_profiles": _qos_yaml(qos)})
         else:
             channel = self._writer.add_connection(name, typename, msgdef=message_definition(typename),
                                                   rihs01=type_hash(typename), offered_qos_profiles=[qos])
@@ -139,10 +141,11 @@ class BagWriter:
             self._writer.close()
             self._writer = None
         if self._mcap is not None:
-            info = self._metadata()
-            self._mcap.close("rosbag2", {"serialized_metadata": _yaml(info).strip()})
+            info = _yaml(self._metadata())
+            self._mcap.close("rosbag2", {"serialized_metadata": info.strip()})
             self._mcap = None
-            (self.path / "metadata.yaml").write_text(_yaml({"rosbag2_bagfile_information": info}), "utf8")
+            text = "rosbag2_bagfile_information:\n" + textwrap.indent(info, "  ")
+            (self.path / "metadata.yaml").write_text(text, "utf8")
 
     def _metadata(self) -> dict[str, Any]:
         """The ``rosbag2_bagfile_information`` of metadata.yaml (version 9) of an MCAP bag."""
@@ -177,6 +180,12 @@ class BagWriter:
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+@cache
+def _qos_yaml(qos: Qos) -> str:
+    """The ``offered_qos_profiles`` text of a topic offered with ``qos`` (rosbag2 metadata version 9)."""
+    return _yaml(dump_qos_v9([qos])).strip()
 
 
 def _yaml(data: Any) -> str:
@@ -226,16 +235,21 @@ class BagReader:
         return all(self.typestore.fielddefs.get(name) == definition for name, definition in ours.items())
 
     def _types_from_bag(self) -> Typestore:
-        """A fresh typestore with the types the bag's connections need, from the definitions it stores."""
+        """A fresh typestore with the types the bag's connections need, from the definitions it stores (a stored
+        definition identical to the library's text is taken from the library's store, without parsing it again)."""
         store = get_typestore(Stores.EMPTY)
         for connection in self._reader.connections:
             definition = connection.msgdef
+            known = connection.msgtype in typestore().fielddefs
             try:
-                if definition.format == MessageDefinitionFormat.MSG and definition.data:
+                if (known and definition.format == MessageDefinitionFormat.MSG
+                        and definition.data == message_definition(connection.msgtype)):
+                    types = _dependencies(typestore(), connection.msgtype, {})
+                elif definition.format == MessageDefinitionFormat.MSG and definition.data:
                     types = get_types_from_msg(definition.data, connection.msgtype)
                 elif definition.format == MessageDefinitionFormat.IDL and definition.data:
                     types = get_types_from_idl(definition.data)
-                elif connection.msgtype in typestore().fielddefs:
+                elif known:
                     types = _dependencies(typestore(), connection.msgtype, {})
                 else:
                     raise ValueError(
