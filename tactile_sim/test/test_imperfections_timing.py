@@ -175,3 +175,27 @@ def test_delay_and_history_property(delays, history, values, reset_at):
                 got = value[0, h, 0] if history else value[0, 0]
                 ok = valid[0, h] if history else valid[0]
                 assert bool(ok) == (m >= 1) and float(got) == (episode[m - 1] if m >= 1 else 0.0)
+
+
+@pytest.mark.parametrize("sensors", [[("u", 0.02, 0.0)], [("a", 0.02, 0.0), ("j", 0.01, 0.005)]])
+def test_validity_after_a_subset_reset_late_in_a_run(sensors):
+    """Long after the build every read is valid; a reset of one env makes only that env's reads invalid until its
+    own evaluations since the reset exceed the latency (measured: n > D + j; ground truth: n ≥ 1), by every read."""
+    b = MeasuredBranch([spec(name, 2, delay=delay, jitter=jitter) for name, delay, jitter in sensors], n_envs=2)
+    for _ in range(10):
+        evaluate(b, constant(b, 1.0))
+    assert b.read_batch()[1].all() and b.read_ground_truth_batch()[1].all()
+    b.reset(torch.tensor([False, True]))
+    assert b.read_ground_truth_batch()[1].tolist() == [[True] * len(sensors), [False] * len(sensors)]
+    for n in range(1, 5):
+        evaluate(b, constant(b, 1.0))
+        valid = b.read_batch()[1]
+        assert torch.equal(b.read_ground_truth_batch()[1], torch.ones_like(valid))
+        for i, (_, delay, jitter) in enumerate(sensors):
+            lag = round(delay / DT)
+            assert bool(valid[0, i]) and bool(b.read(i)[1][0]) and bool(b.read_ground_truth(i)[1][1])
+            assert bool(b.read(i)[1][1]) == bool(valid[1, i])
+            if n <= lag or (jitter == 0 and n > lag):
+                assert bool(valid[1, i]) == (n > lag)
+            elif n > lag + 1:
+                assert bool(valid[1, i])

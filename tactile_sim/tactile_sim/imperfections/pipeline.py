@@ -350,6 +350,12 @@ class MeasuredBranch:
         self._gt_ring = torch.zeros((2, e, p, k), dtype=self.dtype, device=dev)  # latest and next ground truth
         self._gt_views = list(self._gt_ring.unbind(0))
         self._reset_at = torch.zeros(e, dtype=torch.int64, device=dev)  # evaluations committed at each env's reset
+        # host bound: no env was reset after evaluation _warm_from, so at evaluation g every env has n ≥ g − _warm_from
+        # evaluations since its reset; beyond the longest lag every read is valid (shared, never modified masks)
+        self._warm_from = 0
+        self._max_lag = max(delays) + (1 if has_jitter else 0)
+        self._all_envs = torch.ones(e, dtype=torch.bool, device=dev)
+        self._all_sensors = torch.ones((e, s), dtype=torch.bool, device=dev)
         self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
         self._flags = any(sp.sample_validity for sp in self.specs)
         if self._flags:
@@ -578,10 +584,12 @@ class MeasuredBranch:
         if self._cache is not None:
             return self._cache
         g = self._count
+        warm = g - self._warm_from > self._max_lag
         if self._uniform_delay is not None:
             d = self._uniform_delay
             slot = (g - d) % self._ring_len
-            valid_env = self._reset_at < g - d  # n = g − reset_at evaluations since the reset, valid iff n > d
+            # n = g − reset_at evaluations since the reset, valid iff n > d
+            valid_env = self._all_envs if warm else self._reset_at < g - d
             if self._flags:
                 self._cache = (self._ring_views[slot], slot, None, valid_env[:, None] & self._ring_valid[slot])
             else:
@@ -591,7 +599,7 @@ class MeasuredBranch:
                 index, lag_s, slot_s = self._lag_stream[g]
             else:
                 index, lag_s, slot_s = self._static_lags[g % self._ring_len]
-            valid = (g - self._reset_at)[:, None] > lag_s
+            valid = self._all_sensors if warm else (g - self._reset_at)[:, None] > lag_s
             if self._flags:
                 valid = valid & torch.gather(self._ring_valid, 0, slot_s)[0]
             self._cache = (torch.gather(self._ring, 0, index)[0], None, None, valid)
@@ -599,16 +607,21 @@ class MeasuredBranch:
 
     def read_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Delayed measured reads of the latest evaluation: value [E, P, K] (zeros where invalid), valid [E, S].
-        Both may be views of internal buffers that later evaluations overwrite: consume or copy them at once."""
+        Both may be views of internal buffers that later evaluations overwrite: consume or copy them at once (and
+        never modify them)."""
         value, _, valid_env, valid = self._current()
         if valid is None:
-            valid = valid_env[:, None].expand(self.n_envs, len(self.specs))
+            valid = self._all_sensors if valid_env is self._all_envs else \
+                valid_env[:, None].expand(self.n_envs, len(self.specs))
         return value, valid
 
     def read_ground_truth_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Ground truth of the latest evaluation (never delayed): value [E, P, K] (a view of an internal buffer,
         as :meth:`read_batch`), valid [E, S]."""
-        valid = (self._reset_at < self._count)[:, None].expand(self.n_envs, len(self.specs))
+        if self._count > self._warm_from:
+            valid = self._all_sensors
+        else:
+            valid = (self._reset_at < self._count)[:, None].expand(self.n_envs, len(self.specs))
         if self._flags:
             valid = valid & self._gt_sample_valid
         return self._gt_views[self._count % 2], valid
@@ -616,7 +629,8 @@ class MeasuredBranch:
     def read(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Measured read of sensor i: value [E, (H,) *layout, (K if K > 1)], valid [E] or [E, H] (H > 0: the last
         H delayed reads, newest first; slots before the first evaluation after a reset are zeros and invalid).
-        The value is the caller's own tensor (never overwritten by later evaluations)."""
+        The value is the caller's own tensor (never overwritten by later evaluations); valid may be a mask shared
+        with other reads (read it, do not modify it)."""
         if self._history_of[i]:
             return self._history(i, self._hist, self._hist_valid)
         value, slot, valid_env, valid = self._current()
@@ -631,7 +645,7 @@ class MeasuredBranch:
         tensor."""
         if self._history_of[i]:
             return self._history(i, self._gt_hist, self._gt_hist_valid)
-        valid = self._reset_at < self._count
+        valid = self._all_envs if self._count > self._warm_from else self._reset_at < self._count
         if self._flags:
             valid = valid & self._gt_sample_valid[:, i]
         return self._gt_sensor_views[self._count % 2][i].clone(), valid
@@ -665,6 +679,7 @@ class MeasuredBranch:
         random walk zeroed; gains and dead taxels redrawn (per-reset draws use each env's own reset count).
         The other envs are untouched."""
         mask = self.env_mask(envs)
+        self._warm_from = self._count
         state = [self._ring, self._gt_ring]
         if self._hysteresis is not None:
             state += [self._xi, self._x_prev]
