@@ -183,7 +183,6 @@ class WorldModel:
         self._t_last = -math.inf
         self._zero_twists = torch.zeros(E, 1 + O, 3, **f)
         self._launch, self._tables = self._record_launch()
-        self._bound: dict[str, torch.Tensor] = {}
         self._args = [0, 0, 1.0]  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
 
@@ -286,8 +285,8 @@ class WorldModel:
         elif self._args[0] != 0:
             self._args[0] = 0
             launch.set_arg(3, 0)
-        self._bind("sampled_lin", sampled_lin)
-        self._bind("sampled_ang", sampled_ang)
+        launch.bind("sampled_lin", sampled_lin)
+        launch.bind("sampled_ang", sampled_ang)
         flat = torch.empty(self._out_size, device=self.device, dtype=self.dtype)
         launch.bind("out", flat)
         launch()
@@ -341,23 +340,17 @@ class WorldModel:
         self._j1 = t
         self._qd_measured = qd is not None
         self._qdd = qdd
-        self._bind("q_in", q)
+        launch = self._launch
+        launch.bind("q_in", q)
         if qd is not None:
-            self._bind("qd_in", qd)
+            launch.bind("qd_in", qd)
         dt = self._j1 - self._j0
         args = [1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0]
         if args != self._args:
             for i, (a, b) in enumerate(zip(args, self._args)):
                 if a != b:
-                    self._launch.set_arg(3 + i, a)
+                    launch.set_arg(3 + i, a)
             self._args = args
-
-    def _bind(self, name: str, t: torch.Tensor):
-        """Point field ``name`` of the launch at ``t`` unless it already does (the bound tensors are kept in
-        ``_bound``, so an id is never reused while compared)."""
-        if self._bound.get(name) is not t:
-            self._launch.bind(name, t)
-            self._bound[name] = t
 
     def _pose_samples(self, t: float, root_pose: Pose | None,
                       object_poses: Mapping[str, Pose] | None) -> tuple[torch.Tensor, torch.Tensor]:
