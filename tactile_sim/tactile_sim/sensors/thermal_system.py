@@ -319,7 +319,8 @@ class ThermalSystem:
         self.lumped_base = torch.as_tensor([m.base_temperature for m in mats], **f)
         self.lumped_vs_k = torch.as_tensor([volume[b] / area[b] / m.conductivity for m, b in zip(mats, lumped)], **f)
         self.lumped_vs = torch.as_tensor([volume[b] / area[b] for b in lumped], **f)
-        self.pairs = None
+        self.pairs: PairRelaxation | None = None  # built with the launches
+        self._pair_runs = None
         if not self.simulate_all:
             return
         if n_l:
@@ -341,12 +342,7 @@ class ThermalSystem:
         slot[order] = np.arange(len(order))
         self.pair_slot = torch.as_tensor(slot, device=self.device)  # position of each sample in pair order
         sorted_cells = cells[order]
-        starts = np.searchsorted(sorted_cells, sorted_cells, side="left")
-        ends = np.searchsorted(sorted_cells, sorted_cells, side="right")
-        dev = self.device
-        self.pairs = PairRelaxation(self.ic_cell, self.lumped_ic, torch.as_tensor(self.surf_cells, device=dev),
-                                    torch.as_tensor(sorted_cells, device=dev), torch.as_tensor(starts, device=dev),
-                                    torch.as_tensor(ends, device=dev))
+        self._pair_runs = (sorted_cells, np.searchsorted(sorted_cells, sorted_cells, side="right"))
 
     # ------------------------------------------------------------------ state
     def reset(self, env_mask: torch.Tensor | None = None) -> None:
@@ -366,7 +362,7 @@ class ThermalSystem:
         f, dev, e = self._f, self.device, self.n_envs
         ints = lambda a: torch.as_tensor(np.asarray(a), device=dev).to(torch.int32).contiguous()  # noqa: E731
         n_samples = self.samples.n
-        pairs = self.pairs is not None
+        pairs = self._pair_runs is not None
         n_surf = len(self.surf_cells) if pairs else 1
         self.acc_cell = torch.zeros(e, self.n_total, 3, **f)  # covered area, G_fixed, Q_fixed per cell
         self.g_cl = torch.zeros(e, n_surf, max(len(self.lumped), 1), **f)
@@ -384,6 +380,10 @@ class ThermalSystem:
                  "grid_delta": self.grid_delta, "grid_lo": self.grid_lo, "grid_n": ints(self.grid_n.cpu()),
                  "pad": ints(self.pad), "dt": torch.full((1,), self.dt, **f), "acc": self.acc_cell, "g_cl": self.g_cl,
                  "cell_y": self.cell_y, "g_cc": self.g_cc}
+        if pairs:
+            self.pairs = PairRelaxation(self.ic_cell, self.lumped_ic, torch.as_tensor(self.surf_cells, device=dev),
+                                        *(torch.as_tensor(a, device=dev) for a in self._pair_runs), self.t_cell,
+                                        self.t_lump, self.g_cl, self.cell_y, self.g_cc)
         cells = SampleCells(self.samples, self.group_mask, torch.zeros(len(self.grids), dtype=torch.bool, device=dev))
         model.update(cells.cull_fields(e))
         kernel, call_type = CONTACT_KERNELS[self.dtype]
@@ -422,12 +422,7 @@ class ThermalSystem:
         self._before_pairs()
         lumped = self._lumped_contacts(state) if self.lumped_samples is not None else None
         if self.pairs is not None:
-            g_ll = torch.zeros(self.n_envs, len(self.lumped), len(self.lumped), **self._f) if lumped is None \
-                else lumped["g_ll"]
-            self.pairs(self.t_cell, self.t_lump, self.g_cl, self.cell_y, self.g_cc, g_ll * self.dt)
-            self.g_cl.zero_()
-            self.cell_y.fill_(-1)
-            self.g_cc.zero_()
+            self.pairs(None if lumped is None else lumped["g_ll"] * self.dt)
         if self._after_pairs is not None:
             self._after_pairs()
         elif self.conduction_operator is None:
