@@ -12,7 +12,7 @@ import torch
 
 import test_sensor_elastomer as checks
 import test_sensor_elastomer_lattice as lattice_checks
-from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy
+from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere
 from tactile_sim.sensors import elastomer_pairwise
 
 
@@ -84,3 +84,33 @@ def test_nothing_anchored_that_stays_put_reads_exactly_zero():
         assert torch.count_nonzero(suite.read_ground_truth("el")) == 0
     suite.update(0.03, object_poses={"ball": (rot, at + torch.tensor([0.0, 0.001, 0.0], dtype=torch.float64))})
     assert numpy(suite.read_ground_truth("el"))[..., 1].min() > 0
+
+
+def test_redrawn_gains_apply_after_a_reset_of_one_env():
+    # measured = ground truth × the probe's gain (all three channels); gains drawn in [0.5, 1.5] per env and probe,
+    # redrawn for the reset env only
+    grid = centred_lattice(5, 0.005)
+    suite = make_suite([{"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"],
+                         "probe_local_pos": grid.tolist(), "probe_gain_resample_range": [0.5, 1.5]}],
+                       [sphere("ball", 0.01)], n_envs=2)
+    rot = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+    at = torch.tensor([[0.0, 0.0, 0.0085], [0.002, 0.0, 0.0085]], dtype=torch.float64)
+
+    def gains() -> np.ndarray:
+        gt, measured = numpy(suite.read_ground_truth("el")), numpy(suite.read("el"))
+        inside = np.abs(gt).min(-1) > 0
+        ratio = measured[inside] / gt[inside]
+        assert inside.sum() > 10 and np.allclose(ratio, ratio[:, :1], rtol=1e-12, atol=0)
+        full = np.full(gt.shape[:-1], np.nan)
+        full[inside] = ratio[:, 0]
+        return full
+
+    suite.update(0.0, object_poses={"ball": (rot, at)})
+    before = gains()
+    assert np.nanmin(before) >= 0.5 and np.nanmax(before) <= 1.5 and np.nanstd(before) > 0.05
+    suite.reset([1])
+    suite.update(0.01, object_poses={"ball": (rot, at)})
+    after = gains()
+    assert np.allclose(after[0], before[0], rtol=1e-12, equal_nan=True)
+    both = ~np.isnan(after[1]) & ~np.isnan(before[1])
+    assert both.sum() > 10 and not np.allclose(after[1][both], before[1][both])
