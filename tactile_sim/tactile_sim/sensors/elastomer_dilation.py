@@ -270,7 +270,7 @@ class LatticeConvolution(_LatticeGroup):
         m, n = self.shape
         self.fft_shape = (scipy.fft.next_fast_len(2 * m - 1, real=True), scipy.fft.next_fast_len(2 * n - 1, real=True))
         lv, lu = self.fft_shape
-        self.select = [0, 0, 1] if self.powered else [0, 0, 0]
+        self._products: dict[int, torch.Tensor] = {}                       # product buffer per env count
         coef, table = _profile_arrays(device, torch.float64)
         rows = (np.arange(2 * m - 1) - (m - 1)) % lv
         cols = (np.arange(2 * n - 1) - (n - 1)) % lu
@@ -302,7 +302,13 @@ class LatticeConvolution(_LatticeGroup):
         lv, lu = self.fft_shape
         maps = self.maps(depth, depth_p)                                   # [E, S_g, 1|2, M, N]
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1), n=lv, dim=-2)
-        product = spectrum[:, :, self.select] * self.spectra                 # [E, S_g, 3, L_v, L_u/2 + 1]
+        product = self._products.get(spectrum.shape[0])
+        if product is None:                                                # [E, S_g, 3, L_v, L_u/2 + 1]
+            shape = (spectrum.shape[0],) + self.spectra.shape
+            product = self._products[shape[0]] = spectrum.new_empty(shape)
+        # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
+        torch.mul(spectrum[:, :, :1], self.spectra[:, :2], out=product[:, :, :2])
+        torch.mul(spectrum[:, :, -1:], self.spectra[:, 2:], out=product[:, :, 2:])
         fields = torch.fft.irfft(torch.fft.ifft(product, dim=-2)[..., :m, :], n=lu, dim=-1)[..., :n]
         return self.emit(fields, out)
 
