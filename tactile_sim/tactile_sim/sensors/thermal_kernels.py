@@ -11,6 +11,9 @@
   and linearised radiation; it clears the accumulators it read) and/or, for small grids, step C + the clamp E: the
   backward-Euler DCT step as one dense operator per grid, M_g = Kᵀ diag(1/(1 + dt α Λ)) K with K the 3-axis
   orthonormal DCT-II (precomputed at build). Without pairs (step B) both run in one launch.
+* Lumped contact kernel (the same skeleton over the lumped bodies' samples, cutoff = the band): covered area and
+  fixed-partner exchange per lumped body (``acc`` [E, NL, 3]) and the area of each towards every other lumped body
+  (``area_ll`` [E, NL, NL], consumed by the pair kernel of :mod:`.thermal_pairs`).
 * Exchange kernel over (E, NL): step D of the lumped bodies (the same relaxation), then their clamp.
 * Readout kernel over (E, P) of a TemperatureGrid batch: ground truth of its cells and the first-order sensing
   element, written into the measured branch's staging buffers.
@@ -93,6 +96,36 @@ def _contact_kernel(dtype: torch.dtype):
 
 
 @wp.func
+def _lumped_contact(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
+                    link_rot: Any, link_pos: Any):
+    """Sample i of lumped body o (env e) within the band of shape ``shape``: covered area; fixed-partner conductance
+    U a and heat U a T_B for a fixed body with material, U = 1/(ℓ_o/k_o + ℓ_o/k_B + 1/h_c); area towards a lumped
+    partner."""
+    b = tables.shape_body[shape]
+    o = call.sample_owner[i]
+    a = call.area[i]
+    category = call.body_category[b]
+    wp.atomic_add(call.acc, e, o, 0, a)
+    if category == _FIXED and call.body_mat[b] > type(sd)(0.0):
+        g = a / (call.lumped_vs_k[o] + call.lumped_vs[o] * call.body_inv_k[b] + call.inv_hc[0])
+        wp.atomic_add(call.acc, e, o, 1, g)
+        wp.atomic_add(call.acc, e, o, 2, g * call.body_base[b])
+    if category == _LUMPED:
+        wp.atomic_add(call.area_ll, e, o, call.body_lumped[b], a)
+
+
+def _lumped_kernel(dtype: torch.dtype):
+    f = WP_TYPES[dtype][0]
+    arr, i32 = wp.array(dtype=f), wp.array(dtype=wp.int32)
+    call_type = probe_struct(f"ThermalLumpedCall_{f.__name__}", dtype, {
+        "cell_cull": i32, "cell_mask": wp.array2d(dtype=wp.bool), "sample_owner": i32, "area": arr,
+        "body_category": i32, "body_mat": arr, "body_inv_k": arr, "body_base": arr, "body_lumped": i32,
+        "lumped_vs": arr, "lumped_vs_k": arr, "inv_hc": arr, "acc": wp.array3d(dtype=f),
+        "area_ll": wp.array3d(dtype=f)})
+    return sample_kernel(f"thermal_lumped_{f.__name__}", call_type, dtype, _lumped_contact), call_type
+
+
+@wp.func
 def exchange(t: Any, ic: Any, eps: Any, exposed: Any, g_fixed: Any, q_fixed: Any, power: Any, h: Any, ambient: Any,
              dt: Any):
     """Steps A / D for one cell or lumped body: T ← T_eq + (T − T_eq)·exp(−dt G/C), G = G_fixed + (h + h_rad)·A_exp,
@@ -119,11 +152,14 @@ def _exchange_kernel(dtype: torch.dtype):
         "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalExchangeCall_{f.__name__}"}))
 
     def kernel(call, h, ambient, dt):
-        """Body c of env e with acc[e, c] = (covered area, G_fixed, Q_fixed): exchange, then clamp to [low, high]."""
+        """Body c of env e with acc[e, c] = (covered area, G_fixed, Q_fixed), cleared after use: exchange, then
+        clamp to [low, high]."""
         e, c = wp.tid()
         t = exchange(call.t[e, c], call.ic[c], call.eps[c], call.area[c] - call.acc[e, c, 0], call.acc[e, c, 1],
                      call.acc[e, c, 2], call.power[c], h, ambient, dt)
         call.t[e, c] = wp.min(wp.max(t, call.low[c]), call.high[c])
+        for k in range(3):
+            call.acc[e, c, k] = h - h
 
     kernel.__name__ = f"thermal_exchange_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "h": f, "ambient": f, "dt": f}
@@ -190,6 +226,8 @@ def _readout_kernel(dtype: torch.dtype):
 
 CONTACT_KERNELS = {dt: _contact_kernel(dt) for dt in WP_TYPES}
 """(kernel, call struct type) of the contact kernel per working dtype."""
+LUMPED_KERNELS = {dt: _lumped_kernel(dt) for dt in WP_TYPES}
+"""(kernel, call struct type) of the lumped bodies' contact kernel per working dtype."""
 EXCHANGE_KERNELS = {dt: _exchange_kernel(dt) for dt in WP_TYPES}
 """(kernel, call struct type) of the element-wise exchange (lumped bodies, step D) per working dtype."""
 CELL_KERNELS = {dt: _cell_kernel(dt) for dt in WP_TYPES}

@@ -36,7 +36,8 @@ def _pair_struct(f):
     fields = {"t_cell": wp.array2d(dtype=f), "ic_cell": wp.array(dtype=f), "t_lump": wp.array2d(dtype=f),
               "ic_lump": wp.array(dtype=f), "surf_cells": wp.array(dtype=wp.int32), "g_cl": wp.array3d(dtype=f),
               "cell_x": wp.array(dtype=wp.int32), "run_end": wp.array(dtype=wp.int32),
-              "cell_y": wp.array2d(dtype=wp.int32), "g_cc": wp.array2d(dtype=f), "g_ll": wp.array3d(dtype=f)}
+              "cell_y": wp.array2d(dtype=wp.int32), "g_cc": wp.array2d(dtype=f), "area_ll": wp.array3d(dtype=f),
+              "u_ll_dt": wp.array2d(dtype=f)}
     name = f"PairCall_{f.__name__}"
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
@@ -76,13 +77,17 @@ def _pair_kernel(f):
                 tx, ty = _relax(call.t_cell[e, cx], call.t_cell[e, cy], call.ic_cell[cx], call.ic_cell[cy], g)
                 call.t_cell[e, cx] = tx
                 call.t_cell[e, cy] = ty
+        half = type(zero)(0.5)
         for x in range(n_lump):
             for y in range(x + 1, n_lump):
-                g = call.g_ll[e, x, y]
+                g = call.u_ll_dt[x, y] * (half * (call.area_ll[e, x, y] + call.area_ll[e, y, x]))
                 if g > zero:
                     tx, ty = _relax(call.t_lump[e, x], call.t_lump[e, y], call.ic_lump[x], call.ic_lump[y], g)
                     call.t_lump[e, x] = tx
                     call.t_lump[e, y] = ty
+        for x in range(n_lump):
+            for y in range(n_lump):
+                call.area_ll[e, x, y] = zero
 
     kernel.__name__ = f"relax_pairs_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
@@ -97,7 +102,9 @@ class PairRelaxation:
 
     State and per-step inputs (bound at build, used in place): t_cell [E, Nc], t_lump [E, NL] °C; g_cl_dt
     [E, M, ≥NL] (cell, lumped) conductance·dt, J/K; cell_y [E, K] int32 partner cell per sample in pair order (−1: no
-    pair) with g_cc_dt [E, K]. Each call consumes them: it leaves g_cl_dt and g_cc_dt zero and cell_y −1.
+    pair) with g_cc_dt [E, K]; area_ll [E, NL, NL] m², area of X's samples within the band of Y. Each call consumes
+    them: it leaves g_cl_dt, g_cc_dt and area_ll zero and cell_y −1. Lumped–lumped pairs: G·dt = u_ll_dt[X, Y]·½
+    (area_ll[X, Y] + area_ll[Y, X]) with u_ll_dt [NL, NL] = U_XY·dt, W/(m²K)·s.
     Static: ic_cell [Nc] inverse cell capacities (K/J, flat padded cell layout); ic_lump [NL] inverse lumped
     capacities (0 = infinite); surf_cells [M] the cells that can touch a lumped body, in pair order; cell_x [K] the
     cell of each cell–cell candidate sample, in pair order, with run_end [K] the end of its cell's run.
@@ -105,19 +112,15 @@ class PairRelaxation:
 
     def __init__(self, ic_cell: torch.Tensor, ic_lump: torch.Tensor, surf_cells: torch.Tensor, cell_x: torch.Tensor,
                  run_end: torch.Tensor, t_cell: torch.Tensor, t_lump: torch.Tensor, g_cl_dt: torch.Tensor,
-                 cell_y: torch.Tensor, g_cc_dt: torch.Tensor):
+                 cell_y: torch.Tensor, g_cc_dt: torch.Tensor, area_ll: torch.Tensor, u_ll_dt: torch.Tensor):
         ints = lambda t: t.to(torch.int32).contiguous()  # noqa: E731
-        n_envs, n_lump = t_cell.shape[0], ic_lump.shape[0]
-        self.g_ll_dt = torch.zeros(n_envs, n_lump, n_lump, dtype=t_cell.dtype, device=t_cell.device)
         kernel, call_type = _KERNELS[t_cell.dtype]
         fields = {"t_cell": t_cell, "ic_cell": ic_cell.contiguous(), "t_lump": t_lump,
                   "ic_lump": ic_lump.contiguous(), "surf_cells": ints(surf_cells), "g_cl": g_cl_dt,
                   "cell_x": ints(cell_x), "run_end": ints(run_end), "cell_y": cell_y, "g_cc": g_cc_dt,
-                  "g_ll": self.g_ll_dt}
-        self.launch = StructLaunch(kernel, (n_envs,), call_type, fields, [], t_cell.device)
+                  "area_ll": area_ll, "u_ll_dt": u_ll_dt.contiguous()}
+        self.launch = StructLaunch(kernel, (t_cell.shape[0],), call_type, fields, [], t_cell.device)
 
-    def __call__(self, g_ll_dt: torch.Tensor | None) -> None:
-        """Relax in place; g_ll_dt [E, NL, NL] lumped–lumped conductance·dt, J/K (None: no lumped pairs)."""
-        if g_ll_dt is not None:
-            self.g_ll_dt.copy_(g_ll_dt)
+    def __call__(self) -> None:
+        """Relax in place (and clear the consumed inputs)."""
         self.launch()

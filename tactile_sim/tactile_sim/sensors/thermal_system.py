@@ -48,7 +48,7 @@ from ..world.state import WorldState
 from ..geometry.struct_launch import StructLaunch
 from .body_samples import BodySamples, SampleCells
 from .probe_set import FusedProbeLaunch
-from .thermal_kernels import CELL_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED
+from .thermal_kernels import CELL_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED, LUMPED_KERNELS
 from .thermal_pairs import PairRelaxation
 
 DENSE_CONDUCTION_CELLS = 64
@@ -328,7 +328,6 @@ class ThermalSystem:
             clouds = [sample_body_surface(scene.bodies[b].shapes, spacing=self.lumped_spacing, seed=0)
                       for b in lumped]
             self.lumped_samples = BodySamples(lumped, clouds, self.device, self.dtype)
-            self.lumped_group = self.lumped_samples.owner.to(torch.int32)
             self.lumped_mask = torch.as_tensor(np.stack([scene.candidate_mask(b)[shape_body] for b in lumped]),
                                                device=self.device)
             self.lumped_cutoff = torch.full((self.lumped_samples.n,), self.lumped_band, **f)
@@ -380,24 +379,38 @@ class ThermalSystem:
                  "grid_delta": self.grid_delta, "grid_lo": self.grid_lo, "grid_n": ints(self.grid_n.cpu()),
                  "pad": ints(self.pad), "dt": torch.full((1,), self.dt, **f), "acc": self.acc_cell, "g_cl": self.g_cl,
                  "cell_y": self.cell_y, "g_cc": self.g_cc}
+        n_l = len(self.lumped)
+        self.acc_lump = torch.zeros(e, n_l, 3, **f)  # covered area, G_fixed, Q_fixed per lumped body
+        self.area_ll = torch.zeros(e, n_l, n_l, **f)  # area of X's samples within the band of Y
         if pairs:
+            vs_k = self.lumped_vs_k
+            u_ll_dt = self.dt / (vs_k[:, None] + vs_k[None, :] + self.lumped_inv_hc)
             self.pairs = PairRelaxation(self.ic_cell, self.lumped_ic, torch.as_tensor(self.surf_cells, device=dev),
                                         *(torch.as_tensor(a, device=dev) for a in self._pair_runs), self.t_cell,
-                                        self.t_lump, self.g_cl, self.cell_y, self.g_cc)
+                                        self.t_lump, self.g_cl, self.cell_y, self.g_cc, self.area_ll, u_ll_dt)
         cells = SampleCells(self.samples, self.group_mask, torch.zeros(len(self.grids), dtype=torch.bool, device=dev))
         model.update(cells.cull_fields(e))
         kernel, call_type = CONTACT_KERNELS[self.dtype]
         self._contact_launch = FusedProbeLaunch(cells, self.query, e, kernel, call_type, self.sample_band, model)
         scalars = [self.h, self.ambient, self.dt]
         kernel, call_type = EXCHANGE_KERNELS[self.dtype]
-        self._lump_exchange = None
+        self._lump_exchange = self._lump_contact = None
         if self.lumped_samples is not None:
-            n_l = len(self.lumped)
-            self.acc_lump = torch.zeros(e, n_l, 3, **f)
             self._lump_exchange = StructLaunch(kernel, (e, n_l), call_type, {
                 "t": self.t_lump, "ic": self.lumped_ic, "eps": self.lumped_eps, "area": self.lumped_area,
                 "power": torch.zeros(n_l, **f), "low": torch.full((n_l,), self.lumped_low, **f),
                 "high": torch.full((n_l,), self.lumped_high, **f), "acc": self.acc_lump}, scalars, dev)
+            smp = self.lumped_samples
+            cells = SampleCells(smp, self.lumped_mask, torch.zeros(n_l, dtype=torch.bool, device=dev))
+            model = {"sample_owner": smp.owner.to(torch.int32), "area": smp.area,
+                     "body_category": ints(self.body_category.cpu()), "body_mat": self.body_mat,
+                     "body_inv_k": self.body_inv_k, "body_base": self.body_base,
+                     "body_lumped": ints(self.body_lumped.cpu()), "lumped_vs": self.lumped_vs,
+                     "lumped_vs_k": self.lumped_vs_k, "inv_hc": torch.full((1,), self.lumped_inv_hc, **f),
+                     "acc": self.acc_lump, "area_ll": self.area_ll, **cells.cull_fields(e)}
+            lumped_kernel, lumped_type = LUMPED_KERNELS[self.dtype]
+            self._lump_contact = FusedProbeLaunch(cells, self.query, e, lumped_kernel, lumped_type,
+                                                  self.lumped_cutoff, model)
         # A (+ C and E for dense grids) in one launch; with pairs, A and C + E around them
         kernel, call_type = CELL_KERNELS[self.dtype]
         dense = self.conduction_operator
@@ -420,16 +433,16 @@ class ThermalSystem:
         """Advance every temperature by dt with the poses of ``state`` (steps A–E), in place."""
         self._contact_launch(state, {})
         self._before_pairs()
-        lumped = self._lumped_contacts(state) if self.lumped_samples is not None else None
+        if self._lump_contact is not None:
+            self._lump_contact(state, {})
         if self.pairs is not None:
-            self.pairs(None if lumped is None else lumped["g_ll"] * self.dt)
+            self.pairs()
         if self._after_pairs is not None:
             self._after_pairs()
         elif self.conduction_operator is None:
             self.t_cell.copy_(self._conduct(self.t_cell))
             torch.clamp(self.t_cell, self.low_cell, self.high_cell, out=self.t_cell)
-        if lumped is not None:
-            torch.stack([lumped["covered"], lumped["g_fixed"], lumped["q_fixed"]], dim=-1, out=self.acc_lump)
+        if self._lump_exchange is not None:
             self._lump_exchange()
 
     def _conduct(self, t: torch.Tensor) -> torch.Tensor:
@@ -447,35 +460,6 @@ class ThermalSystem:
         x = torch.einsum("gbj,egabk->egajk", dy, x)
         x = torch.einsum("gai,egajk->egijk", dx, x)
         return x.reshape(e, -1)
-
-    def _lumped_contacts(self, state: WorldState) -> dict:
-        """Covered area of each lumped body, its fixed-partner exchange and the lumped–lumped conductances."""
-        smp = self.lumped_samples
-        rot, pos = smp.owner_pose(state)
-        x = smp.world_positions(rot, pos)
-        q = self.query.query(x, state.rot, state.pos, self.lumped_group, self.lumped_mask, self.lumped_cutoff)
-        e, n_l, f = x.shape[0], len(self.lumped), self._f
-        zero = torch.zeros((), **f)
-        covered = q.body >= 0
-        body = q.body.clamp_min(0)
-        a = torch.where(covered, smp.area, zero)
-        owner = smp.owner
-        out = {"covered": torch.zeros(e, n_l, **f).index_add_(1, owner, a)}
-        category = self.body_category[body]
-        fixed = covered & (self.body_mat[body] > 0) & (category == FIXED)
-        vs = self.lumped_vs[owner]
-        u = 1.0 / (self.lumped_vs_k[owner] + vs * self.body_inv_k[body] + self.lumped_inv_hc)
-        g = torch.where(fixed, u * a, zero)
-        out["g_fixed"] = torch.zeros(e, n_l, **f).index_add_(1, owner, g)
-        out["q_fixed"] = torch.zeros(e, n_l, **f).index_add_(1, owner, g * self.body_base[body])
-        partner = self.body_lumped[body]
-        lumped = covered & (category == LUMPED)
-        m = torch.zeros(e, n_l * n_l, **f).scatter_add_(1, owner * n_l + partner.clamp_min(0),
-                                                        torch.where(lumped, a, zero)).view(e, n_l, n_l)
-        a_xy = 0.5 * (m + m.transpose(1, 2))
-        u_xy = 1.0 / (self.lumped_vs_k[:, None] + self.lumped_vs_k[None, :] + self.lumped_inv_hc)
-        out["g_ll"] = u_xy * a_xy
-        return out
 
     # ------------------------------------------------------------------ views
     def grid_temperatures(self, g: int, t: torch.Tensor | None = None) -> torch.Tensor:
