@@ -14,7 +14,7 @@ import torch
 
 from ..geometry.struct_launch import StructLaunch
 from ..geometry.transforms import skew
-from .motion_kernel import KINEMATICS_KERNELS, fill_struct, kinematics_call_type, robot_tables_type
+from .motion_kernel import KINEMATICS_KERNELS, fill_struct, struct_types
 from .urdf import RobotModel
 
 
@@ -88,7 +88,7 @@ class Kinematics:
             "rotational": self.joint_rotational.to(torch.int32),
             "mimic_source": self.mimic_source.to(torch.int32),
             "mimic_multiplier": self.mimic_multiplier, "mimic_offset": self.mimic_offset}
-        self.tables = fill_struct(robot_tables_type(dtype), self._table_tensors)
+        self.tables = fill_struct(struct_types(dtype)[0], self._table_tensors)
         self.tables.root_index = self.root_index
         self._launches: dict[tuple[int, bool], tuple[StructLaunch, dict[str, torch.Tensor]]] = {}
 
@@ -184,7 +184,7 @@ class Kinematics:
             L = self.n_links
             fields = {**defaults, "rot": torch.empty(E, L, 3, 3, **f), "pos": torch.empty(E, L, 3, **f),
                       "lin": torch.empty(E, L, 3, **f), "ang": torch.empty(E, L, 3, **f)}
-            launch = StructLaunch(KINEMATICS_KERNELS[self.dtype], (E,), kinematics_call_type(self.dtype), fields,
+            launch = StructLaunch(KINEMATICS_KERNELS[self.dtype], (E,), struct_types(self.dtype)[2], fields,
                                   [self.tables, int(movable)], self.device)
             cached = self._launches[(E, movable)] = (launch, defaults)
         return cached

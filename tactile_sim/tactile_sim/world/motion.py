@@ -23,7 +23,7 @@ from ..geometry.struct_launch import StructLaunch
 from ..geometry.transforms import so3_log
 from .dynamics import InverseDynamics
 from .kinematics import Kinematics
-from .motion_kernel import WORLD_KERNELS, empty_robot_tables, fill_struct, world_call_type, world_tables_type
+from .motion_kernel import WORLD_KERNELS, empty_robot_tables, fill_struct, struct_types
 from .objects import object_pose_from_tf
 from .scene import Scene
 from .state import WorldState
@@ -206,7 +206,7 @@ class WorldModel:
         self._out_views = [(sh, torch.empty(sh).stride(), int(o)) for sh, o in zip(shapes, offsets)]
         item = torch.empty((), dtype=self.dtype).element_size()
         tables["world tensors"]["out_bytes"] = torch.tensor(offsets[:-1] * item, dtype=torch.int64, device=self.device)
-        world = fill_struct(world_tables_type(self.dtype), tables["world tensors"])
+        world = fill_struct(struct_types(self.dtype)[1], tables["world tensors"])
         world.n_links, world.n_bodies, world.pi = self.scene.n_links, B, math.pi
         tables.update(robot=robot, world=world)
         fields = {"q_in": self._staging[0], "qd_in": self._staging[1], "q": self._q, "qd": self._qd,
@@ -214,7 +214,7 @@ class WorldModel:
                   "sample_ok": self._sample_ok, "root_rot": self._root_rot, "root_pos": self._root_pos,
                   "object_rot": self._obj_rot, "object_pos": self._obj_pos, "sampled_lin": self._zero_twists,
                   "sampled_ang": self._zero_twists, "out": torch.empty(self._out_size, **f)}
-        launch = StructLaunch(WORLD_KERNELS[self.dtype], (E,), world_call_type(self.dtype), fields,
+        launch = StructLaunch(WORLD_KERNELS[self.dtype], (E,), struct_types(self.dtype)[3], fields,
                               [robot, world, 0, 0, 1.0], self.device)
         return launch, tables
 

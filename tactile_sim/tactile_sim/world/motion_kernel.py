@@ -199,20 +199,9 @@ WORLD_KERNELS = {dt: wp.overload(_world_kernel, {"call": _STRUCTS[dt][3], "robot
 """The world-update kernel ``(call, robot, world, sample, velocity_given, dt)`` over (E,) by working dtype."""
 
 
-def robot_tables_type(dtype: torch.dtype):
-    return _STRUCTS[dtype][0]
-
-
-def world_tables_type(dtype: torch.dtype):
-    return _STRUCTS[dtype][1]
-
-
-def kinematics_call_type(dtype: torch.dtype):
-    return _STRUCTS[dtype][2]
-
-
-def world_call_type(dtype: torch.dtype):
-    return _STRUCTS[dtype][3]
+def struct_types(dtype: torch.dtype) -> tuple:
+    """(robot tables, world tables, kinematics call, world-update call) warp struct types of a working dtype."""
+    return _STRUCTS[dtype]
 
 
 def empty_robot_tables(dtype: torch.dtype, device: torch.device):
@@ -225,7 +214,7 @@ def empty_robot_tables(dtype: torch.dtype, device: torch.device):
                     "axis": torch.zeros(0, 3, **f), "axis_cross": torch.zeros(0, 3, 3, **f),
                     "axis_cross2": torch.zeros(0, 3, 3, **f), "mimic_multiplier": torch.zeros(0, **f),
                     "mimic_offset": torch.zeros(0, **f)})
-    tables = fill_struct(robot_tables_type(dtype), tensors)
+    tables = fill_struct(struct_types(dtype)[0], tensors)
     tables.root_index = -1
     return tables, tensors
 
