@@ -39,11 +39,16 @@ def build(n_envs: int) -> tuple[SensorSuite, object]:
     return suite, state
 
 
+def world_samples(smp, state) -> torch.Tensor:
+    """World positions of the samples, [E, P, 3]: R_o p + o_o of each sample's owner."""
+    body = smp.owner_body[smp.owner]
+    return torch.matmul(state.rot[:, body], smp.local_pos[:, :, None])[..., 0] + state.pos[:, body]
+
+
 def naive_contact(batch, state) -> torch.Tensor:
     """Generic query of every palm sample, penalty normal force in torch, summed per body: [E, S, 3] N."""
     smp = batch.samples
-    rot, pos = smp.owner_pose(state)
-    x = smp.world_positions(rot, pos)
+    x = world_samples(smp, state)
     group = smp.owner.to(torch.int32)
     cutoff = torch.full((smp.n,), -1e-9, dtype=x.dtype)
     q = batch.ctx.query.query(x, state.rot, state.pos, group, batch._samples_launch.fields["group_shape_mask"],
@@ -57,8 +62,7 @@ def naive_thermal(batch, state) -> torch.Tensor:
     """Generic query of every grid sample, covered area and fixed-partner conductance per cell: [E, 2, cells]."""
     sys_ = batch.system
     smp = sys_.samples
-    rot, pos = smp.owner_pose(state)
-    x = smp.world_positions(rot, pos)
+    x = world_samples(smp, state)
     q = sys_.query.query(x, state.rot, state.pos, sys_.sample_group, sys_.group_mask, sys_.sample_band)
     body = q.body.clamp_min(0)
     a = smp.area * (q.body >= 0)
