@@ -1,12 +1,12 @@
 """Warp kernels of the thermal system step (spec §10.2–10.3; the math is documented in :mod:`.thermal_system`).
 
-* Contact kernel (:func:`.sample_kernel.sample_kernel` over the grids' surface samples, :class:`.body_samples.SampleCells`,
-  query cutoff = the sample's ``contact_band``): every sample that touches a body B adds its area a_k to the covered
-  area of its cell and G_k = U_k a_k (0 for a body without material) to the fixed-partner conductance and heat
-  G_k T_B of its cell (``acc`` [E, Nc, 3]: covered m², G W/K, Q W). With ``simulate_all_link_temperatures`` a
-  lumped partner's G_k·dt (``dt`` [1] s) goes to ``g_cl`` [E, M, NL] (its surface cell, body), and a sample of an earlier grid
-  touching a later grid writes its G_k·dt and the partner cell at its slot of the cell-major pair order
-  (``g_cc``, ``cell_y`` [E, K]). Samples that touch nothing add nothing, so the broad phase skips them whole.
+* Contact kernel (:func:`.sample_kernel.sample_kernel` over the grids' surface samples,
+  :class:`.body_samples.SampleCells`, query cutoff = the sample's ``contact_band``): every sample that touches a body
+  B adds its area a_k to the covered area of its cell and G_k = U_k a_k (0 for a body without material) to the
+  fixed-partner conductance and heat G_k T_B of its cell (``acc`` [E, Nc, 3]: covered m², G W/K, Q W). With
+  ``simulate_all_link_temperatures`` a lumped partner's G_k·dt (``dt`` [1] s) goes to ``g_cl`` [E, M, NL] (its
+  surface cell, body), and a sample of an earlier grid touching a later grid writes its G_k·dt and the partner cell
+  at its slot of the cell-major pair order (``g_cc``, ``cell_y`` [E, K]). Samples that touch nothing add nothing, so the broad phase skips them whole.
 * Cell kernel over (E, G), one grid per thread: step A (the exact relaxation towards the fixed partners, convection
   and linearised radiation; it clears the accumulators it read) and/or, for small grids, step C + the clamp E: the
   backward-Euler DCT step as one dense operator per grid, M_g = Kᵀ diag(1/(1 + dt α Λ)) K with K the 3-axis

@@ -15,6 +15,9 @@ Per step (dt = the sensors' evaluation period):
   D. (simulate_all) lumped bodies exchange with fixed partners and convect/radiate through their exposed area,
      exactly as A;
   E. clamp to ``temperature_bounds``.
+The step runs as warp launches (:mod:`.thermal_kernels`, :mod:`.thermal_pairs`) on persistent buffers: the grid and
+lumped contact kernels accumulate per cell / body, one cell kernel per grid does A (and C + E for grids of at most
+:data:`DENSE_CONDUCTION_CELLS` cells, through one dense operator; larger grids run C as the separable DCT in torch).
 A, B and D are exact exponentials with factors in (0, 1]; C divides every mode by a factor ≥ 1: the scheme is
 unconditionally stable and obeys a discrete maximum principle. Without boundary exchange Σ C T is conserved to
 round-off (C keeps mode 0; each B pair conserves its energy).
@@ -280,7 +283,8 @@ class ThermalSystem:
         self.decay = t(decay)
         self.dct = [t(m) for m in mats]
         self.conduction_operator = None
-        if n_pad <= DENSE_CONDUCTION_CELLS:  # M_g = Kᵀ diag(decay) K, K = Dx ⊗ Dy ⊗ Dz (flat order ix·ny·nz + iy·nz + iz)
+        # M_g = Kᵀ diag(decay) K, K = Dx ⊗ Dy ⊗ Dz (flat order ix·ny·nz + iy·nz + iz)
+        if n_pad <= DENSE_CONDUCTION_CELLS:
             ops = []
             for g in range(n_grids):
                 k = np.kron(np.kron(mats[0][g], mats[1][g]), mats[2][g])
