@@ -338,3 +338,58 @@ def test_box_pressed_into_a_sphere_per_env_matches_the_lattice_closed_form(dtype
             np.testing.assert_allclose(data.contact_pos_b[e, 0, 0].double().numpy(), mean, atol=rtol * SIZE[0])
     areas = [a / SPACING**2 for _, _, a, _ in sphere_on_bottom_face(offsets, depths, radius)]
     assert areas[0] >= 5 and areas[1] >= 3 and areas[2] == 0  # several contact samples, one env clear
+
+
+_CULL_SUITES = {}
+_PRIMITIVES = {"ball": {"sphere": {"radius": 0.03}}, "rod": {"capsule": {"radius": 0.01, "length": 0.08}},
+               "can": {"cylinder": {"radius": 0.02, "length": 0.05}}, "brick": {"box": {"size": [0.03, 0.05, 0.02]}}}
+
+
+def _cull_suite(kind):
+    if kind not in _CULL_SUITES:
+        obj = {"name": "obj", "geometry": [_PRIMITIVES[kind]]}
+        _CULL_SUITES[kind] = make([sensor(filter_prim_paths_expr=["obj"])], [box(), obj], n_envs=3)
+    return _CULL_SUITES[kind]
+
+
+def _rotation(v):
+    angle = float(np.linalg.norm(v))
+    if angle == 0.0:
+        return np.eye(3)
+    k = np.asarray(v) / angle
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
+
+
+@given(st.sampled_from(sorted(_PRIMITIVES)),
+       st.lists(st.lists(st.floats(-1.0, 1.0), min_size=6, max_size=6), min_size=3, max_size=3))
+def test_culled_kernel_equals_the_unculled_query_sum(kind, envs):
+    """Static penetration (e = 1, no damping): net force = Σ k_c·(−sd)·a·n over the samples with sd < −ε_d, with sd
+    and n from the generic nearest-shape query of every sample (no broad phase). Random object poses around the box
+    surface, one per env, so that cells and blocks sit on both sides of the culling bounds."""
+    suite = _cull_suite(kind)
+    rots, centres = [], []
+    for v in envs:
+        rots.append(_rotation(np.array(v[:3]) * 3.0))
+        face = np.array(v[3:]) * np.array(SIZE) / 2 * 1.1  # near the box surface, sometimes outside
+        centres.append(face)
+    box_pos = np.array([0.0, 0.0, 1.0])
+    suite.update(0.0, object_poses={"box": (t64(np.tile(np.eye(3), (3, 1, 1))), t64(np.tile(box_pos, (3, 1)))),
+                                    "obj": (t64(np.stack(rots)), t64(box_pos + np.stack(centres)))})
+    data = suite.read("cs")
+    batch = suite._lookup("cs")[0]
+    state = suite.world.update(0.0)
+    smp = batch.samples
+    owner = smp.owner_body[smp.owner]
+    x = (state.rot[:, owner] @ smp.local_pos[:, :, None])[..., 0] + state.pos[:, owner]
+    query = batch.ctx.query
+    mask = query.body_shape_mask([suite.scene.body_index("obj")])[None]
+    q = query.query(x.contiguous(), state.rot, state.pos, torch.zeros(smp.n, dtype=torch.int32), mask,
+                    torch.full((smp.n,), -1e-9, dtype=torch.float64))
+    depth = torch.where(q.body >= 0, -q.sd, torch.zeros_like(q.sd))
+    per_sample = K_C * depth * smp.area
+    expected = (per_sample[..., None] * q.normal).sum(1).numpy()
+    got = data.net_forces_w[:, 0].numpy()
+    scale = max(per_sample.sum(1).max().item(), 1e-6)  # round-off of sums that may cancel
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * scale)
+    np.testing.assert_allclose(data.force_matrix_w[:, 0, 0].numpy(), expected, rtol=0, atol=1e-11 * scale)
