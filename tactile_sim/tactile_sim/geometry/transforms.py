@@ -68,8 +68,17 @@ def rpy_to_matrix_np(rpy) -> np.ndarray:
 
 
 def quat_to_matrix_np(q) -> np.ndarray:
-    """NumPy float64 version of :func:`quat_to_matrix` for one quaternion (x, y, z, w)."""
-    return quat_to_matrix(torch.as_tensor(np.asarray(q, dtype=np.float64))).numpy()
+    """NumPy float64 version of :func:`quat_to_matrix` for one quaternion (x, y, z, w): the same formula on Python
+    floats (a TF message per input is converted on the host, where torch's per-op dispatch would dominate)."""
+    x, y, z, w = (float(c) for c in q)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / n, y / n, z / n, w / n
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    return np.array([[1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)],
+                     [2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)],
+                     [2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)]])
 
 
 def check_quaternion(q, where: str) -> np.ndarray:
