@@ -12,8 +12,9 @@ import torch
 
 import test_sensor_elastomer as checks
 import test_sensor_elastomer_lattice as lattice_checks
-from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere
-from tactile_sim.sensors import elastomer_pairwise
+from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
+from tactile_sim.sensors import elastomer_pairwise, elastomer_shear
+from tactile_sim.suite import SensorSuite
 
 
 @pytest.fixture
@@ -114,3 +115,33 @@ def test_redrawn_gains_apply_after_a_reset_of_one_env():
     assert np.allclose(after[0], before[0], rtol=1e-12, equal_nan=True)
     both = ~np.isnan(after[1]) & ~np.isnan(before[1])
     assert both.sum() > 10 and not np.allclose(after[1][both], before[1][both])
+
+
+def _shear_on_a_compound_link(monkeypatch, unbounded: bool) -> list[np.ndarray]:
+    """Shear on a link of a rotated box, a capsule and a sphere (inside it) while a box slides into the top face;
+    with ``unbounded`` the samples' reach boxes are disabled (every sample queries its link)."""
+    if unbounded:
+        monkeypatch.setattr(elastomer_shear, "_reach_box",
+                            lambda shapes, cutoff: (np.full(3, -np.inf), np.full(3, np.inf)))
+    link = {"name": "pad", "geometry": [
+        {"box": {"size": [0.06, 0.05, 0.02]}, "origin": {"xyz": [0.0, 0.0, -0.01], "rpy": [0.0, 0.0, 0.4]}},
+        {"capsule": {"radius": 0.004, "length": 0.03}, "origin": {"xyz": [0.01, 0.0, -0.012], "rpy": [0.0, 1.5708, 0.0]}},
+        {"sphere": {"radius": 0.006}, "origin": {"xyz": [-0.012, 0.008, -0.008]}}]}
+    sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"], "dilate_scale": 0.0,
+              "n_sample_points": 3000, "probe_local_pos": centred_lattice(7, 0.006).tolist()}
+    cfg = {"suite": {"dt": 0.01, "n_envs": 0, "dtype": "float64"}, "sensors": [sensor],
+           "objects": [link, box("ball", (0.05, 0.05, 0.02))]}
+    suite = SensorSuite.from_yaml(cfg)
+    out = []
+    for t, xyz in enumerate([(0.0, 0.0, 0.0095), (0.0008, -0.0004, 0.0093), (0.0015, 0.0003, 0.0097)]):
+        step(suite, 0.01 * t, {"ball": xyz})
+        out.append(numpy(suite.read_ground_truth("el")))
+    return out
+
+
+def test_reach_boxes_change_no_shear(monkeypatch):
+    bounded = _shear_on_a_compound_link(monkeypatch, False)
+    unbounded = _shear_on_a_compound_link(monkeypatch, True)
+    assert np.abs(bounded[-1]).max() > 0
+    for a, b in zip(bounded, unbounded):
+        assert np.array_equal(a, b)

@@ -32,6 +32,7 @@ import warp as wp
 
 from ..constants import EPS_LEN
 from ..geometry.query import ShapeQuery, nearest_shape, tables_type
+from ..geometry.shapes import Shape, ShapeKind
 from ..geometry.struct_launch import StructLaunch
 from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
@@ -48,14 +49,16 @@ def _sample_kernel(dtype: torch.dtype):
     """(kernel, call struct type) of one step of the samples ``per_thread``·t … of env e (several per thread on the
     CPU, where warp copies the call struct once per thread). Each sample j (body-frame point u_j of body B): world
     q = R_B u_j + o_B and link frame q̃ = R_Lᵀ(q − o_L) (into ``local``), its signed distance sd to the own shapes of
-    its sensor's link L (:func:`nearest_shape`, +inf beyond the sample's cutoff), release / anchor, then the weighted
+    its sensor's link L (:func:`nearest_shape`, +inf beyond the sample's cutoff, and without a query outside the link
+    frame box ``box_lo`` … ``box_hi`` that holds every point within the cutoff), release / anchor, then the weighted
     drag c = (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored, D_j > 0 and c ≠ 0: a zero drag adds
     exactly nothing)."""
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ShearSampleCall_{f.__name__}"
     call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
-        "points": wp.array(dtype=v), "owner": i32, "sensor": i32, "link_of_sensor": i32,
+        "points": wp.array(dtype=v), "owner": i32, "sensor": i32, "link_of_sensor": i32, "box_lo": wp.array(dtype=v),
+        "box_hi": wp.array(dtype=v),
         "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "local": wp.array2d(dtype=v),
         "own_shapes": wp.array2d(dtype=wp.bool), "exact": wp.array(dtype=wp.bool), "cutoff": wp.array(dtype=f),
         "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
@@ -66,15 +69,33 @@ def _sample_kernel(dtype: torch.dtype):
     def kernel(call: Any, tables: Any, per_thread: int):
         e, t = wp.tid()
         first = t * per_thread
+        # consecutive samples mostly share their body and sensor: their poses are read once per run
+        owner = int(-1)
+        g = int(-1)
+        rb = call.body_rot[e, 0]
+        ob = call.body_pos[e, 0]
+        rl_t = rb
+        ol = ob
         for j in range(first, wp.min(first + per_thread, call.points.shape[0])):
-            b = call.owner[j]
-            x = call.body_rot[e, b] @ call.points[j] + call.body_pos[e, b]
-            g = call.sensor[j]
-            link = call.link_of_sensor[g]
-            q = wp.transpose(call.body_rot[e, link]) @ (x - call.body_pos[e, link])
+            if call.owner[j] != owner:
+                owner = call.owner[j]
+                rb = call.body_rot[e, owner]
+                ob = call.body_pos[e, owner]
+            if call.sensor[j] != g:
+                g = call.sensor[j]
+                link = call.link_of_sensor[g]
+                rl_t = wp.transpose(call.body_rot[e, link])
+                ol = call.body_pos[e, link]
+            x = rb @ call.points[j] + ob
+            q = rl_t @ (x - ol)
             call.local[e, j] = q
-            d, s, normal, closest = nearest_shape(x, e, g, call.cutoff[j], call.exact[g], 0, call.own_shapes,
-                                                  call.world_rot, call.world_pos, call.world_center, tables)
+            lo = call.box_lo[g]
+            hi = call.box_hi[g]
+            d = type(q[0])(wp.inf)
+            near = q[0] >= lo[0] and q[1] >= lo[1] and q[2] >= lo[2]
+            if near and q[0] <= hi[0] and q[1] <= hi[1] and q[2] <= hi[2]:
+                d, s, normal, closest = nearest_shape(x, e, g, call.cutoff[j], call.exact[g], 0, call.own_shapes,
+                                                      call.world_rot, call.world_pos, call.world_center, tables)
             held = call.anchored[e, j]
             if held and d > call.release[j]:
                 held = False
@@ -116,6 +137,30 @@ def _compact(local: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any), selected
     for j in range(m, length[s]):
         q_out[e, s, j] = q_out[e, s, j] - q_out[e, s, j]
         c_out[e, s, j] = c_out[e, s, j] - c_out[e, s, j]
+
+
+REACH_MARGIN = 1e-5
+"""Widening (m) of a link's reach box beyond the cutoff: far above the round-off of a signed distance."""
+
+
+def _reach_box(shapes: Sequence[Shape], cutoff: float) -> tuple[np.ndarray, np.ndarray]:
+    """Link-frame box holding every point whose signed distance to one of ``shapes`` is below ``cutoff`` (m): the
+    shapes' boxes widened by cutoff + REACH_MARGIN; unbounded when a shape is a plane or a mesh (its distance may
+    come from an SDF grid)."""
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for shape in shapes:
+        size = shape.size
+        if shape.kind == ShapeKind.SPHERE:
+            half = np.full(3, size[0])
+        elif shape.kind == ShapeKind.BOX:
+            half = np.abs(shape.rot) @ np.asarray(size)
+        elif shape.kind in (ShapeKind.CAPSULE, ShapeKind.CYLINDER):        # (r, l): r + l bounds either length
+            half = np.abs(shape.rot) @ np.array([size[0], size[0], size[0] + size[1]])
+        else:
+            return np.full(3, -np.inf), np.full(3, np.inf)
+        lo, hi = np.minimum(lo, shape.pos - half), np.maximum(hi, shape.pos + half)
+    pad = max(cutoff, 0.0) + REACH_MARGIN
+    return lo - pad, hi + pad
 
 
 def _probe_range(starts: Sequence[int], counts: Sequence[int], device) -> torch.Tensor | slice:
@@ -220,7 +265,8 @@ class _ScatteredMembers:
 class ShearAnchors:
     """Anchor state and shear of a batch's ElastomerTaxel sensors.
 
-    clouds / links: per sensor, its tracked cloud (N samples in all) and link (body index); n_envs, n_bodies: the
+    clouds / links / link_shapes: per sensor, its tracked cloud (N samples in all), link (body index) and the link's
+    collision shapes (link frame); n_envs, n_bodies: the
     sizes of the world state's pose tensors [E, B, …]; query: the scene's
     ShapeQuery, whose shape poses must be current for the step (the batch's probe launch fills them first);
     own_shapes [S, n]
@@ -231,8 +277,8 @@ class ShearAnchors:
     positions q̃ and weighted drags of each sensor's contributing samples, ``count`` [E, S] int32 how many.
     """
 
-    def __init__(self, clouds: Sequence[PointCloud], links: Sequence[int], n_envs: int, n_bodies: int,
-                 query: ShapeQuery,
+    def __init__(self, clouds: Sequence[PointCloud], links: Sequence[int], link_shapes: Sequence[Sequence[Shape]],
+                 n_envs: int, n_bodies: int, query: ShapeQuery,
                  own_shapes: torch.Tensor, exact: torch.Tensor, layouts: Sequence[ProbeLayout],
                  starts: Sequence[int], shear_scale: Sequence[float], cell_area: Sequence[float],
                  lambda_s: Sequence[float], contact: Sequence[float], release: Sequence[float],
@@ -258,6 +304,7 @@ class ShearAnchors:
         # sd beyond the release level only releases (or keeps free): query up to a cutoff strictly above it;
         # samples of sensors without shear never query
         cutoff = self.release + self.release.abs() + EPS_LEN
+        reach = [2 * max(-r, 0.0) + EPS_LEN for r in release]                # the cutoff of each sensor, m
         self.cutoff = torch.where(per_sample(scale) > 0, cutoff, -torch.inf).contiguous()
         self.local = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.anchored = torch.zeros((e, n), dtype=torch.bool, device=device)
@@ -271,9 +318,12 @@ class ShearAnchors:
         def ints(x) -> torch.Tensor:
             return torch.as_tensor(np.asarray(x, np.int64), device=device, dtype=torch.int32)
 
+        lo, hi = np.stack([_reach_box(shapes, float(c)) for shapes, c in zip(link_shapes, reach)]).transpose(1, 0, 2)
         self._step = StructLaunch(kernel, (e, -(-n // per_thread)), call_type, {
             "points": torch.as_tensor(cat("points").reshape(n, 3), device=device, dtype=dtype),
             "owner": ints(cat("body")), "sensor": ints(sensor.cpu()), "link_of_sensor": ints(links),
+            "box_lo": torch.as_tensor(lo, device=device, dtype=dtype).contiguous(),
+            "box_hi": torch.as_tensor(hi, device=device, dtype=dtype).contiguous(),
             "body_rot": torch.zeros((e, n_bodies, 3, 3), device=device, dtype=dtype),
             "body_pos": torch.zeros((e, n_bodies, 3), device=device, dtype=dtype), "local": self.local,
             "own_shapes": own_shapes.contiguous(), "exact": exact.contiguous(), "cutoff": self.cutoff,

@@ -110,7 +110,8 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             links = [scene.body_index(o.link) for o in opts]
             own = np.stack([ctx.query.body_shape_mask([link]).cpu().numpy() for link in links])
             self.shear = ShearAnchors(
-                self.clouds, links, e, scene.n_bodies, ctx.query, torch.as_tensor(own, device=dev),
+                self.clouds, links, [scene.body(link).shapes for link in links], e, scene.n_bodies, ctx.query,
+                torch.as_tensor(own, device=dev),
                 probes.group_exact, layouts, starts,
                 [o.shear_scale for o in opts], [v * v for v in eps0], [o.lambda_s for o in opts],
                 [o.contact_threshold for o in opts], [o.release_threshold for o in opts], elsewhere=small)
