@@ -6,10 +6,15 @@ outputs); the other parameters are fixed at recording (tables, scalars). Few par
 strides is one pointer write, so a replay costs a few µs whatever the tensors. On CUDA the launch runs on the
 current torch stream. The bound tensors stay referenced until they are replaced, so an asynchronous launch can still
 read them.
+
+On the CPU a replay calls the kernel's compiled entry point directly with one argument block packed at recording
+(warp's own replay packs a fresh block from every parameter on every call); the struct's array fields are views into
+that block, so a rebind is still one pointer write.
 """
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -57,9 +62,14 @@ class StructLaunch:
                              device=wp.device_from_torch(self.device), record_cmd=True)
         self._ctype = call.__ctype__()
         self.cmd.set_param_at_index_from_ctype(0, self._ctype)
-        self._arrays = {name: getattr(self._ctype, name) for name in self.tensors}  # views into the struct memory
         self._kernel_key = kernel.key
         self._launch = self.cmd.launch
+        self._direct = None
+        if not self._cuda and self.cmd.block_dim <= 1 and not self.cmd.adjoint:
+            self._direct = _DirectCpuLaunch(self.cmd)
+            self._launch = self._direct
+            self._ctype = self._direct.call
+        self._arrays = {name: getattr(self._ctype, name) for name in self.tensors}  # views into the struct memory
 
     def is_bound(self, name: str, t: torch.Tensor) -> bool:
         """True when field ``name`` already points at ``t``'s memory (``tensors`` / ``pointers``: the bound tensors
@@ -69,25 +79,33 @@ class StructLaunch:
     def bind(self, name: str, t: torch.Tensor) -> None:
         """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous). Tensors
         that were bound to this field before (e.g. the slots of a ring, bound in turn) are not checked again."""
-        if self.is_bound(name, t):
+        old = self.tensors[name]
+        ptr = t.data_ptr()
+        if t is old and ptr == self.pointers[name]:
             return
-        checked = self._checked.setdefault(name, {})
+        if self.empty:
+            return
+        checked = self._checked.get(name)
+        if checked is None:
+            checked = self._checked[name] = {}
         if checked.get(id(t)) is not t:
-            old = self.tensors[name]
-            if t.shape != old.shape or t.dtype != old.dtype or t.device != old.device:
+            if t.shape != old.shape or t.dtype is not old.dtype or t.device != old.device:
                 raise ValueError(f"{self._kernel_key}: {name} must be a {old.dtype} tensor of shape "
                                  f"{list(old.shape)} on {old.device}; got {t.dtype} {list(t.shape)} on {t.device}")
-            _check_contiguous(self._kernel_key, name, t)
+            if not t.is_contiguous():
+                _check_contiguous(self._kernel_key, name, t)
             if len(checked) >= _CHECKED_PER_FIELD:
                 checked.clear()
             checked[id(t)] = t
         self.tensors[name] = t
-        self.pointers[name] = self._arrays[name].data = t.data_ptr()
+        self.pointers[name] = self._arrays[name].data = ptr
 
     def set_arg(self, index: int, value) -> None:
         """Replace the scalar parameter ``index`` (0 is the struct; 1… are ``args``)."""
         if not self.empty:
             self.cmd.set_param_at_index_from_ctype(index, value)
+            if self._direct is not None:
+                self._direct.refresh(index)
 
     def __call__(self) -> None:
         if self.empty:
@@ -100,6 +118,32 @@ class StructLaunch:
         if stream is None:
             stream = self._stream_cache[ts.cuda_stream] = wp.stream_from_torch(ts)
         self.cmd.launch(stream)
+
+
+class _DirectCpuLaunch:
+    """A recorded CPU launch replayed by calling the kernel's forward entry point with one argument block packed at
+    recording (the same block warp's replay packs from ``cmd.params`` on every call). ``call``: the block's first
+    parameter (the per-call struct), whose fields are views into the block."""
+
+    def __init__(self, cmd):
+        self._cmd = cmd
+        params = cmd.params
+        fields = [(arg.label, type(params[1 + i])) for i, arg in enumerate(cmd.kernel.adj.args)]
+        self._labels = [label for label, _ in fields]
+        self._args = type("ArgsStruct", (ctypes.Structure,), {"_fields_": fields})()
+        for i, label in enumerate(self._labels):
+            setattr(self._args, label, params[1 + i])
+        self.call = getattr(self._args, self._labels[0])
+        self._forward = cmd.hooks.forward
+        self._bounds = ctypes.byref(params[0])
+        self._args_ref = ctypes.byref(self._args)
+
+    def refresh(self, index: int) -> None:
+        """Copy parameter ``index`` (0 is the struct) from the recorded command after it was set there."""
+        setattr(self._args, self._labels[index], self._cmd.params[1 + index])
+
+    def __call__(self) -> None:
+        self._forward(self._bounds, self._args_ref)
 
 
 def _check_contiguous(kernel, name: str, t: torch.Tensor) -> None:
