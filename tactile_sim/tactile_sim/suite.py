@@ -148,6 +148,10 @@ class SensorSuite:
         self.world.reset(mask)
 
     # ------------------------------------------------------------------ reading
+    def locate(self, name: str) -> tuple[SensorBatch, int]:
+        """(the batch evaluating sensor ``name``, its index in the batch); KeyError naming the closest sensors."""
+        return self._lookup(name)
+
     def _lookup(self, name: str) -> tuple[SensorBatch, int]:
         try:
             return self._where[name]

@@ -7,6 +7,10 @@ two patterns that differ in every byte, so they come from rosbags' serialiser it
 reading of the CDR alignment rules. Writing a field's new values into its range (:meth:`CdrTemplate.view`) and
 taking :meth:`CdrTemplate.cdr` gives the bytes ``serialize_cdr`` gives for the message with those values.
 
+A message taken with :meth:`CdrTemplate.wire` reads its changing fields back from its own bytes on access (a
+primitive sequence as a read-only numpy view of them, a nested message rebuilt from its primitives), so taking a
+message costs one copy of the bytes whatever it holds.
+
 A changing field is named by a dotted path (``force``, ``valid``, ``header.stamp``, ``wrench``, ``force_matrix``):
 a primitive, a primitive sequence or array, a nested message or a sequence of messages. Its view is a writable
 numpy array over the template's buffer, one element per primitive in wire order, of the primitives' dtype (a
@@ -16,7 +20,8 @@ message of mixed primitive types, e.g. ``builtin_interfaces/Time``, is a raw uin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import struct
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +79,37 @@ def _replaced(msg: Any, path: Sequence[str], fill: int) -> tuple[Any, list[str]]
     return dataclasses.replace(msg, **{name: value}), bases
 
 
+_STRUCT_CODES = {"bool": "?", "byte": "B", "char": "B", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
+                 "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
+"""ROS primitive type → its :mod:`struct` code (little endian, no padding: a changing field's bytes are packed)."""
+
+
+def _rebuilt(desc: tuple, value: Any, primitives: Any) -> Any:
+    """A value shaped like ``value`` (field description ``desc``: a primitive, a message or a sequence of them)
+    made of the next primitives of the iterator ``primitives`` (wire order)."""
+    kind, arg = desc
+    if kind == Nodetype.BASE:
+        return next(primitives)
+    if kind == Nodetype.NAME:
+        return typestore().types[arg](**{name: _rebuilt(sub, getattr(value, name), primitives)
+                                         for name, sub in typestore().fielddefs[arg][1]})
+    (subkind, subarg), _ = arg
+    return [_rebuilt((subkind, subarg), v, primitives) for v in value]
+
+
+def _leaf(msg: Any, path: Sequence[str]) -> tuple[tuple, Any]:
+    """(field description, value) of the field at ``path`` of ``msg``."""
+    for name in path[:-1]:
+        msg = getattr(msg, name)
+    return dict(typestore().fielddefs[msg.__msgtype__][1])[path[-1]], getattr(msg, path[-1])
+
+
+def _with_leaf(value: Any, path: Sequence[str], leaf: Any) -> Any:
+    """A copy of the message ``value`` with the field at ``path`` (non-empty) set to ``leaf``."""
+    name, rest = path[0], path[1:]
+    return dataclasses.replace(value, **{name: _with_leaf(getattr(value, name), rest, leaf) if rest else leaf})
+
+
 class CdrTemplate:
     """The CDR bytes of ``msg`` (a rosbags message object) with writable views of the fields in ``changing``
     (dotted paths, see the module docstring); ``fields``: the field values of ``msg``. Raises ValueError for a path that is not a field, a string, or a
@@ -88,10 +124,15 @@ class CdrTemplate:
             raise ValueError(f"CdrTemplate({self.msgtype}): expected little-endian CDR, got header {self.buffer[:4]!r}")
         self._views: dict[str, np.ndarray] = {}
         self._spans: dict[str, slice] = {}
+        leaves: dict[str, list[tuple[list[str], Callable[[bytes], Any]]]] = {}
         for path in changing:
-            self._locate(msg, path)
+            bases = self._locate(msg, path)
+            names = path.split(".")
+            leaves.setdefault(names[0], []).append((names[1:], self._leaf_reader(msg, names, bases)))
+        self._readers = {name: self._field_reader(name, paths) for name, paths in leaves.items()}
 
-    def _locate(self, msg: Any, path: str) -> None:
+    def _locate(self, msg: Any, path: str) -> list[str]:
+        """Find the byte range of ``path`` (:meth:`span`, :meth:`view`); returns its primitives' base types."""
         first, bases = _replaced(msg, path.split("."), _PATTERNS[0])
         second, _ = _replaced(msg, path.split("."), _PATTERNS[1])
         a = np.frombuffer(serialize_cdr(first), np.uint8)
@@ -112,10 +153,43 @@ class CdrTemplate:
             self._views[path] = np.frombuffer(self.buffer, dtype, count=len(bases), offset=start)
         else:
             self._views[path] = np.frombuffer(self.buffer, np.uint8, count=size, offset=start)
+        return bases
+
+    def _leaf_reader(self, msg: Any, path: list[str], bases: list[str]) -> Callable[[bytes], Any]:
+        """cdr bytes → the value of the changing field at ``path`` in them (a primitive sequence or array: a
+        read-only numpy view; a primitive: its Python value; a message or a message sequence: rebuilt)."""
+        desc, value = _leaf(msg, path)
+        start = self._spans[".".join(path)].start
+        kind, arg = desc
+        if kind not in (Nodetype.BASE, Nodetype.NAME) and arg[0][0] == Nodetype.BASE:
+            dtype, count = np.dtype(NUMPY_DTYPES[arg[0][1][0]]).newbyteorder("<"), len(bases)
+            return lambda cdr: np.frombuffer(cdr, dtype, count=count, offset=start)
+        unpack = struct.Struct("<" + "".join(_STRUCT_CODES[b] for b in bases)).unpack_from
+        if kind == Nodetype.BASE:
+            return lambda cdr: unpack(cdr, start)[0]
+        return lambda cdr: _rebuilt(desc, value, iter(unpack(cdr, start)))
+
+    def _field_reader(self, name: str, leaves: list[tuple[list[str], Callable[[bytes], Any]]]) \
+            -> Callable[[bytes], Any]:
+        """cdr bytes → the top-level field ``name`` (the template's value with its changing leaves read back)."""
+        if len(leaves) == 1 and not leaves[0][0]:
+            return leaves[0][1]
+        base = self.fields[name]
+
+        def read(cdr: bytes) -> Any:
+            value = base
+            for path, leaf in leaves:
+                value = _with_leaf(value, path, leaf(cdr)) if path else leaf(cdr)
+            return value
+        return read
 
     def view(self, path: str) -> np.ndarray:
         """Writable view of a changing field's values in the buffer (see the module docstring)."""
         return self._views[path]
+
+    def changes(self, path: str) -> bool:
+        """Whether ``path`` is one of the template's changing fields."""
+        return path in self._spans
 
     def span(self, path: str) -> slice:
         """Byte range of a changing field in :attr:`buffer` (for assigning packed bytes directly)."""
@@ -125,9 +199,13 @@ class CdrTemplate:
         """A copy of the current bytes."""
         return bytes(self.buffer)
 
-    def wire(self, changes: dict[str, Any], in_bytes: frozenset[str] = frozenset()) -> WireMessage:
-        """A :class:`WireMessage` of the current bytes: the template message's fields updated by ``changes`` (the
-        values just written); ``in_bytes``: changed fields whose values are left in the bytes only."""
+    def wire(self, changes: dict[str, Any] | None = None, in_bytes: frozenset[str] = frozenset()) -> WireMessage:
+        """A :class:`WireMessage` of the current bytes. Without ``changes`` its changing fields are read back from
+        its bytes on access (see the module docstring); else the template message's fields updated by
+        ``changes`` (the values just written), ``in_bytes`` naming changed fields whose values are left in the
+        bytes only (the message is deserialised for them)."""
+        if changes is None:
+            return WireMessage(self.message_class, bytes(self.buffer), self.fields, {}, readers=self._readers)
         return WireMessage(self.message_class, bytes(self.buffer), self.fields, changes, in_bytes, self._deserialize)
 
     def _deserialize(self, data: bytes) -> Any:

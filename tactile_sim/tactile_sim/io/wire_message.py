@@ -3,11 +3,13 @@
 The node core returns :class:`WireMessage` s: publishers and bag writers send :attr:`WireMessage.cdr` as it is
 (:func:`~.msg_types.serialize_cdr` returns it), while readers of the fields (markers, the run digest, tests) get
 them as attributes, exactly as on the rosbags message object, which :attr:`WireMessage.message` builds on demand.
+Fields can also be read from the bytes on access (``readers``), so taking a message needs no field values at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 
@@ -16,16 +18,19 @@ class WireMessage:
     ``serialize_cdr`` of the message; fields: field values of the template the message was made from (shared
     between its messages, never modified); changes: this message's values of fields that differ from it;
     in_bytes: names of further fields whose values are only in ``cdr`` (the message is then deserialised on
-    first use by ``deserialize(cdr)`` → message object)."""
+    first use by ``deserialize(cdr)`` → message object); readers: field name → function of ``cdr`` giving its
+    value (shared between messages; read on each access)."""
 
-    __slots__ = ("__msgtype__", "cdr", "_cls", "_fields", "_changes", "_in_bytes", "_deserialize", "_message")
+    __slots__ = ("__msgtype__", "cdr", "_cls", "_fields", "_changes", "_in_bytes", "_deserialize", "_readers",
+                 "_message")
 
     def __init__(self, cls: type, cdr: bytes, fields: Mapping[str, Any], changes: Mapping[str, Any],
-                 in_bytes: frozenset[str] = frozenset(), deserialize: Callable[[bytes], Any] | None = None):
+                 in_bytes: frozenset[str] = frozenset(), deserialize: Callable[[bytes], Any] | None = None,
+                 readers: Mapping[str, Callable[[bytes], Any]] = MappingProxyType({})):
         self.__msgtype__ = cls.__msgtype__
         self.cdr = cdr
         self._cls, self._fields, self._changes = cls, fields, changes
-        self._in_bytes, self._deserialize = in_bytes, deserialize
+        self._in_bytes, self._deserialize, self._readers = in_bytes, deserialize, readers
         self._message = None
 
     def __getattr__(self, name: str) -> Any:
@@ -33,6 +38,8 @@ class WireMessage:
             raise AttributeError(name)
         if name in self._changes:
             return self._changes[name]
+        if name in self._readers:
+            return self._readers[name](self.cdr)
         if name in self._in_bytes:
             return getattr(self.message, name)
         if name in self._fields:
@@ -46,7 +53,8 @@ class WireMessage:
             if self._in_bytes:
                 self._message = self._deserialize(self.cdr)
             else:
-                self._message = self._cls(**{**self._fields, **self._changes})
+                read = {name: reader(self.cdr) for name, reader in self._readers.items()}
+                self._message = self._cls(**{**self._fields, **read, **self._changes})
         return self._message
 
     def __repr__(self) -> str:

@@ -1,9 +1,10 @@
-"""Per-sensor message encoders of the node: a sensor's suite reads → its messages and its rviz markers.
+"""Per-sensor message encoders of the node: a sensor's latest evaluation → its messages and its rviz markers.
 
 One encoder per configured sensor, built once after the suite (static layout data is validated, encoded and
-serialised into a :class:`~tactile_sim.io.cdr_template.CdrTemplate` then); each evaluation rewrites only the stamp,
-the values and the flags in the template's bytes and returns them as a
-:class:`~tactile_sim.io.wire_message.WireMessage`. Sensor type → encoder class is the table :data:`ENCODERS`:
+serialised into a :class:`~tactile_sim.io.cdr_template.CdrTemplate` then, together with the host arrays and byte
+ranges each value is copied from and to); each evaluation copies only the stamp, the values and the flags into the
+template's bytes and returns them as a :class:`~tactile_sim.io.wire_message.WireMessage`, whose changing fields
+read back from those bytes. Sensor type → encoder class is the table :data:`ENCODERS`:
 
 | sensor type | topic ``~/<name>`` (and ``~/<name>/ground_truth``) | markers |
 |---|---|---|
@@ -13,20 +14,23 @@ the values and the flags in the template's bytes and returns them as a
 | ContactSensor | ``tactile_sim_msgs/LinkContact`` per body, and ``geometry_msgs/WrenchStamped`` on ``~/<name>/<body>/wrench`` | force arrow per body |
 
 ContactSensor has no imperfection pipeline (its reading is its ground truth), so it has no ground_truth topic.
-The taxel sensors of one batch are read together (:class:`BatchReads`: one device-to-host copy per batch and
-update); SurfaceDistanceProbe, TemperatureGrid, JointTorque and ContactSensor read through the suite. Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with ``history_length`` > 0 publishes the
-newest entry of its history.
+Every other sensor reads its rows of its batch's whole read (:class:`BatchReads`: the measured branch's latest
+delayed read or its ground truth, one host array per batch and update — a view of the buffer on a CPU device, one
+device-to-host copy otherwise); a ContactSensor reads host arrays of its batch's live buffers
+(:class:`HostMirror`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
+``history_length`` > 0 publishes the newest entry of its history (the batch's latest delayed read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import torch
 
+from ..io.cdr_template import CdrTemplate
 from ..io.encode import (
     JOINT_STATE,
     LINK_CONTACT,
@@ -43,8 +47,6 @@ from ..io.encode import (
     encode_wrench_stamped,
 )
 from ..io.markers import default_sphere_diameter, link_contact_markers, taxel_markers, thermal_markers
-from ..io.cdr_template import CdrTemplate
-from ..io.msg_types import message_class
 from ..io.readings import (
     TAXEL_CHANNELS,
     AirTimes,
@@ -52,26 +54,27 @@ from ..io.readings import (
     LinkContactReading,
     TaxelReading,
     ThermalReading,
-    host,
 )
 
 Output = tuple[str, Any]
 """(topic relative to the node, e.g. ``~/pad``; :class:`~tactile_sim.io.wire_message.WireMessage`: the CDR bytes
 publishers and bags send as they are, with the fields readable as on the rosbags message object)."""
 
-def _itself(value: Any) -> Any:
-    return value
-
-
-TAXEL_CHANNELS_OF: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "ContactProbe": {"contact": _itself},
-    "ContactDepthProbe": {"depth": _itself},
-    "KinematicTaxel": {"force": lambda v: v.force, "torque": lambda v: v.torque},
-    "ProximityTaxel": {"force": lambda v: v.force, "torque": lambda v: v.torque},
-    "ElastomerTaxel": {"displacement": _itself},
-    "SurfaceDistanceProbe": {"distance": _itself},
+TAXEL_CHANNELS_OF: dict[str, dict[str, tuple[int, int]]] = {
+    "ContactProbe": {"contact": (0, 1)},
+    "ContactDepthProbe": {"depth": (0, 1)},
+    "KinematicTaxel": {"force": (0, 3), "torque": (3, 6)},
+    "ProximityTaxel": {"force": (0, 3), "torque": (3, 6)},
+    "ElastomerTaxel": {"displacement": (0, 3)},
+    "SurfaceDistanceProbe": {"distance": (0, 1), "nearest_points": (1, 4)},
 }
-"""Taxel sensor type → the TaxelArray channels of its ``read()`` value (SurfaceDistanceProbe adds nearest_points)."""
+"""Taxel sensor type → its TaxelArray channels → their columns [first, end) of the batch's branch value
+[E, P, K] (the batch's ``output`` of them: force/torque split, SurfaceDistanceProbe's distance and nearest
+points)."""
+
+CONTACT_ON = 0.5
+"""ContactProbe: a taxel reads contact where its branch value (latch state 0 / 1) is above this
+(``ContactProbeBatch.output``)."""
 
 
 @dataclass(frozen=True)
@@ -85,60 +88,71 @@ class MarkerSettings:
     max_displacement: float = 5e-4
 
 
-def newest(value: Any, has_history: bool) -> Any:
-    """Drop the history axis (newest first) of a read value (tensor or named tuple of tensors)."""
-    if not has_history:
-        return value
-    if isinstance(value, tuple):
-        return type(value)(*(v[0] for v in value))
-    return value[0]
+def host_array(tensor: torch.Tensor) -> np.ndarray:
+    """numpy array of ``tensor``: a view of its memory on the CPU (valid while the tensor's buffer is), else a
+    host copy."""
+    return tensor.numpy() if tensor.is_cpu else tensor.cpu().numpy()
 
 
-def as_wire(value: Any, dtype: type) -> np.ndarray:
-    """Host array of ``value`` flattened row-major and contiguous in the message dtype (no copy when it already is;
-    a strided view, e.g. one channel of a reading, is copied: CDR serialisation needs contiguous arrays)."""
-    return np.ascontiguousarray(np.asarray(host(value), dtype=dtype).reshape(-1))
+class HostMirror:
+    """Host arrays (:attr:`arrays`) of tensors that keep their memory and are overwritten in place (a batch's
+    live buffers or views of them): CPU tensors are viewed once at build; others are copied into host tensors by
+    :meth:`refresh` (one copy per tensor), which an encoder calls before reading :attr:`arrays`."""
+
+    def __init__(self, tensors: list[torch.Tensor]):
+        self._copies: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.arrays: list[np.ndarray] = []
+        for t in tensors:
+            if t.is_cpu:
+                self.arrays.append(t.numpy())
+            else:
+                h = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+                self._copies.append((h, t))
+                self.arrays.append(h.numpy())
+
+    def refresh(self) -> None:
+        """Copy the device tensors to their host arrays (nothing to do on the CPU)."""
+        for h, t in self._copies:
+            h.copy_(t)
 
 
 class BatchReads:
-    """One update's whole-batch reads (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0) passed
-    through the batch's own ``output`` and copied to the host once: one device-to-host copy and one ``output`` per
-    batch and update instead of one suite read per sensor. Also keeps the update's stamp bytes and headers (one
-    per frame), which its messages share."""
+    """One update's reads, shared by the encoders of that update: per batch and branch one host array of the
+    latest read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value [P, K] — zeros at
+    filler probes and where invalid — and valid [S]), and the update's packed stamp. On a CPU device the arrays
+    are views of the branch's buffers, valid only until the next evaluation: encoders copy from them at once."""
+
+    __slots__ = ("_cache", "_stamp", "_stamp_bytes")
 
     def __init__(self):
-        self._cache: dict[tuple[int, bool], tuple[Any, np.ndarray]] = {}
+        self._cache: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._stamp: Any = None
         self._stamp_bytes = b""
-        self._headers: dict[str, Any] = {}
 
     def stamp_bytes(self, stamp: Any) -> bytes:
         """:func:`stamp_bytes` of ``stamp`` (packed once per update)."""
         if stamp is not self._stamp:
-            self._stamp, self._stamp_bytes, self._headers = stamp, stamp_bytes(stamp), {}
+            self._stamp, self._stamp_bytes = stamp, stamp_bytes(stamp)
         return self._stamp_bytes
 
-    def header(self, frame_id: str, stamp: Any) -> Any:
-        """The ``std_msgs/Header`` of ``frame_id`` at ``stamp`` (one object per frame and update)."""
-        self.stamp_bytes(stamp)
-        head = self._headers.get(frame_id)
-        if head is None:
-            head = self._headers[frame_id] = _header(frame_id, stamp)
-        return head
-
-    def get(self, batch: Any, ground_truth: bool) -> tuple[Any, np.ndarray]:
-        """(the batch's output for all its probes — a host array, or a named tuple of them, probe axis first —,
-        valid [S] per sensor). Copies: the branch buffers are overwritten by later evaluations."""
+    def get(self, batch: Any, ground_truth: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(value [P, K], valid [S]) of ``batch``'s branch (see the class docstring)."""
         key = (id(batch), ground_truth)
-        if key not in self._cache:
+        read = self._cache.get(key)
+        if read is None:
             branch = batch.branch
             value, valid = branch.read_ground_truth_batch() if ground_truth else branch.read_batch()
-            rows = value[0]
-            out = batch.output(rows[:, 0] if rows.shape[1] == 1 else rows)
-            copy = (lambda x: np.array(host(x), copy=True, order="C"))
-            out = type(out)(*(copy(x) for x in out)) if isinstance(out, tuple) else copy(out)
-            self._cache[key] = (out, np.array(host(valid[0]), copy=True))
-        return self._cache[key]
+            read = self._cache[key] = (host_array(value)[0], host_array(valid)[0])
+        return read
+
+
+_STAMP = struct.Struct("<iI")
+"""``builtin_interfaces/Time`` on the wire: int32 sec, uint32 nanosec (little endian)."""
+
+
+def stamp_bytes(stamp: Any) -> bytes:
+    """The CDR bytes of a ``builtin_interfaces/Time``."""
+    return _STAMP.pack(stamp.sec, stamp.nanosec)
 
 
 class SensorEncoder:
@@ -154,7 +168,6 @@ class SensorEncoder:
         self.sensor_type = batch.sensor_type
         self.options = batch.options[index]
         self.world_frame = world_frame
-        self.history = getattr(self.options, "history_length", 0) > 0
         self.topic = f"~/{self.name}"
         self.ground_truth_topic = f"{self.topic}/ground_truth"
         self.last: list[Any] = []
@@ -166,23 +179,9 @@ class SensorEncoder:
             out.append((self.ground_truth_topic, self.message_type))
         return out
 
-    def read(self, ground_truth: bool, reads: BatchReads) -> tuple[Any, bool]:
-        """(value without env and history axes, valid) of the measured branch or the ground truth (through the
-        suite's per-sensor reads; ``reads`` serves encoders that read whole batches)."""
-        reader = self.suite.read_ground_truth if ground_truth else self.suite.read
-        value, valid = reader(self.name, with_valid=True)
-        valid = newest(valid, self.history)
-        return newest(value, self.history), bool(valid)
-
     def encode(self, stamp: Any, ground_truth: bool, reads: BatchReads) -> list[Output]:
-        """Messages of the latest evaluation (``stamp``: builtin_interfaces/Time) of one branch."""
-        value, valid = self.read(ground_truth, reads)
-        messages = self.messages(value, valid, stamp, ground_truth)
-        if not ground_truth:
-            self.last = [m for _, m in messages]
-        return messages
-
-    def messages(self, value: Any, valid: bool, stamp: Any, ground_truth: bool) -> list[Output]:
+        """Messages of the latest evaluation (``stamp``: builtin_interfaces/Time) of one branch; the measured ones
+        are kept for :meth:`markers`."""
         raise NotImplementedError
 
     def markers(self, settings: MarkerSettings) -> list[Any]:
@@ -190,20 +189,46 @@ class SensorEncoder:
         return []
 
 
-_HEADER = message_class("std_msgs/msg/Header")
-_VECTOR3 = message_class("geometry_msgs/msg/Vector3")
-_WRENCH = message_class("geometry_msgs/msg/Wrench")
-_STAMP = struct.Struct("<iI")
-"""``builtin_interfaces/Time`` on the wire: int32 sec, uint32 nanosec (little endian)."""
+class BranchEncoder(SensorEncoder):
+    """A sensor whose message is its rows of its batch's branch read (:class:`BatchReads`) plus fixed layout
+    data. Subclasses build :attr:`template` and list :attr:`columns`: (template view, shaped [n] or [n, w],
+    columns of the branch value, ``np.greater`` threshold or None); ``valid`` / ``ground_truth`` flags are
+    written when the template has them."""
 
+    def setup(self, template: CdrTemplate, columns: list[tuple[str, int, int, float | None]]) -> None:
+        """Keep ``template`` and resolve ``columns`` (field, first and end column, threshold) to views."""
+        self.template = template
+        self.rows = self.batch.branch.slices[self.index]
+        n = self.rows.stop - self.rows.start
+        self.stamp_span = template.span("header.stamp")
+        self.columns = []
+        for field, first, end, threshold in columns:
+            view = template.view(field)
+            cols = first if end - first == 1 else slice(first, end)
+            self.columns.append((view if end - first == 1 else view.reshape(n, end - first), cols, threshold))
+        flags = [f for f in ("valid", "ground_truth") if template.changes(f)]
+        self.flag_bytes = [template.span(f).start for f in flags]
 
-def _header(frame_id: str, stamp: Any) -> Any:
-    return _HEADER(stamp=stamp, frame_id=frame_id)
-
-
-def stamp_bytes(stamp: Any) -> bytes:
-    """The CDR bytes of a ``builtin_interfaces/Time``."""
-    return _STAMP.pack(stamp.sec, stamp.nanosec)
+    def encode(self, stamp, ground_truth, reads):
+        value, valid = reads.get(self.batch, ground_truth)
+        buffer = self.template.buffer
+        buffer[self.stamp_span] = reads.stamp_bytes(stamp)
+        flags = self.flag_bytes
+        if flags:
+            buffer[flags[0]] = bool(valid[self.index])
+            if len(flags) > 1:
+                buffer[flags[1]] = ground_truth
+        rows = self.rows
+        for view, cols, threshold in self.columns:
+            if threshold is None:
+                view[...] = value[rows, cols]
+            else:
+                np.greater(value[rows, cols], threshold, out=view)
+        msg = self.template.wire()
+        if ground_truth:
+            return [(self.ground_truth_topic, msg)]
+        self.last = [msg]
+        return [(self.topic, msg)]
 
 
 def taxel_colour_scale(sensor_type: str, radius: np.ndarray, settings: MarkerSettings) -> tuple[str, float]:
@@ -222,9 +247,9 @@ def taxel_colour_scale(sensor_type: str, radius: np.ndarray, settings: MarkerSet
     return "force", settings.max_force
 
 
-class TaxelEncoder(SensorEncoder):
-    """TaxelArray of a probe sensor; the layout (positions, normals, radii, grid rows/cols) lives in a template.
-    Reads through the suite (see :class:`BatchTaxelEncoder` for the batch path)."""
+class TaxelEncoder(BranchEncoder):
+    """TaxelArray of a probe sensor; the layout (positions, normals, radii, grid rows/cols) lives in the template,
+    the channels (:data:`TAXEL_CHANNELS_OF`) come from the batch's read."""
 
     message_type = TAXEL_ARRAY
 
@@ -233,36 +258,15 @@ class TaxelEncoder(SensorEncoder):
         layout = suite.layouts[self.name]
         self.layout = layout
         rows, cols = layout.shape if layout.is_grid else (0, 0)
+        columns = TAXEL_CHANNELS_OF[self.sensor_type]
         channels = {name: np.zeros((layout.n, TAXEL_CHANNELS[name][1]) if TAXEL_CHANNELS[name][1] else layout.n,
-                                   dtype=TAXEL_CHANNELS[name][0]) for name in self.channel_names()}
+                                   dtype=TAXEL_CHANNELS[name][0]) for name in columns}
         reading = TaxelReading(self.name, self.sensor_type, self.options.link, 0.0, rows, cols, layout.positions,
                                layout.normals, layout.radius, channels,
                                world_frame_id=world_frame if "nearest_points" in channels else "")
-        self.template = CdrTemplate(encode_taxel_array(reading),
-                                    ("header.stamp", *channels, "valid", "ground_truth"))
-        self.stamp_span = self.template.span("header.stamp")
-        self.views = [(name, TAXEL_CHANNELS[name][0], self.template.view(name)) for name in channels]
-        self.flags = self.template.view("valid"), self.template.view("ground_truth")
+        self.setup(CdrTemplate(encode_taxel_array(reading), ("header.stamp", *channels, "valid", "ground_truth")),
+                   [(name, a, b, CONTACT_ON if name == "contact" else None) for name, (a, b) in columns.items()])
         self.sphere_diameter = default_sphere_diameter(layout.flat_positions, layout.flat_radius)
-
-    def channel_names(self) -> tuple[str, ...]:
-        """The TaxelArray channels this sensor fills."""
-        return tuple(TAXEL_CHANNELS_OF[self.sensor_type])
-
-
-    def channels(self, value: Any, ground_truth: bool) -> dict[str, Any]:
-        """Channel name → values (tensor, any device) of one read."""
-        return {name: get(value) for name, get in TAXEL_CHANNELS_OF[self.sensor_type].items()}
-
-    def messages(self, value, valid, stamp, ground_truth):
-        t = self.template
-        t.buffer[self.stamp_span] = stamp_bytes(stamp)
-        self.flags[0][0], self.flags[1][0] = valid, ground_truth
-        changes = {"header": _header(self.options.link, stamp), "valid": valid, "ground_truth": ground_truth}
-        values = self.channels(value, ground_truth)
-        for name, dtype, view in self.views:
-            changes[name] = view[:] = as_wire(values[name], dtype)
-        return [(self.ground_truth_topic if ground_truth else self.topic, t.wire(changes))]
 
     def markers(self, settings):
         if not self.last:
@@ -272,58 +276,9 @@ class TaxelEncoder(SensorEncoder):
                              channel=channel, force_arrows=settings.force_arrows)
 
 
-class BatchTaxelEncoder(TaxelEncoder):
-    """A taxel sensor read from its batch's whole read (:class:`BatchReads`): its probes' rows of the batch's
-    output; the newest entry of a history is the batch's latest delayed read."""
-
-    def __init__(self, suite, batch, index, world_frame):
-        super().__init__(suite, batch, index, world_frame)
-        self.rows = batch.branch.slices[index]
-        getters = TAXEL_CHANNELS_OF[self.sensor_type]
-        n = self.layout.n
-        self.columns = [(name, getters[name], dtype, view.reshape(n, -1) if TAXEL_CHANNELS[name][1] else view)
-                        for name, dtype, view in self.views]
-        self.flag_bytes = self.template.span("valid").start, self.template.span("ground_truth").start
-
-    def read(self, ground_truth, reads):
-        out, valid = reads.get(self.batch, ground_truth)
-        value = type(out)(*(x[self.rows] for x in out)) if isinstance(out, tuple) else out[self.rows]
-        return value, bool(valid[self.index])
-
-    def encode(self, stamp, ground_truth, reads):
-        """:meth:`SensorEncoder.encode` straight from the batch's read: each channel's rows are written into the
-        template and kept as the message's field."""
-        out, valid = reads.get(self.batch, ground_truth)
-        valid = bool(valid[self.index])
-        buffer = self.template.buffer
-        buffer[self.stamp_span] = reads.stamp_bytes(stamp)
-        buffer[self.flag_bytes[0]], buffer[self.flag_bytes[1]] = valid, ground_truth
-        changes = {"header": reads.header(self.options.link, stamp), "valid": valid, "ground_truth": ground_truth}
-        for name, get, dtype, view in self.columns:
-            rows = get(out)[self.rows].astype(dtype, copy=False)
-            view[...] = rows
-            changes[name] = rows.reshape(-1)
-        msg = self.template.wire(changes)
-        if ground_truth:
-            return [(self.ground_truth_topic, msg)]
-        self.last = [msg]
-        return [(self.topic, msg)]
-
-
-class SurfaceDistanceEncoder(TaxelEncoder):
-    """SurfaceDistanceProbe: distance plus the nearest points (world frame) of the same evaluation."""
-
-    def channel_names(self):
-        return super().channel_names() + ("nearest_points",)
-
-
-    def channels(self, value, ground_truth):
-        read = self.suite.nearest_points_ground_truth if ground_truth else self.suite.nearest_points
-        return {**super().channels(value, ground_truth), "nearest_points": newest(read(self.name), self.history)}
-
-
-class ThermalEncoder(SensorEncoder):
-    """ThermalGrid of a TemperatureGrid: grid geometry in a template; temperatures and lumped bodies per step."""
+class ThermalEncoder(BranchEncoder):
+    """ThermalGrid of a TemperatureGrid: grid geometry in the template; temperatures from the batch's read, the
+    lumped bodies' temperatures from the thermal system's live state."""
 
     message_type = THERMAL_GRID
 
@@ -334,21 +289,16 @@ class ThermalEncoder(SensorEncoder):
         reading = ThermalReading(self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
                                  np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
                                  link_temperatures=np.zeros(len(names), np.float32))
-        self.template = CdrTemplate(encode_thermal_grid(reading), ("header.stamp", "temperatures",
-                                                                   "link_temperatures", "valid", "ground_truth"))
+        self.setup(CdrTemplate(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures",
+                                                              "valid", "ground_truth")),
+                   [("temperatures", 0, 1, None)])
+        self.lumped = HostMirror([batch.system.t_lump])  # [E, NL] °C, in link_temperatures order
+        self.lumped_view = self.template.view("link_temperatures")
 
-    def messages(self, value, valid, stamp, ground_truth):
-        lumped = self.batch.link_temperatures(self.index)
-        link_t = np.array([float(t[0]) for t in lumped.values()], dtype=np.float32)
-        temperatures = as_wire(value, np.float32)
-        t = self.template
-        t.buffer[t.span("header.stamp")] = stamp_bytes(stamp)
-        t.view("temperatures")[:] = temperatures
-        t.view("link_temperatures")[:] = link_t
-        t.view("valid")[0], t.view("ground_truth")[0] = valid, ground_truth
-        msg = t.wire({"header": _header(self.frame, stamp), "temperatures": temperatures, "link_temperatures": link_t,
-                      "valid": valid, "ground_truth": ground_truth})
-        return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
+    def encode(self, stamp, ground_truth, reads):
+        self.lumped.refresh()
+        self.lumped_view[...] = self.lumped.arrays[0][0]
+        return super().encode(stamp, ground_truth, reads)
 
     def markers(self, settings):
         if not self.last:
@@ -357,7 +307,7 @@ class ThermalEncoder(SensorEncoder):
                                temperature_range=tuple(self.options.debug_temperature_range))
 
 
-class JointTorqueEncoder(SensorEncoder):
+class JointTorqueEncoder(BranchEncoder):
     """sensor_msgs/JointState with the selected joints' torques in ``effort``."""
 
     message_type = JOINT_STATE
@@ -365,20 +315,13 @@ class JointTorqueEncoder(SensorEncoder):
     def __init__(self, suite, batch, index, world_frame):
         super().__init__(suite, batch, index, world_frame)
         names = batch.joint_names(index)
-        self.template = CdrTemplate(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
-                                    ("header.stamp", "effort"))
-
-    def messages(self, value, valid, stamp, ground_truth):
-        effort = as_wire(value, np.float64)
-        t = self.template
-        t.buffer[t.span("header.stamp")] = stamp_bytes(stamp)
-        t.view("effort")[:] = effort
-        msg = t.wire({"header": _header("", stamp), "effort": effort})
-        return [(self.ground_truth_topic if ground_truth else self.topic, msg)]
+        self.setup(CdrTemplate(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
+                               ("header.stamp", "effort")), [("effort", 0, 1, None)])
 
 
 class ContactSensorEncoder(SensorEncoder):
-    """LinkContact per sensor body on ``~/<name>`` and its WrenchStamped on ``~/<name>/<body>/wrench``."""
+    """LinkContact per sensor body on ``~/<name>`` and its WrenchStamped on ``~/<name>/<body>/wrench``, copied
+    from host arrays of the batch's live buffers (``ContactSensorBatch.live_view``, body frames)."""
 
     message_type = LINK_CONTACT
     has_ground_truth = False
@@ -392,16 +335,38 @@ class ContactSensorEncoder(SensorEncoder):
         points = f > 0 and o.track_contact_points
         changing = ["wrench", "normal_force", "friction_force", "force_matrix", "normal_force_matrix",
                     "friction_force_matrix"] + ["contact_positions"] * points + list(AirTimes._fields) * o.track_air_time
-        self.link_in_bytes = frozenset(changing) - {"wrench"}  # the net wrench is also a message field
-        self.templates = []
+        data, evaluations = batch.live_view(index)
+        sources = {"wrench[:3]": data.net_forces_b, "wrench[3:]": data.net_torques_b,
+                   "normal_force": data.net_normal_forces_b, "friction_force": data.net_friction_forces_b,
+                   "force_matrix": data.force_matrix_b, "normal_force_matrix": data.normal_force_matrix_b,
+                   "friction_force_matrix": data.friction_force_matrix_b,
+                   "contact_positions": data.contact_pos_b if points else None}
+        if o.track_air_time:
+            sources.update({name: getattr(data, name) for name in AirTimes._fields})
+        sources = {k: v for k, v in sources.items() if v is not None}  # absent: the template's zeros
+        self.mirror = HostMirror([evaluations, *sources.values()])
+        since, *arrays = self.mirror.arrays
+        self.since = since
+        self.bodies_out = []
         zeros = np.zeros(3)
-        for body in self.bodies:
+        for k, body in enumerate(self.bodies):
             reading = LinkContactReading(self.name, body, body, 0.0, zeros, zeros, zeros, zeros, self.filters,
                                          np.zeros((f, 3)), np.zeros((f, 3)), np.zeros((f, 3)),
                                          np.zeros((f, 3)) if points else None,
                                          AirTimes(0.0, 0.0, 0.0, 0.0) if o.track_air_time else None, False)
-            self.templates.append((CdrTemplate(encode_link_contact(reading), ["header.stamp", "valid", *changing]),
-                                   CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench"))))
+            link = CdrTemplate(encode_link_contact(reading), ["header.stamp", "valid", *changing])
+            wrench = CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench"))
+            copies = []
+            for name, array in zip(sources, arrays):
+                source = array[0, k, ...]  # a view (a 0-d one for the timers), never a scalar copy
+                if name.startswith("wrench"):
+                    view = link.view("wrench")[:3] if name == "wrench[:3]" else link.view("wrench")[3:]
+                else:
+                    view = link.view(name).reshape(source.shape)
+                copies.append((view, source))
+            self.bodies_out.append((link, wrench, link.span("header.stamp"), wrench.span("header.stamp"),
+                                    link.span("valid").start, link.view("wrench"), wrench.view("wrench"), copies,
+                                    self.wrench_topic(body)))
 
     def wrench_topic(self, body: str) -> str:
         return f"{self.topic}/{body}/wrench"
@@ -410,39 +375,22 @@ class ContactSensorEncoder(SensorEncoder):
         return [(self.topic, LINK_CONTACT)] + [(self.wrench_topic(b), WRENCH_STAMPED) for b in self.bodies]
 
     def encode(self, stamp, ground_truth, reads):
-        return [] if ground_truth else super().encode(stamp, ground_truth, reads)
-
-    def messages(self, value, valid, stamp, ground_truth):
-        packed = stamp_bytes(stamp)
-        loads = [None if v is None else host(v) for v in (value.net_forces_b, value.net_torques_b,
-                                                           value.net_normal_forces_b, value.net_friction_forces_b)]
-        matrices = [(name, host(v)) for name, v in (("force_matrix", value.force_matrix_b),
-                                                     ("normal_force_matrix", value.normal_force_matrix_b),
-                                                     ("friction_force_matrix", value.friction_force_matrix_b),
-                                                     ("contact_positions", value.contact_pos_b)) if v is not None]
-        timers = None if value.current_air_time is None else \
-            [host(getattr(value, name)) for name in AirTimes._fields]
+        if ground_truth:
+            return []
+        packed = reads.stamp_bytes(stamp)
+        self.mirror.refresh()
+        valid = bool(self.since[0] > 0)
         out = []
-        for k, body in enumerate(self.bodies):
-            link, wrench = self.templates[k]
-            force, torque, normal, friction = (None if v is None else v[k] for v in loads)
-            for t in (link, wrench):
-                t.buffer[t.span("header.stamp")] = packed
-                w = t.view("wrench")
-                w[:3], w[3:] = force, torque
-            link.view("normal_force")[:] = normal
-            if friction is not None:  # else the template's zeros
-                link.view("friction_force")[:] = friction
-            for name, v in matrices:
-                link.view(name)[:] = v[k].reshape(-1)
-            if timers is not None:
-                for name, v in zip(AirTimes._fields, timers):
-                    link.view(name)[0] = v[k]
-            link.view("valid")[0] = valid
-            w = w.tolist()
-            changes = {"header": _header(body, stamp), "wrench": _WRENCH(force=_VECTOR3(*w[:3]), torque=_VECTOR3(*w[3:]))}
-            out.append((self.topic, link.wire({**changes, "valid": valid}, self.link_in_bytes)))
-            out.append((self.wrench_topic(body), wrench.wire(changes)))
+        for link, wrench, link_stamp, wrench_stamp, valid_byte, link_w, wrench_w, copies, topic in self.bodies_out:
+            for view, source in copies:
+                view[...] = source
+            wrench_w[...] = link_w
+            link.buffer[link_stamp] = packed
+            link.buffer[valid_byte] = valid
+            wrench.buffer[wrench_stamp] = packed
+            out.append((self.topic, link.wire()))
+            out.append((topic, wrench.wire()))
+        self.last = [m for _, m in out]
         return out
 
     def markers(self, settings):
@@ -451,12 +399,12 @@ class ContactSensorEncoder(SensorEncoder):
 
 
 ENCODERS: dict[str, type[SensorEncoder]] = {
-    "ContactProbe": BatchTaxelEncoder,
-    "ContactDepthProbe": BatchTaxelEncoder,
-    "KinematicTaxel": BatchTaxelEncoder,
-    "ElastomerTaxel": BatchTaxelEncoder,
-    "ProximityTaxel": BatchTaxelEncoder,
-    "SurfaceDistanceProbe": SurfaceDistanceEncoder,
+    "ContactProbe": TaxelEncoder,
+    "ContactDepthProbe": TaxelEncoder,
+    "KinematicTaxel": TaxelEncoder,
+    "ElastomerTaxel": TaxelEncoder,
+    "ProximityTaxel": TaxelEncoder,
+    "SurfaceDistanceProbe": TaxelEncoder,
     "TemperatureGrid": ThermalEncoder,
     "JointTorque": JointTorqueEncoder,
     "ContactSensor": ContactSensorEncoder,

@@ -280,6 +280,15 @@ class ContactSensorBatch(SensorBatch):
     def read(self, i: int) -> tuple[ContactSensorData, torch.Tensor]:
         """The buffers of sensor i (caller-owned copies) and valid [E] (False before the first evaluation after a
         reset, when every buffer reads zero / NaN)."""
+        data, evaluations = self.live_view(i)
+        return ContactSensorData(**{f.name: None if getattr(data, f.name) is None else getattr(data, f.name).clone()
+                                    for f in fields(data)}), evaluations > 0
+
+    def live_view(self, i: int) -> tuple[ContactSensorData, torch.Tensor]:
+        """The buffers of sensor i as views of the batch's own buffers, which every evaluation and reset overwrites
+        in place (the views stay views of them for the life of the batch: read them at once, never modify them;
+        the history fields, when present, are fresh tensors of this call), and the evaluations since the last
+        reset [E] (int; a read is valid where it is > 0) — also a view."""
         o = self.options[i]
         sl = self.body_slices[i]
         nf = len(self.filter_names[i])
@@ -312,8 +321,7 @@ class ContactSensorBatch(SensorBatch):
             if friction:
                 data.update(net_friction_forces_w_history=hist[:, :, :, 1],
                             net_friction_forces_b_history=hist[:, :, :, 4])
-        data = {k: v.clone() for k, v in data.items()}
-        return ContactSensorData(**data), self.n_since > 0
+        return ContactSensorData(**data), self.n_since
 
     def read_ground_truth(self, i: int) -> tuple[ContactSensorData, torch.Tensor]:
         """Same as :meth:`read` (no imperfection pipeline)."""

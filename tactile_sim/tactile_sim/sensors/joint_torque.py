@@ -178,7 +178,7 @@ class JointTorqueBatch(SensorBatch):
         groups: dict[int, dict] = {}
         for k, sources in enumerate(self.sources):
             for name, bodies in sources:
-                batch, i = self.suite._lookup(name)
+                batch, i = self.suite.locate(name)
                 g = groups.setdefault(id(batch), {"batch": batch, "rows": {}, "pairs": []})
                 if batch.sensor_type == "ContactSensor":
                     sl = batch.body_slices[i]
