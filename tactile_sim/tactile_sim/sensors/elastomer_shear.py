@@ -39,7 +39,6 @@ from .layout import ProbeLayout
 from ..world.state import WorldState
 from .probe_set import WP_TYPES
 from .tracked_cloud import PointCloud
-from .warp_launch import RecordedLaunch, vec3
 
 CPU_SAMPLES_PER_THREAD = 64
 """Tracked samples per thread of the anchor kernel on the CPU (one on CUDA)."""
@@ -119,24 +118,38 @@ def _sample_kernel(dtype: torch.dtype):
 _SAMPLE_KERNELS = {dt: _sample_kernel(dt) for dt in WP_TYPES}
 
 
-@wp.kernel(enable_backward=False)
-def _compact(local: wp.array2d(dtype=Any), drag: wp.array2d(dtype=Any), selected: wp.array2d(dtype=wp.bool),
-             start: wp.array(dtype=wp.int32), length: wp.array(dtype=wp.int32), q_out: wp.array3d(dtype=Any),
-             c_out: wp.array3d(dtype=Any), count: wp.array2d(dtype=wp.int32)):
-    """The selected samples of sensor s in env e first, in sample order: q̃ and drag into [e, s, 0 … count); the
-    remaining slots of the segment are zeroed (zero drag: they add nothing)."""
-    e, s = wp.tid()
-    a = start[s]
-    m = int(0)
-    for j in range(length[s]):
-        if selected[e, a + j]:
-            q_out[e, s, m] = local[e, a + j]
-            c_out[e, s, m] = drag[e, a + j]
-            m = m + 1
-    count[e, s] = m
-    for j in range(m, length[s]):
-        q_out[e, s, j] = q_out[e, s, j] - q_out[e, s, j]
-        c_out[e, s, j] = c_out[e, s, j] - c_out[e, s, j]
+def _compact_kernel(dtype: torch.dtype):
+    """(kernel, call struct type): the selected samples of sensor s in env e first, in sample order: q̃ and drag into
+    [e, s, 0 … count). Slots from count on stay zero (zero drag: they add nothing): only those the previous step
+    filled beyond the new count are cleared."""
+    v = WP_TYPES[dtype][1]
+    i32 = wp.array(dtype=wp.int32)
+    name = f"ShearCompactCall_{v.__name__}"
+    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+        "local": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v), "selected": wp.array2d(dtype=wp.bool),
+        "start": i32, "length": i32, "q_out": wp.array3d(dtype=v), "c_out": wp.array3d(dtype=v),
+        "count": wp.array2d(dtype=wp.int32)}}))
+
+    def kernel(call: Any):
+        e, s = wp.tid()
+        a = call.start[s]
+        m = int(0)
+        for j in range(call.length[s]):
+            if call.selected[e, a + j]:
+                call.q_out[e, s, m] = call.local[e, a + j]
+                call.c_out[e, s, m] = call.drag[e, a + j]
+                m = m + 1
+        for j in range(m, call.count[e, s]):
+            call.q_out[e, s, j] = call.q_out[e, s, j] - call.q_out[e, s, j]
+            call.c_out[e, s, j] = call.c_out[e, s, j] - call.c_out[e, s, j]
+        call.count[e, s] = m
+
+    kernel.__name__ = f"shear_compact_{v.__name__}"
+    kernel.__annotations__ = {"call": call_type}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+_COMPACT_KERNELS = {dt: _compact_kernel(dt) for dt in WP_TYPES}
 
 
 REACH_MARGIN = 1e-5
@@ -335,10 +348,10 @@ class ShearAnchors:
         self.count = torch.zeros((e, len(lengths)), dtype=torch.int32, device=device)
         self.q_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
         self.c_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
-        self._compact = RecordedLaunch(_compact, (e, len(lengths)), [
-            vec3(self.local), vec3(self.drag), self.selected, ints(starts_of_sample),
-            torch.as_tensor(lengths, device=device, dtype=torch.int32), vec3(self.q_c), vec3(self.c_c),
-            self.count], device)
+        kernel, call_type = _COMPACT_KERNELS[dtype]
+        self._compact = StructLaunch(kernel, (e, len(lengths)), call_type, {
+            "local": self.local, "drag": self.drag, "selected": self.selected, "start": ints(starts_of_sample),
+            "length": ints(lengths), "q_out": self.q_c, "c_out": self.c_c, "count": self.count}, [], device)
         counts = [lay.n for lay in layouts]
         lattice: dict[tuple[int, int], list[int]] = {}
         scattered = []
