@@ -7,6 +7,12 @@ strides is one pointer write, so a replay costs a few µs whatever the tensors. 
 current torch stream. The bound tensors stay referenced until they are replaced, so an asynchronous launch can still
 read them.
 
+A tensor is checked once, not once per launch: a tensor that passed the checks is tagged with its layout (shape,
+dtype, device; contiguous) and its torch version counter, and another launch that expects that layout binds it
+without checking again (e.g. the state tensors of one step, bound by every sensor). Every in-place change of a
+tensor's metadata (``resize_``, ``set_``, ``as_strided_``, ...) bumps its version counter, so a tag cannot outlive
+the layout it vouches for.
+
 On the CPU a replay calls the kernel's compiled entry point directly with one argument block packed at recording
 (warp's own replay packs a fresh block from every parameter on every call); the struct's array fields are views into
 that block, so a rebind is still one pointer write.
@@ -21,8 +27,16 @@ import torch
 import warp as wp
 
 
-_CHECKED_PER_FIELD = 8
-"""Checked tensors remembered per field (strong references, so an id is never reused while remembered)."""
+_LAYOUT_TAG = "_struct_launch_layout"
+"""Name of the tag a checked tensor carries: (layout, torch version counter at the check)."""
+
+_LAYOUTS: dict[tuple, tuple] = {}
+"""Interned layouts (shape, dtype, device): equal layouts are the same object, so a tag compares by identity."""
+
+
+def _interned_layout(t: torch.Tensor) -> tuple:
+    key = (tuple(t.shape), t.dtype, t.device)
+    return _LAYOUTS.setdefault(key, key)
 
 
 def warp_device(device: torch.device) -> torch.device:
@@ -51,7 +65,7 @@ class StructLaunch:
         self.pointers = {name: t.data_ptr() for name, t in self.tensors.items()}
         self.empty = any(int(d) == 0 for d in dim)
         self._stream_cache: dict[int, Any] = {}
-        self._checked: dict[str, dict[int, torch.Tensor]] = {}
+        self._layouts = {name: _interned_layout(t) for name, t in self.tensors.items()}
         if self.empty:
             return
         call = call_type()
@@ -77,26 +91,24 @@ class StructLaunch:
         return self.empty or (t is self.tensors[name] and t.data_ptr() == self.pointers[name])
 
     def bind(self, name: str, t: torch.Tensor) -> None:
-        """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous). Tensors
-        that were bound to this field before (e.g. the slots of a ring, bound in turn) are not checked again."""
+        """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous). A tensor
+        already checked against this layout and unchanged in place since (same version counter) is not checked again
+        (e.g. the slots of a ring, bound in turn, or the state tensors of a step, bound by several launches)."""
         old = self.tensors[name]
         ptr = t.data_ptr()
         if t is old and ptr == self.pointers[name]:
             return
         if self.empty:
             return
-        checked = self._checked.get(name)
-        if checked is None:
-            checked = self._checked[name] = {}
-        if checked.get(id(t)) is not t:
+        layout = self._layouts[name]
+        tag = t.__dict__.get(_LAYOUT_TAG)
+        if tag is None or tag[0] is not layout or tag[1] != t._version:
             if t.shape != old.shape or t.dtype is not old.dtype or t.device != old.device:
                 raise ValueError(f"{self._kernel_key}: {name} must be a {old.dtype} tensor of shape "
                                  f"{list(old.shape)} on {old.device}; got {t.dtype} {list(t.shape)} on {t.device}")
             if not t.is_contiguous():
                 _check_contiguous(self._kernel_key, name, t)
-            if len(checked) >= _CHECKED_PER_FIELD:
-                checked.clear()
-            checked[id(t)] = t
+            t.__dict__[_LAYOUT_TAG] = (layout, t._version)
         self.tensors[name] = t
         self.pointers[name] = self._arrays[name].data = ptr
 
