@@ -114,10 +114,10 @@ class StructLaunch:
 
     def set_arg(self, index: int, value) -> None:
         """Replace the scalar parameter ``index`` (0 is the struct; 1… are ``args``)."""
-        if not self.empty:
+        if self._direct is not None:
+            self._direct.set_arg(index, value)
+        elif not self.empty:
             self.cmd.set_param_at_index_from_ctype(index, value)
-            if self._direct is not None:
-                self._direct.refresh(index)
 
     def __call__(self) -> None:
         if self.empty:
@@ -138,7 +138,6 @@ class _DirectCpuLaunch:
     parameter (the per-call struct), whose fields are views into the block."""
 
     def __init__(self, cmd):
-        self._cmd = cmd
         params = cmd.params
         fields = [(arg.label, type(params[1 + i])) for i, arg in enumerate(cmd.kernel.adj.args)]
         self._labels = [label for label, _ in fields]
@@ -150,9 +149,9 @@ class _DirectCpuLaunch:
         self._bounds = ctypes.byref(params[0])
         self._args_ref = ctypes.byref(self._args)
 
-    def refresh(self, index: int) -> None:
-        """Copy parameter ``index`` (0 is the struct) from the recorded command after it was set there."""
-        setattr(self._args, self._labels[index], self._cmd.params[1 + index])
+    def set_arg(self, index: int, value) -> None:
+        """Replace parameter ``index`` (0 is the struct) in the argument block (converted as warp's replay does)."""
+        setattr(self._args, self._labels[index], value)
 
     def __call__(self) -> None:
         self._forward(self._bounds, self._args_ref)
