@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..geometry.sampling import SurfaceSamples
-from .probe_set import CPU_BLOCK_CELLS, CPU_CELL_PROBES, _bounding_sphere, _morton_order
+from .probe_set import ProbeCells
 
 
 class BodySamples:
@@ -60,57 +60,22 @@ class SampleCells:
 
     def __init__(self, samples: BodySamples, group_shape_mask: torch.Tensor, group_exact: torch.Tensor):
         self.samples = samples
-        dev, dtype = samples.device, samples.dtype
-        per_cell, per_block = (CPU_CELL_PROBES, CPU_BLOCK_CELLS) if dev.type == "cpu" else (1, 1)
-        pad = 16 * float(torch.finfo(dtype).eps)
         local = samples.local_pos.detach().cpu().double().numpy()
-        owner_body = samples.owner_body.cpu().numpy()
-        order, cell_start, cell_stop, cell_center, cell_radius = [], [], [], [], []
-        blocks: dict[str, list] = {k: [] for k in ("first", "count", "link", "group", "center", "radius")}
-        for o, (a, b) in enumerate(samples.slices):
-            perm = _morton_order(local[a:b]) + a
-            order.append(perm)
-            first = len(cell_start)
-            for c0 in range(a, b, per_cell):
-                c1 = min(c0 + per_cell, b)
-                center, radius = _bounding_sphere(local[perm[c0 - a:c1 - a]], pad)
-                cell_start.append(c0), cell_stop.append(c1), cell_center.append(center), cell_radius.append(radius)
-            for k0 in range(first, len(cell_start), per_block):
-                k1 = min(k0 + per_block, len(cell_start))
-                center, radius = _bounding_sphere(local[perm[cell_start[k0] - a:cell_stop[k1 - 1] - a]], pad)
-                for key, v in zip(blocks, (k0, k1 - k0, int(owner_body[o]), o, center, radius)):
-                    blocks[key].append(v)
-
-        def ints(v):
-            return torch.as_tensor(np.asarray(v, np.int32).reshape(-1), device=dev)
-
-        def floats(v, *shape):
-            return torch.as_tensor(np.asarray(v, np.float64).reshape(-1, *shape), device=dev, dtype=dtype)
-
-        self.cells = {"probe_order": ints(np.concatenate(order)), "cell_start": ints(cell_start),
-                      "cell_stop": ints(cell_stop), "cell_center": floats(cell_center, 3),
-                      "cell_radius": floats(cell_radius), "block_first_cell": ints(blocks["first"]),
-                      "block_cells": ints(blocks["count"]), "block_link": ints(blocks["link"]),
-                      "block_group": ints(blocks["group"]), "block_center": floats(blocks["center"], 3),
-                      "block_radius": floats(blocks["radius"]), "local_pos": samples.local_pos.contiguous(),
-                      "group_shape_mask": group_shape_mask.contiguous(), "group_exact": group_exact.contiguous()}
-        cell_of_slot = np.repeat(np.arange(len(cell_start)), np.subtract(cell_stop, cell_start))
-        cell_of_sample = np.empty(samples.n, np.int64)
-        cell_of_sample[np.concatenate(order)] = cell_of_slot
-        self._cell_of_sample = torch.as_tensor(cell_of_sample, device=dev)
-        self._block_of_cell = torch.repeat_interleave(torch.arange(len(blocks["first"]), device=dev),
-                                                      self.cells["block_cells"].long())
+        self.cell_layout = ProbeCells(local, samples.slices, samples.owner_body.cpu().numpy(), samples.device,
+                                      samples.dtype)
+        self._static = {"local_pos": samples.local_pos.contiguous(), "group_shape_mask": group_shape_mask.contiguous(),
+                        "group_exact": group_exact.contiguous()}
 
     @property
     def n_blocks(self) -> int:
-        return int(self.cells["block_group"].numel())
+        return self.cell_layout.n_blocks
 
     def cull_fields(self, n_envs: int) -> dict[str, torch.Tensor]:
         """``cell_cull`` [1] int32 and ``cell_mask`` of :func:`.sample_kernel.sample_kernel`: two candidate rows per
         thread, i.e. per (env, block), [2 · E · blocks, S] on the CPU; the owners' candidate rows on CUDA (no cell
         cull)."""
         dev = self.samples.device
-        mask = self.cells["group_shape_mask"]
+        mask = self._static["group_shape_mask"]
         if dev.type == "cpu":
             return {"cell_cull": torch.ones(1, dtype=torch.int32, device=dev),
                     "cell_mask": torch.zeros(2 * n_envs * self.n_blocks, mask.shape[1], dtype=torch.bool, device=dev)}
@@ -119,8 +84,4 @@ class SampleCells:
     def kernel_fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:
         """The static fields of :func:`.probe_set.probe_fields` for samples that query up to ``cutoff`` [P] m
         (the largest cutoff of every cell and block added)."""
-        smp = self.samples
-        neg = torch.full((len(self.cells["cell_start"]),), -torch.inf, dtype=smp.dtype, device=smp.device)
-        cell_cut = neg.scatter_reduce(0, self._cell_of_sample, cutoff, "amax")
-        block_cut = neg[: self.n_blocks].scatter_reduce(0, self._block_of_cell, cell_cut, "amax")
-        return {**self.cells, "cell_cut": cell_cut, "block_cut": block_cut, "cutoff": cutoff.contiguous()}
+        return {**self.cell_layout.fields(cutoff), **self._static}

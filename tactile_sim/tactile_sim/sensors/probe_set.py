@@ -81,65 +81,18 @@ class ProbeSet:
         self.single_link = int(links[0]) if np.all(links == links[0]) else None
         self.group_shape_mask = torch.as_tensor(np.stack([s.shape_mask for s in sensors]), device=device)
         self.group_exact = torch.as_tensor(np.array([s.exact for s in sensors]), device=device)
-        self._build_cells(sensors, links, device)
-
-    def _build_cells(self, sensors: Sequence[ProbeSensorGeometry], links: np.ndarray, device) -> None:
-        """Cells (runs of a sensor's probes in Morton order) and blocks (runs of cells of one sensor), with their
-        bounding spheres in the link frame (radius padded for round-off); ``probe_order`` lists the probes cell by
-        cell."""
-        cpu = torch.device(device).type == "cpu"
-        per_cell, per_block = (CPU_CELL_PROBES, CPU_BLOCK_CELLS) if cpu else (1, 1)
-        pad = 16 * float(torch.finfo(self.dtype).eps)
-        order, cell_start, cell_stop, cell_center, cell_radius = [], [], [], [], []
-        block_cell, block_count, block_link, block_group, block_center, block_radius = [], [], [], [], [], []
-        for g, ((a, b), sensor) in enumerate(zip(self.slices, sensors)):
-            pos = sensor.layout.flat_positions
-            local = _morton_order(pos)
-            pos = pos[local]
-            order.append(local + a)
-            first = len(cell_start)
-            for c0 in range(a, b, per_cell):
-                c1 = min(c0 + per_cell, b)
-                center, radius = _bounding_sphere(pos[c0 - a:c1 - a], pad)
-                cell_start.append(c0), cell_stop.append(c1), cell_center.append(center), cell_radius.append(radius)
-            for k0 in range(first, len(cell_start), per_block):
-                k1 = min(k0 + per_block, len(cell_start))
-                center, radius = _bounding_sphere(pos[cell_start[k0] - a:cell_stop[k1 - 1] - a], pad)
-                block_cell.append(k0), block_count.append(k1 - k0), block_link.append(int(links[g]))
-                block_group.append(g), block_center.append(center), block_radius.append(radius)
-
-        def ints(v):
-            return torch.as_tensor(np.asarray(v, np.int32).reshape(-1), device=device)
-
-        def floats(v, *shape):
-            return torch.as_tensor(np.asarray(v, np.float64).reshape(-1, *shape), device=device, dtype=self.dtype)
-
-        probe_order = np.concatenate(order) if order else np.zeros(0, np.int64)
-        self.cells = {"probe_order": ints(probe_order), "cell_start": ints(cell_start), "cell_stop": ints(cell_stop),
-                      "cell_center": floats(cell_center, 3), "cell_radius": floats(cell_radius),
-                      "block_first_cell": ints(block_cell), "block_cells": ints(block_count),
-                      "block_link": ints(block_link), "block_group": ints(block_group),
-                      "block_center": floats(block_center, 3), "block_radius": floats(block_radius)}
-        cell_of_slot = np.repeat(np.arange(len(cell_start)), np.subtract(cell_stop, cell_start))
-        cell_of_probe = np.empty(self.n, np.int64)
-        cell_of_probe[probe_order] = cell_of_slot
-        self._cell_of_probe = torch.as_tensor(cell_of_probe, device=device)
-        self._block_of_cell = torch.repeat_interleave(torch.arange(len(block_cell), device=device),
-                                                      self.cells["block_cells"].long())
+        self.cell_layout = ProbeCells(np.concatenate([s.layout.flat_positions for s in sensors], axis=0),
+                                      self.slices, links, device, dtype)
 
     @property
     def n_blocks(self) -> int:
-        return int(self.cells["block_group"].numel())
+        return self.cell_layout.n_blocks
 
     def kernel_fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:
         """The static probe fields of :func:`probe_fields` for a batch whose probes query up to ``cutoff`` [P] m:
         probe, cell and block tables, the largest cutoff of every cell and block, groups (one per sensor)."""
-        neg = torch.full((len(self.cells["cell_start"]),), -torch.inf, dtype=self.dtype, device=self.device)
-        cell_cut = neg.scatter_reduce(0, self._cell_of_probe, cutoff, "amax")
-        block_cut = neg[: self.n_blocks].scatter_reduce(0, self._block_of_cell, cell_cut, "amax")
-        return {**self.cells, "cell_cut": cell_cut, "block_cut": block_cut, "local_pos": self.local_pos,
-                "cutoff": cutoff.contiguous(), "group_shape_mask": self.group_shape_mask,
-                "group_exact": self.group_exact}
+        return {**self.cell_layout.fields(cutoff), "local_pos": self.local_pos,
+                "group_shape_mask": self.group_shape_mask, "group_exact": self.group_exact}
 
     # ------------------------------------------------------------------ per-probe link motion
     def at_probes(self, t: torch.Tensor) -> torch.Tensor:
@@ -178,7 +131,72 @@ class ProbeSet:
         )
 
 
-def _morton_order(points: np.ndarray) -> np.ndarray:
+class ProbeCells:
+    """Broad-phase layout of P probes split into groups (one query group each, contiguous slices): *cells* are runs
+    of a group's probes in Morton order of their positions (:data:`CPU_CELL_PROBES` on the CPU, one on CUDA),
+    *blocks* runs of one group's cells (:data:`CPU_BLOCK_CELLS`; one CPU kernel thread each), each with a bounding
+    sphere (radius padded for round-off).
+
+    points: (P, 3) m, each group's probes in its link (body) frame; slices: per group (start, stop); group_link:
+    per group, the body index its probes ride on. ``cells``: the probe, cell and block tables of
+    :func:`probe_fields` (``probe_order`` lists the probes cell by cell), tensors on ``device``.
+    """
+
+    def __init__(self, points: np.ndarray, slices: Sequence[tuple[int, int]], group_link: Sequence[int], device,
+                 dtype: torch.dtype):
+        self.device, self.dtype = torch.device(device), dtype
+        per_cell, per_block = (CPU_CELL_PROBES, CPU_BLOCK_CELLS) if self.device.type == "cpu" else (1, 1)
+        pad = 16 * float(torch.finfo(dtype).eps)
+        order, cell_start, cell_stop, cell_center, cell_radius = [], [], [], [], []
+        blocks: dict[str, list] = {k: [] for k in ("first", "count", "link", "group", "center", "radius")}
+        for g, (a, b) in enumerate(slices):
+            perm = morton_order(points[a:b])
+            pos = points[a:b][perm]
+            order.append(perm + a)
+            first = len(cell_start)
+            for c0 in range(a, b, per_cell):
+                c1 = min(c0 + per_cell, b)
+                center, radius = bounding_sphere(pos[c0 - a:c1 - a], pad)
+                cell_start.append(c0), cell_stop.append(c1), cell_center.append(center), cell_radius.append(radius)
+            for k0 in range(first, len(cell_start), per_block):
+                k1 = min(k0 + per_block, len(cell_start))
+                center, radius = bounding_sphere(pos[cell_start[k0] - a:cell_stop[k1 - 1] - a], pad)
+                for key, v in zip(blocks, (k0, k1 - k0, int(group_link[g]), g, center, radius)):
+                    blocks[key].append(v)
+
+        def ints(v):
+            return torch.as_tensor(np.asarray(v, np.int32).reshape(-1), device=self.device)
+
+        def floats(v, *shape):
+            return torch.as_tensor(np.asarray(v, np.float64).reshape(-1, *shape), device=self.device, dtype=dtype)
+
+        probe_order = np.concatenate(order) if order else np.zeros(0, np.int64)
+        self.cells = {"probe_order": ints(probe_order), "cell_start": ints(cell_start), "cell_stop": ints(cell_stop),
+                      "cell_center": floats(cell_center, 3), "cell_radius": floats(cell_radius),
+                      "block_first_cell": ints(blocks["first"]), "block_cells": ints(blocks["count"]),
+                      "block_link": ints(blocks["link"]), "block_group": ints(blocks["group"]),
+                      "block_center": floats(blocks["center"], 3), "block_radius": floats(blocks["radius"])}
+        cell_of_slot = np.repeat(np.arange(len(cell_start)), np.subtract(cell_stop, cell_start))
+        cell_of_probe = np.empty(len(points), np.int64)
+        cell_of_probe[probe_order] = cell_of_slot
+        self._cell_of_probe = torch.as_tensor(cell_of_probe, device=self.device)
+        self._block_of_cell = torch.repeat_interleave(torch.arange(len(blocks["first"]), device=self.device),
+                                                      self.cells["block_cells"].long())
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.cells["block_group"].numel())
+
+    def fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``cells`` plus, for probes that query up to ``cutoff`` [P] m, ``cutoff`` and the largest cutoff of every
+        cell (``cell_cut``) and block (``block_cut``)."""
+        neg = torch.full((len(self.cells["cell_start"]),), -torch.inf, dtype=self.dtype, device=self.device)
+        cell_cut = neg.scatter_reduce(0, self._cell_of_probe, cutoff, "amax")
+        block_cut = neg[: self.n_blocks].scatter_reduce(0, self._block_of_cell, cell_cut, "amax")
+        return {**self.cells, "cell_cut": cell_cut, "block_cut": block_cut, "cutoff": cutoff.contiguous()}
+
+
+def morton_order(points: np.ndarray) -> np.ndarray:
     """Permutation sorting ``points`` (n, 3) along a Morton (Z-order) curve over their bounding box (10 bits per
     axis), so that runs of the order are compact clusters (a grid row-segment of 8 probes becomes a 2×4 tile)."""
     lo, span = points.min(0), np.ptp(points, axis=0)
@@ -190,7 +208,7 @@ def _morton_order(points: np.ndarray) -> np.ndarray:
     return np.argsort(code, kind="stable")
 
 
-def _bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
+def bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
     """Centre (bounding-box centre) and radius of a sphere holding ``points`` (n, 3), padded by ``pad`` relative."""
     center = (points.min(0) + points.max(0)) / 2
     radius = float(np.linalg.norm(points - center, axis=1).max())
