@@ -3,8 +3,8 @@
 Shapes: E envs, L links (URDF document order), n_act actuated joints, n_mov movable joints (both in URDF order).
 Poses map link to world: ``x_W = R_l x_l + o_l``. Twists are (linear velocity of the link ORIGIN, angular velocity),
 both in W. All constant data is precomputed at construction on the requested device and dtype. Link poses and
-twists come from one warp launch (one thread per env, links parents first; :mod:`.motion_kernel`); Jacobians and
-the ancestor sums that :mod:`.dynamics` uses are batched torch products with a 0/1 ancestor matrix.
+twists come from one warp launch (one thread per env, links parents first; :mod:`.motion_kernel`); Jacobians are
+batched torch products with a 0/1 ancestor matrix.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ class Kinematics:
     Public constant tensors (for :mod:`.dynamics` and callers):
     ancestor [L, n_mov]: 1 where movable joint j lies on the path from the root to link l (its child is l or an
     ancestor of l); joint_child [n_mov] long: child link of each movable joint; joint_axis [n_mov, 3]: unit axis in
-    the joint (= child link) frame; joint_rotational [n_mov] bool, rotational_mask / prismatic_mask [n_mov] the same
-    as 1/0 in the working dtype; mimic_matrix [n_mov, n_act]: ∂q_mov/∂q_act; mimic_source [n_mov] long,
+    the joint (= child link) frame; joint_rotational [n_mov] bool, rotational_mask [n_mov] the same as 1/0 in the
+    working dtype; mimic_matrix [n_mov, n_act]: ∂q_mov/∂q_act; mimic_source [n_mov] long,
     mimic_multiplier / mimic_offset [n_mov]. ``tables``: the robot tables struct of :mod:`.motion_kernel` (links in
     topological order with their joint origins, axes and mimic maps), shared with the world update.
     """
@@ -73,7 +73,6 @@ class Kinematics:
         mm[torch.arange(n_mov, device=self.device), self.mimic_source] = self.mimic_multiplier
         self.mimic_matrix = mm
         self.rotational_mask = self.joint_rotational.to(dtype)
-        self.prismatic_mask = 1.0 - self.rotational_mask
 
         # the warp tables: K, K² the cross-product matrix of each rotational axis and its square (zero otherwise)
         cross = skew(self.joint_axis) * self.rotational_mask[:, None, None]
@@ -189,34 +188,10 @@ class Kinematics:
             cached = self._launches[(E, movable)] = (launch, defaults)
         return cached
 
-    def split_by_joint_type(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-joint vectors x [E, n_mov, 3] → (x at rotational joints, x at prismatic joints), zeros elsewhere.
-
-        With x = z q̇ (z the world joint axes) this gives the angular velocity w and the linear velocity u that
-        each joint contributes to its subtree.
-        """
-        return x * self.rotational_mask[:, None], x * self.prismatic_mask[:, None]
-
-    def sum_over_ancestors(self, p: torch.Tensor, o: torch.Tensor, w: torch.Tensor,
-                           u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per link, Σ over its ancestor joints j of (w_j × (p_l − o_j) + u_j) and of w_j: [E, L, 3] each.
-
-        With (w, u) the joint velocity contributions this is the link twist (origin velocity, angular velocity);
-        p: link origins [E, L, 3] and o: joint origins [E, n_mov, 3], both relative to the same point.
-        """
-        sums = self.ancestor_sum(torch.cat([w, u - torch.cross(w, o, dim=-1)], dim=-1))
-        ang = sums[..., :3]
-        return torch.cross(ang, p, dim=-1) + sums[..., 3:], ang
-
     def joint_frames(self, rot: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """World axes z [E, n_mov, 3] and origins o [E, n_mov, 3] of the movable joints from an :meth:`fk` result."""
         rc = torch.index_select(rot, 1, self.joint_child)
         return (rc * self.joint_axis[:, None, :]).sum(-1), torch.index_select(pos, 1, self.joint_child)
-
-    def ancestor_sum(self, x: torch.Tensor) -> torch.Tensor:
-        """Per link, the sum over its ancestor joints: x [E, n_mov, C] → [E, L, C] (one 2-D product)."""
-        E, n, C = x.shape
-        return (self.ancestor @ x.transpose(0, 1).reshape(n, E * C)).view(self.n_links, E, C).transpose(0, 1)
 
     # ------------------------------------------------------------------ Jacobians
     def jacobian(self, q: torch.Tensor, link: str | int, point: torch.Tensor | None = None,
