@@ -175,34 +175,26 @@ class InverseDynamics:
         self.mass = torch.tensor([link.inertial.mass for link in robot.links], **f)  # [L] kg
         com = np.array([link.inertial.com for link in robot.links], dtype=np.float64).reshape(-1, 3)
         inertia = np.array([link.inertial.inertia_link_axes for link in robot.links]).reshape(-1, 3, 3)
-        movable = {n: i for i, n in enumerate(robot.movable_joint_names)}
-        steps = [(li, robot.parent_joint(robot.link_names[li])) for li in robot.topological_order]
-        steps = [(li, j) for li, j in steps if j is not None]
-        axis = np.zeros((robot.n_movable, 3))
-        rotational = np.zeros(robot.n_movable, dtype=np.int32)
-        for _, j in steps:
-            if j.type.movable:
-                axis[movable[j.name]] = j.axis
-                rotational[movable[j.name]] = int(j.type.rotational)
         _, v, m, _ = WP_TYPES[dt]
         wp.init()
 
         def array(x, dtype, wtype=None):
-            t = torch.as_tensor(np.asarray(x), device=dev, dtype=dtype).contiguous()
+            t = torch.as_tensor(x, device=dev, dtype=dtype).contiguous()
             if wtype is not None and t.shape[0] == 0:  # no joints or steps: one unread row (warp rejects empty vectors)
                 t = torch.zeros((1,) + t.shape[1:], device=dev, dtype=dtype)
             self._keep.append(t)
             return wp.from_torch(t, dtype=wtype) if wtype is not None else wp.from_torch(t)
 
         self._keep: list[torch.Tensor] = []
+        tree = kinematics.table_tensors  # the kinematic tree, as the motion kernel walks it
         tables = _STRUCTS[dt][0]()
-        tables.step_link = array([li for li, _ in steps], torch.int32)
-        tables.step_parent = array([robot.link_index(j.parent) for _, j in steps], torch.int32)
-        tables.step_joint = array([movable[j.name] if j.type.movable else -1 for _, j in steps], torch.int32)
-        tables.origin_rot = array(np.array([j.rot for _, j in steps]).reshape(-1, 3, 3), dt, m)
-        tables.origin_pos = array(np.array([j.pos for _, j in steps]).reshape(-1, 3), dt, v)
-        tables.axis = array(axis, dt, v)
-        tables.rotational = array(rotational, torch.int32)
+        tables.step_link = array(tree["step_link"], torch.int32)
+        tables.step_parent = array(tree["step_parent"], torch.int32)
+        tables.step_joint = array(tree["step_joint"], torch.int32)
+        tables.origin_rot = array(tree["step_rot"], dt, m)
+        tables.origin_pos = array(tree["step_pos"], dt, v)
+        tables.axis = array(tree["axis"], dt, v)
+        tables.rotational = array(tree["rotational"], torch.int32)
         tables.mass = wp.from_torch(self.mass)
         tables.com = array(com, dt, v)
         tables.inertia = array(inertia, dt, m)

@@ -27,7 +27,10 @@ class Kinematics:
     the joint (= child link) frame; joint_rotational [n_mov] bool, rotational_mask [n_mov] the same as 1/0 in the
     working dtype; mimic_matrix [n_mov, n_act]: ∂q_mov/∂q_act; mimic_source [n_mov] long,
     mimic_multiplier / mimic_offset [n_mov]. ``tables``: the robot tables struct of :mod:`.motion_kernel` (links in
-    topological order with their joint origins, axes and mimic maps), shared with the world update.
+    topological order with their joint origins, axes and mimic maps), shared with the world update;
+    ``table_tensors``: the tensors it aliases by field name (step_link, step_parent, step_joint [K] int32, step_rot
+    [K, 3, 3], step_pos [K, 3] m: links below the root parents first, their parent, movable joint or −1 and joint
+    origin; axis [n_mov, 3], rotational [n_mov] int32, ...), also read by :mod:`.dynamics`.
     """
 
     def __init__(self, robot: RobotModel, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
@@ -77,7 +80,7 @@ class Kinematics:
         # the warp tables: K, K² the cross-product matrix of each rotational axis and its square (zero otherwise)
         cross = skew(self.joint_axis) * self.rotational_mask[:, None, None]
         i32 = dict(device=self.device, dtype=torch.int32)
-        self._table_tensors = {
+        self.table_tensors = {
             "step_link": torch.tensor([s[0] for s in steps], **i32),
             "step_parent": torch.tensor([s[1] for s in steps], **i32),
             "step_joint": torch.tensor([s[2] for s in steps], **i32),
@@ -87,7 +90,7 @@ class Kinematics:
             "rotational": self.joint_rotational.to(torch.int32),
             "mimic_source": self.mimic_source.to(torch.int32),
             "mimic_multiplier": self.mimic_multiplier, "mimic_offset": self.mimic_offset}
-        self.tables = fill_struct(struct_types(dtype)[0], self._table_tensors)
+        self.tables = fill_struct(struct_types(dtype)[0], self.table_tensors)
         self.tables.root_index = self.root_index
         self._launches: dict[tuple[int, bool], tuple[StructLaunch, dict[str, torch.Tensor]]] = {}
 
