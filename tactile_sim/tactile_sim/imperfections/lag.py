@@ -2,6 +2,8 @@
 
 T_m,k = T_m,k−1 + (1 − exp(−dt/τ_s))·(T_k − T_m,k−1): the exact discretisation of a first-order lag for an input
 held over each step. τ_s = 0 gives T_m = T. After a reset T_m restarts at the current true value (no fake transient).
+This module holds the lag's state and weight; the sensor advances them in its own kernel (TemperatureGrid: in its
+readout kernel).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import torch
 
 
 class FirstOrderLag:
-    """Lag state T_m [E, *S] on the input's device/dtype.
+    """Lag state T_m [E, *S] (``state``, on the initial value's device/dtype) and weight w = 1 − exp(−dt/τ_s)
+    (``weight``: a float, or a tensor broadcastable to S).
 
     tau: time constant τ_s ≥ 0, s — a float or a tensor broadcastable to S (one per cell or per sensor of a batch);
-    dt: evaluation period, s. Call :meth:`reset` (from the true value) before the first :meth:`step`.
+    dt: evaluation period, s. Call :meth:`reset` (from the true value) before the first step.
     """
 
     def __init__(self, tau: float | torch.Tensor, dt: float, initial: torch.Tensor):
@@ -34,8 +37,3 @@ class FirstOrderLag:
         else:
             m = env_mask.view((-1,) + (1,) * (self.state.dim() - 1))
             self.state.copy_(torch.where(m, true_value, self.state))
-
-    def step(self, true_value: torch.Tensor) -> torch.Tensor:
-        """Advance one evaluation with the true value T_k [E, *S] (°C or any unit) → T_m,k (the stored state)."""
-        self.state.add_((true_value - self.state).mul_(self.weight))
-        return self.state
