@@ -77,7 +77,8 @@ def _taxel_reference(batch, state, coef):
     """Spec §6 per branch, written out in torch."""
     probes = batch.probes
     rot, pos, x, q = _reference_query(batch, state)
-    n = torch.where((q.normal == 0).all(-1, keepdim=True), -probes.to_world_frame(rot, probes.local_normal), q.normal)
+    n_link = torch.matmul(rot, probes.local_normal[:, :, None])[..., 0]  # R_L n_i in W, [E, P, 3]
+    n = torch.where((q.normal == 0).all(-1, keepdim=True), -n_link, q.normal)
     body = q.body.clamp_min(0)
     v = state.point_velocity(body, x) - (probes.at_probes(state.lin_vel)
                                          + torch.cross(probes.at_probes(state.ang_vel), x - pos, dim=-1))

@@ -117,12 +117,6 @@ class ProbeSet:
             return torch.matmul(v, rot[:, 0])
         return torch.matmul(v.unsqueeze(-2), rot).squeeze(-2)
 
-    def to_world_frame(self, rot: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Rotate link-frame vectors ``[P, 3]`` into W: R_L v → ``[E, P, 3]``."""
-        if rot.shape[1] == 1:
-            return torch.matmul(v, rot[:, 0].transpose(-1, -2))
-        return torch.matmul(rot, v[:, :, None])[..., 0]
-
     def query(self, x: torch.Tensor, state: WorldState, cutoff: torch.Tensor, unsigned: bool = False) -> QueryResult:
         """Nearest candidate geometry of every probe (spec §3: sd*, c*, O, n), culled beyond ``cutoff`` [P]."""
         return self.query_engine.query(
