@@ -161,3 +161,68 @@ def test_a_wire_message_reads_like_its_rosbags_message_and_serialises_to_its_byt
     np.testing.assert_array_equal(changed.force, force)
     assert changed.valid is True
     assert changed.message.sensor_name == deserialize_cdr(changed.cdr, TAXEL_ARRAY).sensor_name
+
+
+def _fields_equal(a, b):
+    """Field-by-field equality of two rosbags messages (arrays elementwise, NaN equal to NaN)."""
+    for name in a.__dataclass_fields__:
+        x, y = getattr(a, name), getattr(b, name)
+        if hasattr(x, "__dataclass_fields__"):
+            _fields_equal(x, y)
+        elif isinstance(x, list) and x and hasattr(x[0], "__dataclass_fields__"):
+            assert len(x) == len(y)
+            for u, v in zip(x, y):
+                _fields_equal(u, v)
+        elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+        else:
+            assert x == y or (x != x and y != y), name
+
+
+def test_a_wire_message_without_changes_reads_every_changing_field_from_its_bytes():
+    rng = np.random.default_rng(3)
+    filters = ["can", "cup"]
+    base = new_message(LINK_CONTACT, header=header("palm"), sensor_name="palm_contact", body_name="palm",
+                       filter_names=filters, air_time_tracked=True,
+                       **{m: vectors(np.zeros((2, 3))) for m in ("force_matrix", "normal_force_matrix",
+                                                                  "friction_force_matrix")})
+    changing = ("header.stamp", "wrench", "normal_force", "force_matrix", "current_air_time", "valid")
+    template = CdrTemplate(base, changing)
+    template.buffer[template.span("header.stamp")] = struct.pack("<iI", -3, 7)
+    for name in ("wrench", "normal_force", "force_matrix"):
+        template.view(name)[:] = rng.standard_normal(template.view(name).size)
+    template.view("current_air_time")[0], template.view("valid")[0] = 0.25, True
+    msg = template.wire()
+    truth = deserialize_cdr(msg.cdr, LINK_CONTACT)
+    _fields_equal(msg.message, truth)
+    assert msg.header.stamp.sec == -3 and msg.header.frame_id == "palm" and msg.valid is True
+    assert msg.wrench.torque.z == truth.wrench.torque.z and msg.force_matrix[1].y == truth.force_matrix[1].y
+    assert msg.current_air_time == 0.25 and msg.filter_names == filters
+    template.view("valid")[0] = False  # later writes leave a taken message alone
+    assert msg.valid is True and template.wire().valid is False
+
+    force = np.arange(6, dtype=np.float32)
+    taxels = CdrTemplate(taxel_array(2, ("force",)), ("header.stamp", "force", "valid"))
+    taxels.view("force")[:] = force
+    array = taxels.wire().force
+    np.testing.assert_array_equal(array, force)
+    assert array.dtype == np.float32 and not array.flags.writeable
+
+
+def test_a_moved_template_writes_and_reads_in_its_new_memory():
+    rng = np.random.default_rng(5)
+    n, channels = 4, ("force", "contact")
+    template = CdrTemplate(taxel_array(n, channels), ("header.stamp", *channels, "valid"))
+    size = len(template.buffer)
+    shared = bytearray(size + 16)
+    with pytest.raises(ValueError, match="move_to"):
+        template.move_to(memoryview(shared)[:size - 1])
+    template.move_to(memoryview(shared)[8:8 + size])
+    force, contact = random_channel(rng, "force", n), random_channel(rng, "contact", n)
+    template.view("force")[:], template.view("contact")[:] = force, contact
+    template.view("valid")[0] = True
+    template.buffer[template.span("header.stamp")] = struct.pack("<iI", 9, 1)
+    expected = serialize_cdr(taxel_array(n, channels, header=header("pad_link", 9, 1), force=force, contact=contact,
+                                         valid=True))
+    assert template.cdr() == expected == bytes(shared[8:8 + size]) and template.wire().cdr == expected
+    assert shared[:8] == bytes(8) and shared[8 + size:] == bytes(8)

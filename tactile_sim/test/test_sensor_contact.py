@@ -393,3 +393,24 @@ def test_culled_kernel_equals_the_unculled_query_sum(kind, envs):
     scale = max(per_sample.sum(1).max().item(), 1e-6)  # round-off of sums that may cancel
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * scale)
     np.testing.assert_allclose(data.force_matrix_w[:, 0, 0].numpy(), expected, rtol=0, atol=1e-11 * scale)
+
+
+def test_live_view_follows_the_buffers_and_read_is_a_copy_of_it():
+    d = 2e-4
+    suite = make([sensor(filter_prim_paths_expr=["ground"], track_air_time=True, track_friction_forces=True,
+                         track_contact_points=True)], [box(), ground()], n_envs=2)
+    batch, i = suite.locate("cs")
+    view, evaluations = batch.live_view(i)
+    assert torch.equal(evaluations, torch.zeros(2, dtype=evaluations.dtype))
+    place(suite, 0.0, d)
+    read, valid = suite.read("cs", with_valid=True)
+    assert valid.tolist() == [True, True] and evaluations.tolist() == [1, 1]  # the view saw the evaluation
+    area = SIZE[0] * SIZE[1]
+    np.testing.assert_allclose(view.net_normal_forces_w[:, 0, 2].numpy(), K_C * d * area, rtol=1e-12)
+    for name in ("net_forces_b", "net_torques_b", "force_matrix_b", "contact_pos_b", "current_contact_time"):
+        assert torch.equal(getattr(view, name), getattr(read, name)), name
+        assert getattr(view, name).data_ptr() != getattr(read, name).data_ptr(), name  # read owns its copy
+    place(suite, 0.01, -0.01)  # lifted: the live buffers change, the earlier read does not
+    assert torch.isnan(view.contact_pos_b).all() and not torch.isnan(read.contact_pos_b).any()
+    assert torch.equal(view.net_forces_b, torch.zeros_like(view.net_forces_b))
+    np.testing.assert_allclose(read.net_normal_forces_w[:, 0, 2].numpy(), K_C * d * area, rtol=1e-12)

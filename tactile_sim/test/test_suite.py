@@ -101,3 +101,12 @@ def test_python_api_with_a_user_supplied_world_state():
     assert suite.read("depth").max() == pytest.approx(R + 0.002)
     centre = suite.read("k").force[2, 2]  # normal −z there, so F_x is the shear k_t·u alone
     np.testing.assert_allclose(centre.numpy(), [0.1, 0.0, -1000.0 * (R + 0.002)], rtol=1e-12)
+
+
+def test_locate_gives_the_batch_and_index_of_a_sensor():
+    suite = make_suite([depth("a"), depth("b"), {**depth("k"), "type": "KinematicTaxel"}], [ball()])
+    batch, i = suite.locate("b")
+    assert batch.sensor_type == "ContactDepthProbe" and batch.names[i] == "b" and i == 1
+    assert suite.locate("k")[0].names == ["k"]
+    with pytest.raises(KeyError, match="unknown sensor 'bb'"):
+        suite.locate("bb")

@@ -148,12 +148,20 @@ class CdrTemplate:
             raise ValueError(f"{where}: its {len(bases)} values are not one contiguous byte range of {size} bytes "
                              f"(found {diff.size} changed bytes)")
         self._spans[path] = slice(start, start + size)
-        if len(dtypes) == 1:
-            dtype = dtypes.pop().newbyteorder("<")
-            self._views[path] = np.frombuffer(self.buffer, dtype, count=len(bases), offset=start)
-        else:
-            self._views[path] = np.frombuffer(self.buffer, np.uint8, count=size, offset=start)
+        dtype, count = (dtypes.pop().newbyteorder("<"), len(bases)) if len(dtypes) == 1 else (np.dtype(np.uint8), size)
+        self._views[path] = np.frombuffer(self.buffer, dtype, count=count, offset=start)
         return bases
+
+    def move_to(self, memory: memoryview) -> None:
+        """Keep the bytes in ``memory`` (writable, exactly the template's size; e.g. a slice of one buffer shared
+        by several templates) from now on: :attr:`buffer` and the views refer to it."""
+        if memory.nbytes != len(self.buffer) or memory.readonly:
+            raise ValueError(f"CdrTemplate({self.msgtype}).move_to: need {len(self.buffer)} writable bytes, got "
+                             f"{memory.nbytes} (readonly={memory.readonly})")
+        memory[:] = self.buffer
+        self.buffer = memory
+        self._views = {path: np.frombuffer(memory, v.dtype, count=v.size, offset=self._spans[path].start)
+                       for path, v in self._views.items()}
 
     def _leaf_reader(self, msg: Any, path: list[str], bases: list[str]) -> Callable[[bytes], Any]:
         """cdr bytes → the value of the changing field at ``path`` in them (a primitive sequence or array: a

@@ -43,7 +43,7 @@ from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .scene_markers import ObjectMarkers
-from .sensor_encoders import ENCODERS, BatchReads, MarkerSettings, Output, SensorEncoder
+from .sensor_encoders import BatchReads, MarkerSettings, Output, SensorEncoder, batch_encoders
 from .throttled_log import LogSink, ThrottledLog
 from .update_stats import UpdateStats
 
@@ -161,9 +161,7 @@ class NodeCore:
                             n_envs=0, tf=self.tf, root_from_tf=root is not None and root != self.world_frame)
         schedule = []
         for every, batch in suite.batches:
-            for i in range(len(batch.names)):
-                schedule.append(ScheduledEncoder(ENCODERS[batch.sensor_type](suite, batch, i, self.world_frame),
-                                                 every))
+            schedule += [ScheduledEncoder(e, every) for e in batch_encoders(suite, batch, self.world_frame)]
         order = {name: k for k, name in enumerate(suite.sensor_names)}
         schedule.sort(key=lambda s: order[s.encoder.name])
         self.suite, self.schedule, self.build_error = suite, schedule, None

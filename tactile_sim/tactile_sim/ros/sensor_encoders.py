@@ -117,15 +117,15 @@ class HostMirror:
 
 
 class BatchReads:
-    """One update's reads, shared by the encoders of that update: per batch and branch one host array of the
-    latest read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value [P, K] — zeros at
-    filler probes and where invalid — and valid [S]), and the update's packed stamp. On a CPU device the arrays
-    are views of the branch's buffers, valid only until the next evaluation: encoders copy from them at once."""
+    """One update's reads, shared by the encoders of that update: each :class:`BranchCopy` written once (from
+    ``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value [P, K] — zeros at filler probes
+    and where invalid — and valid [S]; on a CPU device host views of the branch's buffers, valid only until the
+    next evaluation, so they are copied at once), and the update's packed stamp."""
 
-    __slots__ = ("_cache", "_stamp", "_stamp_bytes")
+    __slots__ = ("_written", "_stamp", "_stamp_bytes")
 
     def __init__(self):
-        self._cache: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._written: set[int] = set()
         self._stamp: Any = None
         self._stamp_bytes = b""
 
@@ -135,15 +135,17 @@ class BatchReads:
             self._stamp, self._stamp_bytes = stamp, stamp_bytes(stamp)
         return self._stamp_bytes
 
-    def get(self, batch: Any, ground_truth: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(value [P, K], valid [S]) of ``batch``'s branch (see the class docstring)."""
-        key = (id(batch), ground_truth)
-        read = self._cache.get(key)
-        if read is None:
-            branch = batch.branch
-            value, valid = branch.read_ground_truth_batch() if ground_truth else branch.read_batch()
-            read = self._cache[key] = (host_array(value)[0], host_array(valid)[0])
-        return read
+    def write(self, copy: "BranchCopy") -> np.ndarray:
+        """Write ``copy``'s branch read of this update into its templates (once per update); returns the read's
+        valid [S] (host array)."""
+        key = id(copy)
+        if key not in self._written:
+            self._written.add(key)
+            branch = copy.batch.branch
+            value, valid = branch.read_ground_truth_batch() if copy.ground_truth else branch.read_batch()
+            copy.write(host_array(value)[0])
+            copy.valid = host_array(valid)[0]
+        return copy.valid
 
 
 _STAMP = struct.Struct("<iI")
@@ -190,45 +192,85 @@ class SensorEncoder:
 
 
 class BranchEncoder(SensorEncoder):
-    """A sensor whose message is its rows of its batch's branch read (:class:`BatchReads`) plus fixed layout
-    data. Subclasses build :attr:`template` and list :attr:`columns`: (template view, shaped [n] or [n, w],
-    columns of the branch value, ``np.greater`` threshold or None); ``valid`` / ``ground_truth`` flags are
-    written when the template has them."""
+    """A sensor whose message is its rows of its batch's branch read plus fixed layout data: one template per
+    branch (measured, ground truth), written with the batch's other sensors by the batch's :class:`BranchCopy`
+    pair (:func:`batch_encoders` links them). Subclasses call :meth:`setup`."""
 
-    def setup(self, template: CdrTemplate, columns: list[tuple[str, int, int, float | None]]) -> None:
-        """Keep ``template`` and resolve ``columns`` (field, first and end column, threshold) to views."""
-        self.template = template
+    def setup(self, msg: Any, changing: tuple[str, ...], columns: list[tuple[str, int, int, float | None]]) -> None:
+        """Templates of ``msg`` (its ``ground_truth`` flag, when it has one, set per branch) with the fields
+        ``changing``; ``columns``: (field, first and end column of the branch value, ``np.greater`` threshold or
+        None) of the values copied from the read."""
         self.rows = self.batch.branch.slices[self.index]
-        n = self.rows.stop - self.rows.start
+        self.columns = columns
+        self.templates: list[CdrTemplate] = []
+        for ground_truth in (False, True):
+            template = CdrTemplate(msg, changing)
+            if template.changes("ground_truth"):
+                template.view("ground_truth")[0] = ground_truth
+            self.templates.append(template)
         self.stamp_span = template.span("header.stamp")
-        self.columns = []
-        for field, first, end, threshold in columns:
-            view = template.view(field)
-            cols = first if end - first == 1 else slice(first, end)
-            self.columns.append((view if end - first == 1 else view.reshape(n, end - first), cols, threshold))
-        flags = [f for f in ("valid", "ground_truth") if template.changes(f)]
-        self.flag_bytes = [template.span(f).start for f in flags]
+        self.valid_byte = template.span("valid").start if template.changes("valid") else None
+        self.copies: tuple[BranchCopy, BranchCopy] | None = None
 
     def encode(self, stamp, ground_truth, reads):
-        value, valid = reads.get(self.batch, ground_truth)
-        buffer = self.template.buffer
+        valid = reads.write(self.copies[ground_truth])
+        template = self.templates[ground_truth]
+        buffer = template.buffer
         buffer[self.stamp_span] = reads.stamp_bytes(stamp)
-        flags = self.flag_bytes
-        if flags:
-            buffer[flags[0]] = bool(valid[self.index])
-            if len(flags) > 1:
-                buffer[flags[1]] = ground_truth
-        rows = self.rows
-        for view, cols, threshold in self.columns:
-            if threshold is None:
-                view[...] = value[rows, cols]
-            else:
-                np.greater(value[rows, cols], threshold, out=view)
-        msg = self.template.wire()
+        if self.valid_byte is not None:
+            buffer[self.valid_byte] = bool(valid[self.index])
+        msg = template.wire()
         if ground_truth:
             return [(self.ground_truth_topic, msg)]
         self.last = [msg]
         return [(self.topic, msg)]
+
+
+def _units(byte_pos: np.ndarray, itemsize: int) -> tuple[np.ndarray, type]:
+    """Indices of the copy units (uint32 words for 4- and 8-byte values, bytes for 1-byte ones) of values at the
+    byte positions ``byte_pos`` (multiples of 4 for words), in order; and the unit dtype."""
+    if itemsize == 1:
+        return byte_pos, np.uint8
+    words = itemsize // 4
+    return (byte_pos[:, None] // 4 + np.arange(words)).reshape(-1), np.uint32
+
+
+class BranchCopy:
+    """The values of one branch (measured or ground truth) of a batch written into its encoders' templates with one
+    gather per wire dtype and update (the encoders write stamps and flags). The templates live in one shared
+    buffer, each starting at a multiple of 8 bytes (so every CDR-aligned value of 4 or 8 bytes starts at a
+    multiple of 4)."""
+
+    def __init__(self, batch: Any, encoders: list[BranchEncoder], ground_truth: bool):
+        self.batch, self.ground_truth = batch, ground_truth
+        templates = [e.templates[ground_truth] for e in encoders]
+        starts = np.cumsum([0] + [-(-len(t.buffer) // 8) * 8 for t in templates])
+        self.memory = bytearray(int(starts[-1]))
+        memory = memoryview(self.memory)
+        for t, start in zip(templates, starts):
+            t.move_to(memory[start:start + len(t.buffer)])
+        k = batch.branch.channels
+        groups: dict[tuple[np.dtype, float | None], tuple[list, list]] = {}
+        for e, t, start in zip(encoders, templates, starts):
+            probes = np.arange(e.rows.start, e.rows.stop)
+            for field, first, end, threshold in e.columns:
+                dtype = t.view(field).dtype
+                src, dst = groups.setdefault((dtype, threshold), ([], []))
+                src.append((probes[:, None] * k + np.arange(first, end)).reshape(-1))
+                dst.append(start + t.span(field).start + dtype.itemsize * np.arange(src[-1].size))
+        self.groups = []
+        for (dtype, threshold), (src, dst) in groups.items():
+            src_units, unit = _units(np.concatenate(src) * dtype.itemsize, dtype.itemsize)
+            dst_units, _ = _units(np.concatenate(dst), dtype.itemsize)
+            self.groups.append((dtype, threshold, unit, src_units, dst_units, np.frombuffer(self.memory, unit)))
+        self.valid: np.ndarray | None = None
+        """valid [S] of the last read written (host array; :meth:`BatchReads.write` sets it)."""
+
+    def write(self, value: np.ndarray) -> None:
+        """Copy the values of one read (value [P, K], host array) into the templates."""
+        for dtype, threshold, unit, src, dst, memory in self.groups:
+            wire = np.greater(value, threshold) if threshold is not None else value.astype(dtype, copy=False)
+            memory[dst] = wire.ravel().view(unit)[src]
 
 
 def taxel_colour_scale(sensor_type: str, radius: np.ndarray, settings: MarkerSettings) -> tuple[str, float]:
@@ -264,7 +306,7 @@ class TaxelEncoder(BranchEncoder):
         reading = TaxelReading(self.name, self.sensor_type, self.options.link, 0.0, rows, cols, layout.positions,
                                layout.normals, layout.radius, channels,
                                world_frame_id=world_frame if "nearest_points" in channels else "")
-        self.setup(CdrTemplate(encode_taxel_array(reading), ("header.stamp", *channels, "valid", "ground_truth")),
+        self.setup(encode_taxel_array(reading), ("header.stamp", *channels, "valid", "ground_truth"),
                    [(name, a, b, CONTACT_ON if name == "contact" else None) for name, (a, b) in columns.items()])
         self.sphere_diameter = default_sphere_diameter(layout.flat_positions, layout.flat_radius)
 
@@ -289,15 +331,13 @@ class ThermalEncoder(BranchEncoder):
         reading = ThermalReading(self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
                                  np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
                                  link_temperatures=np.zeros(len(names), np.float32))
-        self.setup(CdrTemplate(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures",
-                                                              "valid", "ground_truth")),
-                   [("temperatures", 0, 1, None)])
+        self.setup(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures", "valid",
+                                                  "ground_truth"), [("temperatures", 0, 1, None)])
         self.lumped = HostMirror([batch.system.t_lump])  # [E, NL] °C, in link_temperatures order
-        self.lumped_view = self.template.view("link_temperatures")
 
     def encode(self, stamp, ground_truth, reads):
         self.lumped.refresh()
-        self.lumped_view[...] = self.lumped.arrays[0][0]
+        self.templates[ground_truth].view("link_temperatures")[...] = self.lumped.arrays[0][0]
         return super().encode(stamp, ground_truth, reads)
 
     def markers(self, settings):
@@ -315,8 +355,8 @@ class JointTorqueEncoder(BranchEncoder):
     def __init__(self, suite, batch, index, world_frame):
         super().__init__(suite, batch, index, world_frame)
         names = batch.joint_names(index)
-        self.setup(CdrTemplate(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
-                               ("header.stamp", "effort")), [("effort", 0, 1, None)])
+        self.setup(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
+                   ("header.stamp", "effort"), [("effort", 0, 1, None)])
 
 
 class ContactSensorEncoder(SensorEncoder):
@@ -410,3 +450,15 @@ ENCODERS: dict[str, type[SensorEncoder]] = {
     "ContactSensor": ContactSensorEncoder,
 }
 """Sensor type (the YAML ``type:``) → encoder class."""
+
+
+def batch_encoders(suite, batch, world_frame: str) -> list[SensorEncoder]:
+    """The encoders of every sensor of ``batch`` (in batch order), those reading the batch's branch linked to
+    its :class:`BranchCopy` pair."""
+    encoders = [ENCODERS[batch.sensor_type](suite, batch, i, world_frame) for i in range(len(batch.names))]
+    branch = [e for e in encoders if isinstance(e, BranchEncoder)]
+    if branch:
+        copies = (BranchCopy(batch, branch, False), BranchCopy(batch, branch, True))
+        for e in branch:
+            e.copies = copies
+    return encoders
