@@ -64,17 +64,10 @@ import torch
 import warp as wp
 
 from .mesh_io import mesh_content_hash
-from .sdf_funcs import (BVH_UNBOUNDED, box_sd, cylinder_sd, grid_sd, mesh_exact_sd, plane_sd,
-                        round_segment_sd)
+from .sdf_funcs import BVH_UNBOUNDED, grid_sd, mesh_exact_sd, primitive_sd
 from .sdf_grid import SdfGrid, build_sdf_grid
 from .shapes import Shape, ShapeKind
 from .struct_launch import StructLaunch, warp_device
-
-_SPHERE = wp.constant(int(ShapeKind.SPHERE))
-_BOX = wp.constant(int(ShapeKind.BOX))
-_CAPSULE = wp.constant(int(ShapeKind.CAPSULE))
-_CYLINDER = wp.constant(int(ShapeKind.CYLINDER))
-_PLANE = wp.constant(int(ShapeKind.PLANE))
 
 _CULL_NEVER = wp.constant(0)
 _CULL_ALWAYS = wp.constant(1)
@@ -194,16 +187,8 @@ def nearest_shape(x: Any, e: int, g: int, cut: Any, exact: bool, unsigned_mode: 
         sd = zero
         grad = best_grad
         closest = p
-        if kind == _SPHERE:
-            sd, grad, closest = round_segment_sd(p, size[0], zero)
-        elif kind == _BOX:
-            sd, grad, closest = box_sd(p, size)
-        elif kind == _CAPSULE:
-            sd, grad, closest = round_segment_sd(p, size[0], size[1])
-        elif kind == _CYLINDER:
-            sd, grad, closest = cylinder_sd(p, size[0], size[1])
-        elif kind == _PLANE:
-            sd, grad, closest = plane_sd(p)
+        if m < 0:  # a primitive (only meshes have a mesh index)
+            sd, grad, closest = primitive_sd(kind, size, p)
         elif use_grid:
             sd, grad, closest = grid_sd(tables.grid_nodes, tables.grid_offset[m], tables.grid_dims[m],
                                         tables.grid_lo[m], tables.grid_hi[m], tables.grid_inv_spacing[m], p)

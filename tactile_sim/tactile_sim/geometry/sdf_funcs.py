@@ -15,12 +15,19 @@ from typing import Any
 import warp as wp
 
 from ..constants import EPS_GRAD, EPS_LEN
+from .shapes import ShapeKind
 
 WINDING_INSIDE = 0.49999997
 """Warp tests ``winding > threshold``; this float32 value just below 0.5 makes it ``winding ≥ 0.5`` (spec §2.2)."""
 
 BVH_UNBOUNDED = 1.0e18
 """m — a BVH search radius that never limits a closest-triangle query (its square stays finite in float32)."""
+
+_SPHERE = wp.constant(int(ShapeKind.SPHERE))
+_BOX = wp.constant(int(ShapeKind.BOX))
+_CAPSULE = wp.constant(int(ShapeKind.CAPSULE))
+_CYLINDER = wp.constant(int(ShapeKind.CYLINDER))
+_PLANE = wp.constant(int(ShapeKind.PLANE))
 
 
 @wp.func
@@ -101,6 +108,28 @@ def plane_sd(p: Any):
     """Half-space z ≤ 0 with outward normal +z."""
     zero = type(p[0])(0.0)
     return p[2], type(p)(zero, zero, type(zero)(1.0)), type(p)(p[0], p[1], zero)
+
+
+@wp.func
+def primitive_sd(kind: int, size: Any, p: Any):
+    """The primitive of ShapeKind ``kind`` (sphere, box, capsule, cylinder, plane) with the size row of the query
+    tables (sphere: radius; box: half extents; capsule, cylinder: radius, half length); any other kind gives
+    ``(0, p, p)``."""
+    zero = type(size[0])(0.0)
+    sd = zero
+    grad = p
+    closest = p
+    if kind == _SPHERE:
+        sd, grad, closest = round_segment_sd(p, size[0], zero)
+    elif kind == _BOX:
+        sd, grad, closest = box_sd(p, size)
+    elif kind == _CAPSULE:
+        sd, grad, closest = round_segment_sd(p, size[0], size[1])
+    elif kind == _CYLINDER:
+        sd, grad, closest = cylinder_sd(p, size[0], size[1])
+    elif kind == _PLANE:
+        sd, grad, closest = plane_sd(p)
+    return sd, grad, closest
 
 
 @wp.func

@@ -24,14 +24,7 @@ import torch
 import warp as wp
 
 from ..geometry.query import nearest_shape, sphere_may_hit, tables_type
-from ..geometry.sdf_funcs import box_sd, cylinder_sd, plane_sd, round_segment_sd
-from ..geometry.shapes import ShapeKind
-
-_SPHERE = wp.constant(int(ShapeKind.SPHERE))
-_BOX = wp.constant(int(ShapeKind.BOX))
-_CAPSULE = wp.constant(int(ShapeKind.CAPSULE))
-_CYLINDER = wp.constant(int(ShapeKind.CYLINDER))
-_PLANE = wp.constant(int(ShapeKind.PLANE))
+from ..geometry.sdf_funcs import primitive_sd
 
 
 @wp.func
@@ -40,25 +33,10 @@ def primitive_may_hit(center: Any, radius: Any, cut: Any, e: int, s: int, world_
     """False only when primitive shape s (env e) has sd > ``cut`` at every point within ``radius`` of world point
     ``center`` (exact distance at the centre minus the radius, with the query's round-off margin); True for
     meshes."""
-    kind = tables.shape_kind[s]
     if tables.shape_mesh[s] >= 0:
         return True
     p = wp.transpose(world_rot[e, s]) @ (center - world_pos[e, s])
-    size = tables.shape_size[s]
-    zero = type(cut)(0.0)
-    sd = zero
-    grad = p
-    closest = p
-    if kind == _SPHERE:
-        sd, grad, closest = round_segment_sd(p, size[0], zero)
-    elif kind == _BOX:
-        sd, grad, closest = box_sd(p, size)
-    elif kind == _CAPSULE:
-        sd, grad, closest = round_segment_sd(p, size[0], size[1])
-    elif kind == _CYLINDER:
-        sd, grad, closest = cylinder_sd(p, size[0], size[1])
-    elif kind == _PLANE:
-        sd, grad, closest = plane_sd(p)
+    sd, grad, closest = primitive_sd(tables.shape_kind[s], tables.shape_size[s], p)
     margin = tables.round_off * (wp.length(center) + wp.length(p) + radius + wp.abs(cut) + wp.abs(sd))
     return not sd - radius > cut + margin
 
