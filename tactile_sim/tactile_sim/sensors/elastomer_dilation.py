@@ -257,24 +257,26 @@ class _LatticeGroup:
 
 
 class LatticeConvolution(_LatticeGroup):
-    """FFT path for the grid sensors of one layout shape (M, N): spectra at build, three inverse FFTs per step.
+    """FFT path for the grid sensors of one layout shape (M, N): kernel tables at build, a spectrum per window.
 
     members: (sensor index, first probe index, layout) with regular planar grids and a shared normal;
     params: [S, 7] float64 parameter table; exponents: each member's p. Call with depth maps H, H^p [E, P] (and
-    optionally out) → displacement of the members' probes [E, S_g·M·N, 3] (link frame), in the members' probe order.
+    optionally out, window) → displacement of the members' probes [E, S_g·M·N, 3] (link frame), in the members'
+    probe order.
+
+    With the sources inside a window of w_r × w_c rows and columns (H = 0 outside in every member and env), the
+    window's maps are padded to (L_v, L_u) ≥ (M + w_r − 1, N + w_c − 1): the circular convolution then equals the
+    linear one on every output probe when the kernel at offset d (target − source) sits at d mod L for the offsets
+    that occur, d ∈ [r₀ + 1 − M … ] shifted by the window origin. The spectrum of that arrangement depends only on
+    the window; the last one is kept (a static contact reuses it), the whole grid's is computed at build.
     """
 
     def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
                  exponents: Sequence[float], device, dtype: torch.dtype):
         super().__init__(members, exponents, device)
         m, n = self.shape
-        self.fft_shape = (scipy.fft.next_fast_len(2 * m - 1, real=True), scipy.fft.next_fast_len(2 * n - 1, real=True))
-        lv, lu = self.fft_shape
-        self._products: dict[int, torch.Tensor] = {}                       # product buffer per env count
         coef, table = _profile_arrays(device, torch.float64)
-        rows = (np.arange(2 * m - 1) - (m - 1)) % lv
-        cols = (np.arange(2 * n - 1) - (n - 1)) % lu
-        spectra, bases = [], []
+        kernels, bases = [], []
         for s, _, layout in members:
             grid = layout.grid
             a = grid.shared_normal
@@ -289,28 +291,61 @@ class LatticeConvolution(_LatticeGroup):
             # third field −N: the basis row is +a
             scalars = torch.stack([out_k @ torch.as_tensor(e1, device=device, dtype=torch.float64),
                                    out_k @ torch.as_tensor(e2, device=device, dtype=torch.float64), -out_g])
-            padded = torch.zeros((3, lv, lu), device=device, dtype=torch.float64)
-            padded[:, torch.as_tensor(rows, device=device)[:, None], torch.as_tensor(cols, device=device)] = scalars
-            spectra.append(torch.fft.rfft2(padded) * float(params[s, 6]))
+            kernels.append(scalars * float(params[s, 6]))
             bases.append(np.stack([e1, e2, a]))
-        complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
-        self.spectra = torch.stack(spectra).to(complex_dtype)              # [S_g, 3, L_v, L_u/2 + 1]
+        self.kernels = torch.stack(kernels)                                # [S_g, 3, 2M − 1, 2N − 1] at d + (M−1, N−1)
+        self.complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
+        self._spectra: dict[tuple[int, int, int, int], tuple] = {}        # window → (L_v, L_u, spectra)
+        self.whole = (0, m, 0, n)
+        self._spectra[self.whole] = self._spectrum(self.whole)
+        self._last = self.whole
+        self._products: dict[tuple, torch.Tensor] = {}                     # product buffer per shape
         self.set_basis(bases, dtype)
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None):
+    def _spectrum(self, window: tuple[int, int, int, int]):
+        """(L_v, L_u, spectra [S_g, 3, L_u/2 + 1, L_v]: v last, so both inverse passes run along unit strides or
+        over few rows) of the kernels arranged for sources in ``window``: the
+        window's source row r₀ + x' (x' ≥ 0) sits at padded row x', target row y at y; offset y − x' is at
+        (y − x') mod L_v and reads the kernel at d = y − x' − r₀ (columns alike)."""
         m, n = self.shape
-        lv, lu = self.fft_shape
-        maps = self.maps(depth, depth_p)                                   # [E, S_g, 1|2, M, N]
-        spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1), n=lv, dim=-2)
-        product = self._products.get(spectrum.shape[0])
-        if product is None:                                                # [E, S_g, 3, L_v, L_u/2 + 1]
-            shape = (spectrum.shape[0],) + self.spectra.shape
-            product = self._products[shape[0]] = spectrum.new_empty(shape)
+        r0, r1, c0, c1 = window
+        wr, wc = r1 - r0, c1 - c0
+        lv = scipy.fft.next_fast_len(m + wr - 1, real=True)
+        lu = scipy.fft.next_fast_len(n + wc - 1, real=True)
+        k = self.kernels
+        padded = k.new_zeros(k.shape[:2] + (lv, lu))
+        # rows: y − x' ∈ [0, M) at the head, [1 − w_r, 0) at the tail; kernel row index (M − 1) + d
+        rows = [(slice(0, m), slice(m - 1 - r0, 2 * m - 1 - r0)),
+                (slice(lv - wr + 1, lv), slice(m - wr - r0, m - 1 - r0))]
+        cols = [(slice(0, n), slice(n - 1 - c0, 2 * n - 1 - c0)),
+                (slice(lu - wc + 1, lu), slice(n - wc - c0, n - 1 - c0))]
+        for to_r, from_r in rows:
+            for to_c, from_c in cols:
+                padded[..., to_r, to_c] = k[..., from_r, from_c]
+        return lv, lu, torch.fft.rfft2(padded).transpose(-1, -2).to(self.complex_dtype).contiguous()
+
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
+                 window: tuple[int, int, int, int] | None = None):
+        m, n = self.shape
+        window = self.whole if window is None else tuple(window)
+        if window not in self._spectra:                                    # keep the build's and the last window's
+            if self._last != self.whole:
+                del self._spectra[self._last]
+            self._spectra[window] = self._spectrum(window)
+        self._last = window
+        lv, lu, spectra = self._spectra[window]
+        r0, r1, c0, c1 = window
+        maps = self.maps(depth, depth_p)[..., r0:r1, c0:c1]               # [E, S_g, 1|2, w_r, w_c]
+        spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
+        shape = (spectrum.shape[0],) + spectra.shape                       # [E, S_g, 3, L_u/2 + 1, L_v]
+        product = self._products.get(shape)
+        if product is None:
+            product = self._products[shape] = spectrum.new_empty(shape)
         # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
-        torch.mul(spectrum[:, :, :1], self.spectra[:, :2], out=product[:, :, :2])
-        torch.mul(spectrum[:, :, -1:], self.spectra[:, 2:], out=product[:, :, 2:])
-        fields = torch.fft.irfft(torch.fft.ifft(product, dim=-2)[..., :m, :], n=lu, dim=-1)[..., :n]
-        return self.emit(fields, out)
+        torch.mul(spectrum[:, :, :1], spectra[:, :2], out=product[:, :, :2])
+        torch.mul(spectrum[:, :, -1:], spectra[:, 2:], out=product[:, :, 2:])
+        fields = torch.fft.irfft(torch.fft.ifft(product, dim=-1)[..., :m], n=lu, dim=-2)[..., :n, :]
+        return self.emit(fields.transpose(-1, -2), out)
 
 
 class SeparableLattice(_LatticeGroup):
@@ -463,10 +498,10 @@ class DilationField:
         self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
             and self.groups[0].contiguous_from == 0
         self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, e) if direct else None
-        # windows of the separable groups on the CPU (where reading them back costs nothing): the indentation kernel
+        # windows of the lattice groups on the CPU (where reading them back costs nothing): the indentation kernel
         # raises bounds[s] to (M − r, r + 1, N − c, c + 1) of every probe with H > 0 (keys of other probes are 0)
-        self.windows = [(g, [s for s, _, _ in members]) for g, ((_, separable), members) in enumerate(lattice.items())
-                        if separable and device.type == "cpu"]
+        self.windows = [(g, [s for s, _, _ in members]) for g, members in enumerate(lattice.values())
+                        if device.type == "cpu"]
         key = np.zeros((p, 4), np.int32)
         for _, members in self.windows:
             for s in members:
@@ -491,7 +526,7 @@ class DilationField:
                 self.out.index_copy_(1, group.index, group(depth, depth_p, **window))
 
     def _windows(self):
-        """(group, (r₀, r₁, c₀, c₁)) of each separable group: the rows and columns where some member has H > 0 in
+        """(group, (r₀, r₁, c₀, c₁)) of each lattice group: the rows and columns where some member has H > 0 in
         some env (one row and column when none has: their products are zero)."""
         bounds = self.bounds.tolist()
         for g, members in self.windows:

@@ -1,0 +1,71 @@
+"""The FFT path of the ElastomerTaxel dilation (LatticeConvolution) with source windows: every window (a block of
+rows and columns outside which H = 0) must give the exact linear convolution, i.e. the same u as the direct double
+sum over the dense pair tables (kernels evaluated on the real probe positions), for a sequence of windows that
+moves, grows, touches the grid's edges, shrinks to one probe and comes back (the cached spectra)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+from helpers_pointcloud import lattice
+from tactile_sim.sensors.elastomer_dilation import DilationParameters, LatticeConvolution, pair_tables
+from tactile_sim.sensors.layout import ProbeLayout
+
+WINDOWS = [(0, 9, 0, 12), (2, 5, 3, 8), (2, 5, 3, 8), (0, 1, 11, 12), (8, 9, 0, 1), (3, 4, 4, 5), (1, 9, 0, 7),
+           (0, 9, 0, 12), (4, 7, 2, 12), (2, 5, 3, 8)]
+
+
+def _truth(table_k, table_g, normals, depth, depth_p):
+    """u[e, i] = Σ_j table_k[j, i] H[e, j] − a_i Σ_j table_g[j, i] H^p[e, j] (float64 numpy)."""
+    return np.einsum("jic,ej->eic", table_k, depth) - np.einsum("ji,ej->ei", table_g, depth_p)[..., None] * normals
+
+
+@pytest.fixture(autouse=True)
+def warp_ready():
+    wp.init()
+
+
+@pytest.mark.parametrize("c,h", [(0.5, 0.0), (0.3, 0.003), (0.0, 0.002)])
+def test_windowed_spectra_give_the_direct_sum(c, h):
+    m, n = 9, 12
+    tilted = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    layout = ProbeLayout.from_options(lattice(m, n, 0.004, 0.003, (-0.021, -0.013, 0.0)), 0.002, tilted.tolist(),
+                                      where="ElastomerTaxel(name='fft')")
+    prm = DilationParameters(20000.0, c, layout.epsilon0(), h, 1.7, 1.5)
+    params = torch.tensor([prm.row()], dtype=torch.float64)
+    conv = LatticeConvolution([(0, 0, layout)], params, [prm.exponent], torch.device("cpu"), torch.float64)
+    table_k, table_g = (t.numpy() for t in pair_tables(layout.flat_positions, layout.flat_normals, [0], [m * n],
+                                                         params))
+    rng = np.random.default_rng(11)
+    e = 3
+    for window in WINDOWS:
+        r0, r1, c0, c1 = window
+        depth = np.zeros((e, m, n))
+        depth[:, r0:r1, c0:c1] = rng.uniform(0.0, 1e-3, (e, r1 - r0, c1 - c0)) * (rng.random((e, r1 - r0, c1 - c0))
+                                                                                  < 0.8)
+        depth = depth.reshape(e, -1)
+        depth_p = depth ** prm.exponent
+        want = _truth(table_k, table_g, layout.flat_normals, depth, depth_p)
+        got = conv(torch.as_tensor(depth), torch.as_tensor(depth_p), window=window).numpy()
+        whole = conv(torch.as_tensor(depth), torch.as_tensor(depth_p)).numpy()
+        scale = np.abs(want).max()
+        assert scale > 0
+        assert np.abs(got - want).max() <= 1e-10 * scale, (window, np.abs(got - want).max() / scale)
+        assert np.abs(whole - want).max() <= 1e-10 * scale, (window, np.abs(whole - want).max() / scale)
+
+
+def test_window_outside_the_sources_is_caught_by_the_truth():
+    # a window that leaves out some sources must differ from the direct sum (the comparison above can fail)
+    m, n = 6, 7
+    layout = ProbeLayout.from_options(lattice(m, n, 0.003, 0.003), 0.002, where="ElastomerTaxel(name='fft')")
+    prm = DilationParameters(20000.0, 0.5, layout.epsilon0(), 0.0, 1.0, 1.0)
+    params = torch.tensor([prm.row()], dtype=torch.float64)
+    conv = LatticeConvolution([(0, 0, layout)], params, [1.0], torch.device("cpu"), torch.float64)
+    depth = torch.zeros((1, m * n), dtype=torch.float64)
+    depth[0, 0] = 1e-3
+    whole = conv(depth, depth).numpy()
+    cut = conv(depth, depth, window=(1, m, 1, n)).numpy()
+    assert np.abs(whole).max() > 0 and np.abs(cut).max() == 0
