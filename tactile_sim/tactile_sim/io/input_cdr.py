@@ -27,15 +27,11 @@ _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
 
-class JointStateDecoder:
-    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early."""
+class _LittleEndianDecoder:
+    """The entry point of both decoders: little-endian CDR bytes go to the subclass's ``_decode`` (the message of
+    ``type_name``)."""
 
-    def __init__(self):
-        self._cls = message_class(JOINT_STATE)
-        self._header = message_class("std_msgs/msg/Header")
-        self._time = message_class("builtin_interfaces/msg/Time")
-        self._names_bytes = b""
-        self._names: list[str] = []
+    type_name: str
 
     def decode(self, data: bytes) -> WireMessage | None:
         """The message of ``data`` (CDR with its 4-byte encapsulation header), None for big-endian CDR."""
@@ -44,7 +40,20 @@ class JointStateDecoder:
         try:
             return self._decode(bytes(data))
         except struct.error as exc:
-            raise ValueError(f"{JOINT_STATE}: {len(data)} bytes end inside the message ({exc})") from exc
+            raise ValueError(f"{self.type_name}: {len(data)} bytes end inside the message ({exc})") from exc
+
+
+class JointStateDecoder(_LittleEndianDecoder):
+    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early."""
+
+    type_name = JOINT_STATE
+
+    def __init__(self):
+        self._cls = message_class(JOINT_STATE)
+        self._header = message_class("std_msgs/msg/Header")
+        self._time = message_class("builtin_interfaces/msg/Time")
+        self._names_bytes = b""
+        self._names: list[str] = []
 
     def _decode(self, data: bytes) -> WireMessage:
         sec, nanosec = _STAMP.unpack_from(data, 4)
@@ -97,24 +106,17 @@ def _strings(data: bytes, pos: int) -> list[str]:
     return out
 
 
-class TFMessageDecoder:
+class TFMessageDecoder(_LittleEndianDecoder):
     """Decodes TFMessage CDR bytes into a :class:`~.wire_message.WireMessage` whose ``transforms`` are rosbags
     ``geometry_msgs/TransformStamped`` objects; raises ValueError for bytes that end early."""
+
+    type_name = TF_MESSAGE
 
     def __init__(self):
         self._cls = message_class(TF_MESSAGE)
         self._types = [message_class(name) for name in (
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
             "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion")]
-
-    def decode(self, data: bytes) -> WireMessage | None:
-        """The message of ``data`` (CDR with its 4-byte encapsulation header), None for big-endian CDR."""
-        if len(data) < 4 or data[1] != 1:
-            return None
-        try:
-            return self._decode(bytes(data))
-        except struct.error as exc:
-            raise ValueError(f"{TF_MESSAGE}: {len(data)} bytes end inside the message ({exc})") from exc
 
     def _decode(self, data: bytes) -> WireMessage:
         stamped, header, time, transform, vector3, quaternion = self._types
