@@ -65,8 +65,26 @@ CHUNK = 256
 """Messages a series holds before reducing them together (one numpy pass per chunk instead of per message)."""
 
 
+@dataclass(eq=False, kw_only=True)
+class _ChunkedSeries:
+    """What the taxel and thermal series share: message times, the peak message (its time and index into the
+    per-message lists) and the messages not yet reduced; :meth:`add` holds them back until a chunk is full, then the
+    series' ``flush`` reduces them."""
+
+    times: list[float] = field(default_factory=list)
+    peak_message: Any = None
+    peak_time: float = float("nan")
+    peak_index: int = 0
+    pending: list[tuple[float, Any]] = field(default_factory=list, repr=False)
+
+    def add(self, t: float, msg: Any) -> None:
+        self.pending.append((t, msg))
+        if len(self.pending) >= CHUNK:
+            self.flush()
+
+
 @dataclass(eq=False)
-class TaxelSeries:
+class TaxelSeries(_ChunkedSeries):
     """One taxel sensor over a run (see the module docstring); lists hold one entry per message once
     :meth:`flush` ran (:class:`RunDigest` flushes before handing its series out)."""
 
@@ -74,14 +92,9 @@ class TaxelSeries:
     sensor_type: str
     topic: str
     channel: str
-    times: list[float] = field(default_factory=list)
     load: list[float] = field(default_factory=list)
     peak: list[float] = field(default_factory=list)
     touch: list[bool] = field(default_factory=list)
-    peak_message: Any = None
-    peak_time: float = float("nan")
-    peak_index: int = 0
-    pending: list[tuple[float, Any]] = field(default_factory=list, repr=False)
 
     @property
     def unit(self) -> str:
@@ -98,11 +111,6 @@ class TaxelSeries:
         if values.shape[1] == 3 * n:
             return np.linalg.norm(values.reshape(len(values), n, 3), axis=2)
         return values.reshape(len(values), n)
-
-    def add(self, t: float, msg: Any) -> None:
-        self.pending.append((t, msg))
-        if len(self.pending) >= CHUNK:
-            self.flush()
 
     def flush(self) -> None:
         """Reduce the pending messages (runs of equal taxel count together)."""
@@ -135,25 +143,15 @@ class TaxelSeries:
 
 
 @dataclass(eq=False)
-class ThermalSeries:
+class ThermalSeries(_ChunkedSeries):
     """One TemperatureGrid over a run: min / mean / max grid temperature per message (°C) and the hottest message
     (lists complete once :meth:`flush` ran)."""
 
     name: str
     topic: str
-    times: list[float] = field(default_factory=list)
     t_min: list[float] = field(default_factory=list)
     t_mean: list[float] = field(default_factory=list)
     t_max: list[float] = field(default_factory=list)
-    peak_message: Any = None
-    peak_time: float = float("nan")
-    peak_index: int = 0
-    pending: list[tuple[float, Any]] = field(default_factory=list, repr=False)
-
-    def add(self, t: float, msg: Any) -> None:
-        self.pending.append((t, msg))
-        if len(self.pending) >= CHUNK:
-            self.flush()
 
     def flush(self) -> None:
         """Reduce the pending messages (one at a time: grids of a series may differ in size)."""
