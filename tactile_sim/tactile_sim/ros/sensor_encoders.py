@@ -14,10 +14,11 @@ read back from those bytes. Sensor type → encoder class is the table :data:`EN
 | ContactSensor | ``tactile_sim_msgs/LinkContact`` per body, and ``geometry_msgs/WrenchStamped`` on ``~/<name>/<body>/wrench`` | force arrow per body |
 
 ContactSensor has no imperfection pipeline (its reading is its ground truth), so it has no ground_truth topic.
-Every other sensor reads its rows of its batch's whole read (:class:`BatchReads`: the measured branch's latest
-delayed read or its ground truth, one host array per batch and update — a view of the buffer on a CPU device, one
-device-to-host copy otherwise); a ContactSensor reads host arrays of its batch's live buffers
-(:class:`HostMirror`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
+Every other sensor's values are its rows of its batch's whole read (the measured branch's latest delayed read or
+its ground truth; one host array per batch, branch and update — a view of the buffer on a CPU device, one
+device-to-host copy otherwise), copied into all the batch's templates by one gather per wire dtype
+(:class:`BranchCopy`, once per update through :class:`BatchReads`; build the encoders with
+:func:`batch_encoders`); a ContactSensor reads host arrays of its batch's live buffers (:class:`HostMirror`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
 ``history_length`` > 0 publishes the newest entry of its history (the batch's latest delayed read).
 """
 
