@@ -7,11 +7,11 @@ strides is one pointer write, so a replay costs a few µs whatever the tensors. 
 current torch stream. The bound tensors stay referenced until they are replaced, so an asynchronous launch can still
 read them.
 
-A tensor is checked once, not once per launch: a tensor that passed the checks is tagged with its layout (shape,
-dtype, device; contiguous) and its torch version counter, and another launch that expects that layout binds it
-without checking again (e.g. the state tensors of one step, bound by every sensor). Every in-place change of a
-tensor's metadata (``resize_``, ``set_``, ``as_strided_``, ...) bumps its version counter, so a tag cannot outlive
-the layout it vouches for.
+A tensor is checked once, not once per launch: the tensors that passed the checks are remembered (a small shared
+table: the tensor, its layout and its torch version counter at the check), and another launch that expects that
+layout binds such a tensor without checking again (e.g. the state tensors of one step, bound by every sensor). Every
+in-place change of a tensor's metadata (``resize_``, ``set_``, ``as_strided_``, ...) bumps its version counter, so an
+entry cannot vouch for a layout the tensor no longer has.
 
 On the CPU a replay calls the kernel's compiled entry point directly with one argument block packed at recording
 (warp's own replay packs a fresh block from every parameter on every call); the struct's array fields are views into
@@ -27,15 +27,18 @@ import torch
 import warp as wp
 
 
-_LAYOUT_TAG = "_struct_launch_layout"
-"""Name of the tag a checked tensor carries: (layout, torch version counter at the check)."""
+_CHECKED: dict[int, tuple[torch.Tensor, tuple, int]] = {}
+"""Checked tensors by id: (tensor, layout, version counter at the check). Strong references, so that an id is never
+reused while remembered; cleared when it reaches ``_CHECKED_MAX`` entries."""
+
+_CHECKED_MAX = 64
 
 _LAYOUTS: dict[tuple, tuple] = {}
-"""Interned layouts (shape, dtype, device): equal layouts are the same object, so a tag compares by identity."""
+"""Interned layouts (shape, dtype, device, device index): equal layouts are one object, compared by identity."""
 
 
 def _interned_layout(t: torch.Tensor) -> tuple:
-    key = (tuple(t.shape), t.dtype, t.device)
+    key = (t.shape, t.dtype, t.device, t.get_device())
     return _LAYOUTS.setdefault(key, key)
 
 
@@ -94,21 +97,23 @@ class StructLaunch:
         """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous). A tensor
         already checked against this layout and unchanged in place since (same version counter) is not checked again
         (e.g. the slots of a ring, bound in turn, or the state tensors of a step, bound by several launches)."""
-        old = self.tensors[name]
         ptr = t.data_ptr()
-        if t is old and ptr == self.pointers[name]:
+        if t is self.tensors[name] and ptr == self.pointers[name]:
             return
         if self.empty:
             return
         layout = self._layouts[name]
-        tag = t.__dict__.get(_LAYOUT_TAG)
-        if tag is None or tag[0] is not layout or tag[1] != t._version:
-            if t.shape != old.shape or t.dtype is not old.dtype or t.device != old.device:
-                raise ValueError(f"{self._kernel_key}: {name} must be a {old.dtype} tensor of shape "
-                                 f"{list(old.shape)} on {old.device}; got {t.dtype} {list(t.shape)} on {t.device}")
+        entry = _CHECKED.get(id(t))
+        if entry is None or entry[0] is not t or entry[1] is not layout or entry[2] != t._version:
+            shape, dtype, device, index = layout
+            if t.shape != shape or t.dtype is not dtype or t.get_device() != index:
+                raise ValueError(f"{self._kernel_key}: {name} must be a {dtype} tensor of shape {list(shape)} on "
+                                 f"{device}; got {t.dtype} {list(t.shape)} on {t.device}")
             if not t.is_contiguous():
                 _check_contiguous(self._kernel_key, name, t)
-            t.__dict__[_LAYOUT_TAG] = (layout, t._version)
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            _CHECKED[id(t)] = (t, layout, t._version)
         self.tensors[name] = t
         self.pointers[name] = self._arrays[name].data = ptr
 
