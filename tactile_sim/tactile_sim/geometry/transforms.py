@@ -148,16 +148,6 @@ def transform_points(rot: torch.Tensor, pos: torch.Tensor, pts: torch.Tensor) ->
     return pts @ rot.transpose(-1, -2) + pos[..., None, :]
 
 
-def inverse_transform_points(rot: torch.Tensor, pos: torch.Tensor, pts: torch.Tensor) -> torch.Tensor:
-    """``x_B = Rᵀ (x_W − o)``: inverse of :func:`transform_points`, same shapes."""
-    return (pts - pos[..., None, :]) @ rot
-
-
-def compose(rot_a: torch.Tensor, pos_a: torch.Tensor, rot_b: torch.Tensor, pos_b: torch.Tensor):
-    """Pose composition ``T_a ∘ T_b``: returns ``(R_a R_b, R_a o_b + o_a)``."""
-    return rot_a @ rot_b, (rot_a @ pos_b[..., None])[..., 0] + pos_a
-
-
 def normalize(v: torch.Tensor, eps: float = EPS_LEN) -> torch.Tensor:
     """Unit vectors ``[..., 3]``; vectors shorter than ``eps`` become 0 (callers apply their own fallback)."""
     n = torch.linalg.vector_norm(v, dim=-1, keepdim=True)

@@ -154,7 +154,3 @@ class McapFile:
             f.write(_record(SUMMARY_OFFSET, bytes([opcode]) + struct.pack("<QQ", start, length)))
         f.write(_record(FOOTER, struct.pack("<QQI", summary_start, summary_offset_start, 0)) + MAGIC)
         f.close()
-
-    def abort(self) -> None:
-        """Close the file as it is (incomplete)."""
-        self._file.close()

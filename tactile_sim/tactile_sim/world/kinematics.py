@@ -122,12 +122,6 @@ class Kinematics:
         q = self.as_joint_batch(q, self.n_actuated, "joint positions")
         return self._motion(q, None, False, root_rot, root_pos, None, None)[:2]
 
-    def fk_movable(self, qm: torch.Tensor, root_rot: torch.Tensor | None = None,
-                   root_pos: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`fk` from movable positions qm [E, n_mov] (mimic values taken as given)."""
-        qm = self.as_joint_batch(qm, self.n_movable, "movable joint positions")
-        return self._motion(qm, None, True, root_rot, root_pos, None, None)[:2]
-
     def motion(self, q: torch.Tensor, qd: torch.Tensor, root_rot: torch.Tensor | None = None,
                root_pos: torch.Tensor | None = None, root_lin_vel: torch.Tensor | None = None,
                root_ang_vel: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
