@@ -224,17 +224,20 @@ class _LatticeGroup:
         # one sensor whose rows are the link axes: the fields are the link-frame components (a strided copy)
         self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
 
-    def maps(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
-        """The members' depth maps [E, S_g, 1|2, M, N] (H, and H^p when some exponent is not 1)."""
+    def maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
+             window: tuple[int, int, int, int] | None = None) -> torch.Tensor:
+        """The members' depth maps [E, S_g, 1|2, M, N] (H, and H^p when some exponent is not 1), or only the rows
+        r₀:r₁ and columns c₀:c₁ of ``window`` (a view when the members' probes are contiguous and no H^p is needed)."""
         e = depth.shape[0]
         m, n = self.shape
+        r0, r1, c0, c1 = (0, m, 0, n) if window is None else window
         sources = [depth, depth_p] if self.powered else [depth]
         if self.contiguous_from is not None:
             a, b = self.contiguous_from, self.contiguous_from + len(self.index)
-            maps = torch.stack([x[:, a:b] for x in sources], 1)
+            maps = [x[:, a:b].view(e, -1, m, n)[..., r0:r1, c0:c1] for x in sources]
         else:
-            maps = torch.stack([x.index_select(1, self.index) for x in sources], 1)
-        return maps.view(e, len(sources), -1, m, n).transpose(1, 2)
+            maps = [x.index_select(1, self.index).view(e, -1, m, n)[..., r0:r1, c0:c1] for x in sources]
+        return maps[0][:, :, None] if len(maps) == 1 else torch.stack(maps, 2)
 
     def emit(self, fields: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor | None:
         """u of the members' probes from fields [E, S_g, 3, M, N]: written into out [E, S_g·M·N, 3] when given,
@@ -299,7 +302,7 @@ class LatticeConvolution(_LatticeGroup):
         self.whole = (0, m, 0, n)
         self._spectra[self.whole] = self._spectrum(self.whole)
         self._last = self.whole
-        self._products: dict[tuple, torch.Tensor] = {}                     # product buffer per shape
+        self._product: torch.Tensor | None = None                          # spectra × kernel spectra
         self.set_basis(bases, dtype)
 
     def _spectrum(self, window: tuple[int, int, int, int]):
@@ -334,13 +337,12 @@ class LatticeConvolution(_LatticeGroup):
             self._spectra[window] = self._spectrum(window)
         self._last = window
         lv, lu, spectra = self._spectra[window]
-        r0, r1, c0, c1 = window
-        maps = self.maps(depth, depth_p)[..., r0:r1, c0:c1]               # [E, S_g, 1|2, w_r, w_c]
+        maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, w_r, w_c]
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
         shape = (spectrum.shape[0],) + spectra.shape                       # [E, S_g, 3, L_u/2 + 1, L_v]
-        product = self._products.get(shape)
-        if product is None:
-            product = self._products[shape] = spectrum.new_empty(shape)
+        product = self._product
+        if product is None or product.shape != shape:                     # reused while the window's size holds
+            product = self._product = spectrum.new_empty(shape)
         # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
         torch.mul(spectrum[:, :, :1], spectra[:, :2], out=product[:, :, :2])
         torch.mul(spectrum[:, :, -1:], spectra[:, 2:], out=product[:, :, 2:])
@@ -389,11 +391,10 @@ class SeparableLattice(_LatticeGroup):
         """As LatticeConvolution; window (r₀, r₁, c₀, c₁): the rows and columns outside it hold H = 0 in every
         member and env, so their (exactly zero) terms are left out of the products."""
         n = self.shape[1]
-        maps = self.maps(depth, depth_p)                                   # [E, S_g, 1|2, M, N]
+        maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, M, N] or windowed
         right, left_u, left_v = self.right, self.left_u, self.left_v
         if window is not None:
             r0, r1, c0, c1 = window
-            maps = maps[..., r0:r1, c0:c1]
             right, left_u, left_v = right[..., c0:c1, :], left_u[..., r0:r1], left_v[..., r0:r1]
         along = torch.matmul(maps[:, :, 0], right)                         # [E, S_g, M, 2N]: H K_uᵀ, H G_uᵀ
         normal = torch.matmul(maps[:, :, 1], right[..., n:]) if self.powered else along[..., n:]
