@@ -80,7 +80,7 @@ def test_a_tensor_checked_once_is_checked_again_after_an_in_place_layout_change(
     launch = _launch(x0, torch.zeros_like(x0))
     other = _launch(x0.clone(), torch.zeros_like(x0))
     x = torch.full((1, 4, 3), 5.0, dtype=torch.float64)
-    launch.bind("x", x)  # checked and tagged here
+    launch.bind("x", x)  # checked and remembered here
     x.resize_(1, 5, 3)
     with pytest.raises(ValueError, match="x must be"):
         other.bind("x", x)

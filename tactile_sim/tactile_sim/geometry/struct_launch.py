@@ -21,6 +21,7 @@ that block, so a rebind is still one pointer write.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -84,7 +85,7 @@ class StructLaunch:
         self._direct = None
         if not self._cuda and self.cmd.block_dim <= 1 and not self.cmd.adjoint:
             self._direct = _DirectCpuLaunch(self.cmd)
-            self._launch = self._direct
+            self._launch = self._direct.launch
             self._ctype = self._direct.call
         self._arrays = {name: getattr(self._ctype, name) for name in self.tensors}  # views into the struct memory
 
@@ -140,7 +141,7 @@ class StructLaunch:
 class _DirectCpuLaunch:
     """A recorded CPU launch replayed by calling the kernel's forward entry point with one argument block packed at
     recording (the same block warp's replay packs from ``cmd.params`` on every call). ``call``: the block's first
-    parameter (the per-call struct), whose fields are views into the block."""
+    parameter (the per-call struct), whose fields are views into the block; ``launch()``: one replay."""
 
     def __init__(self, cmd):
         params = cmd.params
@@ -150,16 +151,11 @@ class _DirectCpuLaunch:
         for i, label in enumerate(self._labels):
             setattr(self._args, label, params[1 + i])
         self.call = getattr(self._args, self._labels[0])
-        self._forward = cmd.hooks.forward
-        self._bounds = ctypes.byref(params[0])
-        self._args_ref = ctypes.byref(self._args)
+        self.launch = functools.partial(cmd.hooks.forward, ctypes.byref(params[0]), ctypes.byref(self._args))
 
     def set_arg(self, index: int, value) -> None:
         """Replace parameter ``index`` (0 is the struct) in the argument block (converted as warp's replay does)."""
         setattr(self._args, self._labels[index], value)
-
-    def __call__(self) -> None:
-        self._forward(self._bounds, self._args_ref)
 
 
 def _check_contiguous(kernel, name: str, t: torch.Tensor) -> None:
