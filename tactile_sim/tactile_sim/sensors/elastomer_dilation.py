@@ -11,10 +11,11 @@ P_i = I − a_i a_iᵀ, r = ‖δ‖:
 The kernel pair (K_in, G) has one implementation, the warp function :func:`dilation_pair`; it fills the tables at
 build (in float64) and is evaluated per step only by the direct path of very large layouts.
 
-* FFT path (regular planar grid with one shared normal a, §14.2): the (M, N) depth maps H and H^p are zero-padded
-  to (L_v, L_u) ≥ (2M − 1, 2N − 1) and multiplied in Fourier space with the spectra (computed at build) of the
-  three scalar kernels e₁·K_in, e₂·K_in and G on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v, where
-  (e₁, e₂, a) is an orthonormal frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
+* FFT path (regular planar grid with one shared normal a, §14.2): the (M, N) depth maps H and H^p — on the CPU
+  only the window of rows and columns where some env has H > 0 — are zero-padded to (L_v, L_u) ≥ (M + w_r − 1,
+  N + w_c − 1) and multiplied in Fourier space with the spectra of the three scalar kernels e₁·K_in, e₂·K_in and G
+  on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v (tables at build), where (e₁, e₂, a) is an orthonormal
+  frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
   With c = 1 on a grid whose axes and normal are mutually orthogonal the kernels factor along the axes and the
   same lattice sum is a few Toeplitz matrix products instead (:class:`SeparableLattice`).
 * Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
@@ -267,11 +268,13 @@ class LatticeConvolution(_LatticeGroup):
     optionally out, window) → displacement of the members' probes [E, S_g·M·N, 3] (link frame), in the members'
     probe order.
 
-    With the sources inside a window of w_r × w_c rows and columns (H = 0 outside in every member and env), the
-    window's maps are padded to (L_v, L_u) ≥ (M + w_r − 1, N + w_c − 1): the circular convolution then equals the
-    linear one on every output probe when the kernel at offset d (target − source) sits at d mod L for the offsets
-    that occur, d ∈ [r₀ + 1 − M … ] shifted by the window origin. The spectrum of that arrangement depends only on
-    the window; the last one is kept (a static contact reuses it), the whole grid's is computed at build.
+    With the sources inside a window of w_r × w_c rows and columns (H = 0 outside in every member and env; the
+    whole grid by default), only the window's maps are transformed, padded to (L_v, L_u) ≥ (M + w_r − 1,
+    N + w_c − 1) (fast FFT sizes): every (target, source) row offset y − x' (x' the source row within the window)
+    lies in [1 − w_r, M − 1], fewer than L_v values, so the circular convolution is the exact linear one on every
+    target when the kernel of that offset sits at (y − x') mod L_v (columns alike). That arrangement, and so its
+    spectrum, depends on the window: the build computes the whole grid's, a step the window's (the last one is kept,
+    a static contact reuses it).
     """
 
     def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
@@ -302,12 +305,12 @@ class LatticeConvolution(_LatticeGroup):
         self.whole = (0, m, 0, n)
         self._spectra[self.whole] = self._spectrum(self.whole)
         self._last = self.whole
-        self._product: torch.Tensor | None = None                          # spectra × kernel spectra
+        self._product: tuple | None = None                                 # spectra × kernel spectra, its 2 parts
         self.set_basis(bases, dtype)
 
     def _spectrum(self, window: tuple[int, int, int, int]):
-        """(L_v, L_u, spectra [S_g, 3, L_u/2 + 1, L_v]: v last, so both inverse passes run along unit strides or
-        over few rows) of the kernels arranged for sources in ``window``: the
+        """(L_v, L_u, in-plane and normal spectra [S_g, 2 | 1, L_u/2 + 1, L_v]: v last, so the inverse column pass
+        runs along unit strides) of the kernels arranged for sources in ``window``: the
         window's source row r₀ + x' (x' ≥ 0) sits at padded row x', target row y at y; offset y − x' is at
         (y − x') mod L_v and reads the kernel at d = y − x' − r₀ (columns alike)."""
         m, n = self.shape
@@ -325,7 +328,8 @@ class LatticeConvolution(_LatticeGroup):
         for to_r, from_r in rows:
             for to_c, from_c in cols:
                 padded[..., to_r, to_c] = k[..., from_r, from_c]
-        return lv, lu, torch.fft.rfft2(padded).transpose(-1, -2).to(self.complex_dtype).contiguous()
+        spectra = torch.fft.rfft2(padded).transpose(-1, -2).to(self.complex_dtype).contiguous()
+        return lv, lu, spectra[:, :2], spectra[:, 2:]
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
                  window: tuple[int, int, int, int] | None = None):
@@ -336,16 +340,17 @@ class LatticeConvolution(_LatticeGroup):
                 del self._spectra[self._last]
             self._spectra[window] = self._spectrum(window)
         self._last = window
-        lv, lu, spectra = self._spectra[window]
+        lv, lu, in_plane, normal = self._spectra[window]
         maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, w_r, w_c]
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
-        shape = (spectrum.shape[0],) + spectra.shape                       # [E, S_g, 3, L_u/2 + 1, L_v]
-        product = self._product
-        if product is None or product.shape != shape:                     # reused while the window's size holds
-            product = self._product = spectrum.new_empty(shape)
+        shape = (spectrum.shape[0], len(in_plane), 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
+        if self._product is None or self._product[0].shape != shape:      # reused while the window's size holds
+            product = spectrum.new_empty(shape)
+            self._product = (product, product[:, :, :2], product[:, :, 2:])
+        product, product_in_plane, product_normal = self._product
         # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
-        torch.mul(spectrum[:, :, :1], spectra[:, :2], out=product[:, :, :2])
-        torch.mul(spectrum[:, :, -1:], spectra[:, 2:], out=product[:, :, 2:])
+        torch.mul(spectrum[:, :, :1], in_plane, out=product_in_plane)
+        torch.mul(spectrum[:, :, -1:], normal, out=product_normal)
         fields = torch.fft.irfft(torch.fft.ifft(product, dim=-1)[..., :m], n=lu, dim=-2)[..., :n, :]
         return self.emit(fields.transpose(-1, -2), out)
 
