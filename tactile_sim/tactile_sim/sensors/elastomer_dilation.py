@@ -181,8 +181,8 @@ def pair_tables(positions: np.ndarray, normals: np.ndarray, sensors: Sequence[in
     between blocks."""
     device = params.device
     n = len(positions)
-    pos64 = torch.as_tensor(positions, device=device, dtype=torch.float64)
-    nrm64 = torch.as_tensor(normals, device=device, dtype=torch.float64)
+    pos64 = torch.tensor(np.array(positions, dtype=np.float64), device=device)  # copies: layouts are read-only
+    nrm64 = torch.tensor(np.array(normals, dtype=np.float64), device=device)
     coef, prof = _profile_arrays(device, torch.float64)
     table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
     table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
