@@ -4,8 +4,10 @@ One update = decode a ``sensor_msgs/JointState`` (rosbags object, as rclpy hands
 core's world update (FK, TF) → suite step → encode every sensor's message (``WireMessage`` s: the CDR bytes written
 through per-sensor templates); taking the CDR bytes that the node publishes is timed on top. Scenes:
 
-* ``demo``: the demo gripper of ``config/demo_sensors.yaml`` (2 × 30 taxels, palm ContactSensor, 2×2×3 thermal
-  grid, 3-joint JointTorque);
+* ``demo``: the demo gripper with every sensor of ``config/demo_sensors.yaml`` (10 sensors of all nine types, 168
+  taxels: the scene of the demo and replay);
+* ``demo #6``: the same gripper with the sensors issue #6 names for it: the two 30-taxel KinematicTaxel pads, the
+  palm ContactSensor, the 2×2×3 thermal fingertip and the 3-joint JointTorque;
 * ``demo pads``: the same gripper with only its two KinematicTaxel pads;
 * ``hand 368``: an Allegro-like hand (16 revolute joints) with 15 KinematicTaxel pads of 20–30 taxels (368 in all)
   grasping a sphere.
@@ -103,10 +105,14 @@ def hand_config(urdf_path: Path) -> dict:
 
 
 # ------------------------------------------------------------------ scenes
-def demo_config(pads_only: bool):
+ISSUE_6_TYPES = ("KinematicTaxel", "ContactSensor", "TemperatureGrid", "JointTorque")
+
+
+def demo_config(types: tuple[str, ...] | None = None):
+    """The demo configuration, keeping only the sensors of ``types`` (None: every sensor)."""
     data = yaml.safe_load(DEMO_YAML.read_text())
-    if pads_only:
-        data["sensors"] = [s for s in data["sensors"] if s["type"] == "KinematicTaxel"]
+    if types is not None:
+        data["sensors"] = [s for s in data["sensors"] if s["type"] in types]
     return load_config(data, base_dir=DEMO_YAML.parent)
 
 
@@ -194,8 +200,9 @@ def main() -> None:
           f"{'decode':>6} {'world':>6} {'world+step':>10} {'encode':>6} | {'naive enc':>8} {'ratio':>6} | {'x goal':>5}")
     names = ("slide", "finger_left_joint", "finger_right_joint")
     squeeze = joint_message(names, np.array([0.0, SQUEEZE, SQUEEZE]), np.zeros(3))
-    bench_scene("demo", make_core(demo_config(False), "world"), squeeze, 100)
-    bench_scene("demo pads", make_core(demo_config(True), "world"), squeeze, 200)
+    bench_scene("demo", make_core(demo_config(), "world"), squeeze, 100)
+    bench_scene("demo #6", make_core(demo_config(ISSUE_6_TYPES), "world"), squeeze, 200)
+    bench_scene("demo pads", make_core(demo_config(("KinematicTaxel",)), "world"), squeeze, 200)
     with tempfile.TemporaryDirectory() as tmp:
         urdf = Path(tmp) / "hand.urdf"
         urdf.write_text(hand_urdf())
