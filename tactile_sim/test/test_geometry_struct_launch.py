@@ -150,3 +150,28 @@ def test_suite_states_of_different_steps_in_a_row_give_their_own_results():
     near.t = 0.05
     suite.step(near)
     assert float(suite.read_ground_truth("depth").max()) == 0.0
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct CPU replay", "warp replay"])
+def test_both_cpu_replays_rebind_and_set_arguments_alike(monkeypatch, direct):
+    """The direct replay is used only on the warp release it was checked against; warp's own replay (any other
+    release) must give the same results through the same bind / set_arg calls."""
+    from tactile_sim.geometry import struct_launch
+
+    if not direct:
+        monkeypatch.setattr(struct_launch, "DIRECT_CPU_WARP_VERSIONS", ())
+    elif not wp.config.version.startswith(struct_launch.DIRECT_CPU_WARP_VERSIONS):
+        pytest.skip(f"warp {wp.config.version} replays through warp's own launch")
+    x = torch.arange(6, dtype=torch.float64).reshape(1, 2, 3)
+    y = torch.zeros_like(x)
+    launch = _launch(x, y, 2.0)
+    assert (launch._direct is not None) == direct
+    launch()
+    torch.testing.assert_close(y, 2.0 * x, rtol=0, atol=0)
+    x2, y2 = x + 10.0, torch.zeros_like(y)
+    launch.bind("x", x2)
+    launch.bind("y", y2)
+    launch.set_arg(1, 3.0)
+    launch()
+    torch.testing.assert_close(y2, 3.0 * x2, rtol=0, atol=0)
+    torch.testing.assert_close(y, 2.0 * x, rtol=0, atol=0)  # the first output is left alone

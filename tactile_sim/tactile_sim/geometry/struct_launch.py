@@ -27,6 +27,10 @@ from typing import Any, Mapping, Sequence
 import torch
 import warp as wp
 
+DIRECT_CPU_WARP_VERSIONS = ("1.19.",)
+"""warp releases whose recorded-launch internals (``cmd.params``, ``cmd.hooks.forward``) the direct CPU replay was
+checked against; any other release replays through warp's own ``cmd.launch`` (same results, ~2 µs more per launch)."""
+
 
 _CHECKED: dict[int, tuple[torch.Tensor, tuple, int]] = {}
 """Checked tensors by id: (tensor, layout, version counter at the check). Strong references, so that an id is never
@@ -83,7 +87,8 @@ class StructLaunch:
         self._kernel_key = kernel.key
         self._launch = self.cmd.launch
         self._direct = None
-        if not self._cuda and self.cmd.block_dim <= 1 and not self.cmd.adjoint:
+        if (not self._cuda and self.cmd.block_dim <= 1 and not self.cmd.adjoint
+                and wp.config.version.startswith(DIRECT_CPU_WARP_VERSIONS)):
             self._direct = _DirectCpuLaunch(self.cmd)
             self._launch = self._direct.launch
             self._ctype = self._direct.call
