@@ -81,7 +81,7 @@ def main() -> None:
         suite, state = build(n_envs)
         repeats = {1: 2000, 16: 300, 1024: 5}[n_envs]
         for name, naive in (("palm_contact", naive_contact), ("thermal_left", naive_thermal)):
-            batch = suite._lookup(name)[0]
+            batch = suite.locate(name)[0]
             n = batch.samples.n if name == "palm_contact" else batch.system.samples.n
             ours = time_per_call(lambda: batch.evaluate(state), repeats)
             base = time_per_call(lambda: naive(batch, state), repeats)

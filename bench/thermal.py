@@ -47,7 +47,7 @@ def main() -> None:
     for n_envs in (1, 1024):
         suite = build(n_envs)
         state = suite.world.update(0.0)
-        batch = suite._lookup("tg")[0]
+        batch = suite.locate("tg")[0]
         system = batch.system
         repeats = 200 if n_envs == 1 else 5
         t_full = time_per_call(lambda: batch.evaluate(state), repeats, trials=3, warmup=2)

@@ -76,7 +76,7 @@ def main() -> None:
         q = rng.uniform(-1, 1, (n_envs, n_act))
         for k in range(3):
             state = suite.update(0.001 * k, joint_pos=q + 0.001 * k, joint_vel=np.full((n_envs, n_act), 1.0))
-        jt = suite._lookup("tau")[0]
+        jt = suite.locate("tau")[0]
         repeats = {1: 300, 16: 100}.get(n_envs, 10)
         qdd = torch.as_tensor(rng.normal(0, 1, state.joint_pos.shape), dtype=state.joint_pos.dtype)
         wrench = torch.as_tensor(rng.normal(0, 1, (n_envs, suite.robot.n_links, 6)), dtype=state.joint_pos.dtype)

@@ -117,7 +117,7 @@ class SensorSuite:
 
     def sensor_type(self, name: str) -> str:
         """The model class name of a sensor (``KinematicTaxel``, …)."""
-        batch, _ = self._lookup(name)
+        batch, _ = self.locate(name)
         return batch.sensor_type
 
     def step(self, state: WorldState) -> None:
@@ -150,9 +150,6 @@ class SensorSuite:
     # ------------------------------------------------------------------ reading
     def locate(self, name: str) -> tuple[SensorBatch, int]:
         """(the batch evaluating sensor ``name``, its index in the batch); KeyError naming the closest sensors."""
-        return self._lookup(name)
-
-    def _lookup(self, name: str) -> tuple[SensorBatch, int]:
         try:
             return self._where[name]
         except KeyError:
@@ -170,14 +167,14 @@ class SensorSuite:
 
     def read(self, name: str, with_valid: bool = False):
         """Measured reading of a sensor (after every imperfection and the delay), spec §13.7."""
-        batch, i = self._lookup(name)
+        batch, i = self.locate(name)
         value, valid = batch.read(i)
         value, valid = self._unbatch(value), self._unbatch(valid)
         return (value, valid) if with_valid else value
 
     def read_ground_truth(self, name: str, with_valid: bool = False):
         """Ground-truth reading of a sensor (never delayed)."""
-        batch, i = self._lookup(name)
+        batch, i = self.locate(name)
         value, valid = batch.read_ground_truth(i)
         value, valid = self._unbatch(value), self._unbatch(valid)
         return (value, valid) if with_valid else value
@@ -185,21 +182,21 @@ class SensorSuite:
     def nearest_points(self, name: str, with_valid: bool = False):
         """SurfaceDistanceProbe: the nearest surface points of the measured read (world frame, m; the evaluation
         that :meth:`read` returns — same delay, jitter sample and history slots), ``[n_envs,] [H,] *layout, 3``."""
-        batch, i = self._lookup(name)
+        batch, i = self.locate(name)
         value, valid = self._channel(batch, name, "read_nearest_points")(i)
         value, valid = self._unbatch(value), self._unbatch(valid)
         return (value, valid) if with_valid else value
 
     def nearest_points_ground_truth(self, name: str, with_valid: bool = False):
         """SurfaceDistanceProbe: the nearest surface points of the ground truth (world frame, m, never delayed)."""
-        batch, i = self._lookup(name)
+        batch, i = self.locate(name)
         value, valid = self._channel(batch, name, "read_nearest_points_ground_truth")(i)
         value, valid = self._unbatch(value), self._unbatch(valid)
         return (value, valid) if with_valid else value
 
     def point_cloud(self, name: str):
         """ElastomerTaxel / ProximityTaxel: the sensor's tracked point cloud (spec §2.5; read-only, body frames)."""
-        batch, i = self._lookup(name)
+        batch, i = self.locate(name)
         return self._channel(batch, name, "point_cloud")(i)
 
     @staticmethod

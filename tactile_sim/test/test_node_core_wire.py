@@ -42,7 +42,7 @@ def reference_link_contact(core, name, stamp):
     """The LinkContact and WrenchStamped messages of each body through LinkContactReading and the io encoders."""
     suite = core.suite
     value, valid = suite.read(name, with_valid=True)
-    batch, i = suite._lookup(name)
+    batch, i = suite.locate(name)
     bodies = [suite.scene.body_names[b] for b in batch.sensor_bodies[i]]
     filters = list(batch.filter_names[i])
     out = []

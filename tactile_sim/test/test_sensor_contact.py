@@ -377,7 +377,7 @@ def test_culled_kernel_equals_the_unculled_query_sum(kind, envs):
     suite.update(0.0, object_poses={"box": (t64(np.tile(np.eye(3), (3, 1, 1))), t64(np.tile(box_pos, (3, 1)))),
                                     "obj": (t64(np.stack(rots)), t64(box_pos + np.stack(centres)))})
     data = suite.read("cs")
-    batch = suite._lookup("cs")[0]
+    batch = suite.locate("cs")[0]
     state = suite.world.update(0.0)
     smp = batch.samples
     owner = smp.owner_body[smp.owner]

@@ -158,7 +158,7 @@ def test_samples_without_new_stamp_are_dropped(tmp_path):
                                                              "pose": {"xyz": [5, 5, 5]}}])
     suite.update(0.0, joint_pos=[0.2])
     suite.update(0.001)  # joints held: the same joint sample again
-    batch = suite._lookup("jt")[0]
+    batch = suite.locate("jt")[0]
     assert batch.dropped_samples == 1
     suite.update(0.002, joint_pos=[0.3])
     suite.update(0.003, joint_pos=[0.4])
@@ -264,7 +264,7 @@ def test_panda_matches_pinocchio_with_contact_wrenches(panda_robot):
     names = robot.movable_joint_names
     q_index = [model.joints[model.getJointId(n)].idx_q for n in names]
     v_index = [model.joints[model.getJointId(n)].idx_v for n in names]
-    cs_batch = suite._lookup("cs")[0]
+    cs_batch = suite.locate("cs")[0]
     rng = np.random.default_rng(7)
     kin = suite.world.kinematics
     checked_contacts = 0
@@ -345,7 +345,7 @@ def test_panda_pressed_against_a_wall_reads_gravity_minus_jacobian_transpose_loa
     kin, robot = suite.world.kinematics, suite.robot
     rot, pos = (t[0].numpy() for t in kin.fk(torch.as_tensor(q[None])))
     b = robot.link_index(link)
-    cs = suite._lookup("cs")[0]
+    cs = suite.locate("cs")[0]
     x = cs.samples.local_pos.numpy() @ rot[b].T + pos[b]
     surface = (x @ normal).min() + 0.002  # the wall reaches 2 mm into the link
     z = normal
@@ -384,7 +384,7 @@ def test_massless_subtree_warns(tmp_path):
 # ------------------------------------------------------------------ selection and errors
 def test_dofs_idx_local_selects_movable_joints(tmp_path):
     suite = make(pendulum_urdf(tmp_path), [jt(dofs_idx_local=[0])])
-    assert suite._lookup("jt")[0].joint_names(0) == ["hinge"]
+    assert suite.locate("jt")[0].joint_names(0) == ["hinge"]
 
 
 @pytest.mark.parametrize("extra, match", [

@@ -40,7 +40,7 @@ def run(suite, steps, t0=0.0):
 
 
 def system(suite, name="tg"):
-    return suite._lookup(name)[0].system
+    return suite.locate(name)[0].system
 
 
 # ------------------------------------------------------------------ 1. Newton cooling
@@ -313,7 +313,7 @@ def test_two_lumped_bodies_conserve_energy_and_relax_exponentially():
     props = {"pad": material(), "a": material(80.0), "b": material(20.0, density=2000.0, conductivity=20.0)}
     suite = make([grid(convection_coefficient=0.0, simulate_all_link_temperatures=True, properties_dict=props)],
                  [pad(), cube("a", 0.0), cube("b", 0.05)], dt=dt)
-    batch = suite._lookup("tg")[0]
+    batch = suite.locate("tg")[0]
     v, s = 0.05**3, 6 * 0.05**2
     c_a, c_b = RHO_C * v, 2 * RHO_C * v
     u = 1.0 / (v / s / K + v / s / 20.0)
@@ -330,7 +330,7 @@ def test_grid_and_lumped_body_exchange_conserves_energy():
     props = {"pad": material(), "hot": material(80.0)}
     suite = make([grid(grid_size=[3, 3, 2], convection_coefficient=0.0, simulate_all_link_temperatures=True,
                        properties_dict=props)], [pad(), hot_block(size=(0.06, 0.06, 0.05))], dt=dt)
-    batch = suite._lookup("tg")[0]
+    batch = suite.locate("tg")[0]
     c_cell = RHO_C * VOLUME / 18
     c_hot = RHO_C * 0.06 * 0.06 * 0.05
 
@@ -365,7 +365,7 @@ def test_two_grids_exchange_through_their_contact_and_conserve_energy():
 
 def test_grid_geometry_accessors():
     suite = make([grid(grid_size=[4, 2, 1], properties_dict={"pad": material()})], [pad()], n_envs=3)
-    batch = suite._lookup("tg")[0]
+    batch = suite.locate("tg")[0]
     np.testing.assert_allclose(batch.grid_origin(0), [-0.05, -0.05, -0.01])
     np.testing.assert_allclose(batch.cell_size(0), [0.025, 0.05, 0.02])
     centres = batch.cell_centers(0).numpy()
