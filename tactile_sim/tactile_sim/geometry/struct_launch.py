@@ -8,10 +8,12 @@ current torch stream. The bound tensors stay referenced until they are replaced,
 read them.
 
 A tensor is checked once, not once per launch: the tensors that passed the checks are remembered (a small shared
-table: the tensor, its layout and its torch version counter at the check), and another launch that expects that
-layout binds such a tensor without checking again (e.g. the state tensors of one step, bound by every sensor). Every
-in-place change of a tensor's metadata (``resize_``, ``set_``, ``as_strided_``, ...) bumps its version counter, so an
-entry cannot vouch for a layout the tensor no longer has.
+table by id: a weak reference to the tensor, its layout and its torch version counter at the check), and another
+launch that expects that layout binds such a tensor without checking again (e.g. the state tensors of one step, bound
+by every sensor). Every in-place change of a tensor's metadata (``resize_``, ``set_``, ``as_strided_``, ...) bumps its
+version counter, so an entry cannot vouch for a layout the tensor no longer has; a dead reference never matches, so
+an id reused by a new tensor is checked anew. :func:`unbind_checked` makes views that are remembered from the start
+(a producer of fresh tensors every step, such as the world model, hands them out already checked).
 
 On the CPU a replay calls the kernel's compiled entry point directly with one argument block packed at recording
 (warp's own replay packs a fresh block from every parameter on every call); the struct's array fields are views into
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import weakref
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -32,11 +35,11 @@ DIRECT_CPU_WARP_VERSIONS = ("1.19.",)
 checked against; any other release replays through warp's own ``cmd.launch`` (same results, ~2 µs more per launch)."""
 
 
-_CHECKED: dict[int, tuple[torch.Tensor, tuple, int]] = {}
-"""Checked tensors by id: (tensor, layout, version counter at the check). Strong references, so that an id is never
-reused while remembered; cleared when it reaches ``_CHECKED_MAX`` entries."""
+_CHECKED: dict[int, tuple[weakref.ref, tuple, int]] = {}
+"""Checked tensors by id: (weak reference to the tensor, its layout, its version counter at the check). When it
+reaches ``_CHECKED_MAX`` entries the dead ones are dropped (all of them when most are alive)."""
 
-_CHECKED_MAX = 64
+_CHECKED_MAX = 1024
 
 _LAYOUTS: dict[tuple, tuple] = {}
 """Interned layouts (shape, dtype, device, device index): equal layouts are one object, compared by identity."""
@@ -45,6 +48,43 @@ _LAYOUTS: dict[tuple, tuple] = {}
 def _interned_layout(t: torch.Tensor) -> tuple:
     key = (t.shape, t.dtype, t.device, t.get_device())
     return _LAYOUTS.setdefault(key, key)
+
+
+def _make_room(n: int) -> None:
+    """Make room for ``n`` more entries in ``_CHECKED``: drop the dead entries, or all of them when most live."""
+    if len(_CHECKED) + n > _CHECKED_MAX:
+        alive = {k: e for k, e in _CHECKED.items() if e[0]() is not None}
+        _CHECKED.clear()
+        if len(alive) + n <= _CHECKED_MAX // 2:
+            _CHECKED.update(alive)
+
+
+def _known(t: torch.Tensor, layout: tuple) -> bool:
+    """Whether ``_CHECKED`` vouches that ``t`` has ``layout`` and is contiguous."""
+    entry = _CHECKED.get(id(t))
+    return entry is not None and entry[1] is layout and entry[2] == t._version and entry[0]() is t
+
+
+def _check(t: torch.Tensor, layout: tuple) -> bool:
+    """Whether ``t`` has ``layout`` and is contiguous (checked now; remembered in ``_CHECKED`` when it is)."""
+    shape, dtype, _, index = layout
+    if t.shape != shape or t.dtype is not dtype or t.get_device() != index or not t.is_contiguous():
+        return False
+    if len(_CHECKED) >= _CHECKED_MAX:
+        _make_room(1)
+    _CHECKED[id(t)] = (weakref.ref(t), layout, t._version)
+    return True
+
+
+def unbind_checked(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``t.unbind(0)``: the slices t[0], t[1], … (one layout, ``t.shape[1:]``), remembered as checked when they are
+    contiguous, so that every launch expecting that layout binds them without a check."""
+    views = t.unbind(0)
+    if views and views[0].is_contiguous():  # every slice has the shape, strides, dtype and device of the first
+        layout, version = _interned_layout(views[0]), t._version  # views share t's version counter
+        _make_room(len(views))
+        _CHECKED.update((id(v), (weakref.ref(v), layout, version)) for v in views)
+    return views
 
 
 def warp_device(device: torch.device) -> torch.device:
@@ -73,7 +113,7 @@ class StructLaunch:
         self.pointers = {name: t.data_ptr() for name, t in self.tensors.items()}
         self.empty = any(int(d) == 0 for d in dim)
         self._stream_cache: dict[int, Any] = {}
-        self._layouts = {name: _interned_layout(t) for name, t in self.tensors.items()}
+        self._fields = {name: (_interned_layout(t), None) for name, t in self.tensors.items()}  # (layout, array)
         if self.empty:
             return
         call = call_type()
@@ -92,12 +132,20 @@ class StructLaunch:
             self._direct = _DirectCpuLaunch(self.cmd)
             self._launch = self._direct.launch
             self._ctype = self._direct.call
-        self._arrays = {name: getattr(self._ctype, name) for name in self.tensors}  # views into the struct memory
+            self.set_arg = self._direct.set_arg  # the same replacement, one call less
+        # each field's array descriptor is a view into the struct memory: its data pointer is the binding
+        self._fields = {name: (layout, getattr(self._ctype, name)) for name, (layout, _) in self._fields.items()}
 
     def is_bound(self, name: str, t: torch.Tensor) -> bool:
         """True when field ``name`` already points at ``t``'s memory (``tensors`` / ``pointers``: the bound tensors
         and their data pointers by field name)."""
         return self.empty or (t is self.tensors[name] and t.data_ptr() == self.pointers[name])
+
+    def fits(self, name: str, t: torch.Tensor) -> bool:
+        """Whether :meth:`bind` would accept ``t`` for field ``name`` (same shape, dtype and device as the recorded
+        tensor; contiguous)."""
+        layout = self._fields[name][0]
+        return self.is_bound(name, t) or _known(t, layout) or _check(t, layout)
 
     def bind(self, name: str, t: torch.Tensor) -> None:
         """Point field ``name`` at ``t`` (same shape, dtype and device as the recorded tensor; contiguous). A tensor
@@ -106,28 +154,23 @@ class StructLaunch:
         ptr = t.data_ptr()
         if t is self.tensors[name] and ptr == self.pointers[name]:
             return
-        if self.empty:
-            return
-        layout = self._layouts[name]
-        entry = _CHECKED.get(id(t))
-        if entry is None or entry[0] is not t or entry[1] is not layout or entry[2] != t._version:
-            shape, dtype, device, index = layout
-            if t.shape != shape or t.dtype is not dtype or t.get_device() != index:
+        layout, array = self._fields[name]
+        entry = _CHECKED.get(id(t))  # _known(t, layout) inlined: most binds end here
+        if entry is None or entry[1] is not layout or entry[2] != t._version or entry[0]() is not t:
+            if self.empty:
+                return
+            if not _check(t, layout):
+                shape, dtype, device, index = layout
+                if t.shape == shape and t.dtype is dtype and t.get_device() == index:
+                    _check_contiguous(self._kernel_key, name, t)
                 raise ValueError(f"{self._kernel_key}: {name} must be a {dtype} tensor of shape {list(shape)} on "
                                  f"{device}; got {t.dtype} {list(t.shape)} on {t.device}")
-            if not t.is_contiguous():
-                _check_contiguous(self._kernel_key, name, t)
-            if len(_CHECKED) >= _CHECKED_MAX:
-                _CHECKED.clear()
-            _CHECKED[id(t)] = (t, layout, t._version)
         self.tensors[name] = t
-        self.pointers[name] = self._arrays[name].data = ptr
+        self.pointers[name] = array.data = ptr
 
     def set_arg(self, index: int, value) -> None:
         """Replace the scalar parameter ``index`` (0 is the struct; 1… are ``args``)."""
-        if self._direct is not None:
-            self._direct.set_arg(index, value)
-        elif not self.empty:
+        if not self.empty:
             self.cmd.set_param_at_index_from_ctype(index, value)
 
     def __call__(self) -> None:

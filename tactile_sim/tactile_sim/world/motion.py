@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import SceneError
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, unbind_checked
 from ..geometry.transforms import so3_log
 from .dynamics import InverseDynamics
 from .kinematics import Kinematics
@@ -31,6 +31,11 @@ from .tf_buffer import TFBuffer
 from .urdf import JointType
 
 Pose = tuple  # (rot [E, 3, 3] or [3, 3], pos [E, 3] or [3])
+
+OUTPUT_CHUNK_BYTES = 1 << 16
+"""The state tensors of up to ``OUTPUT_CHUNK_STEPS`` steps are allocated at once, in one buffer of at most this many
+bytes (at least one step)."""
+OUTPUT_CHUNK_STEPS = 32
 
 
 def _all_finite(t: torch.Tensor) -> bool:
@@ -197,7 +202,7 @@ class WorldModel:
             robot, tables["robot tensors"] = empty_robot_tables(self.dtype, self.device)
         tables["world tensors"] = {"continuous": self._continuous, "attach_link": self._attach_link,
                                    "offset_rot": self._off_rot, "offset_pos": self._off_pos}
-        # the state tensors are contiguous views of one fresh flat buffer per step: (shape, element offset)
+        # the state tensors of a step are contiguous views of its own flat output buffer: (shape, element offset)
         B = self.scene.n_links + len(self.scene.objects)
         n_mov = self.kinematics.n_movable if self.kinematics is not None else 0
         shapes = [(E, B, 3, 3), (E, B, 3), (E, B, 3), (E, B, 3), (E, n_mov), (E, n_mov)]
@@ -205,6 +210,8 @@ class WorldModel:
         self._out_size = int(offsets[-1])
         self._out_views = [(sh, torch.empty(sh).stride(), int(o)) for sh, o in zip(shapes, offsets)]
         item = torch.empty((), dtype=self.dtype).element_size()
+        self._chunk_steps = max(1, min(OUTPUT_CHUNK_STEPS, OUTPUT_CHUNK_BYTES // max(1, self._out_size * item)))
+        self._free_outputs: list[tuple[torch.Tensor, ...]] = []
         tables["world tensors"]["out_bytes"] = torch.tensor(offsets[:-1] * item, dtype=torch.int64, device=self.device)
         world = fill_struct(struct_types(self.dtype)[1], tables["world tensors"])
         world.n_links, world.n_bodies, world.pi = self.scene.n_links, B, math.pi
@@ -217,6 +224,16 @@ class WorldModel:
         launch = StructLaunch(WORLD_KERNELS[self.dtype], (E,), struct_types(self.dtype)[3], fields,
                               [robot, world, 0, 0, 1.0], self.device)
         return launch, tables
+
+    def _output_chunk(self) -> list[tuple[torch.Tensor, ...]]:
+        """Fresh outputs of the next steps, last step first: (flat buffer, rot, pos, lin, ang, qm, qdm) of each, views
+        of one new buffer (no step's outputs share memory with another's), remembered as checked by the launches."""
+        n, size = self._chunk_steps, self._out_size
+        chunk = torch.empty(n * size, device=self.device, dtype=self.dtype)
+        steps = zip(unbind_checked(chunk.view(n, size)), *(
+            unbind_checked(chunk.as_strided((n,) + shape, (size,) + stride, offset))
+            for shape, stride, offset in self._out_views))
+        return list(steps)[::-1]
 
     # ------------------------------------------------------------------ inputs
     def _tensor(self, x, tail: tuple[int, ...], what: str) -> torch.Tensor:
@@ -287,15 +304,13 @@ class WorldModel:
             launch.set_arg(3, 0)
         launch.bind("sampled_lin", sampled_lin)
         launch.bind("sampled_ang", sampled_ang)
-        flat = torch.empty(self._out_size, device=self.device, dtype=self.dtype)
+        if not self._free_outputs:
+            self._free_outputs = self._output_chunk()
+        flat, rot, pos, lin, ang, qm, qdm = self._free_outputs.pop()
         launch.bind("out", flat)
         launch()
-        views = self._out_views
-        rot, pos, lin, ang = (flat.as_strided(*views[0]), flat.as_strided(*views[1]), flat.as_strided(*views[2]),
-                              flat.as_strided(*views[3]))
-        qm = qdm = None
-        if self.kinematics is not None:
-            qm, qdm = flat.as_strided(*views[4]), flat.as_strided(*views[5])
+        if self.kinematics is None:
+            qm = qdm = None
         if twists:
             L = self.scene.n_links
             for k, (v, w) in twists.items():
