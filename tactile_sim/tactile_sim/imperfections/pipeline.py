@@ -32,8 +32,6 @@ stages are active.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import warp as wp
 
@@ -59,8 +57,8 @@ from .spec import SensorImperfections
 
 STAGE_RADIUS, STAGE_JITTER, STAGE_RANDOM_WALK, STAGE_NOISE = 1, 2, 3, 4
 STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
-_MAX_PHASES = 8
-"""Most launches recorded per branch kernel use (one per phase of the staging slots)."""
+_MAX_PHASES = 16
+"""Most launches recorded per branch kernel use (one per phase of the staging slots, i.e. per ring slot)."""
 
 _WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS = 1, 2, 4, 8, 16, 32, 64
 """Flags of the stages the branch kernel applies (:func:`_branch_loop`)."""
@@ -342,8 +340,10 @@ class MeasuredBranch:
         delays = [sp.delay_steps for sp in self.specs]
         jitters = [sp.jitter for sp in self.specs]
         has_jitter = any(j > 0 for j in jitters)
-        # one slot beyond the longest lag: the slot of the next evaluation (staging) is never a visible read
-        self._ring_len = max(delays) + (1 if has_jitter else 0) + 2
+        # one slot beyond the longest lag: the slot of the next evaluation (staging) is never a visible read; an
+        # even length, so that the phases of the ring are also those of the 2-slot ground truth
+        lag_slots = max(delays) + (1 if has_jitter else 0) + 2
+        self._ring_len = lag_slots + lag_slots % 2
         r = self._ring_len
         self._ring = torch.zeros((r, e, p, k), dtype=self.dtype, device=dev)
         self._ring_views = list(self._ring.unbind(0))
@@ -358,10 +358,19 @@ class MeasuredBranch:
         self._all_sensors = torch.ones((e, s), dtype=torch.bool, device=dev)
         self._reset_count = torch.zeros(e, dtype=torch.int64, device=dev)
         self._flags = any(sp.sample_validity for sp in self.specs)
-        if self._flags:
+        if self._flags:  # sample validity [E, S] of each ring slot; the latest slot's is also the ground truth's
             self._ring_valid = torch.ones((r, e, s), dtype=torch.bool, device=dev)
-            self._gt_sample_valid = torch.ones((e, s), dtype=torch.bool, device=dev)
+            self._ring_valid_views = list(self._ring_valid.unbind(0))
+        # per ring slot q (evaluations g ≡ q mod r): the staging pair of evaluation g and the warm ground-truth read
+        # of evaluation g (valid: the shared all-true mask, or the slot's sample validity)
+        self._staging_pairs = [(self._ring_views[q], self._gt_views[q % 2]) for q in range(r)]
+        self._warm_gt_reads = [(self._gt_views[q % 2], self._ring_valid_views[q] if self._flags
+                                else self._all_sensors) for q in range(r)]
         self._uniform_delay = None if has_jitter or len(set(delays)) > 1 else delays[0]
+        if self._uniform_delay is not None:  # the warm delayed read of each ring slot (see _current)
+            self._warm_reads = [((self._ring_views[q], self._ring_valid_views[q] if self._flags
+                                  else self._all_sensors), q, None if self._flags else self._all_envs)
+                                for q in range(r)]
         self._lag_stream = None
         if self._uniform_delay is None:
             d_s = torch.tensor(delays, dtype=torch.int64, device=dev)
@@ -413,13 +422,13 @@ class MeasuredBranch:
 
     def _build_launches(self) -> None:
         """Recorded launches of the branch kernel: stages 5–9 (:meth:`hardware`) and stages 5–11 with the commit
-        (:meth:`push_staged`), one per phase g mod lcm(ring length, 2) of the evaluation counter with x, y and gt
-        bound to that phase's staging slots (nothing to rebind per evaluation), or a single one rebound per
-        evaluation when the ring is long (more than :data:`_MAX_PHASES` phases)."""
+        (:meth:`push_staged`; none when no stage would change the staging buffers), one per phase g mod r (ring
+        length, even) of the evaluation counter with x, y and gt bound to that phase's staging slots (nothing to
+        rebind per evaluation), or a single one rebound per evaluation when the ring is long (more than
+        :data:`_MAX_PHASES` slots)."""
         e, n = self.n_envs, self.n_probes * self.channels
         chunk = CPU_CHUNK if self.device.type == "cpu" else 1
-        period = math.lcm(self._ring_len, 2)
-        phases = range(period) if period <= _MAX_PHASES else [1]
+        phases = range(self._ring_len) if self._ring_len <= _MAX_PHASES else [1]
 
         def record(fields: dict, flags: int) -> list[StructLaunch]:
             return [StructLaunch(_BRANCH_KERNELS[self.dtype], (e, -(-n // chunk)), _BRANCH_STRUCTS[self.dtype],
@@ -435,8 +444,8 @@ class MeasuredBranch:
             fields.update(contact=measured.contact, release=measured.release, latch_measured=measured.state,
                           latch_truth=truth.state)
             flags |= _LATCH
-        self._staged_flags = flags
-        self._staged_launches = record(fields, flags)
+        self._transformed = self._crosstalk is not None or self._hysteresis is not None
+        self._staged_launches = record(fields, flags) if flags or self._transformed else []
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -481,8 +490,8 @@ class MeasuredBranch:
         """(measured, ground truth) buffers ``[E, P, K]`` that the next :meth:`push` commits. A sensor may write its
         raw measured values and its ground truth here, pass the first to :meth:`hardware` (which then works in
         place) and both to push (which then copies nothing). Neither is a visible read before that push."""
-        g = self._count + 1
-        return self._ring_views[g % self._ring_len], self._gt_views[g % 2]
+        pairs = self._staging_pairs
+        return pairs[(self._count + 1) % len(pairs)]
 
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
@@ -506,11 +515,14 @@ class MeasuredBranch:
         return y
 
     def _phase_launch(self, launches: list[StructLaunch], g: int) -> StructLaunch:
-        """The launch of evaluation g with y and gt bound to its staging slots."""
+        """The launch of evaluation g with y and gt bound to its staging slots (x: as recorded or last bound on a
+        launch per phase, the measured staging slot on the single launch)."""
         if len(launches) > 1:
             return launches[g % len(launches)]
         launch = launches[0]
-        launch.bind("y", self._ring_views[g % self._ring_len])
+        y = self._ring_views[g % self._ring_len]
+        launch.bind("x", y)
+        launch.bind("y", y)
         launch.bind("gt", self._gt_views[g % 2])
         return launch
 
@@ -521,15 +533,13 @@ class MeasuredBranch:
         and become 0./1.) and the filler mask in one kernel launch, in place. Equivalent to
         ``push(hardware(transform(measured)), ground_truth)`` of the staging buffers (plus the latch)."""
         g = self._count + 1
-        transformed = self._crosstalk is not None or self._hysteresis is not None
-        if not transformed and not self._staged_flags:  # no stage would change the staging buffers
-            self._committed(g, None)
-            return
-        launch = self._phase_launch(self._staged_launches, g)
-        y = self._ring_views[g % self._ring_len]
-        launch.bind("x", self.transform(y).contiguous() if transformed else y)
-        launch.set_arg(1, g)
-        launch()
+        launches = self._staged_launches
+        if launches:  # none when no stage would change the staging buffers
+            launch = self._phase_launch(launches, g)
+            if self._transformed:  # otherwise x stays the measured staging slot, as recorded
+                launch.bind("x", self.transform(self._ring_views[g % self._ring_len]).contiguous())
+            launch.set_arg(1, g)
+            launch()
         self._committed(g, None)
 
     def push(
@@ -550,9 +560,11 @@ class MeasuredBranch:
         counter (each env's evaluations since its reset are g minus the counter at that reset), read cache and
         histories."""
         if self._flags:
-            flags = True if sample_valid is None else sample_valid
-            self._ring_valid[g % self._ring_len] = flags
-            self._gt_sample_valid[:] = flags
+            flags = self._ring_valid_views[g % self._ring_len]
+            if sample_valid is None:
+                flags.fill_(True)
+            else:
+                flags.copy_(sample_valid)
         self._count = g
         self._cache = None
         if self._hist_len:
@@ -579,52 +591,55 @@ class MeasuredBranch:
         return self._count
 
     def _current(self):
-        """Cached delayed read of the latest evaluation: (value [E, P, K], ring slot or None, valid [E] or None,
-        valid [E, S] or None) — exactly one validity form is set."""
-        if self._cache is not None:
-            return self._cache
+        """Cached delayed read of the latest evaluation: ((value [E, P, K], valid [E, S]), ring slot of value or
+        None, valid [E] shared by the batch's sensors or None)."""
+        if self._cache is None:
+            self._cache = self._delayed_read()
+        return self._cache
+
+    def _delayed_read(self):
+        """The delayed read of evaluation g = :attr:`evaluations` in the form of :meth:`_current`. Warm (no env
+        reset within the longest lag) with one delay d for every sensor it is slot (g − d) mod r of the ring with
+        its precomputed validity; otherwise the validity is computed per env (and gathered per sensor when the
+        lags differ)."""
         g = self._count
         warm = g - self._warm_from > self._max_lag
         if self._uniform_delay is not None:
             d = self._uniform_delay
             slot = (g - d) % self._ring_len
-            # n = g − reset_at evaluations since the reset, valid iff n > d
-            valid_env = self._all_envs if warm else self._reset_at < g - d
+            if warm:
+                return self._warm_reads[slot]
+            valid_env = self._reset_at < g - d  # n = g − reset_at evaluations since the reset, valid iff n > d
             if self._flags:
-                self._cache = (self._ring_views[slot], slot, None, valid_env[:, None] & self._ring_valid[slot])
-            else:
-                self._cache = (self._ring_views[slot], slot, valid_env, None)
+                return (self._ring_views[slot], valid_env[:, None] & self._ring_valid_views[slot]), slot, None
+            return (self._ring_views[slot], valid_env[:, None].expand(self.n_envs, len(self.specs))), slot, valid_env
+        if self._lag_stream is not None:
+            index, lag_s, slot_s = self._lag_stream[g]
         else:
-            if self._lag_stream is not None:
-                index, lag_s, slot_s = self._lag_stream[g]
-            else:
-                index, lag_s, slot_s = self._static_lags[g % self._ring_len]
-            valid = self._all_sensors if warm else (g - self._reset_at)[:, None] > lag_s
-            if self._flags:
-                valid = valid & torch.gather(self._ring_valid, 0, slot_s)[0]
-            self._cache = (torch.gather(self._ring, 0, index)[0], None, None, valid)
-        return self._cache
+            index, lag_s, slot_s = self._static_lags[g % self._ring_len]
+        valid = self._all_sensors if warm else (g - self._reset_at)[:, None] > lag_s
+        if self._flags:
+            flags = torch.gather(self._ring_valid, 0, slot_s)[0]
+            valid = flags if warm else valid & flags
+        return (torch.gather(self._ring, 0, index)[0], valid), None, None
 
     def read_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Delayed measured reads of the latest evaluation: value [E, P, K] (zeros where invalid), valid [E, S].
         Both may be views of internal buffers that later evaluations overwrite: consume or copy them at once (and
         never modify them)."""
-        value, _, valid_env, valid = self._current()
-        if valid is None:
-            valid = self._all_sensors if valid_env is self._all_envs else \
-                valid_env[:, None].expand(self.n_envs, len(self.specs))
-        return value, valid
+        return self._current()[0]
 
     def read_ground_truth_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Ground truth of the latest evaluation (never delayed): value [E, P, K] (a view of an internal buffer,
         as :meth:`read_batch`), valid [E, S]."""
-        if self._count > self._warm_from:
-            valid = self._all_sensors
-        else:
-            valid = (self._reset_at < self._count)[:, None].expand(self.n_envs, len(self.specs))
+        g = self._count
+        if g > self._warm_from:
+            reads = self._warm_gt_reads
+            return reads[g % len(reads)]
+        valid = (self._reset_at < g)[:, None].expand(self.n_envs, len(self.specs))
         if self._flags:
-            valid = valid & self._gt_sample_valid
-        return self._gt_views[self._count % 2], valid
+            valid = valid & self._ring_valid_views[g % self._ring_len]
+        return self._gt_views[g % 2], valid
 
     def read(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Measured read of sensor i: value [E, (H,) *layout, (K if K > 1)], valid [E] or [E, H] (H > 0: the last
@@ -633,22 +648,24 @@ class MeasuredBranch:
         with other reads (read it, do not modify it)."""
         if self._history_of[i]:
             return self._history(i, self._hist, self._hist_valid)
-        value, slot, valid_env, valid = self._current()
+        (value, valid), slot, valid_env = self._current()
         if slot is not None:
             shaped = self._ring_sensor_views[slot][i].clone()
         else:
             shaped = self._shaped(i, value[:, self.slices[i]])
-        return shaped, (valid_env if valid is None else valid[:, i])
+        # valid [E, S] may be a view of the ring's sample validity, which later evaluations overwrite
+        return shaped, (valid_env if valid_env is not None else valid[:, i].clone())
 
     def read_ground_truth(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Ground truth of sensor i, shaped as :meth:`read` (history of ground truth when H > 0); the caller's own
         tensor."""
         if self._history_of[i]:
             return self._history(i, self._gt_hist, self._gt_hist_valid)
-        valid = self._all_envs if self._count > self._warm_from else self._reset_at < self._count
+        g = self._count
+        valid = self._all_envs if g > self._warm_from else self._reset_at < g
         if self._flags:
-            valid = valid & self._gt_sample_valid[:, i]
-        return self._gt_sensor_views[self._count % 2][i].clone(), valid
+            valid = valid & self._ring_valid_views[g % self._ring_len][:, i]
+        return self._gt_sensor_views[g % 2][i].clone(), valid
 
     def _history(self, i: int, values: torch.Tensor, valids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         order = self._newest_first[self._count % self._hist_len][: self._history_of[i]]
@@ -696,7 +713,6 @@ class MeasuredBranch:
         self._fill_envs(self._reset_at, mask, self._count, env_axis=0)
         if self._flags:
             self._fill_envs(self._ring_valid, mask, True, env_axis=1)
-            self._fill_envs(self._gt_sample_valid, mask, True, env_axis=0)
         if self._latches is not None:
             for latch in self._latches:
                 latch.reset(mask)
