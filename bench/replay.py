@@ -78,7 +78,7 @@ def core_only(bag: Path, config) -> float:
     with open_bag(bag) as reader:
         events = list(BagInputs(reader).events())
     core = NodeCore(config, NodeParams(update_rate=RATE, viz_rate=0.0))
-    loop = RunLoop(core, lambda topic, log_ns, msg: None)
+    loop = RunLoop(core, lambda log_ns, items: None)
     start = time.perf_counter()
     for event in events:
         loop.feed(event)

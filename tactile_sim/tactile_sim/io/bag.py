@@ -9,7 +9,7 @@ stored in the bag (falling back to the standard Jazzy + tactile_sim_msgs types w
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from types import TracebackType
@@ -112,28 +112,50 @@ class BagWriter:
     def write(self, topic: str, stamp_ns: int, msg: Any) -> None:
         """Append ``msg`` (a message object of the topic's type, or a
         :class:`~.wire_message.WireMessage`) to ``topic`` with receive time ``stamp_ns`` (ns)."""
-        entry = self._topics.get(topic)
-        if entry is None:
-            raise ValueError(
-                f"BagWriter({str(self.path)!r}).write: unknown topic {topic!r}; "
-                f"added topics: {sorted(self._topics)}"
-            )
-        msgtype, channel = entry
-        if msg.__msgtype__ != msgtype:
-            raise ValueError(
-                f"BagWriter({str(self.path)!r}).write: topic {topic!r} has type {msgtype}; got a {msg.__msgtype__}"
-            )
+        self.write_all(stamp_ns, ((topic, msg),))
+
+    def write_all(self, stamp_ns: int, items: Sequence[tuple[str, Any]]) -> None:
+        """Append (topic, message) items, in order, that share the receive time ``stamp_ns`` (ns): what a node
+        publishes on one update. Raises ValueError (nothing of ``items`` written) for an undeclared topic or a
+        message of another type than its topic's."""
+        topics = self._topics
+        records = []
+        for topic, msg in items:
+            entry = topics.get(topic)
+            if entry is None:
+                raise ValueError(
+                    f"BagWriter({str(self.path)!r}).write: unknown topic {topic!r}; "
+                    f"added topics: {sorted(self._topics)}"
+                )
+            msgtype, channel = entry
+            if msg.__msgtype__ != msgtype:
+                raise ValueError(
+                    f"BagWriter({str(self.path)!r}).write: topic {topic!r} has type {msgtype}; got a "
+                    f"{msg.__msgtype__}"
+                )
+            records.append((channel, serialize_cdr(msg, msgtype)))
+        if not records:
+            return
         stamp_ns = int(stamp_ns)
-        data = serialize_cdr(msg, msgtype)
         if self._mcap is not None:
-            self._mcap.write(channel, stamp_ns, data)
-            self._counts[topic] += 1
+            self._mcap.write_all(stamp_ns, records)
             if stamp_ns < self._start:
                 self._start = stamp_ns
             if stamp_ns > self._end:
                 self._end = stamp_ns
         else:
-            self._writer.write(channel, stamp_ns, data)
+            for channel, data in records:
+                self._writer.write(channel, stamp_ns, data)
+            for topic, _ in items:
+                self._counts[topic] += 1
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Messages written per topic (every added topic)."""
+        if self._mcap is None:
+            return dict(self._counts)
+        per_channel = self._mcap.counts
+        return {topic: per_channel[channel] for topic, (_, channel) in self._topics.items()}
 
     def close(self) -> None:
         """Finish the bag (writes metadata.yaml). Further calls do nothing."""
@@ -141,6 +163,7 @@ class BagWriter:
             self._writer.close()
             self._writer = None
         if self._mcap is not None:
+            self._counts = self.counts
             info = _yaml(self._metadata())
             self._mcap.close("rosbag2", {"serialized_metadata": info.strip()})
             self._mcap = None
@@ -149,7 +172,8 @@ class BagWriter:
 
     def _metadata(self) -> dict[str, Any]:
         """The ``rosbag2_bagfile_information`` of metadata.yaml (version 9) of an MCAP bag."""
-        count = sum(self._counts.values())
+        counts = self.counts
+        count = sum(counts.values())
         start = self._start if count else 0
         duration = self._end - start if count else 0
         name = f"{self.path.name}.mcap"
@@ -164,7 +188,7 @@ class BagWriter:
                 {"topic_metadata": {"name": topic, "type": msgtype, "serialization_format": "cdr",
                                     "offered_qos_profiles": dump_qos_v9([self._qos[topic]]),
                                     "type_description_hash": type_hash(msgtype)},
-                 "message_count": self._counts[topic]}
+                 "message_count": counts[topic]}
                 for topic, (msgtype, _) in self._topics.items()
             ],
             "compression_format": "",

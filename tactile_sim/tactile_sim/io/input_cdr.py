@@ -59,12 +59,12 @@ class JointStateDecoder(_LittleEndianDecoder):
         sec, nanosec = _STAMP.unpack_from(data, 4)
         (size,) = _U32.unpack_from(data, 12)
         frame_id = data[16:16 + size - 1].decode()
-        pos = _aligned(16 + size, 4)
+        pos = aligned(16 + size, 4)
         names_start = pos
         (count,) = _U32.unpack_from(data, pos)
         pos += 4
         for _ in range(count):
-            pos = _aligned(pos, 4)
+            pos = aligned(pos, 4)
             (size,) = _U32.unpack_from(data, pos)
             pos += 4 + size
         block = data[names_start:pos]
@@ -72,11 +72,11 @@ class JointStateDecoder(_LittleEndianDecoder):
             self._names_bytes, self._names = block, _strings(data, names_start)
         arrays = []
         for _ in range(3):
-            pos = _aligned(pos, 4)
+            pos = aligned(pos, 4)
             (count,) = _U32.unpack_from(data, pos)
             pos += 4
             if count:
-                pos = _aligned(pos, 8)
+                pos = aligned(pos, 8)
             if pos + 8 * count > len(data):
                 raise struct.error(f"a float64 sequence of {count} values at byte {pos}")
             arrays.append(np.frombuffer(data, _F64, count, pos))
@@ -87,7 +87,7 @@ class JointStateDecoder(_LittleEndianDecoder):
         return WireMessage(self._cls, data, {}, fields)
 
 
-def _aligned(pos: int, size: int) -> int:
+def aligned(pos: int, size: int) -> int:
     """``pos`` (counted from the start of the bytes, the 4-byte encapsulation header included) rounded up to a
     multiple of ``size`` counted from the end of that header, as CDR aligns."""
     return 4 + ((pos - 4 + size - 1) & -size)
@@ -99,7 +99,7 @@ def _strings(data: bytes, pos: int) -> list[str]:
     pos += 4
     out = []
     for _ in range(count):
-        pos = _aligned(pos, 4)
+        pos = aligned(pos, 4)
         (size,) = _U32.unpack_from(data, pos)
         out.append(data[pos + 4:pos + 4 + size - 1].decode())
         pos += 4 + size
@@ -124,14 +124,14 @@ class TFMessageDecoder(_LittleEndianDecoder):
         pos = 8
         transforms = []
         for _ in range(count):
-            pos = _aligned(pos, 4)
+            pos = aligned(pos, 4)
             sec, nanosec = _STAMP.unpack_from(data, pos)
             (size,) = _U32.unpack_from(data, pos + 8)
             frame_id = data[pos + 12:pos + 12 + size - 1].decode()
-            pos = _aligned(pos + 12 + size, 4)
+            pos = aligned(pos + 12 + size, 4)
             (size,) = _U32.unpack_from(data, pos)
             child = data[pos + 4:pos + 4 + size - 1].decode()
-            pos = _aligned(pos + 4 + size, 8)
+            pos = aligned(pos + 4 + size, 8)
             x, y, z, qx, qy, qz, qw = _POSE.unpack_from(data, pos)
             pos += _POSE.size
             transforms.append(stamped(

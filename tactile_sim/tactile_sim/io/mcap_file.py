@@ -1,8 +1,9 @@
 """An MCAP file written directly (format: https://mcap.dev/spec, laid out as rosbag2 writes it), for bags that take
 thousands of messages per second from Python.
 
-A message costs one ``struct`` pack and a list extension (the open chunk is a list of byte strings, written out
-when it is closed); chunks hold about 1 MiB of records, uncompressed, each followed by its message indexes.
+A message costs one ``struct`` pack and a list extension (the open chunk is a list of byte strings, joined and
+written out in one call when it is closed); :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
+1 MiB of records, uncompressed, each followed by its message indexes.
 Schemas and channels are written into the chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
 the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
 indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0 ("not computed").
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 MAGIC = b"\x89MCAP0\r\n"
@@ -85,17 +87,37 @@ class McapFile:
 
     def write(self, channel_id: int, log_ns: int, data: bytes) -> None:
         """Append a message (publish time = log time, sequence 0) to the open chunk."""
+        self.write_all(log_ns, ((channel_id, data),))
+
+    def write_all(self, log_ns: int, messages: Iterable[tuple[int, bytes]]) -> None:
+        """Append (channel id, data) messages that share the log time ``log_ns`` (publish time = log time,
+        sequence 0) to the open chunk, in order; the chunk is closed after them once it holds more than
+        :data:`CHUNK_BYTES`."""
         size = self._chunk_size
-        self._index[channel_id].append((log_ns, size))
-        self._chunk += (_MESSAGE.pack(MESSAGE, 22 + len(data), channel_id, 0, log_ns, log_ns), data)
-        self._chunk_size = size + 31 + len(data)
-        self._counts[channel_id] += 1
+        start = size
+        chunk, index, pack = self._chunk, self._index, _MESSAGE.pack
+        for channel_id, data in messages:
+            index[channel_id].append((log_ns, size))
+            n = len(data)
+            chunk += (pack(MESSAGE, 22 + n, channel_id, 0, log_ns, log_ns), data)
+            size += 31 + n
+        if size == start:
+            return
+        self._chunk_size = size
         if log_ns < self._chunk_start:
             self._chunk_start = log_ns
         if log_ns > self._chunk_end:
             self._chunk_end = log_ns
-        if self._chunk_size > CHUNK_BYTES:
+        if size > CHUNK_BYTES:
             self._close_chunk()
+
+    @property
+    def counts(self) -> dict[int, int]:
+        """Messages written per channel id (every declared channel)."""
+        counts = dict(self._counts)
+        for channel_id, entries in self._index.items():
+            counts[channel_id] += len(entries)
+        return counts
 
     def _close_chunk(self) -> None:
         size = self._chunk_size
@@ -106,13 +128,14 @@ class McapFile:
         f = self._file
         chunk_offset = f.tell()
         head = struct.pack("<QQQI", start, end, size, 0) + _string("") + _U64.pack(size)
-        f.write(bytes([CHUNK]) + _U64.pack(len(head) + size) + head)
-        f.writelines(self._chunk)
+        self._chunk[:0] = (bytes([CHUNK]) + _U64.pack(len(head) + size) + head,)
+        f.write(b"".join(self._chunk))
         chunk_length = f.tell() - chunk_offset
         offsets = []
         for channel_id, entries in self._index.items():
+            self._counts[channel_id] += len(entries)
             offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            body = b"".join(struct.pack("<QQ", t, o) for t, o in entries)
+            body = struct.pack(f"<{2 * len(entries)}Q", *(v for entry in entries for v in entry))
             f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
         index_length = f.tell() - chunk_offset - chunk_length
         offset_map = b"".join(offsets)

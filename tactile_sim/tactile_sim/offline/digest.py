@@ -17,10 +17,15 @@ the summary table and the pictures.
 Messages of the other branch (measured by default; ``ground_truth=True`` takes only ground truth; LinkContact has
 one branch) and every other type are ignored. Times are header stamps in s. ``peak_index`` is the position of the
 kept message in the series.
+
+Taking a message only sorts it into its series; the series read the values they need when they reduce a chunk,
+straight from the CDR bytes of a :class:`~tactile_sim.io.wire_message.WireMessage` (what the node core returns)
+where the field sits at a fixed place (header stamp, LinkContact net force), else from the message's fields.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..io.encode import JOINT_STATE, LINK_CONTACT, TAXEL_ARRAY, THERMAL_GRID
+from ..io.input_cdr import aligned
 from ..io.markers import TAXEL_CHANNEL_PREFERENCE
-from ..io.stamps import time_msg_to_seconds
+from ..io.stamps import NS_PER_S, time_msg_to_seconds
 from ..world.urdf import JointType, RobotModel
 
 TOUCH_LEVEL = {"force": 0.05, "displacement": 1e-6, "depth": 1e-5, "contact": 0.5}
@@ -64,27 +70,76 @@ def sensor_of_topic(topic: str) -> str:
 CHUNK = 256
 """Messages a series holds before reducing them together (one numpy pass per chunk instead of per message)."""
 
+_STAMP = struct.Struct("<iI")
+_U32 = struct.Struct("<I")
+_VECTOR3 = struct.Struct("<3d")
+
+
+def _little_endian_cdr(msg: Any) -> bytes | None:
+    """The CDR bytes a message carries (a WireMessage's ``cdr``) when they are little endian, else None."""
+    cdr = getattr(msg, "cdr", None)
+    return cdr if cdr is not None and cdr[1] == 1 else None
+
+
+def header_seconds(msg: Any) -> float:
+    """Header stamp (s) of a message whose first field is a ``std_msgs/Header`` (every digested type): read at
+    bytes 4–12 of its CDR (after the encapsulation header) when it carries them, else from ``header.stamp``."""
+    cdr = _little_endian_cdr(msg)
+    if cdr is None:
+        return time_msg_to_seconds(msg.header.stamp)
+    sec, nanosec = _STAMP.unpack_from(cdr, 4)
+    return (sec * NS_PER_S + nanosec) / NS_PER_S
+
+
+def link_contact_force(msg: Any) -> tuple[float, float, float]:
+    """Net force (x, y, z) N of a ``LinkContact`` (``wrench.force``): from its CDR, where it follows the header's
+    stamp and the three strings frame_id, sensor_name, body_name (8-byte aligned), when it carries them."""
+    cdr = _little_endian_cdr(msg)
+    if cdr is None:
+        f = msg.wrench.force
+        return f.x, f.y, f.z
+    pos = 12
+    for _ in range(3):
+        pos = aligned(pos, 4)
+        pos += 4 + _U32.unpack_from(cdr, pos)[0]
+    return _VECTOR3.unpack_from(cdr, aligned(pos, 8))
+
 
 @dataclass(eq=False, kw_only=True)
 class _ChunkedSeries:
-    """What the taxel and thermal series share: message times, the peak message (its time and index into the
-    per-message lists) and the messages not yet reduced; :meth:`add` holds them back until a chunk is full, then the
-    series' ``flush`` reduces them."""
+    """What every series shares: message times and the messages not yet reduced; :meth:`add` holds them back
+    until a chunk is full, then the series' ``flush`` reduces them (with their header times)."""
 
     times: list[float] = field(default_factory=list)
-    peak_message: Any = None
-    peak_time: float = float("nan")
-    peak_index: int = 0
-    pending: list[tuple[float, Any]] = field(default_factory=list, repr=False)
+    pending: list[Any] = field(default_factory=list, repr=False)
 
-    def add(self, t: float, msg: Any) -> None:
-        self.pending.append((t, msg))
+    def add(self, msg: Any) -> None:
+        self.pending.append(msg)
         if len(self.pending) >= CHUNK:
             self.flush()
 
+    def flush(self) -> None:
+        """Reduce the pending messages."""
+        pending, self.pending = self.pending, []
+        if pending:
+            self._reduce_all(pending, [header_seconds(msg) for msg in pending])
+
+    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+        raise NotImplementedError
+
+
+@dataclass(eq=False, kw_only=True)
+class _PeakSeries(_ChunkedSeries):
+    """A chunked series that keeps one message worth drawing: the peak message, its time and its index into the
+    per-message lists."""
+
+    peak_message: Any = None
+    peak_time: float = float("nan")
+    peak_index: int = 0
+
 
 @dataclass(eq=False)
-class TaxelSeries(_ChunkedSeries):
+class TaxelSeries(_PeakSeries):
     """One taxel sensor over a run (see the module docstring); lists hold one entry per message once
     :meth:`flush` ran (:class:`RunDigest` flushes before handing its series out)."""
 
@@ -112,38 +167,38 @@ class TaxelSeries(_ChunkedSeries):
             return np.linalg.norm(values.reshape(len(values), n, 3), axis=2)
         return values.reshape(len(values), n)
 
-    def flush(self) -> None:
-        """Reduce the pending messages (runs of equal taxel count together)."""
-        pending, self.pending = self.pending, []
+    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+        """Reduce runs of equal taxel count together."""
+        counts = [len(msg.radii) for msg in items]
         start = 0
-        while start < len(pending):
-            n = len(pending[start][1].radii)
+        while start < len(items):
+            n = counts[start]
             stop = start + 1
-            while stop < len(pending) and len(pending[stop][1].radii) == n:
+            while stop < len(items) and counts[stop] == n:
                 stop += 1
-            self._reduce(pending[start:stop], n)
+            self._reduce(items[start:stop], times[start:stop], n)
             start = stop
 
-    def _reduce(self, items: list[tuple[float, Any]], n: int) -> None:
-        m = self._magnitudes(np.stack([np.asarray(getattr(msg, self.channel)) for _, msg in items]), n)
+    def _reduce(self, items: list[Any], times: list[float], n: int) -> None:
+        m = self._magnitudes(np.stack([np.asarray(getattr(msg, self.channel)) for msg in items]), n)
         if self.channel == "distance":
-            radii = np.stack([np.asarray(msg.radii, dtype=np.float64) for _, msg in items])
+            radii = np.stack([np.asarray(msg.radii, dtype=np.float64) for msg in items])
             load, peak = np.clip(radii - m, 0.0, None).sum(axis=1), m.min(axis=1)
             touch = (m < IN_RANGE * radii).any(axis=1)
         else:
             load, peak, touch = m.sum(axis=1), m.max(axis=1), (m > TOUCH_LEVEL[self.channel]).any(axis=1)
         best = int(np.argmax(load))
         if self.peak_message is None or load[best] > self.load[self.peak_index]:
-            self.peak_time, self.peak_message = items[best]
+            self.peak_time, self.peak_message = times[best], items[best]
             self.peak_index = len(self.load) + best
-        self.times += [t for t, _ in items]
+        self.times += times
         self.load += load.tolist()
         self.peak += peak.tolist()
         self.touch += touch.tolist()
 
 
 @dataclass(eq=False)
-class ThermalSeries(_ChunkedSeries):
+class ThermalSeries(_PeakSeries):
     """One TemperatureGrid over a run: min / mean / max grid temperature per message (°C) and the hottest message
     (lists complete once :meth:`flush` ran)."""
 
@@ -153,10 +208,9 @@ class ThermalSeries(_ChunkedSeries):
     t_mean: list[float] = field(default_factory=list)
     t_max: list[float] = field(default_factory=list)
 
-    def flush(self) -> None:
-        """Reduce the pending messages (one at a time: grids of a series may differ in size)."""
-        pending, self.pending = self.pending, []
-        for t, msg in pending:
+    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+        """One message at a time: grids of a series may differ in size."""
+        for t, msg in zip(times, items):
             temps = np.asarray(msg.temperatures, dtype=np.float64)
             hottest = float(temps.max())
             if self.peak_message is None or hottest > self.t_max[self.peak_index]:
@@ -168,22 +222,23 @@ class ThermalSeries(_ChunkedSeries):
 
 
 @dataclass(eq=False)
-class TorqueSeries:
-    """One JointTorque sensor over a run: joint names and efforts (messages × joints; N·m or N)."""
+class TorqueSeries(_ChunkedSeries):
+    """One JointTorque sensor over a run: joint names and efforts (messages × joints; N·m or N); the joints are
+    those of its first message (a message for other joints on the same topic does not belong to it)."""
 
     name: str
     topic: str
     joints: tuple[str, ...] = ()
-    times: list[float] = field(default_factory=list)
     efforts: list[np.ndarray] = field(default_factory=list)
 
-    def add(self, t: float, msg: Any) -> None:
-        names = tuple(msg.name)
-        if self.joints and names != self.joints:
-            return  # a message for other joints on the same topic does not belong to this series
-        self.joints = names
-        self.times.append(t)
-        self.efforts.append(np.asarray(msg.effort, dtype=np.float64).copy())
+    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+        for t, msg in zip(times, items):
+            names = tuple(msg.name)
+            if self.joints and names != self.joints:
+                continue
+            self.joints = names
+            self.times.append(t)
+            self.efforts.append(np.asarray(msg.effort, dtype=np.float64).copy())
 
     def effort_array(self) -> np.ndarray:
         """Efforts (messages, joints)."""
@@ -191,19 +246,17 @@ class TorqueSeries:
 
 
 @dataclass(eq=False)
-class ContactSeries:
+class ContactSeries(_ChunkedSeries):
     """One body of a ContactSensor over a run: |F| (N) of the net force and contact (|F| > 0) per message."""
 
     name: str
     body: str
     topic: str
-    times: list[float] = field(default_factory=list)
     force: list[float] = field(default_factory=list)
 
-    def add(self, t: float, msg: Any) -> None:
-        f = msg.wrench.force
-        self.times.append(t)
-        self.force.append(float(np.linalg.norm([f.x, f.y, f.z])))
+    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+        self.times += times
+        self.force += [float(np.linalg.norm(link_contact_force(msg))) for msg in items]
 
     @property
     def touch(self) -> list[bool]:
@@ -221,7 +274,6 @@ class RunDigest:
         self.ground_truth = ground_truth
         self._by_name: dict[str, Series] = {}
         self.robot_description: str | None = None
-        self.first_time: float | None = None
 
     def add(self, topic: str, log_ns: int, msg: Any) -> None:
         """Take one message (any type; the ones named in the module docstring are digested)."""
@@ -241,10 +293,7 @@ class RunDigest:
             if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
                 self.robot_description = str(msg.data)
             return
-        t = time_msg_to_seconds(msg.header.stamp)
-        if self.first_time is None or t < self.first_time:
-            self.first_time = t
-        series.add(t, msg)
+        series.add(msg)
 
     def _series(self, kind: str, topic: str, msg: Any) -> Series:
         series = self._by_name
@@ -268,9 +317,13 @@ class RunDigest:
     def series(self) -> dict[str, Series]:
         """Sensor (or sensor/body) → its series, every pending message reduced."""
         for s in self._by_name.values():
-            if isinstance(s, (TaxelSeries, ThermalSeries)):
-                s.flush()
+            s.flush()
         return self._by_name
+
+    @property
+    def first_time(self) -> float | None:
+        """Earliest header time of the digested messages, s (None before any)."""
+        return min((min(s.times) for s in self.series.values() if s.times), default=None)
 
     def of_type(self, cls: type) -> list:
         """The series of one class, in the order their sensors first appeared."""

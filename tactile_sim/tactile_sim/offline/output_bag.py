@@ -9,8 +9,7 @@ topics (and ``rviz/demo.rviz`` shows either). ``/tf_static`` and ``/robot_descri
 from __future__ import annotations
 
 import shutil
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -52,7 +51,7 @@ class OutputBag:
 
     node_name: the namespace of ``~/`` topics. overwrite: replace an existing bag at that place (see
     :func:`clear_old_bag`); otherwise an existing path raises FileExistsError. on_write(topic, log_ns, msg) is called
-    after every write with the resolved topic. ``counts`` holds the messages written per topic.
+    after every write with the resolved topic, message by message. ``counts`` holds the messages written per topic.
     """
 
     def __init__(self, path: str | Path, *, node_name: str, overwrite: bool = False,
@@ -65,8 +64,8 @@ class OutputBag:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.node_name = node_name
         self.on_write = on_write
-        self.counts: Counter[str] = Counter()
         self._names: dict[str, str] = {}
+        """topic as given → resolved name, for every topic declared in the bag"""
         self._writer = BagWriter(self.path, self.storage)
 
     @property
@@ -74,21 +73,41 @@ class OutputBag:
         """The storage file inside the bag directory (what Foxglove opens)."""
         return self.path / f"{self.path.name}.{'db3' if self.storage == 'sqlite3' else 'mcap'}"
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Messages written per (resolved) topic."""
+        return self._writer.counts
+
     def resolve(self, topic: str) -> str:
         """``~/x`` → ``/<node_name>/x``; absolute names unchanged."""
         return f"/{self.node_name}/{topic[2:]}" if topic.startswith("~/") else topic
 
     def write(self, topic: str, log_ns: int, msg: Any) -> None:
         """Append ``msg`` on ``topic`` (node-relative or absolute) with bag (receive) time ``log_ns``."""
-        name = self._names.get(topic)
-        if name is None:
-            name = self._names[topic] = self.resolve(topic)
-        if name not in self.counts:
-            self._writer.add_topic(name, msg.__msgtype__, qos_profile(transient_local=name in LATCHED_TOPICS))
-        self._writer.write(name, log_ns, msg)
-        self.counts[name] += 1
+        self.write_all(log_ns, ((topic, msg),))
+
+    def write_all(self, log_ns: int, items: Sequence[tuple[str, Any]]) -> None:
+        """Append (topic, message) items (topics node-relative or absolute) that share the bag (receive) time
+        ``log_ns``, in order: one update's messages."""
+        names = self._names
+        resolved = []
+        for topic, msg in items:
+            name = names.get(topic)
+            if name is None:
+                name = self._declare(topic, msg)
+            resolved.append((name, msg))
+        self._writer.write_all(log_ns, resolved)
         if self.on_write is not None:
-            self.on_write(name, log_ns, msg)
+            for name, msg in resolved:
+                self.on_write(name, log_ns, msg)
+
+    def _declare(self, topic: str, msg: Any) -> str:
+        """Add the topic (of ``msg``'s type) to the bag on its first message; returns its resolved name."""
+        name = self.resolve(topic)
+        if name not in self._writer.counts:
+            self._writer.add_topic(name, msg.__msgtype__, qos_profile(transient_local=name in LATCHED_TOPICS))
+        self._names[topic] = name
+        return name
 
     def close(self) -> None:
         """Finish the bag (metadata.yaml)."""

@@ -24,6 +24,12 @@ class ClockProgress:
                          bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} s simulated "
                                     "[{elapsed}<{remaining}]")
 
+    @property
+    def active(self) -> bool:
+        """False when nothing is shown (not enabled, or stderr is not a terminal): :meth:`update` need not be
+        called."""
+        return not self._bar.disable
+
     def update(self, t_ns: int) -> None:
         """Set the bar to run time t_ns (ns)."""
         if self.start_ns is None:

@@ -66,8 +66,9 @@ def tick_time_ns(t0_ns: int, k: int, rate: float) -> int:
     return t0_ns + round(k * NS_PER_S / rate)
 
 
-Writer = Callable[[str, int, Any], None]
-"""(topic, receive time ns, message) → None: where the loop's messages go (``OutputBag.write``)."""
+Writer = Callable[[int, list[tuple[str, Any]]], None]
+"""(receive time ns, [(topic, message), ...]) → None: where the loop's messages go, those of one tick (or one
+copied input) in one call (``OutputBag.write_all``)."""
 
 
 class RunLoop:
@@ -148,7 +149,7 @@ class RunLoop:
             raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
         self.stats.inputs[event.kind] = self.stats.inputs.get(event.kind, 0) + 1
         if self.copy_inputs:
-            self.write(event.topic, event.log_ns, msg)
+            self.write(event.log_ns, [(event.topic, msg)])
 
     # ------------------------------------------------------------------ ticks
     def _start_line(self, t0: int) -> None:
@@ -166,15 +167,15 @@ class RunLoop:
         outputs = self.core.update(t)
         log_ns = max(self._last_out, self._receive + (t - self._clock))
         self._last_out = log_ns
-        for topic, msg in outputs:
-            self.write(topic, log_ns, msg)
-        if self.markers_every and self._k % self.markers_every == 0:
-            markers = self.core.markers()
-            if markers is not None:
-                self.write(MARKERS_TOPIC, log_ns, markers)
         stats = self.stats
         stats.ticks += 1
         stats.productive_ticks += bool(outputs)
+        if self.markers_every and self._k % self.markers_every == 0:
+            markers = self.core.markers()
+            if markers is not None:
+                outputs = [*outputs, (MARKERS_TOPIC, markers)]
+        if outputs:
+            self.write(log_ns, outputs)
         self._k += 1
         if self.on_tick is not None:
             self.on_tick(t)
