@@ -184,11 +184,14 @@ class WorldModel:
         # staging buffers of host joint inputs (positions, velocities), and their NumPy views on a CPU model
         self._staging = (torch.zeros(E, n_act, **f), torch.zeros(E, n_act, **f))
         self._staging_np = tuple(x.numpy() for x in self._staging) if self.device.type == "cpu" else None
+        # finite check of a host staging buffer: x·0 is 0 for finite x, NaN once any value is NaN or ±inf
+        self._staging_flat = tuple(x.reshape(-1) for x in self._staging_np) if self._staging_np else None
+        self._zero_np = np.zeros(E * n_act, dtype=self._staging_np[0].dtype) if self._staging_np else None
         self._joint_pos_what = f"joint_pos (actuated joints {list(robot.actuated_joint_names) if robot else []})"
         self._t_last = -math.inf
         self._zero_twists = torch.zeros(E, 1 + O, 3, **f)
         self._launch, self._tables = self._record_launch()
-        self._args = [0, 0, 1.0]  # (sample, velocity_given, dt) as last set on the launch
+        self._args = (0, 0, 1.0)  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
 
     def _record_launch(self) -> tuple[StructLaunch, dict]:
@@ -202,7 +205,8 @@ class WorldModel:
             robot, tables["robot tensors"] = empty_robot_tables(self.dtype, self.device)
         tables["world tensors"] = {"continuous": self._continuous, "attach_link": self._attach_link,
                                    "offset_rot": self._off_rot, "offset_pos": self._off_pos}
-        # the state tensors of a step are contiguous views of its own flat output buffer: (shape, element offset)
+        # the state tensors of a step are contiguous views of its own slot of an output chunk: (shape, strides,
+        # element offset in the slot)
         B = self.scene.n_links + len(self.scene.objects)
         n_mov = self.kinematics.n_movable if self.kinematics is not None else 0
         shapes = [(E, B, 3, 3), (E, B, 3), (E, B, 3), (E, B, 3), (E, n_mov), (E, n_mov)]
@@ -211,28 +215,30 @@ class WorldModel:
         self._out_views = [(sh, torch.empty(sh).stride(), int(o)) for sh, o in zip(shapes, offsets)]
         item = torch.empty((), dtype=self.dtype).element_size()
         self._chunk_steps = max(1, min(OUTPUT_CHUNK_STEPS, OUTPUT_CHUNK_BYTES // max(1, self._out_size * item)))
-        self._free_outputs: list[tuple[torch.Tensor, ...]] = []
+        self._free_outputs: list[tuple] = []
         tables["world tensors"]["out_bytes"] = torch.tensor(offsets[:-1] * item, dtype=torch.int64, device=self.device)
         world = fill_struct(struct_types(self.dtype)[1], tables["world tensors"])
         world.n_links, world.n_bodies, world.pi = self.scene.n_links, B, math.pi
+        world.slot_bytes = self._out_size * item
         tables.update(robot=robot, world=world)
         fields = {"q_in": self._staging[0], "qd_in": self._staging[1], "q": self._q, "qd": self._qd,
                   "q_prev": self._q_prev,
                   "sample_ok": self._sample_ok, "root_rot": self._root_rot, "root_pos": self._root_pos,
                   "object_rot": self._obj_rot, "object_pos": self._obj_pos, "sampled_lin": self._zero_twists,
-                  "sampled_ang": self._zero_twists, "out": torch.empty(self._out_size, **f)}
+                  "sampled_ang": self._zero_twists, "out": torch.empty(self._chunk_steps * self._out_size, **f)}
         launch = StructLaunch(WORLD_KERNELS[self.dtype], (E,), struct_types(self.dtype)[3], fields,
-                              [robot, world, 0, 0, 1.0], self.device)
+                              [robot, world, 0, 0, 1.0, 0], self.device)
         return launch, tables
 
-    def _output_chunk(self) -> list[tuple[torch.Tensor, ...]]:
-        """Fresh outputs of the next steps, last step first: (flat buffer, rot, pos, lin, ang, qm, qdm) of each, views
-        of one new buffer (no step's outputs share memory with another's), remembered as checked by the launches."""
+    def _output_chunk(self) -> list[tuple]:
+        """Bind a new output chunk to the launch; return the outputs of the next steps, last step first: (slot, rot,
+        pos, lin, ang, qm, qdm) of each, views of the slot (no step's outputs share memory with another's),
+        remembered as checked by the launches."""
         n, size = self._chunk_steps, self._out_size
         chunk = torch.empty(n * size, device=self.device, dtype=self.dtype)
-        steps = zip(unbind_checked(chunk.view(n, size)), *(
-            unbind_checked(chunk.as_strided((n,) + shape, (size,) + stride, offset))
-            for shape, stride, offset in self._out_views))
+        self._launch.bind("out", chunk)
+        steps = zip(range(n), *(unbind_checked(chunk.as_strided((n,) + shape, (size,) + stride, offset))
+                                for shape, stride, offset in self._out_views))
         return list(steps)[::-1]
 
     # ------------------------------------------------------------------ inputs
@@ -250,17 +256,15 @@ class WorldModel:
     def _staged(self, x, slot: int, what: str) -> torch.Tensor:
         """A checked joint vector [E, n_act] for the launch: host arrays (NumPy, lists) of a CPU model are copied
         into the staging buffer ``slot`` (0: positions, 1: velocities) with NumPy, other inputs as :meth:`_tensor`."""
-        staging = self._staging_np[slot] if self._staging_np is not None else None
-        if staging is None or isinstance(x, torch.Tensor):
-            return self._tensor(x, staging.shape[1:] if staging is not None else (self.kinematics.n_actuated,),
-                                what).contiguous()
+        if self._staging_np is None or isinstance(x, torch.Tensor):
+            return self._tensor(x, (self.kinematics.n_actuated,), what).contiguous()
+        staging = self._staging_np[slot]
         a = np.asarray(x)
-        tail = staging.shape[1:]
-        if a.shape != tail and a.shape != staging.shape:
-            raise ValueError(f"WorldModel.update: {what} must have shape {list(tail)} or {list(staging.shape)}; "
-                             f"got {list(a.shape)}")
+        if a.shape != staging.shape and a.shape != staging.shape[1:]:
+            raise ValueError(f"WorldModel.update: {what} must have shape {list(staging.shape[1:])} or "
+                             f"{list(staging.shape)}; got {list(a.shape)}")
         staging[...] = a
-        if self.check_finite and not np.isfinite(staging).all():
+        if self.check_finite and self._staging_flat[slot].dot(self._zero_np) != 0:
             raise ValueError(f"WorldModel.update: {what} contains non-finite values (NaN or inf)")
         return self._staging[slot]
 
@@ -300,14 +304,13 @@ class WorldModel:
         if joints is not None:
             self._joint_sample(t, *joints)
         elif self._args[0] != 0:
-            self._args[0] = 0
-            launch.set_arg(3, 0)
+            self._set_args(0, *self._args[1:])
         launch.bind("sampled_lin", sampled_lin)
         launch.bind("sampled_ang", sampled_ang)
         if not self._free_outputs:
             self._free_outputs = self._output_chunk()
-        flat, rot, pos, lin, ang, qm, qdm = self._free_outputs.pop()
-        launch.bind("out", flat)
+        slot, rot, pos, lin, ang, qm, qdm = self._free_outputs.pop()
+        launch.set_arg(6, slot)
         launch()
         if self.kinematics is None:
             qm = qdm = None
@@ -318,12 +321,11 @@ class WorldModel:
                 ang[:, L + k] = w
 
         self._t_last = t
-        self.state = WorldState(
-            t=t, rot=rot, pos=pos, lin_vel=lin, ang_vel=ang, joint_pos=qm, joint_vel=qdm,
-            joint_acc=None if self._qdd is None else self.kinematics.movable_rates(self._qdd),
-            joint_vel_measured=self._qd_measured,
-            joint_stamp=None if math.isnan(self._j1) else self._j1,
-        )
+        # positional (t, rot, pos, lin_vel, ang_vel, joint_pos, joint_vel, joint_acc, joint_vel_measured,
+        # joint_stamp): a third of the keyword call's cost
+        self.state = WorldState(t, rot, pos, lin, ang, qm, qdm,
+                                None if self._qdd is None else self.kinematics.movable_rates(self._qdd),
+                                self._qd_measured, None if math.isnan(self._j1) else self._j1)
         return self.state
 
     def _object_twists(self, object_twists: Mapping[str, Pose]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
@@ -360,12 +362,19 @@ class WorldModel:
         if qd is not None:
             launch.bind("qd_in", qd)
         dt = self._j1 - self._j0
-        args = [1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0]
-        if args != self._args:
-            for i, (a, b) in enumerate(zip(args, self._args)):
-                if a != b:
-                    launch.set_arg(3 + i, a)
-            self._args = args
+        self._set_args(1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0)
+
+    def _set_args(self, sample: int, velocity_given: int, dt: float):
+        """Set the scalar arguments of the world-update launch (only those that changed)."""
+        last = self._args
+        set_arg = self._launch.set_arg
+        if sample != last[0]:
+            set_arg(3, sample)
+        if velocity_given != last[1]:
+            set_arg(4, velocity_given)
+        if dt != last[2]:
+            set_arg(5, dt)
+        self._args = (sample, velocity_given, dt)
 
     def _pose_samples(self, t: float, root_pose: Pose | None,
                       object_poses: Mapping[str, Pose] | None) -> tuple[torch.Tensor, torch.Tensor]:

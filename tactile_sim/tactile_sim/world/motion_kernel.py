@@ -17,8 +17,8 @@ World update (:class:`.motion.WorldModel`): a joint sample is stored (the previo
 differs), the actuated joint velocities are the caller's or the backward difference of the two samples (continuous
 joints wrapped to (−π, π]; zero where an env has fewer than two samples), then the robot links move from the root
 pose and root twist, and every object is either carried by its link (pose link ∘ offset,
-v = v_l + ω_l × (o − o_l), ω = ω_l) or takes its held pose and its sampled twist. The outputs go to one flat
-buffer per step (the caller's state tensors are fresh every step).
+v = v_l + ω_l × (o − o_l), ω = ω_l) or takes its held pose and its sampled twist. The outputs of a step go to
+their own slot of a buffer (the caller's state tensors are fresh every step).
 
 Launched through :class:`..geometry.struct_launch.StructLaunch`; generic over float32 / float64.
 """
@@ -47,7 +47,7 @@ def _struct_types(scalar, vec, mat):
         "mimic_source": i32, "mimic_multiplier": arr(scalar), "mimic_offset": arr(scalar)})
     world = _struct(f"WorldTables_{suffix}", {
         "n_links": int, "n_bodies": int, "pi": scalar, "continuous": i32, "attach_link": i32, "offset_rot": arr(mat),
-        "offset_pos": arr(vec), "out_bytes": wp.array(dtype=wp.uint64)})
+        "offset_pos": arr(vec), "out_bytes": wp.array(dtype=wp.uint64), "slot_bytes": wp.uint64})
     outputs = {"rot": arr2(mat), "pos": arr2(vec), "lin": arr2(vec), "ang": arr2(vec)}
     kin_call = _struct(f"KinematicsCall_{suffix}", {
         "q": arr2(scalar), "qd": arr2(scalar), "root_rot": arr(mat), "root_pos": arr(vec), "root_lin": arr(vec),
@@ -125,19 +125,21 @@ def _kinematics_kernel(call: Any, robot: Any, movable_input: int):
 
 
 @wp.kernel(enable_backward=False)
-def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given: int, dt: Any):
+def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given: int, dt: Any, slot: int):
     """sample: 0 none (the stored joints are held), 1 a sample with a new stamp, 2 a sample with the stamp of the
     stored one (it replaces it); velocity_given: qd_in holds the caller's joint velocities; dt: stamp difference
-    of the two stored samples, s (any value where there is no previous sample).
+    of the two stored samples, s (any value where there is no previous sample); slot: where in ``call.out`` the
+    outputs go.
 
-    The outputs share one flat buffer ``call.out``: rot [E, B] (3×3), pos, lin, ang [E, B] (3), qm, qdm [E, n_mov],
-    each contiguous, starting at the byte offsets ``world.out_bytes``."""
+    The outputs of a step share slot ``slot`` of the buffer ``call.out`` (``world.slot_bytes`` bytes each): rot
+    [E, B] (3×3), pos, lin, ang [E, B] (3), qm, qdm [E, n_mov], each contiguous, starting at the byte offsets
+    ``world.out_bytes`` within the slot."""
     e = wp.tid()
     n_act = call.q.shape[1]
     n_envs = call.q.shape[0]
     n_bodies = world.n_bodies
     n_mov = robot.axis.shape[0]
-    base = call.out.ptr
+    base = call.out.ptr + wp.uint64(slot) * world.slot_bytes
     rot = wp.array(ptr=base + world.out_bytes[0], shape=(n_envs, n_bodies), dtype=type(call.root_rot[0]))
     pos = wp.array(ptr=base + world.out_bytes[1], shape=(n_envs, n_bodies), dtype=type(call.root_pos[0]))
     lin = wp.array(ptr=base + world.out_bytes[2], shape=(n_envs, n_bodies), dtype=type(call.root_pos[0]))
@@ -196,7 +198,7 @@ KINEMATICS_KERNELS = {dt: wp.overload(_kinematics_kernel, {"call": _STRUCTS[dt][
 WORLD_KERNELS = {dt: wp.overload(_world_kernel, {"call": _STRUCTS[dt][3], "robot": _STRUCTS[dt][0],
                                                  "world": _STRUCTS[dt][1], "dt": _WP_TYPES[dt][0]})
                  for dt in _STRUCTS}
-"""The world-update kernel ``(call, robot, world, sample, velocity_given, dt)`` over (E,) by working dtype."""
+"""The world-update kernel ``(call, robot, world, sample, velocity_given, dt, slot)`` over (E,) by working dtype."""
 
 
 def struct_types(dtype: torch.dtype) -> tuple:
