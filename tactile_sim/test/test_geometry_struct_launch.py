@@ -1,12 +1,15 @@
 """StructLaunch: rebinding by data pointer never runs a launch on stale or wrongly shaped tensors, checks a tensor
 once across launches without trusting it after an in-place change of its layout, and replays scalar arguments."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 import warp as wp
 
 from helpers_scenes import grid_layout, make_suite
-from tactile_sim.geometry.struct_launch import StructLaunch
+from tactile_sim.geometry.struct_launch import StructLaunch, unbind_checked
 from tactile_sim.world.state import WorldState
 
 R = 0.002
@@ -110,6 +113,49 @@ def test_a_tensor_checked_for_one_layout_is_checked_against_another():
     launch.bind("a", t)
     with pytest.raises(ValueError, match="b must be"):
         launch.bind("b", t)
+
+
+def test_unbind_checked_slices_bind_and_are_still_checked_after_a_layout_change():
+    """Slices remembered as checked bind into any launch of their layout and give their own results; a slice whose
+    layout was changed in place since, or a slice of another layout, is rejected; non-contiguous slices are not
+    vouched for."""
+    x0 = torch.zeros(1, 4, 3, dtype=torch.float64)
+    launch = _launch(x0, torch.zeros_like(x0))
+    rows = torch.arange(3 * 12, dtype=torch.float64).reshape(3, 1, 4, 3)
+    slices = unbind_checked(rows)
+    outs = [torch.empty_like(x0) for _ in slices]
+    for x, y in zip(slices, outs):
+        launch.bind("x", x)
+        launch.bind("y", y)
+        launch()
+    for k, y in enumerate(outs):
+        torch.testing.assert_close(y, 2 * rows[k], rtol=0, atol=0)
+    slices[1].transpose_(1, 2)
+    with pytest.raises(ValueError, match="x must be"):
+        launch.bind("x", slices[1])
+    with pytest.raises(ValueError, match="x must be"):
+        launch.bind("x", unbind_checked(torch.zeros(2, 1, 5, 3, dtype=torch.float64))[0])
+    strided = unbind_checked(torch.zeros(2, 1, 3, 4, dtype=torch.float64).transpose(2, 3))  # [1, 4, 3] slices
+    with pytest.raises(ValueError, match="x must be contiguous"):
+        launch.bind("x", strided[0])
+
+
+def test_checked_tensors_are_not_kept_alive_and_new_tensors_are_checked():
+    """The table of checked tensors holds no tensor alive; a new tensor (possibly at the id of a dead one) is
+    checked anew."""
+    x0 = torch.zeros(1, 4, 3, dtype=torch.float64)
+    launch = _launch(x0, torch.zeros_like(x0))
+    x = torch.ones(1, 4, 3, dtype=torch.float64)
+    ref = weakref.ref(x)
+    launch.bind("x", x)
+    launch.bind("x", x0)
+    del x
+    gc.collect()
+    assert ref() is None
+    for _ in range(3):
+        launch.bind("x", torch.ones(1, 4, 3, dtype=torch.float64))  # freed at once: its id may be reused next
+        with pytest.raises(ValueError, match="x must be"):
+            launch.bind("x", torch.ones(1, 5, 3, dtype=torch.float64))
 
 
 def test_scalar_arguments_set_after_recording_apply():

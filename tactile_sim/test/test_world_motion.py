@@ -330,6 +330,24 @@ def test_earlier_states_stay_valid():
         assert not torch.equal(getattr(s1, k), x)
 
 
+def test_states_kept_across_output_chunks_stay_valid():
+    """The state tensors of many steps are allocated together; states kept over more steps than one allocation
+    holds keep their values and own memory, and each equals the state of a fresh model at the same input."""
+    from tactile_sim.world.motion import OUTPUT_CHUNK_STEPS
+
+    robot = tree_robot()
+    wm = WorldModel(Scene(robot), n_envs=2, dtype=F64)
+    qs = [np.full(robot.n_actuated, 0.01 * i) for i in range(2 * OUTPUT_CHUNK_STEPS + 3)]
+    states = [wm.update(0.1 * i, joint_pos=q, joint_vel=q) for i, q in enumerate(qs)]
+    names = ("rot", "pos", "lin_vel", "ang_vel", "joint_pos", "joint_vel")
+    pointers = {getattr(s, k).data_ptr() for s in states for k in names}
+    assert len(pointers) == len(states) * len(names)
+    for i in (0, OUTPUT_CHUNK_STEPS - 1, OUTPUT_CHUNK_STEPS, len(qs) - 1):
+        ref = WorldModel(Scene(robot), n_envs=2, dtype=F64).update(0.0, joint_pos=qs[i], joint_vel=qs[i])
+        for k in names:
+            assert torch.equal(getattr(states[i], k), getattr(ref, k)), (i, k)
+
+
 def test_numpy_and_tensor_joint_inputs_agree():
     """A host array (staged with NumPy, f32 model) and the same values as a tensor give identical states."""
     robot = tree_robot()
