@@ -10,6 +10,17 @@ sd). Such shapes are dropped from the cell's candidate row before the per-sample
 is skipped whole. Meshes stay candidates (:func:`~.geometry.query.nearest_shape` still culls them per sample by their
 bounding spheres). Results are those of :func:`~.geometry.query.nearest_shape` over the full candidate row.
 
+Primitives are convex, and the signed distance of a convex set is a convex function: with g the gradient that the
+primitive's query returns at the cell centre (a subgradient; a unit vector), sd(x) ≥ sd(c) + g·(x − c) for every x.
+When a cell keeps exactly one candidate shape and it is a primitive, this support plane (lowered by the cell test's
+round-off margin and 2 :data:`~..constants.EPS_LEN` for the fallback direction the queries return within EPS_LEN of a
+centre or an axis) is tested per sample before the query: a sample whose plane bound exceeds its cutoff cannot touch
+the shape and is skipped, as its query would report "none". The query then runs only for the samples near the
+contact patch (on a flat face against a curved body the plane removes most of a touching cell's samples). Likewise,
+when a block keeps exactly one primitive, a cell whose whole sphere lies above the block's support plane by more than
+the cell's cutoff is skipped before its own exact test. Either bound only skips what the query would not report, so
+results and their summation order are unchanged.
+
 On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block (:class:`.body_samples.SampleCells`) and owns
 two rows of ``cell_mask`` [2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding
 sphere), and the shapes of the current cell, tested among those; on CUDA (``cell_cull`` = 0, one sample per cell)
@@ -23,22 +34,27 @@ from typing import Any
 import torch
 import warp as wp
 
+from ..constants import EPS_LEN
 from ..geometry.query import nearest_shape, sphere_may_hit, tables_type
 from ..geometry.sdf_funcs import primitive_sd
 
 
 @wp.func
-def primitive_may_hit(center: Any, radius: Any, cut: Any, e: int, s: int, world_rot: wp.array2d(dtype=Any),
-                      world_pos: wp.array2d(dtype=Any), tables: Any):
-    """False only when primitive shape s (env e) has sd > ``cut`` at every point within ``radius`` of world point
-    ``center`` (exact distance at the centre minus the radius, with the query's round-off margin); True for
-    meshes."""
+def primitive_bound(center: Any, radius: Any, cut: Any, e: int, s: int, world_rot: wp.array2d(dtype=Any),
+                    world_pos: wp.array2d(dtype=Any), tables: Any):
+    """Cull test of shape s (env e) for the points within ``radius`` of world point ``center``: ``(keep, h, g)``.
+    keep is False only when primitive s has sd > ``cut`` at every such point (exact distance at the centre minus the
+    radius, with the query's round-off margin); True for meshes. (h, g) is the support plane of a primitive,
+    sd(x) ≥ h + g·(x − center) for every x (g world, unit; h the centre's sd lowered by the margin and 2 EPS_LEN);
+    h = −inf for a mesh (no bound)."""
+    zero = type(cut)(0.0)
     if tables.shape_mesh[s] >= 0:
-        return True
-    p = wp.transpose(world_rot[e, s]) @ (center - world_pos[e, s])
+        return True, -type(cut)(wp.inf), type(center)(zero, zero, zero)
+    rot = world_rot[e, s]
+    p = wp.transpose(rot) @ (center - world_pos[e, s])
     sd, grad, closest = primitive_sd(tables.shape_kind[s], tables.shape_size[s], p)
     margin = tables.round_off * (wp.length(center) + wp.length(p) + radius + wp.abs(cut) + wp.abs(sd))
-    return not sd - radius > cut + margin
+    return not sd - radius > cut + margin, sd - margin - type(cut)(2.0 * EPS_LEN), rot @ grad
 
 
 def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
@@ -55,12 +71,15 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
         rl = call.body_rot[e, link]
         ol = call.body_pos[e, link]
         exact = call.group_exact[g]
-        if not sphere_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k], e, g, exact,
-                              0, call.group_shape_mask, call.world_center, tables):
+        block_center = rl @ call.block_center[k] + ol
+        if not sphere_may_hit(block_center, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
+                              call.group_shape_mask, call.world_center, tables):
             return
         per_cell = call.cell_cull[0] != 0
         row = g
         block_row = g
+        block_h = -type(call.block_radius[k])(wp.inf)  # support plane of the block's single kept shape (−inf: none)
+        block_g = block_center - block_center
         if per_cell:  # the thread's two rows: shapes that may reach the block, then the current cell
             block_row = 2 * (e * call.block_group.shape[0] + k)
             row = block_row + 1
@@ -68,36 +87,54 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
             for s in range(call.group_shape_mask.shape[1]):
                 keep = False
                 if call.group_shape_mask[g, s]:
-                    keep = primitive_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k],
-                                             e, s, call.world_rot, call.world_pos, tables)
+                    keep, h, n = primitive_bound(block_center, call.block_radius[k], call.block_cut[k], e, s,
+                                                 call.world_rot, call.world_pos, tables)
+                    if keep:
+                        block_h = h
+                        block_g = n
                 call.cell_mask[block_row, s] = keep
                 if keep:
-                    reach = int(1)
+                    reach += 1
             if reach == 0:
                 return
+            if reach > 1:
+                block_h = -type(block_h)(wp.inf)
         first = call.block_first_cell[k]
         for c in range(first, first + call.block_cells[k]):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
             cut = call.cell_cut[c]
-            visit = int(1)
-            if per_cell:
-                visit = int(0)
+            kept = int(1)
+            plane_h = -type(cut)(wp.inf)  # support plane of the cell's single kept shape (−inf: none)
+            plane_g = center - center
+            if block_h + wp.dot(block_g, center - block_center) - radius > cut:
+                kept = int(0)  # below the block's support plane: the cell cannot touch its single shape
+            elif per_cell:
+                kept = int(0)
                 for s in range(call.group_shape_mask.shape[1]):
                     keep = False
                     if call.cell_mask[block_row, s]:
-                        keep = primitive_may_hit(center, radius, cut, e, s, call.world_rot, call.world_pos, tables)
+                        keep, h, n = primitive_bound(center, radius, cut, e, s, call.world_rot, call.world_pos,
+                                                     tables)
+                        if keep:
+                            plane_h = h
+                            plane_g = n
                     call.cell_mask[row, s] = keep
                     if keep:
-                        visit = int(1)
-            if visit != 0:
+                        kept += 1
+                if kept > 1:
+                    plane_h = -type(cut)(wp.inf)
+            if kept != 0:
                 for j in range(call.cell_start[c], call.cell_stop[c]):
                     i = call.probe_order[j]
                     x = rl @ call.local_pos[i] + ol
-                    sd, s, normal, closest = nearest_shape(x, e, row, call.cutoff[i], exact, 0, call.cell_mask,
-                                                           call.world_rot, call.world_pos, call.world_center, tables)
-                    if s >= 0:
-                        evaluate_sample(call, tables, e, i, x, sd, s, normal, link, rl, ol)
+                    cutoff = call.cutoff[i]
+                    if not plane_h + wp.dot(plane_g, x - center) > cutoff:
+                        sd, s, normal, closest = nearest_shape(x, e, row, cutoff, exact, 0, call.cell_mask,
+                                                               call.world_rot, call.world_pos, call.world_center,
+                                                               tables)
+                        if s >= 0:
+                            evaluate_sample(call, tables, e, i, x, sd, s, normal, link, rl, ol)
 
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
