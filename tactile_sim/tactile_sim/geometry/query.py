@@ -338,7 +338,7 @@ class ShapeQuery:
         self._points_per_thread = POINTS_PER_CPU_THREAD if device.type == "cpu" else 1
         self._poses: dict[int, WorldPoses] = {}
         self._pose_launches: dict[tuple, StructLaunch] = {}
-        self._pose_source: dict[int, tuple] = {}
+        self._pose_source: tuple | None = None  # (body_rot, body_pos, their versions and data pointers, poses)
         self._launches: dict[tuple, StructLaunch] = {}
         self._default_exact: dict[int, torch.Tensor] = {}
         self._group_cache = None
@@ -376,17 +376,18 @@ class ShapeQuery:
     def world_poses(self, body_rot: torch.Tensor, body_pos: torch.Tensor) -> WorldPoses:
         """World pose and bounding-sphere centre of every shape for body poses ``body_rot`` [E, B, 3, 3] and
         ``body_pos`` [E, B, 3] (one small kernel). Returns persistent buffers, one set per E: the next call with the
-        same E overwrites them. A call with the same two tensors, unchanged since the last call for this E (same
-        data and torch version counters), returns the buffers without a launch."""
+        same E overwrites them. A call with the same two tensors as the last call, unchanged since (same data and
+        torch version counters), returns the buffers without a launch."""
+        last = self._pose_source
+        if (last is not None and last[0] is body_rot and last[1] is body_pos and last[2] == body_rot._version
+                and last[3] == body_pos._version and last[4] == body_rot.data_ptr()
+                and last[5] == body_pos.data_ptr()):
+            return last[6]
         try:
             e, b, _, _ = body_rot.shape
         except ValueError:
             raise ValueError(f"ShapeQuery.world_poses: body_rot must be [E, B, 3, 3]; got {list(body_rot.shape)}") \
                 from None
-        source = (body_rot, body_pos, body_rot._version, body_pos._version, body_rot.data_ptr(), body_pos.data_ptr())
-        last = self._pose_source.get(e)
-        if last is not None and last[0] is body_rot and last[1] is body_pos and last[2:] == source[2:]:
-            return self._poses[e]
         launch = self._pose_launches.get((e, b))
         if launch is None:
             if b < self._min_bodies:
@@ -403,8 +404,10 @@ class ShapeQuery:
             self._bind(launch, "body_rot", body_rot, (e, b, 3, 3), self.dtype)
             self._bind(launch, "body_pos", body_pos, (e, b, 3), self.dtype)
         launch()
-        self._pose_source[e] = source
-        return self._poses[e]
+        poses = self._poses[e]
+        self._pose_source = (body_rot, body_pos, body_rot._version, body_pos._version, body_rot.data_ptr(),
+                             body_pos.data_ptr(), poses)
+        return poses
 
     def query(self, points: torch.Tensor, body_rot: torch.Tensor, body_pos: torch.Tensor, point_group: torch.Tensor,
               group_shape_mask: torch.Tensor, cutoff: torch.Tensor, group_exact: torch.Tensor | None = None,
@@ -442,11 +445,11 @@ class ShapeQuery:
             launch.outputs, launch.expected, launch.unsigned = own, expected, int(unsigned)
         self.world_poses(body_rot, body_pos)
         result = launch.outputs if out is None else out
-        bound, pointers = launch.tensors, launch.pointers
         for name, t in zip(_QUERY_FIELDS + QueryResult._fields, inputs + tuple(result)):
-            if t is not bound[name] or t.data_ptr() != pointers[name]:
+            if not launch.fits(name, t):
                 key = name if name in _QUERY_FIELDS else "out." + name
-                launch.bind(name, self._validate(key, t, *launch.expected[key]))
+                t = self._validate(key, t, *launch.expected[key])
+            launch.bind(name, t)
         if launch.unsigned != int(unsigned):
             launch.unsigned = int(unsigned)
             launch.set_arg(2, launch.unsigned)
@@ -454,9 +457,11 @@ class ShapeQuery:
         return result
 
     def _bind(self, launch: StructLaunch, name: str, t: torch.Tensor, shape: tuple, dtype: torch.dtype) -> None:
-        """Point field ``name`` of ``launch`` at ``t`` after checking it (nothing to do when it is already bound)."""
-        if not launch.is_bound(name, t):
-            launch.bind(name, self._validate(name, t, shape, dtype))
+        """Point field ``name`` of ``launch`` at ``t``, checked with this query's message (made contiguous if needed)
+        unless the launch accepts it as it is."""
+        if not launch.fits(name, t):
+            t = self._validate(name, t, shape, dtype)
+        launch.bind(name, t)
 
     def _int32_groups(self, groups: torch.Tensor) -> torch.Tensor:
         """``groups`` as int32, converted once per tensor (and again only after an in-place change)."""
