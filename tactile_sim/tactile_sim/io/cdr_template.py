@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,10 @@ from rosbags.typesys.base import Nodetype
 
 from .msg_types import NUMPY_DTYPES, deserialize_cdr, full_type_name, serialize_cdr, typestore
 from .wire_message import WireMessage
+
+_NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+_NONE_IN_BYTES: frozenset[str] = frozenset()
+"""``changes`` and ``in_bytes`` of a message whose changing fields are read back from its bytes (shared)."""
 
 _PATTERNS = (0x11, 0x22)
 """Fill bytes of the two probe serialisations (bools: False and True); they differ in every bit pair used."""
@@ -212,8 +217,9 @@ class CdrTemplate:
         its bytes on access (see the module docstring); else the template message's fields updated by
         ``changes`` (the values just written), ``in_bytes`` naming changed fields whose values are left in the
         bytes only (the message is deserialised for them)."""
-        if changes is None:
-            return WireMessage(self.message_class, bytes(self.buffer), self.fields, {}, readers=self._readers)
+        if changes is None:  # positional arguments: this is taken once per message and update
+            return WireMessage(self.message_class, bytes(self.buffer), self.fields, _NO_CHANGES, _NONE_IN_BYTES, None,
+                               self._readers)
         return WireMessage(self.message_class, bytes(self.buffer), self.fields, changes, in_bytes, self._deserialize)
 
     def _deserialize(self, data: bytes) -> Any:

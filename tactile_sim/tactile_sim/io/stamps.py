@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
-from .msg_types import new_message
+from .msg_types import message_class
 
 NS_PER_S = 1_000_000_000
 SEC_MIN = -(2**31)
@@ -40,7 +41,14 @@ def time_msg_from_ns(ns: int) -> Any:
             f"stamp: {ns} ns is outside builtin_interfaces/Time; allowed: sec in [{SEC_MIN}, {SEC_MAX}] "
             f"(about ±68 years from 0)"
         )
-    return new_message("builtin_interfaces/msg/Time", sec=sec, nanosec=nanosec)
+    return _time_class()(sec=sec, nanosec=nanosec)
+
+
+@cache
+def _time_class() -> type:
+    """The ``builtin_interfaces/msg/Time`` class (its two int fields need no coercion: built directly, once per
+    update of the node)."""
+    return message_class("builtin_interfaces/msg/Time")
 
 
 def time_msg(t: float) -> Any:

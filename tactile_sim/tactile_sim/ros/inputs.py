@@ -8,17 +8,17 @@ tests. They copy and convert but do not judge the content; :class:`~.node_core.N
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..io.stamps import time_msg_to_seconds
 
 
-@dataclass(frozen=True, eq=False)
-class JointStateSample:
+class JointStateSample(NamedTuple):
     """One ``sensor_msgs/JointState``: stamp s (header), joint names, position (n,) float64 (rad or m) and
-    velocity (n,) float64 (rad/s or m/s) or None when the message carries none. Lengths are as received."""
+    velocity (n,) float64 (rad/s or m/s) or None when the message carries none. Lengths are as received (a named
+    tuple: immutable, and cheap to build once per message)."""
 
     stamp: float
     names: tuple[str, ...]

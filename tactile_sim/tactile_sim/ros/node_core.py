@@ -22,6 +22,7 @@ directly with rosbags messages or plain samples (:mod:`.inputs`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -67,14 +68,16 @@ class TopicSpec:
 
 @dataclass(frozen=True, eq=False)
 class JointPlan:
-    """Where the entries of a joint state with these ``names`` go: duplicates (a name appears twice), target [k]
-    indices into the actuated joints of the source [k] entries of the message, and the unknown names (neither
-    actuated nor derived joints)."""
+    """Where the entries of a joint state with these ``names`` go: duplicates (a name appears twice), the indices
+    ``target`` into the actuated joints of the ``source`` entries of the message (``count`` of each; numpy
+    indices: a slice where they are one increasing run) and the unknown names (neither actuated nor derived
+    joints)."""
 
     names: tuple[str, ...]
     duplicates: bool
-    target: np.ndarray
-    source: np.ndarray
+    target: np.ndarray | slice
+    source: np.ndarray | slice
+    count: int
     unknown: list[str]
 
 
@@ -84,6 +87,19 @@ class ScheduledEncoder:
 
     encoder: SensorEncoder
     every: int
+
+
+def _index(indices: list[int]) -> np.ndarray | slice:
+    """A numpy index of ``indices``: the slice when they are one increasing run (cheaper), else an array."""
+    if indices and indices == list(range(indices[0], indices[0] + len(indices))):
+        return slice(indices[0], indices[0] + len(indices))
+    return np.array(indices, dtype=np.intp)
+
+
+def _finite(values: np.ndarray) -> bool:
+    """Whether every value of a joint state's (n,) array is finite (a Python loop: a joint state is short, and
+    numpy's reductions cost more for a few values)."""
+    return all(map(math.isfinite, values.tolist()))
 
 
 class NodeCore:
@@ -116,6 +132,7 @@ class NodeCore:
         self._plan: JointPlan | None = None
         self._q = self._qd = np.zeros(0)
         self._qd_known = np.zeros(0, dtype=bool)
+        self._all_qd_known = True  # self._qd_known.all()
         self._have_joints = False
         self._pending_joints = False
         self._last_t: float | None = None
@@ -178,6 +195,7 @@ class NodeCore:
             if n in self._joint_index:
                 i = self._joint_index[n]
                 self._q[i], self._qd[i], self._qd_known[i] = q, qd, known
+        self._all_qd_known = bool(self._qd_known.all())
         self._pending_joints = self._have_joints
         self.stats.restart_timing()
 
@@ -255,8 +273,7 @@ class NodeCore:
         if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
                               f"dropped a joint state that names a joint twice ({list(sample.names)})")
-        finite = np.isfinite(sample.position).all() and (sample.velocity is None or np.isfinite(sample.velocity).all())
-        if not finite:
+        if not (_finite(sample.position) and (sample.velocity is None or _finite(sample.velocity))):
             bad = ~np.isfinite(sample.position)
             if sample.velocity is not None:
                 bad |= ~np.isfinite(sample.velocity)
@@ -270,12 +287,17 @@ class NodeCore:
             self.log("warn", "joint_states.unknown_names",
                      f"{self.name}: ignoring joint names the robot does not have: {plan.unknown}; robot joints: "
                      f"{list(self._joint_index)}")
-        if not plan.target.size:
+        if not plan.count:
             return True
         self._q[plan.target] = sample.position[plan.source]
-        if sample.velocity is not None:
+        if sample.velocity is None:
+            self._qd_known[plan.target] = False
+            self._all_qd_known = False
+        else:
             self._qd[plan.target] = sample.velocity[plan.source]
-        self._qd_known[plan.target] = sample.velocity is not None
+            if not self._all_qd_known:  # else nothing to mark
+                self._qd_known[plan.target] = True
+                self._all_qd_known = bool(self._qd_known.all())
         self._have_joints = self._pending_joints = True
         return True
 
@@ -291,8 +313,8 @@ class NodeCore:
                 target.append(i)
                 source.append(k)
         unknown = [name for name in names if name not in self._joint_index and name not in self._derived_joints]
-        self._plan = JointPlan(tuple(names), len(set(names)) != len(names), np.array(target, dtype=np.intp),
-                               np.array(source, dtype=np.intp), unknown)
+        self._plan = JointPlan(tuple(names), len(set(names)) != len(names), _index(target), _index(source),
+                               len(target), unknown)
         return self._plan
 
     def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:
@@ -331,7 +353,7 @@ class NodeCore:
         inputs = {}
         if self._pending_joints:
             inputs["joint_pos"] = self._q
-            if self._qd_known.all():
+            if self._all_qd_known:
                 inputs["joint_vel"] = self._qd
         try:
             state = self.suite.world.update(t, **inputs)
@@ -354,12 +376,12 @@ class NodeCore:
     def _encode(self, stamp: Any, step: int) -> list[Output]:
         out = []
         gt = self.params.publish_ground_truth
-        reads = BatchReads()
+        reads = BatchReads(stamp)
         for s in self.schedule:
             if step % s.every == 0:
-                out += s.encoder.encode(stamp, False, reads)
+                out += s.encoder.encode(reads, False)
                 if gt:
-                    out += s.encoder.encode(stamp, True, reads)
+                    out += s.encoder.encode(reads, True)
         return out
 
     def restart(self, reason: str) -> None:

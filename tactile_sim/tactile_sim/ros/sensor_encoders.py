@@ -89,10 +89,32 @@ class MarkerSettings:
     max_displacement: float = 5e-4
 
 
-def host_array(tensor: torch.Tensor) -> np.ndarray:
-    """numpy array of ``tensor``: a view of its memory on the CPU (valid while the tensor's buffer is), else a
-    host copy."""
-    return tensor.numpy() if tensor.is_cpu else tensor.cpu().numpy()
+class HostRows:
+    """Env 0 of tensors read on every update (a branch's reads), as flat host arrays: on a CPU device a view of the
+    tensor's memory, made once for a tensor that comes back (a ring slot, a shared mask: the same object over the
+    same memory) and kept while it does; on other devices a host copy of env 0 on each call."""
+
+    LIMIT = 64
+    """Tensors kept at most; the cache is emptied when full (so that reads that are fresh tensors do not pile up)."""
+
+    def __init__(self):
+        self._views: dict[int, tuple[torch.Tensor, int, np.ndarray]] = {}
+
+    def __call__(self, tensor: torch.Tensor) -> np.ndarray:
+        """Env 0 of ``tensor`` [E, ...] flattened (host array; a view is valid while the tensor's buffer is)."""
+        kept = self._views.get(id(tensor))
+        if kept is not None and kept[1] == tensor.data_ptr():
+            return kept[2]
+        if not tensor.is_cpu:
+            return tensor[0].cpu().numpy().reshape(-1)
+        row = tensor.numpy()[0]
+        if not row.flags.c_contiguous:  # flattening copies: a copy holds this read only
+            return row.reshape(-1)
+        if len(self._views) >= self.LIMIT:
+            self._views.clear()
+        flat = row.reshape(-1)
+        self._views[id(tensor)] = (tensor, tensor.data_ptr(), flat)  # the reference keeps id(tensor) unique
+        return flat
 
 
 class HostMirror:
@@ -118,35 +140,15 @@ class HostMirror:
 
 
 class BatchReads:
-    """One update's reads, shared by the encoders of that update: each :class:`BranchCopy` written once (from
-    ``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value [P, K] — zeros at filler probes
-    and where invalid — and valid [S]; on a CPU device host views of the branch's buffers, valid only until the
-    next evaluation, so they are copied at once), and the update's packed stamp."""
+    """What the encoders of one update share: the update's stamp packed once (``packed``: its 8 CDR bytes,
+    :func:`stamp_bytes`; ``stamp``: the same as a uint8 array); a :class:`BranchCopy` marks itself written for
+    it."""
 
-    __slots__ = ("_written", "_stamp", "_stamp_bytes")
+    __slots__ = ("packed", "stamp")
 
-    def __init__(self):
-        self._written: set[int] = set()
-        self._stamp: Any = None
-        self._stamp_bytes = b""
-
-    def stamp_bytes(self, stamp: Any) -> bytes:
-        """:func:`stamp_bytes` of ``stamp`` (packed once per update)."""
-        if stamp is not self._stamp:
-            self._stamp, self._stamp_bytes = stamp, stamp_bytes(stamp)
-        return self._stamp_bytes
-
-    def write(self, copy: "BranchCopy") -> np.ndarray:
-        """Write ``copy``'s branch read of this update into its templates (once per update); returns the read's
-        valid [S] (host array)."""
-        key = id(copy)
-        if key not in self._written:
-            self._written.add(key)
-            branch = copy.batch.branch
-            value, valid = branch.read_ground_truth_batch() if copy.ground_truth else branch.read_batch()
-            copy.write(host_array(value)[0])
-            copy.valid = host_array(valid)[0]
-        return copy.valid
+    def __init__(self, stamp: Any):
+        self.packed = stamp_bytes(stamp)
+        self.stamp = np.frombuffer(self.packed, np.uint8)
 
 
 _STAMP = struct.Struct("<iI")
@@ -182,9 +184,9 @@ class SensorEncoder:
             out.append((self.ground_truth_topic, self.message_type))
         return out
 
-    def encode(self, stamp: Any, ground_truth: bool, reads: BatchReads) -> list[Output]:
-        """Messages of the latest evaluation (``stamp``: builtin_interfaces/Time) of one branch; the measured ones
-        are kept for :meth:`markers`."""
+    def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
+        """Messages of the latest evaluation of one branch, stamped with the update's stamp (``reads``); the
+        measured ones are kept for :meth:`markers`."""
         raise NotImplementedError
 
     def markers(self, settings: MarkerSettings) -> list[Any]:
@@ -199,8 +201,8 @@ class BranchEncoder(SensorEncoder):
 
     def setup(self, msg: Any, changing: tuple[str, ...], columns: list[tuple[str, int, int, float | None]]) -> None:
         """Templates of ``msg`` (its ``ground_truth`` flag, when it has one, set per branch) with the fields
-        ``changing``; ``columns``: (field, first and end column of the branch value, ``np.greater`` threshold or
-        None) of the values copied from the read."""
+        ``changing`` (``header.stamp`` among them); ``columns``: (field, first and end column of the branch value,
+        ``np.greater`` threshold or None) of the values copied from the read."""
         self.rows = self.batch.branch.slices[self.index]
         self.columns = columns
         self.templates: list[CdrTemplate] = []
@@ -209,38 +211,33 @@ class BranchEncoder(SensorEncoder):
             if template.changes("ground_truth"):
                 template.view("ground_truth")[0] = ground_truth
             self.templates.append(template)
-        self.stamp_span = template.span("header.stamp")
-        self.valid_byte = template.span("valid").start if template.changes("valid") else None
         self.copies: tuple[BranchCopy, BranchCopy] | None = None
 
-    def encode(self, stamp, ground_truth, reads):
-        valid = reads.write(self.copies[ground_truth])
-        template = self.templates[ground_truth]
-        buffer = template.buffer
-        buffer[self.stamp_span] = reads.stamp_bytes(stamp)
-        if self.valid_byte is not None:
-            buffer[self.valid_byte] = bool(valid[self.index])
-        msg = template.wire()
+    def encode(self, reads, ground_truth):
+        copy = self.copies[ground_truth]
+        if copy.written is not reads:
+            copy.write(reads)
+        msg = self.templates[ground_truth].wire()
         if ground_truth:
             return [(self.ground_truth_topic, msg)]
         self.last = [msg]
         return [(self.topic, msg)]
 
 
-def _units(byte_pos: np.ndarray, itemsize: int) -> tuple[np.ndarray, type]:
-    """Indices of the copy units (uint32 words for 4- and 8-byte values, bytes for 1-byte ones) of values at the
-    byte positions ``byte_pos`` (multiples of 4 for words), in order; and the unit dtype."""
-    if itemsize == 1:
-        return byte_pos, np.uint8
-    words = itemsize // 4
-    return (byte_pos[:, None] // 4 + np.arange(words)).reshape(-1), np.uint32
+def _index(index: np.ndarray) -> np.ndarray | slice:
+    """A numpy index equal to the integer array ``index``: the slice when it is one increasing run (cheaper)."""
+    first = int(index[0])
+    if np.array_equal(index, np.arange(first, first + index.size)):
+        return slice(first, first + index.size)
+    return index
 
 
 class BranchCopy:
-    """The values of one branch (measured or ground truth) of a batch written into its encoders' templates with one
-    gather per wire dtype and update (the encoders write stamps and flags). The templates live in one shared
-    buffer, each starting at a multiple of 8 bytes (so every CDR-aligned value of 4 or 8 bytes starts at a
-    multiple of 4)."""
+    """One update's read of one branch (measured or ground truth) of a batch written into its encoders'
+    templates: the values with one gather per wire dtype, the sensors' valid flags and the stamp with one each.
+    The templates live in one shared buffer (:attr:`memory`), each starting at a multiple of 8 bytes; a value of
+    n bytes is written through a view of the buffer as n-byte elements from the offset (0 to n − 1) that puts it
+    on an element."""
 
     def __init__(self, batch: Any, encoders: list[BranchEncoder], ground_truth: bool):
         self.batch, self.ground_truth = batch, ground_truth
@@ -251,27 +248,53 @@ class BranchCopy:
         for t, start in zip(templates, starts):
             t.move_to(memory[start:start + len(t.buffer)])
         k = batch.branch.channels
-        groups: dict[tuple[np.dtype, float | None], tuple[list, list]] = {}
+        groups: dict[tuple[np.dtype, float | None, int], tuple[list, list]] = {}
+        flags: tuple[list, list] = ([], [])
+        stamps: tuple[list, list] = ([], [])
         for e, t, start in zip(encoders, templates, starts):
             probes = np.arange(e.rows.start, e.rows.stop)
             for field, first, end, threshold in e.columns:
                 dtype = t.view(field).dtype
-                src, dst = groups.setdefault((dtype, threshold), ([], []))
+                at = start + t.span(field).start + dtype.itemsize * np.arange(probes.size * (end - first))
+                src, dst = groups.setdefault((dtype, threshold, int(at[0]) % dtype.itemsize), ([], []))
                 src.append((probes[:, None] * k + np.arange(first, end)).reshape(-1))
-                dst.append(start + t.span(field).start + dtype.itemsize * np.arange(src[-1].size))
-        self.groups = []
-        for (dtype, threshold), (src, dst) in groups.items():
-            src_units, unit = _units(np.concatenate(src) * dtype.itemsize, dtype.itemsize)
-            dst_units, _ = _units(np.concatenate(dst), dtype.itemsize)
-            self.groups.append((dtype, threshold, unit, src_units, dst_units, np.frombuffer(self.memory, unit)))
-        self.valid: np.ndarray | None = None
-        """valid [S] of the last read written (host array; :meth:`BatchReads.write` sets it)."""
+                dst.append(at // dtype.itemsize)
+            if t.changes("valid"):
+                flags[0].append([e.index])
+                flags[1].append([start + t.span("valid").start])
+            stamp = t.span("header.stamp")
+            stamps[0].append(np.arange(stamp.stop - stamp.start))
+            stamps[1].append(start + np.arange(stamp.start, stamp.stop))
+        self.values = [(threshold, _index(np.concatenate(src)), _index(np.concatenate(dst)), self._view(dtype, phase))
+                       for (dtype, threshold, phase), (src, dst) in groups.items()]
+        self.flags = (_index(np.concatenate(flags[0])), _index(np.concatenate(flags[1])), self._view(np.bool_, 0)) \
+            if flags[0] else None
+        self.stamps = (_index(np.concatenate(stamps[0])), _index(np.concatenate(stamps[1])), self._view(np.uint8, 0))
+        self.host = HostRows()
+        self.written: BatchReads | None = None
+        """The update (:class:`BatchReads`) whose read was written last."""
 
-    def write(self, value: np.ndarray) -> None:
-        """Copy the values of one read (value [P, K], host array) into the templates."""
-        for dtype, threshold, unit, src, dst, memory in self.groups:
-            wire = np.greater(value, threshold) if threshold is not None else value.astype(dtype, copy=False)
-            memory[dst] = wire.ravel().view(unit)[src]
+    def _view(self, dtype: Any, offset: int) -> np.ndarray:
+        """The shared buffer as elements of ``dtype`` from byte ``offset`` on."""
+        dtype = np.dtype(dtype)
+        return np.frombuffer(self.memory, dtype, count=(len(self.memory) - offset) // dtype.itemsize, offset=offset)
+
+    def write(self, reads: BatchReads) -> None:
+        """Write this update's read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value
+        [P, K] — zeros at filler probes and where invalid — and valid [S]; on a CPU device views of the branch's
+        buffers that the next evaluation overwrites, so they are copied at once) and the stamp into the
+        templates."""
+        branch = self.batch.branch
+        value, valid = branch.read_ground_truth_batch() if self.ground_truth else branch.read_batch()
+        value = self.host(value)
+        for threshold, src, dst, memory in self.values:
+            memory[dst] = value[src] if threshold is None else np.greater(value[src], threshold)
+        if self.flags is not None:
+            src, dst, memory = self.flags
+            memory[dst] = self.host(valid)[src]
+        src, dst, memory = self.stamps
+        memory[dst] = reads.stamp[src]
+        self.written = reads
 
 
 def taxel_colour_scale(sensor_type: str, radius: np.ndarray, settings: MarkerSettings) -> tuple[str, float]:
@@ -335,11 +358,13 @@ class ThermalEncoder(BranchEncoder):
         self.setup(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures", "valid",
                                                   "ground_truth"), [("temperatures", 0, 1, None)])
         self.lumped = HostMirror([batch.system.t_lump])  # [E, NL] °C, in link_temperatures order
+        self.lumped_targets = [(t.view("link_temperatures"), self.lumped.arrays[0][0]) for t in self.templates]
 
-    def encode(self, stamp, ground_truth, reads):
+    def encode(self, reads, ground_truth):
         self.lumped.refresh()
-        self.templates[ground_truth].view("link_temperatures")[...] = self.lumped.arrays[0][0]
-        return super().encode(stamp, ground_truth, reads)
+        view, source = self.lumped_targets[ground_truth]
+        view[...] = source
+        return super().encode(reads, ground_truth)
 
     def markers(self, settings):
         if not self.last:
@@ -415,10 +440,10 @@ class ContactSensorEncoder(SensorEncoder):
     def topics(self, ground_truth):
         return [(self.topic, LINK_CONTACT)] + [(self.wrench_topic(b), WRENCH_STAMPED) for b in self.bodies]
 
-    def encode(self, stamp, ground_truth, reads):
+    def encode(self, reads, ground_truth):
         if ground_truth:
             return []
-        packed = reads.stamp_bytes(stamp)
+        packed = reads.packed
         self.mirror.refresh()
         valid = bool(self.since[0] > 0)
         out = []
