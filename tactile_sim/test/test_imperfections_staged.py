@@ -31,7 +31,7 @@ def _reads(branch: MeasuredBranch) -> list:
 @pytest.mark.parametrize("extra", [{}, {"hysteresis_strength": 0.4, "hysteresis_tau": 0.05},
                                    {"crosstalk_strength": 0.5, "crosstalk_sigma": 0.01, "grid_spacing": (0.01, 0.01),
                                     "hysteresis_strength": 0.4, "hysteresis_tau": 0.05}])
-@pytest.mark.parametrize("delay", [0.02, 0.1])  # a short ring (a launch per slot phase) and a long one (rebound)
+@pytest.mark.parametrize("delay", [0.02, 0.2])  # a short ring (a launch per slot phase) and a long one (rebound)
 def test_push_staged_equals_the_step_by_step_calls(dtype, extra, delay):
     staged = MeasuredBranch(_all_stages("s", 1, delay, **extra), E, dtype=dtype)
     stepwise = MeasuredBranch(_all_stages("s", 1, delay, **extra), E, dtype=dtype)
@@ -49,6 +49,41 @@ def test_push_staged_equals_the_step_by_step_calls(dtype, extra, delay):
         if k == 3:
             for branch in (staged, stepwise):
                 branch.reset(torch.tensor([True, False, True]))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.03, 0.2])  # ring slots 2 and 6 (a launch per phase), 22 (rebound)
+def test_push_staged_with_sample_validity_equals_zeroing_then_push(delay):
+    """§13.7 through push_staged: invalid samples read zeros on both branches, their validity is delayed with them
+    and the draws are those of hardware → zero the invalid samples → push(…, sample_valid); None = all valid."""
+    def specs():
+        return [spec("v", 3, noise=0.2, bias=0.05, resolution=0.01, delay=delay, sample_validity=True),
+                spec("w", 2, noise=0.1, delay=delay, sample_validity=True)]
+
+    staged, stepwise = MeasuredBranch(specs(), E), MeasuredBranch(specs(), E)
+    sensor = staged.sensor_of_probe
+    g = torch.Generator().manual_seed(2)
+    invalid_reads = 0
+    for k in range(30):
+        raw = torch.randn(E, staged.n_probes, 1, generator=g)
+        truth = raw.abs()
+        valid = None if k % 7 == 6 else torch.rand(E, 2, generator=g) > 0.3
+        measured, gt = staged.staging()
+        measured.copy_(raw)
+        gt.copy_(truth)
+        staged.push_staged(valid)
+        keep = torch.ones(E, staged.n_probes, 1, dtype=torch.bool) if valid is None else valid[:, sensor, None]
+        y = stepwise.hardware(raw)
+        stepwise.push(torch.where(keep, y, 0.0), torch.where(keep, truth, 0.0), sample_valid=valid)
+        for a, b in zip((*staged.read_batch(), *staged.read_ground_truth_batch(), *_reads(staged)),
+                        (*stepwise.read_batch(), *stepwise.read_ground_truth_batch(), *_reads(stepwise))):
+            assert torch.equal(a, b)
+        value, flags = staged.read_ground_truth_batch()
+        assert torch.all(value[~flags[:, sensor]] == 0.0)
+        invalid_reads += int((~staged.read_batch()[1]).sum())
+        if k == 12:
+            for branch in (staged, stepwise):
+                branch.reset(torch.tensor([False, True, True]))
+    assert invalid_reads > 0
 
 
 def test_latch_of_both_branches_after_the_hardware_stages():

@@ -60,7 +60,7 @@ STAGE_GAIN, STAGE_DEAD_MASK, STAGE_DEAD_VALUE = 5, 6, 7
 _MAX_PHASES = 16
 """Most launches recorded per branch kernel use (one per phase of the staging slots, i.e. per ring slot)."""
 
-_WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS = 1, 2, 4, 8, 16, 32, 64
+_WALK, _NOISE, _BIAS, _RESOLUTION, _DEAD, _LATCH, _FILLERS, _VALIDITY = 1, 2, 4, 8, 16, 32, 64, 128
 """Flags of the stages the branch kernel applies (:func:`_branch_loop`)."""
 _HARDWARE_FLAGS = _WALK | _NOISE | _BIAS | _RESOLUTION | _DEAD
 
@@ -70,14 +70,16 @@ def _branch_struct(dtype: torch.dtype):
     staging slot; x may be y), ground truth gt [E, N] (staging, updated in place), random-walk state [E, N], per-channel
     σ_w, σ, bias and resolution [N], the uint32 lanes [E, N] of the walk and noise streams, dead mask and value
     [E, P], the probes' active flags [P], the ContactProbe latch thresholds [P] and states [E, P] of both branches,
-    """
+    the sensor of each probe [P] int32, the evaluation's sample validity [E, S] (input) and its ring slot [E, S]."""
     f, u, b = WP_FLOAT[dtype], wp.uint32, wp.bool
     fields = {"x": wp.array3d(dtype=f), "y": wp.array3d(dtype=f), "gt": wp.array3d(dtype=f),
               "walk": wp.array2d(dtype=f), "walk_sigma": wp.array(dtype=f), "walk_lanes": wp.array2d(dtype=u),
               "noise_sigma": wp.array(dtype=f), "noise_lanes": wp.array2d(dtype=u), "bias": wp.array(dtype=f),
               "resolution": wp.array(dtype=f), "dead_mask": wp.array2d(dtype=b), "dead_value": wp.array2d(dtype=f),
               "active": wp.array(dtype=b), "contact": wp.array(dtype=f), "release": wp.array(dtype=f),
-              "latch_measured": wp.array2d(dtype=b), "latch_truth": wp.array2d(dtype=b)}
+              "latch_measured": wp.array2d(dtype=b), "latch_truth": wp.array2d(dtype=b),
+              "sensor_of_probe": wp.array(dtype=wp.int32), "sample_valid": wp.array2d(dtype=b),
+              "ring_valid": wp.array2d(dtype=b)}
     name = f"BranchCall_{f.__name__}"
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
@@ -86,7 +88,8 @@ def _branch_loop(dtype: torch.dtype) -> str:
     """Native loop over elements [start, stop) of env row e (probe p = j / K of element j), stage by stage:
     y = x; 5 w += σ_w z_w, y += w; 6–7 y += σ z + b (or y += b); 8 y = r·nearbyint(y / r) where r > 0 (half to
     even); 9 y = dead value of dead probes; 10 Schmitt latch of both branches (K = 1): on = active ∧ (v > contact ∨
-    (on_prev ∧ v > release)), value ← on; 11 fillers zeroed on both branches.
+    (on_prev ∧ v > release)), value ← on; invalid samples zeroed on both branches and the sample validity of the
+    env copied into its ring slot (by the row's first block); 11 fillers zeroed on both branches.
     z = standard_normal(mix32(lane ^ key)), key = counter_hash(evaluation): the draws of :func:`.rng.draw_bits`."""
     t = "float" if dtype == torch.float32 else "double"
     nearbyint = "nearbyintf" if dtype == torch.float32 else "nearbyint"
@@ -152,6 +155,15 @@ def _branch_loop(dtype: torch.dtype) -> str:
             lt[j] = g;
             y[j] = m ? static_cast<{t}>(1) : static_cast<{t}>(0);
             gt[j] = g ? static_cast<{t}>(1) : static_cast<{t}>(0);
+        }}
+    }}
+    if (flags & {_VALIDITY}) {{
+        const bool* valid = reinterpret_cast<const bool*>(row(call.sample_valid));
+        const int* sensor = call.sensor_of_probe.data;
+        for (int j = start; j < stop; ++j) if (!valid[sensor[j / channels]]) {{ y[j] = static_cast<{t}>(0); gt[j] = static_cast<{t}>(0); }}
+        if (start == 0) {{
+            bool* slot = reinterpret_cast<bool*>(row(call.ring_valid));
+            for (int s = 0; s < call.ring_valid.shape[1]; ++s) slot[s] = valid[s];
         }}
     }}
     if (flags & {_FILLERS}) {{
@@ -423,18 +435,23 @@ class MeasuredBranch:
     def _build_launches(self) -> None:
         """Recorded launches of the branch kernel: stages 5–9 (:meth:`hardware`) and stages 5–11 with the commit
         (:meth:`push_staged`; none when no stage would change the staging buffers), one per phase g mod r (ring
-        length, even) of the evaluation counter with x, y and gt bound to that phase's staging slots (nothing to
-        rebind per evaluation), or a single one rebound per evaluation when the ring is long (more than
-        :data:`_MAX_PHASES` slots)."""
-        e, n = self.n_envs, self.n_probes * self.channels
+        length, even) of the evaluation counter with x, y, gt (and the sample validity's ring slot) bound to that
+        phase's staging slots (nothing to rebind per evaluation), or a single one rebound per evaluation when the
+        ring is long (more than :data:`_MAX_PHASES` slots)."""
+        e, n, r = self.n_envs, self.n_probes * self.channels, self._ring_len
         chunk = CPU_CHUNK if self.device.type == "cpu" else 1
-        phases = range(self._ring_len) if self._ring_len <= _MAX_PHASES else [1]
+        phases = range(r) if r <= _MAX_PHASES else [1]
 
         def record(fields: dict, flags: int) -> list[StructLaunch]:
+            def slots(g: int) -> dict:
+                slot = {"x": self._ring_views[g % r], "y": self._ring_views[g % r], "gt": self._gt_views[g % 2]}
+                if flags & _VALIDITY:
+                    slot["ring_valid"] = self._ring_valid_views[g % r]
+                return slot
+
             return [StructLaunch(_BRANCH_KERNELS[self.dtype], (e, -(-n // chunk)), _BRANCH_STRUCTS[self.dtype],
-                                 {"x": self._ring_views[g % self._ring_len], "y": self._ring_views[g % self._ring_len],
-                                  "gt": self._gt_views[g % 2], **fields}, [0, flags, chunk, self.channels],
-                                 self.device) for g in phases]
+                                 {**slots(g), **fields}, [0, flags, chunk, self.channels], self.device)
+                    for g in phases]
 
         self._hardware_launches = record(self._hardware_fields, self._hardware_flags) if self._hardware_flags else []
         fields = {**self._hardware_fields, "active": self.active}
@@ -444,6 +461,9 @@ class MeasuredBranch:
             fields.update(contact=measured.contact, release=measured.release, latch_measured=measured.state,
                           latch_truth=truth.state)
             flags |= _LATCH
+        if self._flags:
+            fields.update(sensor_of_probe=self.sensor_of_probe.to(torch.int32), sample_valid=self._all_sensors)
+            flags |= _VALIDITY
         self._transformed = self._crosstalk is not None or self._hysteresis is not None
         self._staged_launches = record(fields, flags) if flags or self._transformed else []
 
@@ -524,23 +544,31 @@ class MeasuredBranch:
         launch.bind("x", y)
         launch.bind("y", y)
         launch.bind("gt", self._gt_views[g % 2])
+        if "ring_valid" in launch.tensors:
+            launch.bind("ring_valid", self._ring_valid_views[g % self._ring_len])
         return launch
 
-    def push_staged(self) -> None:
+    def push_staged(self, sample_valid: torch.Tensor | None = None) -> None:
         """Stages 1–11 and the commit of what the sensor wrote into :meth:`staging` (raw measured values and ground
         truth): :meth:`transform` (only when a sensor has crosstalk or hysteresis), then stages 5–9, the latch of
         both branches (branches built with ``latch_thresholds``; the staging buffers then hold the signed overlaps
-        and become 0./1.) and the filler mask in one kernel launch, in place. Equivalent to
-        ``push(hardware(transform(measured)), ground_truth)`` of the staging buffers (plus the latch)."""
+        and become 0./1.), the sample validity and the filler mask in one kernel launch, in place. Equivalent to
+        ``push(hardware(transform(measured)), ground_truth, sample_valid)`` of the staging buffers (plus the latch),
+        with the values of invalid samples zeroed on both branches first (§13.7: an invalid read is zeros).
+
+        sample_valid: [E, S] bool (contiguous, on the branch's device), only for sensors built with
+        ``sample_validity`` (None = all valid); read by the launch, not kept."""
         g = self._count + 1
         launches = self._staged_launches
         if launches:  # none when no stage would change the staging buffers
             launch = self._phase_launch(launches, g)
             if self._transformed:  # otherwise x stays the measured staging slot, as recorded
                 launch.bind("x", self.transform(self._ring_views[g % self._ring_len]).contiguous())
+            if self._flags:
+                launch.bind("sample_valid", self._all_sensors if sample_valid is None else sample_valid)
             launch.set_arg(1, g)
             launch()
-        self._committed(g, None)
+        self._committed(g)
 
     def push(
         self, measured: torch.Tensor, ground_truth: torch.Tensor, sample_valid: torch.Tensor | None = None
@@ -553,18 +581,18 @@ class MeasuredBranch:
         g = self._count + 1
         self._commit(self._ring_views[g % self._ring_len], measured)
         self._commit(self._gt_views[g % 2], ground_truth)
-        self._committed(g, sample_valid)
-
-    def _committed(self, g: int, sample_valid: torch.Tensor | None) -> None:
-        """Bookkeeping of a committed evaluation g (its values are in the rings): validity flags, the evaluation
-        counter (each env's evaluations since its reset are g minus the counter at that reset), read cache and
-        histories."""
         if self._flags:
             flags = self._ring_valid_views[g % self._ring_len]
             if sample_valid is None:
                 flags.fill_(True)
             else:
                 flags.copy_(sample_valid)
+        self._committed(g)
+
+    def _committed(self, g: int) -> None:
+        """Bookkeeping of a committed evaluation g (its values and sample validity are in the rings): the
+        evaluation counter (each env's evaluations since its reset are g minus the counter at that reset), read
+        cache and histories."""
         self._count = g
         self._cache = None
         if self._hist_len:
