@@ -240,6 +240,7 @@ class ContactSensorBatch(SensorBatch):
         self.pose_pos = torch.zeros(e, s, 3, **z)
         self.history = torch.zeros(e, h, s, 6, 3, **z)  # normal, friction, total (W), then the same in B
         self.n_since = torch.zeros(e, dtype=torch.int64, device=self.ctx.device)
+        self._wrenches = (self.net[:, :, 2], self.net[:, :, 3])
         self._acc = {"acc_net": torch.zeros(e, s, 3, 3, **z), "acc_filter": torch.zeros(e, s, f, 3, 3, **z),
                      "acc_area": torch.zeros(e, s, f, **z)}
         self.count = 0
@@ -273,8 +274,10 @@ class ContactSensorBatch(SensorBatch):
     # ------------------------------------------------------------------ contact loads for JointTorque
     def latest_wrenches(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Latest ground truth of every sensor body: net_forces_w and net_torques_w, each [E, S_tot, 3] (W, N and
-        N·m about the body origin); ``body_index`` [S_tot] gives the scene body of each row."""
-        return self.net[:, :, 2], self.net[:, :, 3]
+        N·m about the body origin); ``body_index`` [S_tot] gives the scene body of each row. The same two views of
+        the batch's persistent buffers on every call (every evaluation and reset overwrites them in place), so a
+        consumer may keep them."""
+        return self._wrenches
 
     # ------------------------------------------------------------------ reading
     def read(self, i: int) -> tuple[ContactSensorData, torch.Tensor]:

@@ -78,7 +78,7 @@ class JointTorqueBatch(SensorBatch):
                 armature[k, movable.index(name)] = value
         self.sources = [self._sources(o, where, suite.config.sensors, robot, ctx.scene)
                         for o, where in zip(self.options, wheres)]
-        self._loads = None
+        self._moving: list[tuple[int, SensorBatch]] | None = None  # (table row, taxel batch): set on first use
         specs = [imperfections_of(o, ctx, n=len(sel), channels=1, layout_shape=(len(sel),), sample_validity=True)
                  for o, sel in zip(self.options, selections)]
         self.branch = MeasuredBranch(specs, ctx.n_envs, dev, dt)
@@ -106,7 +106,8 @@ class JointTorqueBatch(SensorBatch):
             "out_joint": torch.as_tensor(np.concatenate(selections), **i32)}
         self._no_joint_values = torch.zeros(e, n, **z)  # bound where a sample has no velocities / accelerations
         self._launch: StructLaunch | None = None
-        self._args = (0, 0, ACC_ESTIMATED, 1.0)  # the scalar parameters the launch was recorded with
+        self._flags, self._dt = (0, 0, ACC_ESTIMATED), 1.0  # the scalar parameters the launch was recorded with
+        self._valid_host = self.lanes["valid"].numpy() if dev.type == "cpu" else None  # lane validity, in place
         self._zero = torch.zeros((), **z)
         self.t_prev: float | None = None
         self.dropped_samples = 0
@@ -197,7 +198,7 @@ class JointTorqueBatch(SensorBatch):
                 index[(start, stop, link)] = len(rows)
                 rows.append((source, start, stop, link))
             pairs += [(k, link, index[row]) for k, link, row in g["pairs"]]
-        self._loads = [(g["batch"].sensor_type, g["batch"]) for g in groups.values()]
+        batches = [g["batch"] for g in groups.values()]
         i32 = dict(device=self.ctx.device, dtype=torch.int32)
         pairs.sort(key=lambda pair: pair[0])
         lanes = np.array([k for k, _, _ in pairs], dtype=np.int64)
@@ -206,47 +207,52 @@ class JointTorqueBatch(SensorBatch):
         self.lanes["pair_row"] = torch.as_tensor([row for _, _, row in pairs] or [0], **i32)
         for c, name in enumerate(("row_source", "row_start", "row_stop", "row_link")):
             self.lanes[name] = torch.as_tensor([row[c] for row in rows] or [0], **i32)
-        # per-step source table (SOURCE_COLUMNS), written on the host; on CUDA copied to the device each step
-        self._source_host = torch.zeros(max(len(self._loads), 1), len(SOURCE_COLUMNS), dtype=torch.int64)
-        self._source_rows = self._source_host.numpy()
-        self._source_table = self._source_host.to(self.ctx.device)
-        self._source_keys: list[tuple | None] = [None] * len(self._loads)  # data pointers in the table now
-        self._source_known: list[dict] = [{} for _ in self._loads]  # data pointers → table row, per source batch
+        # source table (SOURCE_COLUMNS): a ContactSensor's wrenches are the same views on every step, so its row is
+        # fixed; a taxel batch's ground truth alternates among a few buffers, so the tables of the combinations met
+        # are kept on the device, by the data pointers of the moving sources
+        self._source_rows = np.zeros((max(len(batches), 1), len(SOURCE_COLUMNS)), dtype=np.int64)
+        self._moving = []
+        for k, batch in enumerate(batches):
+            if batch.sensor_type == "ContactSensor":
+                self._source_rows[k] = self._source_row(batch, *batch.latest_wrenches())
+            else:
+                self._moving.append((k, batch))
+        self._source_tables: dict[tuple[int, ...], torch.Tensor] = {}
+
+    @staticmethod
+    def _source_row(batch: SensorBatch, force: torch.Tensor, torque: torch.Tensor) -> tuple[int, ...]:
+        """The :data:`SOURCE_COLUMNS` row of a source batch whose latest forces and torques are ``force`` and
+        ``torque`` (a taxel batch: both its [E, P, 6] ground truth)."""
+        strides = force.stride()
+        if torque.stride() != strides:
+            raise RuntimeError(f"JointTorque: the forces and torques of {batch.sensor_type} batch {batch.names} have "
+                               f"different strides {strides} and {torque.stride()}")
+        return (force.data_ptr(), torque.data_ptr(), *strides,
+                1 + sum((n - 1) * st for n, st in zip(force.shape, strides)))
 
     # ------------------------------------------------------------------ evaluation
     def joint_names(self, i: int) -> list[str]:
         """The joints sensor i reports, in output order."""
         return list(self._joint_names[i])
 
-    def _point_sources(self) -> None:
-        """Source table rows of the source batches' latest ground truth (no copy of their values). The rows of the
-        few buffers a batch alternates between are computed once and remembered by data pointers."""
-        table, changed = self._source_rows, False
-        for k, (kind, batch) in enumerate(self._loads):
-            if kind == "ContactSensor":
-                force, torque = batch.latest_wrenches()
-            else:
-                force = torque = batch.branch.read_ground_truth_batch()[0]
-            key = (force.data_ptr(), torque.data_ptr())
-            if key == self._source_keys[k]:
-                continue
-            rows = self._source_known[k]
-            row = rows.get(key)
-            if row is None:
-                strides = force.stride()
-                if torque.stride() != strides:
-                    raise RuntimeError(f"JointTorque: the forces and torques of {kind} batch {batch.names} have "
-                                       f"different strides {strides} and {torque.stride()}")
-                if len(rows) >= 8:
-                    rows.clear()
-                row = rows[key] = (*key, *strides, 1 + sum((n - 1) * st for n, st in zip(force.shape, strides)))
-            table[k] = row
-            self._source_keys[k] = key
-            changed = True
-        if changed and self._source_table is not self._source_host:
-            self._source_table.copy_(self._source_host)
+    def _source_table(self) -> torch.Tensor:
+        """The source table [K, 6] int64 (device) of the source batches' latest ground truth (no copy of their
+        values): one of the tables kept by the data pointers of the taxel batches' ground truth, made on first
+        use."""
+        latest = [batch.branch.read_ground_truth_batch()[0] for _, batch in self._moving]
+        key = tuple([t.data_ptr() for t in latest])
+        table = self._source_tables.get(key)
+        if table is None:
+            if len(self._source_tables) >= 8:
+                self._source_tables.clear()
+            rows = self._source_rows.copy()
+            for (k, batch), t in zip(self._moving, latest):
+                rows[k] = self._source_row(batch, t, t)
+            table = self._source_tables[key] = torch.as_tensor(rows, device=self.ctx.device)
+        return table
 
-    def _build_launch(self, state: WorldState, measured: torch.Tensor, gt: torch.Tensor) -> StructLaunch:
+    def _build_launch(self, state: WorldState, sources: torch.Tensor, measured: torch.Tensor,
+                      gt: torch.Tensor) -> StructLaunch:
         kernel, call_type, batch_type = joint_torque_kernel(self.ctx.dtype)
         _, v, _, v6 = WP_TYPES[self.ctx.dtype]
         lanes = self.lanes
@@ -259,11 +265,11 @@ class JointTorqueBatch(SensorBatch):
         dyn = self.dynamics
         work, self._work_tensors = dyn.workspace(self.ctx.n_envs * len(self.options))
         fields = {"joint_pos": state.joint_pos.contiguous(), "joint_vel": self._no_joint_values,
-                  "joint_acc": self._no_joint_values, "body_rot": state.rot.contiguous(), "sources": self._source_table,
+                  "joint_acc": self._no_joint_values, "body_rot": state.rot.contiguous(), "sources": sources,
                   "measured": measured, "ground_truth": gt}
         f = WP_TYPES[self.ctx.dtype][0]
         return StructLaunch(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
-                            [b, dyn.tables, work, *self._args[:3], f(self._args[3]), f(-2 * math.pi * self._args[3])],
+                            [b, dyn.tables, work, *self._flags, f(self._dt), f(-2 * math.pi * self._dt)],
                             self.ctx.device)
 
     def evaluate(self, state: WorldState) -> None:
@@ -273,14 +279,14 @@ class JointTorqueBatch(SensorBatch):
         if not accept:
             self.dropped_samples += 1
         dt = stamp - self.t_prev if self.t_prev is not None and accept else 1.0
-        if self._loads is None:
+        if self._moving is None:
             self._resolve_loads()
-        self._point_sources()
+        sources = self._source_table()
         branch = self.branch
         measured, gt = branch.staging()
         launch = self._launch
         if launch is None:
-            launch = self._launch = self._build_launch(state, measured, gt)
+            launch = self._launch = self._build_launch(state, sources, measured, gt)
         vel_measured = state.joint_vel is not None and state.joint_vel_measured
         acc_mode = ACC_ESTIMATED if state.joint_acc is None else (
             ACC_GIVEN_WITH_VELOCITY if vel_measured else ACC_GIVEN)
@@ -288,22 +294,28 @@ class JointTorqueBatch(SensorBatch):
         launch.bind("joint_vel", state.joint_vel.contiguous() if vel_measured else self._no_joint_values)
         launch.bind("joint_acc", self._no_joint_values if state.joint_acc is None else state.joint_acc.contiguous())
         launch.bind("body_rot", state.rot.contiguous())
+        launch.bind("sources", sources)
         launch.bind("measured", measured)
         launch.bind("ground_truth", gt)
-        args = (int(accept), int(vel_measured), acc_mode, dt)
-        if args != self._args:  # scalar parameters 4… of the kernel; usually only Δt changes
-            for i, (value, last) in enumerate(zip(args, self._args)):
+        # scalar parameters 4… of the kernel: the flags rarely change, Δt on every step
+        flags = (int(accept), int(vel_measured), acc_mode)
+        if flags != self._flags:
+            for i, (value, last) in enumerate(zip(flags, self._flags)):
                 if value != last:
                     launch.set_arg(4 + i, value)
-            if dt != self._args[3]:
-                launch.set_arg(8, -2 * math.pi * dt)
-            self._args = args
+            self._flags = flags
+        if dt != self._dt:
+            launch.set_arg(7, dt)
+            launch.set_arg(8, -2 * math.pi * dt)
+            self._dt = dt
         launch()
         if accept:
             self.t_prev = stamp
         y = branch.hardware(measured)
-        # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch
-        torch.where(self.lanes["keep"], y, self._zero, out=y)
+        # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch (on the CPU the
+        # kernel's lane validity is read in place: nothing to clear when every lane is valid)
+        if self._valid_host is None or not self._valid_host.all():
+            torch.where(self.lanes["keep"], y, self._zero, out=y)
         branch.push(y, gt, sample_valid=self.lanes["valid"])
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
