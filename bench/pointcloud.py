@@ -25,7 +25,6 @@ import warp as wp
 from timing import time_per_call
 from tactile_sim.suite import SensorSuite
 from tactile_sim.sensors.probe_sensor import per_probe
-from tactile_sim.sensors.warp_launch import RecordedLaunch, mat33, vec3, warp_array, warp_stream
 
 TYPICAL = {"noise": 1e-4, "bias": 1e-5, "delay": 0.01}
 SENSORS = {"ProximityTaxel": {"probe_radius": 0.004, "track": ["ball"], "n_sample_points": 1000},
@@ -45,6 +44,37 @@ def pad_scene(sensor_type: str, n: int, n_envs: int, device: str) -> dict:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Baselines: the session-1 evaluation paths (reference for speed and results; not used by the library)
+
+_VEC3 = {torch.float32: wp.vec3f, torch.float64: wp.vec3d}
+_MAT33 = {torch.float32: wp.mat33f, torch.float64: wp.mat33d}
+
+
+def vec3(t: torch.Tensor) -> wp.array:
+    """A warp array of 3-vectors aliasing ``t`` [..., 3] (contiguous)."""
+    return wp.from_torch(t, dtype=_VEC3[t.dtype])
+
+
+def mat33(t: torch.Tensor) -> wp.array:
+    """A warp array of 3×3 matrices aliasing ``t`` [..., 3, 3] (contiguous)."""
+    return wp.from_torch(t, dtype=_MAT33[t.dtype])
+
+
+class Recorded:
+    """warp's recorded launch of ``kernel`` with fixed ``inputs``, replayed on the current torch stream by calling;
+    ``inputs`` stay referenced (warp arrays hold their torch tensors), so the memory the launch aliases lives on."""
+
+    def __init__(self, kernel, dim, inputs: list, device):
+        self.inputs, self.device = inputs, torch.device(device)
+        self.cmd = wp.launch(kernel, dim=dim, inputs=inputs, device=wp.device_from_torch(self.device),
+                             record_cmd=True)
+
+    def __call__(self) -> None:
+        self.cmd.launch(torch_stream(self.device))
+
+
+def torch_stream(device: torch.device):
+    """The warp stream of the current torch stream on ``device`` (None on CPU)."""
+    return wp.stream_from_torch(torch.cuda.current_stream(device)) if device.type == "cuda" else None
 
 @wp.kernel(enable_backward=False)
 def _pose_samples(points: wp.array(dtype=Any), owner: wp.array(dtype=wp.int32), sensor: wp.array(dtype=wp.int32),
@@ -147,9 +177,10 @@ class SessionOneProximity:
         self.local, self.velocity, self.angular = (torch.zeros(e, n, 3, **kw) for _ in range(3))
         points = torch.as_tensor(np.concatenate([c.points for c in clouds]), **kw).contiguous()
         owner = torch.as_tensor(np.concatenate([c.body for c in clouds]), device=dev, dtype=torch.int32)
-        self._pose = RecordedLaunch(_pose_samples, (e, n), [
-            vec3(points), owner, sensor.to(torch.int32), links, mat33(self.rot), vec3(self.pos), vec3(self.lin),
-            vec3(self.ang), vec3(self.local), vec3(self.velocity), vec3(self.angular)], dev)
+        self._pose = Recorded(_pose_samples, (e, n), [
+            vec3(points), wp.from_torch(owner), wp.from_torch(sensor.to(torch.int32)), wp.from_torch(links),
+            mat33(self.rot), vec3(self.pos), vec3(self.lin), vec3(self.ang), vec3(self.local), vec3(self.velocity),
+            vec3(self.angular)], dev)
         density = [o.density_scalar / c for o, c in zip(opts, counts)]
         normal_coef = batch.ctx.tensor(np.repeat(np.array([o.stiffness for o in opts]) * density, batch.counts))
         shear_coef = batch.ctx.tensor(np.repeat(np.array([o.shear_coupling for o in opts]) * density, batch.counts))
@@ -174,15 +205,16 @@ class SessionOneProximity:
         self.grid = wp.HashGrid(self.HASH_CELLS, self.HASH_CELLS, self.HASH_CELLS, device=wp.device_from_torch(
             torch.device(dev)), dtype=wp.float32 if dt == torch.float32 else wp.float64)
         flat = self.local.view(e * n, 3)
-        self.grid_points = warp_array(vec3(flat))
+        self.grid_points = vec3(flat)
         groups = torch.arange(e, device=dev, dtype=torch.int32)[:, None] * len(opts) + sensor.to(torch.int32)
-        self.grid_groups = warp_array(groups.reshape(-1).contiguous())
-        self._taxels = RecordedLaunch(_proximity_taxels, (e, p), [
+        self.grid_groups = wp.from_torch(groups.reshape(-1).contiguous())
+        self._taxels = Recorded(_proximity_taxels, (e, p), [
             wp.uint64(self.grid.id), vec3(flat), vec3(self.velocity.view(e * n, 3)), vec3(self.angular.view(e * n, 3)),
             len(opts), vec3(self.near_lo.view(-1, 3)), vec3(self.near_hi.view(-1, 3)), vec3(probes.local_pos),
-            vec3(probes.local_normal.contiguous()), probes.sensor_of_probe.to(torch.int32), probes.radius,
-            self.radius_measured, vec3(self.link_velocity), vec3(self.link_spin), self.gain, normal_coef.contiguous(),
-            shear_coef.contiguous(), k_tw.contiguous(), self.out], dev)
+            vec3(probes.local_normal.contiguous()), wp.from_torch(probes.sensor_of_probe.to(torch.int32)),
+            wp.from_torch(probes.radius), wp.from_torch(self.radius_measured), vec3(self.link_velocity),
+            vec3(self.link_spin), wp.from_torch(self.gain), wp.from_torch(normal_coef.contiguous()),
+            wp.from_torch(shear_coef.contiguous()), wp.from_torch(k_tw.contiguous()), wp.from_torch(self.out)], dev)
 
     def evaluate(self, state) -> None:
         batch = self.batch
@@ -198,7 +230,7 @@ class SessionOneProximity:
         near = ((q >= self.grown_lo) & (q <= self.grown_hi)).all(-1, keepdim=True)
         self.near_lo.fill_(torch.inf).scatter_reduce_(1, self.sample_group, torch.where(near, q, torch.inf), "amin")
         self.near_hi.fill_(-torch.inf).scatter_reduce_(1, self.sample_group, torch.where(near, q, -torch.inf), "amax")
-        with wp.ScopedStream(warp_stream(q.device)):
+        with wp.ScopedStream(torch_stream(q.device)):
             self.grid.build(self.grid_points, self.cell, self.grid_groups)
         self.link_spin.copy_(probes.to_link_frame(rot, probes.at_probes(state.ang_vel)))
         self.link_velocity.copy_(probes.to_link_frame(rot, probes.at_probes(state.lin_vel)))

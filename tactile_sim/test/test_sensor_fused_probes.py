@@ -161,3 +161,24 @@ def test_contact_probe_matches_the_signed_overlap_and_latch(dtype):
         assert torch.equal(batch.branch.read_batch()[0][..., 0], on_measured.to(x_gt.dtype))
         held += int((on_gt & ~(x_gt > contact)).sum())
     assert held > 0  # some probes were held on by their release threshold
+
+
+def test_delayed_reads_cycle_through_every_staging_slot():
+    """A delay of 9 evaluations cycles the staging buffers through lcm(11, 2) = 22 (ring slot, ground-truth slot)
+    pairs — more than the launches recorded one per pair (MAX_OUTPUT_SETS), so some are served by rebinding — and the
+    kernel writes every probe of every slot (0 out of reach): each delayed measured read (gain 1, no noise) is the
+    ground truth of 9 evaluations before, exactly, whatever the slot held."""
+    from tactile_sim.sensors.warp_launch import MAX_OUTPUT_SETS
+
+    delay = 9
+    suite = _suite("ContactDepthProbe", [{"delay": delay * 0.01}] * 3, "float64")
+    batch = suite.batches[0][1]
+    assert 2 * (delay + 2) > MAX_OUTPUT_SETS
+    truths = []
+    for k in range(3 * (delay + 2)):
+        _state(suite, k % 5)  # poses that move probes into and out of reach
+        truths.append(batch.branch.read_ground_truth_batch()[0].clone())
+        measured, valid = batch.branch.read_batch()
+        if k >= delay:
+            assert valid.all() and torch.equal(measured, truths[k - delay])
+    assert all(int((t > 0).sum()) > 10 for t in truths) and not torch.equal(truths[0], truths[1])

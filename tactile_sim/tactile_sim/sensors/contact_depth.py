@@ -26,12 +26,20 @@ def _depth(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, 
     call.measured[e, i, 0] = wp.max(call.radius_measured[e, i] - sd, zero) * call.gain[e, i]
 
 
+@wp.func
+def _no_depth(call: Any, e: int, i: int):
+    """Both branches' depth of probe i (env e) out of reach: 0."""
+    zero = type(call.radius[0])(0.0)
+    call.ground_truth[e, i, 0] = zero
+    call.measured[e, i, 0] = zero
+
+
 def _depth_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     call_type = probe_struct(f"DepthProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
         "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
-    return probe_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth), call_type
+    return probe_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth, _no_depth), call_type
 
 
 _DEPTH_KERNELS = {dt: _depth_kernel(dt) for dt in WP_TYPES}
@@ -40,8 +48,8 @@ _DEPTH_KERNELS = {dt: _depth_kernel(dt) for dt in WP_TYPES}
 class ContactDepthProbeBatch(FusedProbeBatch):
     """Per-probe overlap depth of the sensing sphere with the nearest candidate geometry, m.
 
-    One fused kernel per evaluation writes both branches into the measured branch's staging buffers (probes out of
-    reach keep the zeros written before the launch); the hardware stages then run in place.
+    One fused kernel per evaluation writes both branches into the measured branch's staging buffers (0 for probes
+    out of reach); the hardware stages then run in place.
     """
 
     sensor_type = "ContactDepthProbe"
@@ -58,12 +66,20 @@ def _signed_overlap(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, sha
     call.measured[e, i, 0] = wp.max((call.radius_measured[e, i] - sd) * call.gain[e, i], floor)
 
 
+@wp.func
+def _floor_overlap(call: Any, e: int, i: int):
+    """Both branches' signed overlap of probe i (env e) out of reach: x_floor."""
+    floor = call.floor[i]
+    call.ground_truth[e, i, 0] = floor
+    call.measured[e, i, 0] = floor
+
+
 def _overlap_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     call_type = probe_struct(f"ContactProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
         "floor": wp.array(dtype=f), "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
-    return probe_kernel(f"contact_probe_{f.__name__}", call_type, dtype, _signed_overlap), call_type
+    return probe_kernel(f"contact_probe_{f.__name__}", call_type, dtype, _signed_overlap, _floor_overlap), call_type
 
 
 _OVERLAP_KERNELS = {dt: _overlap_kernel(dt) for dt in WP_TYPES}
@@ -72,8 +88,8 @@ _OVERLAP_KERNELS = {dt: _overlap_kernel(dt) for dt in WP_TYPES}
 class ContactProbeBatch(FusedProbeBatch):
     """Per-probe contact flag: Schmitt trigger on the signed overlap (separate contact / release thresholds).
 
-    One fused kernel per evaluation writes both branches' signed overlaps into the staging buffers (probes out of
-    reach keep the floor written before the launch); the measured branch applies the hardware stages, then the latch
+    One fused kernel per evaluation writes both branches' signed overlaps into the staging buffers (the floor for
+    probes out of reach); the measured branch applies the hardware stages, then the latch
     of each branch (stage 10), in place: the rings hold 0./1.
     """
 
@@ -86,7 +102,6 @@ class ContactProbeBatch(FusedProbeBatch):
         self.release_threshold = per_probe(options, counts, "release_threshold", ctx)
         self.floor = overlap_floor(self.release_threshold)
         super().__init__(options, ctx)
-        self.floor_staged = self.floor[None, :, None].expand(ctx.n_envs, -1, 1).contiguous()  # [E, P, 1]
 
     def branch_options(self) -> dict:
         return {"latch_thresholds": (self.contact_threshold, self.release_threshold)}
@@ -97,11 +112,6 @@ class ContactProbeBatch(FusedProbeBatch):
     def extra_reach(self):
         # x = g(R̃ − sd) stays above a negative floor (and can still hold the latch) up to sd = R̃ − floor/g
         return -self.floor / self.min_gain()
-
-    def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
-        # out of reach, x = x_floor on both branches
-        measured.copy_(self.floor_staged)
-        ground_truth.copy_(self.floor_staged)
 
     def output(self, value: torch.Tensor) -> torch.Tensor:
         return value > 0.5

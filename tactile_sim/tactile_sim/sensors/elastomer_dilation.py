@@ -37,10 +37,12 @@ import scipy.fft
 import torch
 import warp as wp
 
-from .layer_profile import FAR_FIELD, layer_profile
+from ..geometry.struct_launch import StructLaunch
 from .compaction import SegmentCompaction
+from .layer_profile import FAR_FIELD, layer_profile
 from .layout import ProbeLayout
-from .warp_launch import RecordedLaunch, vec3
+from .probe_set import WP_TYPES
+from .warp_launch import call_struct
 
 ORTHOGONAL = 1e-12
 """|t_u·t_v|, |a·t_u|, |a·t_v| at most this (unit vectors) make a grid orthogonal (Gaussians separable)."""
@@ -112,49 +114,72 @@ def dilation_pair(d: Any, a: Any, params: wp.array2d(dtype=Any), s: int, coeffic
     return k, g
 
 
-@wp.kernel(enable_backward=False)
-def _pair_tables(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), start: int, at: int, s: int,
-                 params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
-                 out_k: wp.array2d(dtype=Any), out_g: wp.array2d(dtype=Any)):
+_F64 = {"params": wp.array2d(dtype=wp.float64), "coefficients": wp.array2d(dtype=wp.float64),
+        "table": wp.array(dtype=wp.float64), "out_k": wp.array2d(dtype=wp.vec3d), "out_g": wp.array2d(dtype=wp.float64)}
+"""Fields of the build-time table kernels (float64): the parameter table [S, 7], κ₁'s cubic pieces and their grid,
+the output tables (K_in, G)."""
+
+_PairTablesCall = call_struct("DilationPairTablesCall", {
+    "pos": wp.array(dtype=wp.vec3d), "normal": wp.array(dtype=wp.vec3d), **_F64})
+_LatticeTablesCall = call_struct("DilationLatticeTablesCall", {"offsets": wp.array2d(dtype=wp.vec3d), **_F64})
+
+
+def _pair_tables(call: _PairTablesCall, at: int, s: int):
     """Dense tables of one sensor (block [at, at + count)² of the direct probes): dilate_scale·(K_in, G)(p_i − p_j)
     at [j, i] for source j and target i."""
     j, i = wp.tid()
-    k, g = dilation_pair(pos[start + i] - pos[start + j], normal[start + i], params, s, coefficients, table)
-    scale = params[s, 6]
-    out_k[at + j, at + i] = scale * k
-    out_g[at + j, at + i] = scale * g
+    k, g = dilation_pair(call.pos[at + i] - call.pos[at + j], call.normal[at + i], call.params, s, call.coefficients,
+                         call.table)
+    scale = call.params[s, 6]
+    call.out_k[at + j, at + i] = scale * k
+    call.out_g[at + j, at + i] = scale * g
 
 
-@wp.kernel(enable_backward=False)
-def _lattice_tables(offsets: wp.array2d(dtype=Any), a: Any, params: wp.array2d(dtype=Any), s: int,
-                    coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any),
-                    out_k: wp.array2d(dtype=Any), out_g: wp.array2d(dtype=Any)):
+def _lattice_tables(call: _LatticeTablesCall, a: wp.vec3d, s: int):
     """(K_in, G) at every lattice offset (no dilate_scale)."""
     r, c = wp.tid()
-    k, g = dilation_pair(offsets[r, c], a, params, s, coefficients, table)
-    out_k[r, c] = k
-    out_g[r, c] = g
+    k, g = dilation_pair(call.offsets[r, c], a, call.params, s, call.coefficients, call.table)
+    call.out_k[r, c] = k
+    call.out_g[r, c] = g
 
 
-@wp.kernel(enable_backward=False)
-def _direct_sum(pos: wp.array(dtype=Any), normal: wp.array(dtype=Any), segment: wp.array(dtype=wp.int64),
-                sensor: wp.array(dtype=wp.int32), params: wp.array2d(dtype=Any), coefficients: wp.array2d(dtype=Any),
-                table: wp.array(dtype=Any), depth: wp.array2d(dtype=Any), depth_p: wp.array2d(dtype=Any),
-                order: wp.array2d(dtype=wp.int64), first: wp.array(dtype=wp.int64), count: wp.array2d(dtype=wp.int64),
-                out: wp.array2d(dtype=Any)):
-    """u[e, i] = Σ over the compacted sources j of i's sensor: dilate_scale·(K_in H_j − a_i G H_j^p), kernels
-    evaluated here (direct probes only: every index is into the direct subset)."""
-    e, i = wp.tid()
-    t = int(segment[i])
-    s = sensor[t]
-    a = normal[i]
-    u = a - a
-    begin = int(first[t])
-    for m in range(int(count[e, t])):
-        j = int(order[e, begin + m])
-        k, g = dilation_pair(pos[i] - pos[j], a, params, s, coefficients, table)
-        u = u + params[s, 6] * (depth[e, j] * k - (g * depth_p[e, j]) * a)
-    out[e, i] = u
+_pair_tables.__annotations__ = {"call": _PairTablesCall, "at": int, "s": int}
+_lattice_tables.__annotations__ = {"call": _LatticeTablesCall, "a": wp.vec3d, "s": int}
+_pair_tables = wp.kernel(_pair_tables, enable_backward=False)
+_lattice_tables = wp.kernel(_lattice_tables, enable_backward=False)
+
+
+def _direct_sum_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) of the direct path's per-step sum in the working dtype, over (E, direct probes):
+    u[e, i] = Σ over the compacted sources j of i's sensor: dilate_scale·(K_in H_j − a_i G H_j^p), kernels evaluated
+    here (direct probes only: every index is into the direct subset)."""
+    f, v, _ = WP_TYPES[dtype]
+    i64 = wp.array(dtype=wp.int64)
+    call_type = call_struct(f"DilationDirectSumCall_{f.__name__}", {
+        "pos": wp.array(dtype=v), "normal": wp.array(dtype=v), "segment": i64, "sensor": wp.array(dtype=wp.int32),
+        "params": wp.array2d(dtype=f), "coefficients": wp.array2d(dtype=f), "table": wp.array(dtype=f),
+        "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f), "order": wp.array2d(dtype=wp.int64),
+        "first": i64, "count": wp.array2d(dtype=wp.int64), "out": wp.array2d(dtype=v)})
+
+    def kernel(call: Any):
+        e, i = wp.tid()
+        t = int(call.segment[i])
+        s = call.sensor[t]
+        a = call.normal[i]
+        u = a - a
+        begin = int(call.first[t])
+        for m in range(int(call.count[e, t])):
+            j = int(call.order[e, begin + m])
+            k, g = dilation_pair(call.pos[i] - call.pos[j], a, call.params, s, call.coefficients, call.table)
+            u = u + call.params[s, 6] * (call.depth[e, j] * k - (g * call.depth_p[e, j]) * a)
+        call.out[e, i] = u
+
+    kernel.__name__ = f"dilation_direct_sum_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+_DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}
 
 
 # ---------------------------------------------------------------------------------------------- shared tables
@@ -186,10 +211,11 @@ def pair_tables(positions: np.ndarray, normals: np.ndarray, sensors: Sequence[in
     coef, prof = _profile_arrays(device, torch.float64)
     table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
     table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
+    fields = {"pos": pos64, "normal": nrm64, "params": params, "coefficients": coef, "table": prof,
+              "out_k": table_k, "out_g": table_g}
     at = 0
     for s, c in zip(sensors, counts):
-        RecordedLaunch(_pair_tables, (c, c), [vec3(pos64), vec3(nrm64), at, at, int(s), params, coef, prof,
-                                              vec3(table_k), table_g], device)()
+        StructLaunch(_pair_tables, (c, c), _PairTablesCall, fields, [at, int(s)], device)()
         at += c
     return table_k, table_g
 
@@ -292,8 +318,9 @@ class LatticeConvolution(_LatticeGroup):
             offsets_t = torch.as_tensor(offsets, device=device, dtype=torch.float64).contiguous()
             out_k = torch.zeros(offsets.shape, device=device, dtype=torch.float64)
             out_g = torch.zeros(offsets.shape[:2], device=device, dtype=torch.float64)
-            RecordedLaunch(_lattice_tables, offsets.shape[:2], [
-                vec3(offsets_t), wp.vec3d(*a), params, s, coef, table, vec3(out_k), out_g], device)()
+            StructLaunch(_lattice_tables, offsets.shape[:2], _LatticeTablesCall, {
+                "offsets": offsets_t, "params": params, "coefficients": coef, "table": table, "out_k": out_k,
+                "out_g": out_g}, [wp.vec3d(*a), s], device)()
             # third field −N: the basis row is +a
             scalars = torch.stack([out_k @ torch.as_tensor(e1, device=device, dtype=torch.float64),
                                    out_k @ torch.as_tensor(e2, device=device, dtype=torch.float64), -out_g])
@@ -438,11 +465,14 @@ class _DirectSum:
         else:
             self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
             coef, prof = _profile_arrays(device, dtype)
-            self.launch = RecordedLaunch(_direct_sum, (e, n), [
-                vec3(local_pos[self.probes].contiguous()), vec3(self.normal.contiguous()), self.compaction.segment,
-                torch.as_tensor(list(members), device=device, dtype=torch.int32), params.to(dtype), coef, prof,
-                self.depth, self.depth_p, self.compaction.order, self.compaction.starts, self.compaction.count,
-                vec3(self.out)], device)
+            kernel, call_type = _DIRECT_SUM_KERNELS[dtype]
+            self.launch = StructLaunch(kernel, (e, n), call_type, {
+                "pos": local_pos[self.probes].contiguous(), "normal": self.normal.contiguous(),
+                "segment": self.compaction.segment, "sensor": torch.as_tensor(list(members), device=device,
+                                                                              dtype=torch.int32),
+                "params": params.to(dtype), "coefficients": coef, "table": prof, "depth": self.depth,
+                "depth_p": self.depth_p, "order": self.compaction.order, "first": self.compaction.starts,
+                "count": self.compaction.count, "out": self.out}, [], device)
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
         torch.index_select(depth, 1, self.probes, out=self.depth)

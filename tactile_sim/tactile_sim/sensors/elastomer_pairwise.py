@@ -26,6 +26,7 @@ from ..geometry.struct_launch import StructLaunch
 from .elastomer_dilation import orthogonal_grid, pair_tables
 from .layout import ProbeLayout
 from .probe_set import WP_TYPES
+from .warp_launch import call_struct
 
 PAIRWISE_WORK = 1 << 16
 """A sensor is evaluated here when n_envs · P_s² is at most this (P_s: its probe count)."""
@@ -42,12 +43,12 @@ def _pairwise_kernel(dtype: torch.dtype):
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ElastomerPairwiseCall_{f.__name__}"
-    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+    call_type = call_struct(name, {
         "chunk": i32, "sensor": i32, "first": i32, "source": i32, "length": i32, "lambda_s": wp.array(dtype=f),
         "probe": i32, "normal": wp.array(dtype=v), "table_k": wp.array2d(dtype=v), "table_g": wp.array2d(dtype=f),
         "shear_pos": wp.array(dtype=v), "shear_normal": wp.array(dtype=v), "depth": wp.array2d(dtype=f),
         "depth_p": wp.array2d(dtype=f), "samples": wp.array3d(dtype=v), "drags": wp.array3d(dtype=v),
-        "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)}}))
+        "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)})
 
     def kernel(call: Any):
         e, t = wp.tid()

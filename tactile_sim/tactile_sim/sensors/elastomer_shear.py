@@ -39,6 +39,7 @@ from .layout import ProbeLayout
 from ..world.state import WorldState
 from .probe_set import WP_TYPES
 from .tracked_cloud import PointCloud
+from .warp_launch import bind_state, call_struct
 
 CPU_SAMPLES_PER_THREAD = 64
 """Tracked samples per thread of the anchor kernel on the CPU (one on CUDA)."""
@@ -55,7 +56,7 @@ def _sample_kernel(dtype: torch.dtype):
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ShearSampleCall_{f.__name__}"
-    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+    call_type = call_struct(name, {
         "points": wp.array(dtype=v), "owner": i32, "sensor": i32, "link_of_sensor": i32, "box_lo": wp.array(dtype=v),
         "box_hi": wp.array(dtype=v),
         "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "local": wp.array2d(dtype=v),
@@ -63,7 +64,7 @@ def _sample_kernel(dtype: torch.dtype):
         "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
         "world_rot": wp.array2d(dtype=m), "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v),
         "anchored": wp.array2d(dtype=wp.bool), "anchor": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v),
-        "selected": wp.array2d(dtype=wp.bool)}}))
+        "selected": wp.array2d(dtype=wp.bool)})
 
     def kernel(call: Any, tables: Any, per_thread: int):
         e, t = wp.tid()
@@ -125,10 +126,10 @@ def _compact_kernel(dtype: torch.dtype):
     v = WP_TYPES[dtype][1]
     i32 = wp.array(dtype=wp.int32)
     name = f"ShearCompactCall_{v.__name__}"
-    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+    call_type = call_struct(name, {
         "local": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v), "selected": wp.array2d(dtype=wp.bool),
         "start": i32, "length": i32, "q_out": wp.array3d(dtype=v), "c_out": wp.array3d(dtype=v),
-        "count": wp.array2d(dtype=wp.int32)}}))
+        "count": wp.array2d(dtype=wp.int32)})
 
     def kernel(call: Any):
         e, s = wp.tid()
@@ -370,8 +371,7 @@ class ShearAnchors:
     def __call__(self, state: WorldState, out: torch.Tensor) -> None:
         """Pose the samples for ``state``, update the anchors, then add the shear of the sensors not evaluated
         elsewhere to out [E, P, 3]."""
-        self._step.bind("body_rot", _contiguous(state.rot))
-        self._step.bind("body_pos", _contiguous(state.pos))
+        bind_state(self._step, state)
         self._step()
         self._compact()
         if not self.groups:
@@ -393,6 +393,3 @@ class ShearAnchors:
             self.anchored.masked_fill_(env_mask[:, None], False)
             self.anchor.masked_fill_(env_mask[:, None, None], 0)
 
-
-def _contiguous(t: torch.Tensor) -> torch.Tensor:
-    return t if t.is_contiguous() else t.contiguous()

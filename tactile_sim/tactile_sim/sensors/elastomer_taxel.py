@@ -4,12 +4,13 @@ Per step, for the batch's sensors together:
 
 1. indentation depth H_i = max(0, −min over tracked shapes of sd(x_i)) and H_i^p at every active probe centre
    (7.1) — one fused probe kernel (:func:`~.probe_set.probe_kernel`: placement, broad phase, nearest tracked shape
-   within cutoff 0, so only probes inside a tracked body are written; the rest keep the zeros written before);
+   within cutoff 0: probes inside a tracked body get their depth, the others 0);
 2. shear anchors (7.5, :mod:`.elastomer_shear`) when any sensor has ``shear_scale`` > 0;
 3. u_dil + s: small sensors (:mod:`.elastomer_pairwise`) by per-probe pair sums in one kernel; the others by the
    dilation paths of :mod:`.elastomer_dilation` (7.3–7.4: FFT or separable lattice on regular planar grids with a
    shared normal, direct path otherwise) plus the shear sums of :mod:`.elastomer_shear`;
-4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages (§13.2).
+4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages (§13.2); without
+   crosstalk and hysteresis one small kernel writes u and g·u straight into the measured branch's staging buffers.
 
 The probe radius marks fillers only (they read 0 and are no sources). Each sensor's tracked cloud is exposed through
 :meth:`ElastomerTaxelBatch.point_cloud`.
@@ -30,6 +31,7 @@ from .elastomer_shear import ShearAnchors
 from .probe_sensor import ProbeSensorBatch
 from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, probe_kernel, probe_struct
 from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
+from .warp_launch import SlotLaunches, call_struct
 
 
 @wp.func
@@ -50,16 +52,49 @@ def _indentation(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape:
             wp.atomic_max(call.bounds, s, k, call.bound_key[i, k])
 
 
+@wp.func
+def _no_indentation(call: Any, e: int, i: int):
+    """H = H^p = 0 at probe i (env e), outside every tracked shape."""
+    zero = type(call.exponent[0])(0.0)
+    call.depth[e, i] = zero
+    call.depth_p[e, i] = zero
+
+
 def _indentation_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     call_type = probe_struct(f"ElastomerDepthCall_{f.__name__}", dtype, {
         "exponent": wp.array(dtype=f), "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f),
         "sensor": wp.array(dtype=wp.int32), "bound_key": wp.array2d(dtype=wp.int32),
         "bounds": wp.array2d(dtype=wp.int32)})
-    return probe_kernel(f"elastomer_depth_{f.__name__}", call_type, dtype, _indentation), call_type
+    return probe_kernel(f"elastomer_depth_{f.__name__}", call_type, dtype, _indentation,
+                        _no_indentation), call_type
 
 
 _DEPTH_KERNELS = {dt: _indentation_kernel(dt) for dt in WP_TYPES}
+
+
+def _emit_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (E, runs of ``per_thread`` probes): ground truth u and measured g·u of every
+    probe (``field`` [E, P] vectors, probe gain [E, P]) into the measured branch's staging buffers."""
+    f, v, _ = WP_TYPES[dtype]
+    call_type = call_struct(f"ElastomerEmitCall_{f.__name__}", {
+        "field": wp.array2d(dtype=v), "gain": wp.array2d(dtype=f), "ground_truth": wp.array2d(dtype=v),
+        "measured": wp.array2d(dtype=v)})
+
+    def kernel(call: Any, per_thread: int):
+        e, t = wp.tid()
+        first = t * per_thread
+        for i in range(first, wp.min(first + per_thread, call.field.shape[1])):
+            u = call.field[e, i]
+            call.ground_truth[e, i] = u
+            call.measured[e, i] = u * call.gain[e, i]
+
+    kernel.__name__ = f"elastomer_emit_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "per_thread": int}
+    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+
+
+_EMIT_KERNELS = {dt: _emit_kernel(dt) for dt in WP_TYPES}
 
 
 class ElastomerTaxelBatch(ProbeSensorBatch):
@@ -85,9 +120,9 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
                                   torch.full_like(probes.radius, -torch.inf)).contiguous()
         self.exponent = torch.as_tensor(np.repeat([o.normal_exponent for o in opts], self.counts), device=dev,
                                         dtype=dt)
-        # H and H^p [E, P] as one buffer, cleared with one op per step
-        self.depths = torch.zeros((2, e, p), device=dev, dtype=dt)
-        self.depth, self.depth_p = self.depths.unbind(0)
+        # H and H^p [E, P], written whole by the indentation kernel every step
+        self.depth = torch.zeros((e, p), device=dev, dtype=dt)
+        self.depth_p = torch.zeros((e, p), device=dev, dtype=dt)
         self.field = torch.zeros((e, p, 3), device=dev, dtype=dt)
         self._gain = torch.zeros((e, p, 3), device=dev, dtype=dt)
         self._gain_source, self._gain_version = None, -1
@@ -121,22 +156,35 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             count = torch.zeros((e, len(opts)), device=dev, dtype=torch.int32)
         self.pairwise = PairwiseField(small, layouts, starts, self.dilation.params, [o.lambda_s for o in opts],
                                       self.depth, self.depth_p, samples, drags, count, self.field) if small else None
+        # without crosstalk and hysteresis (stages 1–2) measured = g·u goes straight into the staging buffers
+        self.emit = None
+        if not any(s.kernel is not None or s.hysteresis_strength > 0 for s in self.branch.specs):
+            kernel, call_type = _EMIT_KERNELS[dt]
+            per_thread = max(p, 1) if torch.device(dev).type == "cpu" else 1
+            self.emit = SlotLaunches(kernel, (e, -(-p // per_thread)), call_type,
+                                     {"field": self.field, "gain": self.branch.gain}, [per_thread], dev,
+                                     outputs=("measured", "ground_truth"))
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
         return self.clouds[i]
 
     def evaluate(self, state: WorldState) -> None:
-        self.depths.zero_()
         if self.dilation.windows:
             self.dilation.bounds.zero_()
-        self.launch(state, {})                       # also fills the query's shape poses for this state
+        self.launch(state)                           # also fills the query's shape poses for this state
         self.dilation(self.depth, self.depth_p)
         if self.shear is not None:
             self.shear(state, self.field)
         if self.pairwise is not None:
             self.pairwise()
         branch = self.branch
+        if self.emit is not None:
+            launch = self.emit.select(branch.staging())
+            launch.bind("gain", branch.gain)
+            launch()
+            branch.push_staged()
+            return
         measured, _ = branch.staging()
         torch.mul(branch.transform(self.field), self._channel_gain(), out=measured)
         branch.push(branch.hardware(measured), self.field)

@@ -74,6 +74,13 @@ def _taxel(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, 
             call.measured[e, i] = _wrench(s, i, call, v_n, w_n, n_link, shear_link)
 
 
+@wp.func
+def _no_wrench(call: Any, e: int, i: int):
+    """Both branches' [F, T] of probe i (env e) out of contact: 0."""
+    call.ground_truth[e, i] = type(call.ground_truth[0, 0])()
+    call.measured[e, i] = type(call.measured[0, 0])()
+
+
 def _taxel_kernel(dtype: torch.dtype):
     f, v, _ = WP_TYPES[dtype]
     per_probe_f = wp.array(dtype=f)
@@ -82,7 +89,7 @@ def _taxel_kernel(dtype: torch.dtype):
         "local_normal": wp.array(dtype=v), "k_n": per_probe_f, "c_n": per_probe_f, "k_t": per_probe_f,
         "k_tw": per_probe_f, "exponent": per_probe_f, "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v),
         "ground_truth": wp.array2d(dtype=wp.types.vector(6, f)), "measured": wp.array2d(dtype=wp.types.vector(6, f))})
-    return probe_kernel(f"kinematic_taxel_{f.__name__}", call_type, dtype, _taxel), call_type
+    return probe_kernel(f"kinematic_taxel_{f.__name__}", call_type, dtype, _taxel, _no_wrench), call_type
 
 
 _TAXEL_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
@@ -90,7 +97,7 @@ _TAXEL_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
 
 class KinematicTaxelBatch(FusedProbeBatch):
     """Spring–damper taxels. One fused kernel per evaluation writes both branches ([F, T], 6 channels) into the
-    measured branch's staging buffers; probes out of contact keep the zeros written before the launch."""
+    measured branch's staging buffers (zeros for probes out of contact)."""
 
     sensor_type = "KinematicTaxel"
     channels = 6
@@ -104,7 +111,10 @@ class KinematicTaxelBatch(FusedProbeBatch):
                 "exponent": coef["normal_exponent"]}
 
     def step_inputs(self, state: WorldState) -> dict:
-        return {"lin_vel": state.lin_vel.contiguous(), "ang_vel": state.ang_vel.contiguous()}
+        lin, ang = state.lin_vel, state.ang_vel
+        if not (lin.is_contiguous() and ang.is_contiguous()):
+            lin, ang = lin.contiguous(), ang.contiguous()
+        return {"gain": self.branch.gain, "lin_vel": lin, "ang_vel": ang}
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])

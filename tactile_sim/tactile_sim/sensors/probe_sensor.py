@@ -79,11 +79,10 @@ class ProbeSensorBatch(SensorBatch):
 
 class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
-    (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers; the branch
-    then runs its stages and commits in one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the
-    working dtype to (kernel, call struct type); ``model_tables()`` adds the model's per-probe tables,
-    ``step_inputs(state)`` its per-step inputs, ``clear(measured, ground_truth)`` the values of the probes the kernel
-    does not visit (out of reach)."""
+    (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers (every probe:
+    the kernel writes the reading of a probe out of reach itself); the branch then runs its stages and commits in one
+    more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel, call struct
+    type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
 
     kernels: dict = {}
 
@@ -93,26 +92,20 @@ class FusedProbeBatch(ProbeSensorBatch):
         self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
         kernel, call_type = self.kernels[ctx.dtype]
         tables = {"radius": self.probes.radius, "radius_measured": self.radius_measured, **self.model_tables()}
-        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables)
+        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables,
+                                       outputs=("measured", "ground_truth"))
 
     def model_tables(self) -> dict:
         """Per-probe tensors of the model bound into the kernel at build (none by default)."""
         return {}
 
     def step_inputs(self, state: WorldState) -> dict:
-        """Per-step kernel inputs beyond gain and the output buffers (none by default)."""
-        return {}
-
-    def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
-        """Fill the staging buffers ``[E, P, K]`` with the reading of a probe out of reach (zeros by default)."""
-        measured.zero_()
-        ground_truth.zero_()
+        """Per-step kernel inputs: the measured branch's gain [E, P] (and the model's own, e.g. body twists)."""
+        return {"gain": self.branch.gain}
 
     def evaluate(self, state: WorldState) -> None:
         branch = self.branch
         if branch.radius_varies:
             branch.radius(self.probes.radius, out=self.radius_measured)
-        measured, gt = branch.staging()
-        self.clear(measured, gt)
-        self.launch(state, {"gain": branch.gain, **self.step_inputs(state), "ground_truth": gt, "measured": measured})
+        self.launch(state, self.step_inputs(state), branch.staging())
         branch.push_staged()

@@ -16,7 +16,8 @@ whole (:func:`~..geometry.query.sphere_may_hit`) — it reads "none" exactly as 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -24,9 +25,9 @@ import torch
 import warp as wp
 
 from ..geometry.query import QueryResult, ShapeQuery, nearest_shape, sphere_may_hit, tables_type
-from ..geometry.struct_launch import StructLaunch
 from ..world.state import WorldState
 from .layout import ProbeLayout
+from .warp_launch import STATE_FIELDS, SlotLaunches, bind_state, call_struct, state_tensors
 
 CPU_CELL_PROBES = 8
 """Consecutive probes per broad-phase cell on the CPU (one on CUDA)."""
@@ -226,28 +227,30 @@ def probe_fields(dtype: torch.dtype) -> dict:
 
 def probe_struct(name: str, dtype: torch.dtype, model_fields: dict):
     """A warp struct type with :func:`probe_fields` and the model's own fields."""
-    fields = {**probe_fields(dtype), **model_fields}
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+    return call_struct(name, {**probe_fields(dtype), **model_fields})
 
 
-def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe):
-    """The fused probe kernel ``(call, tables)`` over (E, blocks): for every probe i of env e whose nearest
-    candidate shape lies within its cutoff, ``evaluate_probe(call, tables, e, i, x, sd, shape, normal, link,
-    link_rot, link_pos)`` (x: world probe centre; sd, shape, normal: :func:`nearest_shape`; link: body index of the
-    probe's link, pose R_L, o_L). Other probes are not visited: the model's outputs must be cleared before the
-    launch."""
+def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear_probe):
+    """The fused probe kernel ``(call, tables)`` over (E, blocks): first ``clear_probe(call, e, i)`` for every probe
+    i of the block (the reading of a probe out of reach), then, for every probe whose nearest candidate shape lies
+    within its cutoff, ``evaluate_probe(call, tables, e, i, x, sd, shape, normal, link, link_rot, link_pos)`` (x:
+    world probe centre; sd, shape, normal: :func:`nearest_shape`; link: body index of the probe's link, pose R_L,
+    o_L). Every probe belongs to exactly one block, so the outputs need no clearing before the launch."""
 
     def kernel(call, tables):
         e, k = wp.tid()
         g = call.block_group[k]
         link = call.block_link[k]
+        first = call.block_first_cell[k]
+        stop = first + call.block_cells[k]
+        for j in range(call.cell_start[first], call.cell_stop[stop - 1]):  # the block's cells are consecutive
+            clear_probe(call, e, call.probe_order[j])
         rl = call.body_rot[e, link]
         ol = call.body_pos[e, link]
         exact = call.group_exact[g]
         if sphere_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
                           call.group_shape_mask, call.world_center, tables):
-            first = call.block_first_cell[k]
-            for c in range(first, first + call.block_cells[k]):
+            for c in range(first, stop):
                 if sphere_may_hit(rl @ call.cell_center[c] + ol, call.cell_radius[c], call.cell_cut[c], e, g, exact,
                                   0, call.group_shape_mask, call.world_center, tables):
                     for j in range(call.cell_start[c], call.cell_stop[c]):
@@ -264,35 +267,42 @@ def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe):
     return wp.kernel(kernel, enable_backward=False, module="unique")
 
 
+_NOTHING: Mapping[str, torch.Tensor] = MappingProxyType({})
+"""No per-step fields."""
+
+
 class FusedProbeLaunch:
     """The per-step launch of a fused probe kernel (:func:`probe_kernel`) for one batch.
 
     probes: the batch's ProbeSet; query: the scene's ShapeQuery; cutoff [P] m: the batch's query cutoffs;
-    model_fields: the model's static fields (name → tensor). Each call binds the world state and the per-step model
-    tensors (outputs, gains, …; rebinding is a pointer write) and launches once.
+    model_fields: the model's static fields (name → tensor); outputs: the names of the output fields that take turns
+    among a few persistent buffers (the measured branch's staging slots; :class:`~.warp_launch.SlotLaunches`). Each
+    call binds the world state and the per-step model tensors (gains, …; rebinding is a pointer write) and launches
+    once.
     """
 
     def __init__(self, probes: ProbeSet, query: ShapeQuery, n_envs: int, kernel, call_type, cutoff: torch.Tensor,
-                 model_fields: dict[str, torch.Tensor]):
+                 model_fields: dict[str, torch.Tensor], outputs: Sequence[str] = ()):
         self.query, self.kernel, self.call_type, self.n_envs = query, kernel, call_type, n_envs
         self.dim = (n_envs, probes.n_blocks)
+        self.outputs = tuple(outputs)
         poses = query.pose_buffers(n_envs)
         self.fields = {**probes.kernel_fields(cutoff), "world_rot": poses.rot, "world_pos": poses.pos,
                        "world_center": poses.cull_center, **model_fields}
-        self.launch: StructLaunch | None = None
+        self.launches: SlotLaunches | None = None
 
-    def __call__(self, state: WorldState, per_step: dict[str, torch.Tensor]) -> None:
-        """Launch for ``state`` with ``per_step`` fields (contiguous tensors, bound by data pointer)."""
+    def __call__(self, state: WorldState, per_step: Mapping[str, torch.Tensor] = _NOTHING,
+                 buffers: Sequence[torch.Tensor] = ()) -> None:
+        """Launch for ``state`` with ``per_step`` fields (contiguous tensors, bound by data pointer) and the output
+        ``buffers`` (one persistent tensor per name of ``outputs``, in order)."""
         self.query.world_poses(state.rot, state.pos)
-        tensors = {"body_rot": _contiguous(state.rot), "body_pos": _contiguous(state.pos), **per_step}
-        if self.launch is None:
-            self.launch = StructLaunch(self.kernel, self.dim, self.call_type, {**self.fields, **tensors},
-                                       [self.query.tables], self.query.device)
-        else:
-            for name, t in tensors.items():
-                self.launch.bind(name, t)
-        self.launch()
-
-
-def _contiguous(t: torch.Tensor) -> torch.Tensor:
-    return t if t.is_contiguous() else t.contiguous()
+        launches = self.launches
+        if launches is None:
+            launches = self.launches = SlotLaunches(self.kernel, self.dim, self.call_type, {
+                **self.fields, **dict(zip(STATE_FIELDS, state_tensors(state))), **per_step}, [self.query.tables],
+                self.query.device, self.outputs)
+        launch = launches.select(buffers)
+        bind_state(launch, state)
+        for name, t in per_step.items():
+            launch.bind(name, t)
+        launch()

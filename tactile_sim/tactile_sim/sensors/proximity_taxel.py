@@ -32,12 +32,12 @@ import torch
 import warp as wp
 
 from ..geometry.query import ROUND_OFF_ULPS
-from ..geometry.struct_launch import StructLaunch
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
 from .probe_sensor import ProbeSensorBatch, per_probe
 from .probe_set import WP_TYPES, ProbeSensorGeometry
 from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
+from .warp_launch import SlotLaunches, bind_state, call_struct
 
 SAMPLES_PER_CHUNK = 16
 """Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
@@ -101,7 +101,7 @@ def _taxel_kernel(dtype: torch.dtype):
     i32, fs, vs = wp.array(dtype=wp.int32), wp.array(dtype=f), wp.array(dtype=v)
     wrench = wp.array2d(dtype=wp.types.vector(6, f))
     name = f"ProximityTaxelCall_{f.__name__}"
-    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+    call_type = call_struct(name, {
         "probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": vs, "cell_radius": fs,
         "cell_cut": fs, "block_first_cell": i32, "block_cells": i32, "block_link": i32, "block_group": i32,
         "block_center": vs, "block_radius": fs, "block_cut": fs, "local_pos": vs, "local_normal": vs,
@@ -110,7 +110,7 @@ def _taxel_kernel(dtype: torch.dtype):
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
-        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench}}))
+        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench})
 
     def kernel(call: Any, round_off: Any):
         e, k = wp.tid()
@@ -240,7 +240,6 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
         self.radius_measured = self.branch.radius(probes.radius).contiguous()
         kernel, call_type = _KERNELS[dt]
-        measured, gt = self.branch.staging()
         kw = dict(device=dev, dtype=dt)
         fields = {**self._chunk_tables(), "normal_coef": ctx.tensor(np.repeat(stiffness, self.counts)),
                   "shear_coef": ctx.tensor(np.repeat(coupling, self.counts)),
@@ -251,8 +250,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                   "body_pos": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "lin_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "ang_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
-                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw),
-                  "ground_truth": gt, "measured": measured}
+                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw)}
         probe_tables = probes.kernel_fields(self.cutoff)
         for key in ("local_pos", "probe_order", "cell_start", "cell_stop", "cell_center", "cell_radius", "cell_cut",
                     "block_first_cell", "block_cells", "block_link", "block_group", "block_center", "block_radius",
@@ -263,7 +261,8 @@ class ProximityTaxelBatch(ProbeSensorBatch):
             raise ValueError(f"ProximityTaxel: a probe cell holds {widest} probes; allowed: at most {MAX_CELL_PROBES} "
                              "(the kernel marks a cell's reachable probes in the bits of one int32)")
         round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
-        self.launch = StructLaunch(kernel, (e, probes.n_blocks), call_type, fields, [round_off], dev)
+        self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off], dev,
+                                     outputs=("measured", "ground_truth"))
 
     def _chunk_tables(self) -> dict[str, torch.Tensor]:
         """Chunk tables of the batch's clouds (:func:`cloud_chunks`), sensor after sensor: the reordered body-frame
@@ -301,14 +300,12 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         return self.clouds[i]
 
     def evaluate(self, state: WorldState) -> None:
-        branch, launch = self.branch, self.launch
+        branch = self.branch
         if branch.radius_varies:
             branch.radius(self.probes.radius, out=self.radius_measured)
-        measured, gt = branch.staging()
-        for name, t in (("body_rot", state.rot), ("body_pos", state.pos), ("lin_vel", state.lin_vel),
-                        ("ang_vel", state.ang_vel), ("gain", branch.gain), ("ground_truth", gt),
-                        ("measured", measured)):
-            launch.bind(name, t if t.is_contiguous() else t.contiguous())
+        launch = self.launches.select(branch.staging())
+        bind_state(launch, state, twists=True)
+        launch.bind("gain", branch.gain)
         launch()
         branch.push_staged()
 

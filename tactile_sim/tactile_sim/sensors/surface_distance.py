@@ -25,13 +25,13 @@ import torch
 import warp as wp
 
 from ..geometry.query import POINTS_PER_CPU_THREAD, nearest_shape, tables_type
-from ..geometry.struct_launch import StructLaunch
 from ..imperfections.spec import PER_CHANNEL_OPTIONS, SensorImperfections
 from ..world.state import WorldState
 from .base import imperfections_of
 from .probe_sensor import ProbeSensorBatch
 from .probe_set import WP_TYPES, ProbeSensorGeometry
 from .tracked_cloud import tracked_shape_mask
+from .warp_launch import SlotLaunches, bind_state, call_struct
 
 
 def _distance_channel_only(value, n: int):
@@ -56,13 +56,13 @@ def _distance_kernel(dtype: torch.dtype):
     f, v, m = WP_TYPES[dtype]
     i32, v4 = wp.array(dtype=wp.int32), wp.array2d(dtype=wp.types.vector(4, f))
     name = f"SurfaceDistanceCall_{f.__name__}"
-    call_type = wp.struct(type(name, (), {"__module__": __name__, "__qualname__": name, "__annotations__": {
+    call_type = call_struct(name, {
         "local_pos": wp.array(dtype=v), "link_of_probe": i32, "group_of_probe": i32, "cutoff": wp.array(dtype=f),
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f),
         "group_shape_mask": wp.array2d(dtype=wp.bool), "group_exact": wp.array(dtype=wp.bool),
         "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "world_rot": wp.array2d(dtype=m),
         "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v), "ground_truth": v4,
-        "measured": v4}}))
+        "measured": v4})
 
     def kernel(call: Any, tables: Any, points_per_thread: int):
         e, t = wp.tid()
@@ -112,28 +112,23 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
         kernel, call_type = _KERNELS[ctx.dtype]
         per_thread = POINTS_PER_CPU_THREAD if torch.device(ctx.device).type == "cpu" else 1
         poses = query.pose_buffers(ctx.n_envs)
-        measured, gt = self.branch.staging()
         fields = {"local_pos": probes.local_pos, "link_of_probe": probes.link_of_probe.to(torch.int32),
                   "group_of_probe": probes.sensor_of_probe.to(torch.int32), "cutoff": self.cutoff,
                   "radius": probes.radius, "radius_measured": self.radius_measured,
                   "group_shape_mask": probes.group_shape_mask, "group_exact": probes.group_exact,
                   "body_rot": torch.zeros(ctx.n_envs, ctx.scene.n_bodies, 3, 3, dtype=ctx.dtype, device=ctx.device),
                   "body_pos": torch.zeros(ctx.n_envs, ctx.scene.n_bodies, 3, dtype=ctx.dtype, device=ctx.device),
-                  "world_rot": poses.rot, "world_pos": poses.pos, "world_center": poses.cull_center,
-                  "ground_truth": gt, "measured": measured}
-        self.launch = StructLaunch(kernel, (ctx.n_envs, -(-probes.n // per_thread)), call_type, fields,
-                                   [query.tables, per_thread], ctx.device)
+                  "world_rot": poses.rot, "world_pos": poses.pos, "world_center": poses.cull_center}
+        self.launches = SlotLaunches(kernel, (ctx.n_envs, -(-probes.n // per_thread)), call_type, fields,
+                                     [query.tables, per_thread], ctx.device, outputs=("measured", "ground_truth"))
 
     def evaluate(self, state: WorldState) -> None:
-        branch, launch = self.branch, self.launch
+        branch = self.branch
         if branch.radius_varies:
             branch.radius(self.probes.radius, out=self.radius_measured)
         self.ctx.query.world_poses(state.rot, state.pos)
-        measured, gt = branch.staging()
-        launch.bind("body_rot", _contiguous(state.rot))
-        launch.bind("body_pos", _contiguous(state.pos))
-        launch.bind("ground_truth", gt)
-        launch.bind("measured", measured)
+        launch = self.launches.select(branch.staging())
+        bind_state(launch, state)
         launch()
         branch.push_staged()
 
@@ -150,6 +145,3 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
         value, valid = self.branch.read_ground_truth(i)
         return value[..., 1:].contiguous(), valid
 
-
-def _contiguous(t: torch.Tensor) -> torch.Tensor:
-    return t if t.is_contiguous() else t.contiguous()

@@ -1,78 +1,79 @@
-"""Warp kernels on persistent torch buffers: record a launch once, replay it every step.
+"""Recorded launches of one kernel whose output fields take turns among a few sets of buffers.
 
-The point-cloud sensors allocate their per-step tensors once at build (sizes are fixed: envs, probes, samples), so
-a kernel launch can be recorded with those buffers bound and replayed for a few µs. Arguments are torch tensors
-(bound by data pointer — the caller must keep writing into the same tensors) or Python scalars. A tensor whose
-trailing dims are (3,) or (3, 3) and that the kernel reads as vectors / matrices is wrapped with :func:`vec3` /
-:func:`mat33`. On CUDA the launch runs on the current torch stream.
+A sensor batch that writes straight into its measured branch's staging buffers (:meth:`MeasuredBranch.staging`)
+gets another (measured, ground truth) pair every evaluation, cycling through the branch's ring slots. Rebinding
+both output fields each evaluation costs two checked binds; instead :class:`SlotLaunches` records one
+:class:`~..geometry.struct_launch.StructLaunch` per set of output buffers (the sets are told apart by the identity of
+their tensors) and only the fields that really change per step (world state, gains) are rebound on the one used.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 import warp as wp
 
-_VEC3 = {torch.float32: wp.vec3f, torch.float64: wp.vec3d}
-_MAT33 = {torch.float32: wp.mat33f, torch.float64: wp.mat33d}
+from ..geometry.struct_launch import StructLaunch
+from ..world.state import WorldState
+
+MAX_OUTPUT_SETS = 8
+"""Most launches recorded per :class:`SlotLaunches` (one per set of output buffers); beyond, one more launch serves
+every other set with its output fields rebound per call."""
 
 
-class _Typed:
-    """A tensor to be bound with an explicit warp element type."""
-
-    def __init__(self, tensor: torch.Tensor, table: dict):
-        self.tensor = tensor
-        self.dtype = table[tensor.dtype]
+def call_struct(name: str, fields: dict):
+    """A warp struct type ``name`` with the fields ``fields`` (name → warp type), for a kernel's first parameter."""
+    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
 
-def vec3(t: torch.Tensor) -> _Typed:
-    """Bind ``t`` ``[..., 3]`` as an array of 3-vectors (working float type)."""
-    return _Typed(t, _VEC3)
+STATE_FIELDS = ("body_rot", "body_pos", "lin_vel", "ang_vel")
+"""Field names of a state's body rotations [E, B, 3, 3], origins [E, B, 3] and twists (linear, angular) [E, B, 3]."""
 
 
-def mat33(t: torch.Tensor) -> _Typed:
-    """Bind ``t`` ``[..., 3, 3]`` as an array of 3×3 matrices (working float type)."""
-    return _Typed(t, _MAT33)
+def state_tensors(state: WorldState, twists: bool = False) -> tuple[torch.Tensor, ...]:
+    """The state's (rot, pos) — and (lin_vel, ang_vel) with ``twists`` — contiguous (copies only where one is not),
+    in :data:`STATE_FIELDS` order."""
+    tensors = (state.rot, state.pos, state.lin_vel, state.ang_vel) if twists else (state.rot, state.pos)
+    return tuple(t if t.is_contiguous() else t.contiguous() for t in tensors)
 
 
-def warp_array(arg: torch.Tensor | _Typed) -> wp.array:
-    """A warp array aliasing a contiguous torch tensor (no copy)."""
-    if isinstance(arg, _Typed):
-        return wp.from_torch(arg.tensor, dtype=arg.dtype)
-    return wp.from_torch(arg)
+def bind_state(launch: StructLaunch, state: WorldState, twists: bool = False) -> None:
+    """Bind :func:`state_tensors` to the :data:`STATE_FIELDS` of ``launch``."""
+    for name, t in zip(STATE_FIELDS, state_tensors(state, twists)):
+        launch.bind(name, t)
 
 
-def warp_stream(device: torch.device):
-    """The warp stream of the current torch stream on ``device`` (None on CPU)."""
-    if device.type != "cuda":
-        return None
-    return wp.stream_from_torch(torch.cuda.current_stream(device))
+class SlotLaunches:
+    """Launches of ``kernel(call, *args)`` over ``dim`` (see :class:`StructLaunch`): ``fields`` name → tensor are
+    bound at recording (the per-step ones are rebound by the caller on the launch :meth:`select` returns); the fields
+    named ``outputs`` are fixed per recorded launch to the output buffers it was selected for."""
 
+    def __init__(self, kernel, dim: Sequence[int], call_type, fields: Mapping[str, torch.Tensor],
+                 args: Sequence[Any], device: torch.device, outputs: Sequence[str]):
+        self.kernel, self.dim, self.call_type, self.args, self.device = kernel, dim, call_type, list(args), device
+        self.fields = dict(fields)
+        self.outputs = tuple(outputs)
+        self._recorded: dict[tuple[int, ...], StructLaunch] = {}
+        self._rebound: StructLaunch | None = None
 
-class RecordedLaunch:
-    """One kernel launch over ``dim`` with fixed arguments, replayed by calling the object.
+    def select(self, buffers: Sequence[torch.Tensor]) -> StructLaunch:
+        """The launch whose output fields point at ``buffers`` (one tensor per output name, in order; recorded on
+        first use). The buffers must stay the same tensors from call to call (persistent staging slots)."""
+        key = tuple([id(t) for t in buffers])
+        launch = self._recorded.get(key)
+        if launch is not None:
+            return launch
+        if len(self._recorded) < MAX_OUTPUT_SETS:
+            # the launch references the buffers, so their ids cannot be reused while the key is held
+            launch = self._recorded[key] = self._record(buffers)
+            return launch
+        if self._rebound is None:
+            self._rebound = self._record(buffers)
+        for name, t in zip(self.outputs, buffers):
+            self._rebound.bind(name, t)
+        return self._rebound
 
-    args: torch tensors (contiguous, on ``device``; see :func:`vec3` / :func:`mat33`) and Python scalars, in the
-    kernel's argument order. The tensors stay referenced so that their memory outlives the recording.
-    """
-
-    def __init__(self, kernel, dim: Sequence[int] | int, args: Sequence[Any], device: torch.device):
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-        self.device = device
-        self.args = list(args)
-        for a in self.args:
-            t = a.tensor if isinstance(a, _Typed) else a
-            if isinstance(t, torch.Tensor) and not t.is_contiguous():
-                raise ValueError(f"RecordedLaunch({kernel.key}): tensor arguments must be contiguous; got a tensor "
-                                 f"of shape {list(t.shape)} with strides {t.stride()}")
-        inputs = [warp_array(a) if isinstance(a, (torch.Tensor, _Typed)) else a for a in self.args]
-        self.empty = (dim == 0) if isinstance(dim, int) else any(d == 0 for d in dim)
-        self.cmd = None if self.empty else wp.launch(kernel, dim=dim, inputs=inputs, record_cmd=True,
-                                                     device=wp.device_from_torch(self.device))
-
-    def __call__(self) -> None:
-        if not self.empty:
-            self.cmd.launch(warp_stream(self.device))
+    def _record(self, buffers: Sequence[torch.Tensor]) -> StructLaunch:
+        fields = {**self.fields, **dict(zip(self.outputs, buffers))}
+        return StructLaunch(self.kernel, self.dim, self.call_type, fields, self.args, self.device)
