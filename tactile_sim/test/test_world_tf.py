@@ -189,3 +189,32 @@ def test_staleness():
         tf.is_stale("nope", 0.0, 1.0)
     tf.clear()
     assert tf.frames == []
+
+
+def test_latest_lookups_are_kept_until_their_chain_changes():
+    tf = TFBuffer()
+    tf.set_transform("world", "base", [1.0, 0.0, 0.0], 0.0, quat=quat_z(0.3), static=True)
+    tf.set_transform("base", "arm", [0.0, 1.0, 0.0], 1.0, quat=quat_z(0.1))
+    tf.set_transform("world", "other", [0.0, 0.0, 1.0], 1.0, quat=quat_z(0.2))
+    base = tf.lookup("world", "base")
+    arm = tf.lookup("world", "arm")
+    tf.set_transform("world", "other", [0.0, 0.0, 2.0], 2.0, quat=quat_z(0.4))  # on neither chain
+    assert tf.lookup("world", "base") is base and tf.lookup("world", "arm") is arm
+    assert not base.rot.flags.writeable and not base.trans.flags.writeable  # a kept result cannot be changed
+    tf.set_transform("base", "arm", [0.0, 2.0, 0.0], 2.0, quat=quat_z(0.5))  # a new sample on the arm's chain
+    assert tf.lookup("world", "base") is base
+    moved = tf.lookup("world", "arm")
+    assert moved.stamp == 2.0
+    np.testing.assert_allclose(moved.rot, rz(0.8), atol=1e-12)
+    np.testing.assert_allclose(moved.trans, rz(0.3) @ [0.0, 2.0, 0.0] + [1.0, 0.0, 0.0], atol=1e-12)
+    tf.set_transform("world", "base", [3.0, 0.0, 0.0], 0.0, quat=quat_z(0.3), static=True)  # a new static value
+    np.testing.assert_allclose(tf.lookup("world", "base").trans, [3.0, 0.0, 0.0])
+    np.testing.assert_allclose(tf.lookup("world", "arm").trans, rz(0.3) @ [0.0, 2.0, 0.0] + [3.0, 0.0, 0.0],
+                               atol=1e-12)
+    with pytest.raises(TFError, match="unknown frame 'map'"):
+        tf.lookup("map", "base")
+    tf.set_transform("map", "world", [0.0, 0.0, 5.0], 0.0, quat=quat_z(0.0), static=True)  # the tree grows
+    np.testing.assert_allclose(tf.lookup("map", "base").trans, [3.0, 0.0, 5.0])
+    tf.clear()
+    with pytest.raises(TFError, match="unknown frame"):
+        tf.lookup("world", "base")

@@ -107,16 +107,12 @@ def link_contact_force(msg: Any) -> tuple[float, float, float]:
 
 @dataclass(eq=False, kw_only=True)
 class _ChunkedSeries:
-    """What every series shares: message times and the messages not yet reduced; :meth:`add` holds them back
-    until a chunk is full, then the series' ``flush`` reduces them (with their header times)."""
+    """What every series shares: message times and the messages not yet reduced, held back until a chunk is full;
+    :meth:`flush` reduces them (with their header times)."""
 
     times: list[float] = field(default_factory=list)
     pending: list[Any] = field(default_factory=list, repr=False)
-
-    def add(self, msg: Any) -> None:
-        self.pending.append(msg)
-        if len(self.pending) >= CHUNK:
-            self.flush()
+    """messages not yet reduced (:meth:`RunDigest.add` appends and flushes once there are :data:`CHUNK`)"""
 
     def flush(self) -> None:
         """Reduce the pending messages."""
@@ -209,16 +205,24 @@ class ThermalSeries(_PeakSeries):
     t_max: list[float] = field(default_factory=list)
 
     def _reduce_all(self, items: list[Any], times: list[float]) -> None:
-        """One message at a time: grids of a series may differ in size."""
-        for t, msg in zip(times, items):
-            temps = np.asarray(msg.temperatures, dtype=np.float64)
-            hottest = float(temps.max())
-            if self.peak_message is None or hottest > self.t_max[self.peak_index]:
-                self.peak_message, self.peak_time, self.peak_index = msg, t, len(self.t_max)
-            self.times.append(t)
-            self.t_min.append(float(temps.min()))
-            self.t_mean.append(float(temps.mean()))
-            self.t_max.append(hottest)
+        """Runs of equal grid size together (grids of a series may differ in size)."""
+        temps = [np.asarray(msg.temperatures, dtype=np.float64) for msg in items]
+        start = 0
+        while start < len(items):
+            stop = start + 1
+            while stop < len(items) and temps[stop].size == temps[start].size:
+                stop += 1
+            grid = np.stack(temps[start:stop])
+            hottest = grid.max(axis=1)
+            best = int(np.argmax(hottest))
+            if self.peak_message is None or hottest[best] > self.t_max[self.peak_index]:
+                self.peak_message, self.peak_time, self.peak_index = items[start + best], times[start + best], \
+                    len(self.t_max) + best
+            self.times += times[start:stop]
+            self.t_min += grid.min(axis=1).tolist()
+            self.t_mean += grid.mean(axis=1).tolist()
+            self.t_max += hottest.tolist()
+            start = stop
 
 
 @dataclass(eq=False)
@@ -256,7 +260,7 @@ class ContactSeries(_ChunkedSeries):
 
     def _reduce_all(self, items: list[Any], times: list[float]) -> None:
         self.times += times
-        self.force += [float(np.linalg.norm(link_contact_force(msg))) for msg in items]
+        self.force += np.linalg.norm(np.array([link_contact_force(msg) for msg in items]), axis=1).tolist()
 
     @property
     def touch(self) -> list[bool]:
@@ -281,7 +285,9 @@ class RunDigest:
         if kind == TAXEL_ARRAY or kind == THERMAL_GRID:
             if bool(msg.ground_truth) != self.ground_truth:
                 return
-            series = self._by_name.get(msg.sensor_name) or self._series(kind, topic, msg)
+            series = self._by_name.get(msg.sensor_name)
+            if series is None:
+                series = self._series(kind, topic, msg)
         elif kind == JOINT_STATE or kind == LINK_CONTACT:
             if kind == JOINT_STATE:
                 if len(msg.position) or not len(msg.effort):
@@ -293,7 +299,10 @@ class RunDigest:
             if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
                 self.robot_description = str(msg.data)
             return
-        series.add(msg)
+        pending = series.pending
+        pending.append(msg)
+        if len(pending) >= CHUNK:
+            series.flush()
 
     def _series(self, kind: str, topic: str, msg: Any) -> Series:
         series = self._by_name

@@ -45,17 +45,29 @@ class StampedTransform:
 
 @dataclass(eq=False)
 class _Edge:
+    """One parent → child edge: its samples in time order (a static edge holds one) and ``version``, counting
+    the changes of its samples. Rotation matrices are made from the quaternions on first use (None until then):
+    most stored samples (a robot's link transforms on ``/tf``) are never looked up."""
+
     parent: str
     static: bool
     stamps: list[float] = field(default_factory=list)
     quats: list[np.ndarray] = field(default_factory=list)  # (x, y, z, w), for slerp
-    rots: list[np.ndarray] = field(default_factory=list)
+    rots: list[np.ndarray | None] = field(default_factory=list)
     trans: list[np.ndarray] = field(default_factory=list)
+    version: int = 0
+
+    def rot(self, i: int) -> np.ndarray:
+        """Rotation matrix (3, 3) of sample i."""
+        r = self.rots[i]
+        if r is None:
+            r = self.rots[i] = quat_to_matrix_np(self.quats[i])
+        return r
 
     def at(self, time: float | None, child: str) -> tuple[np.ndarray, np.ndarray]:
         """(rotation (3, 3), translation (3,)) of this edge at ``time`` (None or static: the newest sample)."""
         if self.static or time is None:
-            return self.rots[-1], self.trans[-1]
+            return self.rot(-1), self.trans[-1]
         lo, hi = self.stamps[0], self.stamps[-1]
         if time < lo or time > hi:
             raise ExtrapolationError(
@@ -63,7 +75,7 @@ class _Edge:
                 f"samples [{lo:.9f}, {hi:.9f}] s ({'future' if time > hi else 'past'} extrapolation)")
         i = bisect.bisect_left(self.stamps, time)
         if self.stamps[i] == time:
-            return self.rots[i], self.trans[i]
+            return self.rot(i), self.trans[i]
         s0, s1 = self.stamps[i - 1], self.stamps[i]
         a = (time - s0) / (s1 - s0)
         q = _slerp(self.quats[i - 1], self.quats[i], a)
@@ -94,6 +106,11 @@ class TFBuffer:
         self._edges: dict[str, _Edge] = {}
         self.revision = 0
         """Counts the changes of the stored transforms: equal revisions give equal lookups (callers cache by it)."""
+        self._structure = 0
+        """Counts the changes of the frame tree (edges added, the buffer cleared)."""
+        self._latest: dict[tuple[str, str], tuple[int, list[tuple[_Edge, int]], StampedTransform]] = {}
+        """(target, source) → (structure, [(edge, version)] of the chain, result) of the latest lookup at the
+        latest common time: it holds while the tree and those edges are unchanged."""
 
     # ------------------------------------------------------------------ storing
     def set_transform(self, parent: str, child: str, trans, stamp: float, *, rot=None, quat=None,
@@ -112,7 +129,7 @@ class TFBuffer:
         if not math.isfinite(stamp):
             raise TFError(f"{where}: stamp must be finite; got {stamp}")
         t = np.asarray(trans, dtype=np.float64)
-        if t.shape != (3,) or not np.all(np.isfinite(t)):
+        if t.shape != (3,) or not np.isfinite(t).all():
             raise TFError(f"{where}: translation must be 3 finite numbers (m); got {np.asarray(trans).tolist()}")
         q, r = self._rotation(rot, quat, where)
         edge = self._edges.get(child)
@@ -130,7 +147,9 @@ class TFBuffer:
                 if anc == child:
                     raise TFError(f"{where}: {child!r} is an ancestor of {parent!r}; this would close a loop")
             edge = self._edges[child] = _Edge(parent, static)
+            self._structure += 1
         self.revision += 1
+        edge.version += 1
         if static:
             edge.stamps, edge.quats, edge.rots, edge.trans = [stamp], [q], [r], [t]
             return True
@@ -150,8 +169,9 @@ class TFBuffer:
         return True
 
     @staticmethod
-    def _rotation(rot, quat, where: str) -> tuple[np.ndarray, np.ndarray]:
-        """Validated (unit quaternion (x, y, z, w), rotation matrix) from exactly one of rot or quat."""
+    def _rotation(rot, quat, where: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """Validated (unit quaternion (x, y, z, w), rotation matrix) from exactly one of rot or quat; the matrix is
+        None for a quaternion (made on first use, see :class:`_Edge`)."""
         if (rot is None) == (quat is None):
             raise TFError(f"{where}: give exactly one of rot (3×3) or quat (x, y, z, w)")
         if quat is not None:
@@ -159,7 +179,7 @@ class TFBuffer:
                 q = check_quaternion(quat, where)
             except ValueError as e:
                 raise TFError(str(e)) from None
-            return q, quat_to_matrix_np(q)
+            return q, None
         try:
             r = check_rotation(rot, where)
         except ValueError as e:
@@ -169,7 +189,9 @@ class TFBuffer:
     def clear(self):
         """Forget every frame."""
         self._edges.clear()
+        self._latest.clear()
         self.revision += 1
+        self._structure += 1
 
     # ------------------------------------------------------------------ queries
     @property
@@ -219,7 +241,21 @@ class TFBuffer:
         return min(newest) if newest else None
 
     def lookup(self, target: str, source: str, time: float | None = None) -> StampedTransform:
-        """Pose of ``source`` in ``target`` at ``time`` (s; None = the latest common time; see StampedTransform)."""
+        """Pose of ``source`` in ``target`` at ``time`` (s; None = the latest common time; see StampedTransform).
+        A lookup at the latest time is computed once while the edges between the frames are unchanged (the same
+        result, its arrays read-only)."""
+        if time is None:
+            held = self._latest.get((target, source))
+            if held is not None and held[0] == self._structure and all(e.version == v for e, v in held[1]):
+                return held[2]
+        result = self._lookup(target, source, time)
+        if time is None:
+            result.rot.flags.writeable = result.trans.flags.writeable = False
+            edges = [self._edges[f] for f in self._chain(source)[:-1] + self._chain(target)[:-1]]
+            self._latest[target, source] = (self._structure, [(e, e.version) for e in edges], result)
+        return result
+
+    def _lookup(self, target: str, source: str, time: float | None) -> StampedTransform:
         from_s, from_t = self._path(target, source)
         static = all(self._edges[f].static for f in from_s + from_t)
         if time is None:
