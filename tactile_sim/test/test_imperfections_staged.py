@@ -137,3 +137,26 @@ def test_hardware_reads_any_input_layout_without_modifying_it():
     ya, yb, yc = a.hardware(contiguous), b.hardware(row.expand(E, 4, 2)), c.hardware(strided)
     assert torch.equal(ya, yb) and torch.equal(ya, yc)
     assert torch.equal(contiguous, row.expand(E, 4, 2)) and not torch.equal(ya, contiguous)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.03, 0.2])
+def test_staging_cycles_through_the_staging_slots(delay):
+    """staging() is staging_slots[(evaluations + 1) % len(staging_slots)] (a sensor may record a launch per slot),
+    and what is written into a slot is what the delayed read returns ``delay`` evaluations later."""
+    branch = MeasuredBranch([spec("z", 2, delay=delay)], E)
+    slots = branch.staging_slots
+    assert len({id(m) for m, _ in slots}) == len(slots)  # distinct measured buffers, one per phase
+    steps = round(delay / 0.01)
+    written = []
+    for k in range(2 * len(slots) + 3):
+        measured, gt = branch.staging()
+        assert measured is slots[(branch.evaluations + 1) % len(slots)][0]
+        assert gt is slots[(branch.evaluations + 1) % len(slots)][1]
+        measured.fill_(float(k))
+        gt.fill_(-float(k))
+        written.append(float(k))
+        branch.push_staged()
+        value, valid = branch.read_batch()
+        if k >= steps:
+            assert torch.all(value == written[k - steps]) and bool(valid.all())
+        assert torch.all(branch.read_ground_truth_batch()[0] == -float(k))

@@ -15,8 +15,9 @@ and any time later ``branch.read(i)`` / ``branch.read_ground_truth(i)`` for sens
 write its raw measured values and its ground truth straight into ``branch.staging()`` (the buffers that push
 commits): then hardware works in place and push copies nothing, and ``branch.push_staged()`` replaces the last three
 calls — transform, hardware, stage 10 (the ContactProbe latch of both branches, for a branch built with
-``latch_thresholds``), the filler mask and the commit in one kernel launch (plus the crosstalk/hysteresis ops when a
-sensor has them). Stage 10 exists only on that path.
+``latch_thresholds``), the sample validity (``push_staged(sample_valid)``: invalid samples zeroed), the filler mask
+and the commit in one kernel launch (plus the crosstalk/hysteresis ops when a sensor has them). Stage 10 exists only
+on that path.
 
 Randomness (§13.9) is counter-based (:mod:`.rng`): each sensor's draws are a pure function of its own seed, the stage
 (1 radius noise, 2 jitter, 3 random-walk increments, 4 white noise; per reset 5 gains, 6 dead mask, 7 dead values),
@@ -205,8 +206,10 @@ class MeasuredBranch:
 
     specs: the batch's sensors (same channels K and dt); n_envs: E ≥ 1; device, dtype: of every tensor;
     latch_thresholds: (contact, release) [P] m of the ContactProbe latch (stage 10, K = 1; applied by
-    :meth:`push_staged`), or None. Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe range of sensor i,
-    ``sensor_of_probe`` [P] long, ``active`` [P] bool. Build ends with a reset of every env.
+    :meth:`push_staged`), or None. Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe
+    range of sensor i, ``sensor_of_probe`` [P] long, ``active`` [P] bool, ``radius_varies`` (True when some sensor
+    has radius noise: :meth:`radius` then differs per evaluation), ``staging_slots`` (see :meth:`staging`). Build
+    ends with a reset of every env.
     """
 
     def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32,
@@ -282,7 +285,8 @@ class MeasuredBranch:
         specs, e, p = self.specs, self.n_envs, self.n_probes
         a = self._per_probe(lambda s: s.probe_radius_noise) * self.active
         self._radius_noise = None
-        if bool((a > 0).any()):
+        self.radius_varies = bool((a > 0).any())
+        if self.radius_varies:
             def radius_offsets(bits, counters):
                 return a * (bits_to_uniform(bits, self.dtype).mul_(2.0).sub_(1.0))
             self._radius_noise = CounterStream(self._probe_lanes(STAGE_RADIUS), radius_offsets, block_size(e * p))
@@ -375,7 +379,7 @@ class MeasuredBranch:
             self._ring_valid_views = list(self._ring_valid.unbind(0))
         # per ring slot q (evaluations g ≡ q mod r): the staging pair of evaluation g and the warm ground-truth read
         # of evaluation g (valid: the shared all-true mask, or the slot's sample validity)
-        self._staging_pairs = [(self._ring_views[q], self._gt_views[q % 2]) for q in range(r)]
+        self.staging_slots = [(self._ring_views[q], self._gt_views[q % 2]) for q in range(r)]
         self._warm_gt_reads = [(self._gt_views[q % 2], self._ring_valid_views[q] if self._flags
                                 else self._all_sensors) for q in range(r)]
         self._uniform_delay = None if has_jitter or len(set(delays)) > 1 else delays[0]
@@ -478,11 +482,6 @@ class MeasuredBranch:
 
     # ---- per-evaluation stages ----------------------------------------------------------------------------------
 
-    @property
-    def radius_varies(self) -> bool:
-        """True when some sensor has radius noise (:meth:`radius` then differs per evaluation)."""
-        return self._radius_noise is not None
-
     def radius(self, nominal: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Measured-branch radii R̃ = max(0, R + U(−a, a)) per env and active probe (fillers untouched), m.
         nominal: [P] m → [E, P] (a broadcast view of nominal when no sensor has radius noise; written into ``out``
@@ -509,9 +508,11 @@ class MeasuredBranch:
     def staging(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(measured, ground truth) buffers ``[E, P, K]`` that the next :meth:`push` commits. A sensor may write its
         raw measured values and its ground truth here, pass the first to :meth:`hardware` (which then works in
-        place) and both to push (which then copies nothing). Neither is a visible read before that push."""
-        pairs = self._staging_pairs
-        return pairs[(self._count + 1) % len(pairs)]
+        place) and both to push (which then copies nothing). Neither is a visible read before that push.
+        The pair is ``staging_slots[(evaluations + 1) % len(staging_slots)]``: a sensor kernel writing into it may
+        record one launch per slot instead of rebinding its outputs every evaluation."""
+        slots = self.staging_slots
+        return slots[(self._count + 1) % len(slots)]
 
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
@@ -655,7 +656,7 @@ class MeasuredBranch:
         """Delayed measured reads of the latest evaluation: value [E, P, K] (zeros where invalid), valid [E, S].
         Both may be views of internal buffers that later evaluations overwrite: consume or copy them at once (and
         never modify them)."""
-        return self._current()[0]
+        return (self._cache or self._current())[0]
 
     def read_ground_truth_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Ground truth of the latest evaluation (never delayed): value [E, P, K] (a view of an internal buffer,
