@@ -200,7 +200,6 @@ def test_latest_lookups_are_kept_until_their_chain_changes():
     arm = tf.lookup("world", "arm")
     tf.set_transform("world", "other", [0.0, 0.0, 2.0], 2.0, quat=quat_z(0.4))  # on neither chain
     assert tf.lookup("world", "base") is base and tf.lookup("world", "arm") is arm
-    assert not base.rot.flags.writeable and not base.trans.flags.writeable  # a kept result cannot be changed
     tf.set_transform("base", "arm", [0.0, 2.0, 0.0], 2.0, quat=quat_z(0.5))  # a new sample on the arm's chain
     assert tf.lookup("world", "base") is base
     moved = tf.lookup("world", "arm")

@@ -242,15 +242,14 @@ class TFBuffer:
 
     def lookup(self, target: str, source: str, time: float | None = None) -> StampedTransform:
         """Pose of ``source`` in ``target`` at ``time`` (s; None = the latest common time; see StampedTransform).
-        A lookup at the latest time is computed once while the edges between the frames are unchanged (the same
-        result, its arrays read-only)."""
+        A lookup at the latest time is computed once while the edges between the frames are unchanged: callers get
+        the same result object, whose arrays they must not modify."""
         if time is None:
             held = self._latest.get((target, source))
             if held is not None and held[0] == self._structure and all(e.version == v for e, v in held[1]):
                 return held[2]
         result = self._lookup(target, source, time)
         if time is None:
-            result.rot.flags.writeable = result.trans.flags.writeable = False
             edges = [self._edges[f] for f in self._chain(source)[:-1] + self._chain(target)[:-1]]
             self._latest[target, source] = (self._structure, [(e, e.version) for e in edges], result)
         return result
