@@ -187,6 +187,7 @@ class WorldModel:
         # finite check of a host staging buffer: x·0 is 0 for finite x, NaN once any value is NaN or ±inf
         self._staging_flat = tuple(x.reshape(-1) for x in self._staging_np) if self._staging_np else None
         self._zero_np = np.zeros(E * n_act, dtype=self._staging_np[0].dtype) if self._staging_np else None
+        self._staging_shapes = ((E, n_act), (n_act,))
         self._joint_pos_what = f"joint_pos (actuated joints {list(robot.actuated_joint_names) if robot else []})"
         self._t_last = -math.inf
         self._zero_twists = torch.zeros(E, 1 + O, 3, **f)
@@ -258,12 +259,13 @@ class WorldModel:
         into the staging buffer ``slot`` (0: positions, 1: velocities) with NumPy, other inputs as :meth:`_tensor`."""
         if self._staging_np is None or isinstance(x, torch.Tensor):
             return self._tensor(x, (self.kinematics.n_actuated,), what).contiguous()
-        staging = self._staging_np[slot]
         a = np.asarray(x)
-        if a.shape != staging.shape and a.shape != staging.shape[1:]:
-            raise ValueError(f"WorldModel.update: {what} must have shape {list(staging.shape[1:])} or "
-                             f"{list(staging.shape)}; got {list(a.shape)}")
-        staging[...] = a
+        shape = a.shape
+        full, tail = self._staging_shapes
+        if shape != tail and shape != full:
+            raise ValueError(f"WorldModel.update: {what} must have shape {list(tail)} or {list(full)}; "
+                             f"got {list(shape)}")
+        self._staging_np[slot][...] = a
         if self.check_finite and self._staging_flat[slot].dot(self._zero_np) != 0:
             raise ValueError(f"WorldModel.update: {what} contains non-finite values (NaN or inf)")
         return self._staging[slot]
@@ -409,8 +411,9 @@ class WorldModel:
         if self.root_from_tf:
             if self.tf.revision != self._root_tf[0]:  # else the root buffers hold this lookup already
                 s = self.tf.lookup(self.world_frame, self.scene.robot.root_link)
-                self._root_rot.copy_(torch.as_tensor(s.rot, device=self.device, dtype=self.dtype))
-                self._root_pos.copy_(torch.as_tensor(s.trans, device=self.device, dtype=self.dtype))
+                # torch.tensor copies the read-only lookup result (as_tensor would warn about aliasing it)
+                self._root_rot.copy_(torch.tensor(s.rot, device=self.device, dtype=self.dtype))
+                self._root_pos.copy_(torch.tensor(s.trans, device=self.device, dtype=self.dtype))
                 self._root_tf = (self.tf.revision, math.nan if s.static else s.stamp)
             return self._root_tf[1]
         return math.nan
@@ -429,8 +432,8 @@ class WorldModel:
             if self._api_posed[k]:
                 continue
             s = object_pose_from_tf(self.scene.objects[k], self.tf, self.world_frame)
-            self._obj_rot[:, k] = torch.as_tensor(s.rot, device=self.device, dtype=self.dtype)
-            self._obj_pos[:, k] = torch.as_tensor(s.trans, device=self.device, dtype=self.dtype)
+            self._obj_rot[:, k] = torch.tensor(s.rot, device=self.device, dtype=self.dtype)
+            self._obj_pos[:, k] = torch.tensor(s.trans, device=self.device, dtype=self.dtype)
             if not s.static:
                 stamps[1 + k] = s.stamp
         held = self._api_posed & np.isnan(stamps[1:])
