@@ -1,12 +1,15 @@
 """The run digest reduces messages in chunks: its series equal a message-by-message reduction written out here
-(norms, sums, peaks, touches, the first message of largest load) across chunk boundaries and taxel-count changes."""
+(norms, sums, peaks, touches, the first message of largest load) across chunk boundaries and taxel-count changes;
+what it reads straight from the CDR bytes equals the message fields."""
 
 import numpy as np
 import pytest
+from helpers_io import sample_link_contact_reading
 
-from tactile_sim.io.encode import TAXEL_ARRAY, THERMAL_GRID
-from tactile_sim.io.msg_types import new_message
-from tactile_sim.io.stamps import time_msg
+from tactile_sim.io.encode import TAXEL_ARRAY, THERMAL_GRID, encode_link_contact
+from tactile_sim.io.msg_types import new_message, serialize_cdr
+from tactile_sim.io.stamps import time_msg, time_msg_to_seconds
+from tactile_sim.io.wire_message import WireMessage
 from tactile_sim.offline import digest as digest_module
 from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest
 
@@ -63,3 +66,15 @@ def test_thermal_series_keep_the_first_hottest_message():
     (series,) = digest.series.values()
     assert series.t_max == maxima and series.t_min == [20.0] * 4 and series.peak_index == 1
     assert series.t_mean == pytest.approx([(45.0 + m) / 3 for m in maxima])
+
+
+@pytest.mark.parametrize("frame, sensor, body", [("", "f", "left_foot"), ("l", "feet", "ab"), ("link_2", "s_123", "")])
+def test_stamps_and_net_forces_read_from_the_bytes_equal_the_message_fields(frame, sensor, body):
+    """Strings of every length modulo 4 before the 8-aligned wrench; a stamp with nanoseconds."""
+    msg = encode_link_contact(sample_link_contact_reading(frame_id=frame, sensor_name=sensor, body_name=body,
+                                                          stamp=12.345678901))
+    wire = WireMessage(type(msg), serialize_cdr(msg), {}, {})  # nothing but the bytes
+    f = msg.wrench.force
+    assert digest_module.link_contact_force(wire) == digest_module.link_contact_force(msg) == (f.x, f.y, f.z)
+    assert digest_module.header_seconds(wire) == digest_module.header_seconds(msg) == \
+        time_msg_to_seconds(msg.header.stamp)

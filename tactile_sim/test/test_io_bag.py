@@ -196,3 +196,33 @@ def test_mcap_bags_hold_what_rosbags_writes_for_the_same_stream(tmp_path, monkey
             contents.append((described, [(c.topic, t, bytes(d)) for c, t, d in reader.messages()]))
     assert contents[0] == contents[1]
     assert len(contents[0][1]) == len(stream)
+
+
+def test_batches_write_what_single_messages_write(tmp_path, monkeypatch):
+    """write_all of the messages sharing a receive time gives the bag that message-by-message writes give (read
+    back by rosbags, across several chunks); a batch with an unknown topic or a wrong type writes nothing."""
+    from tactile_sim.io import mcap_file
+
+    monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 4096)
+    stream = sample_stream() * 3
+    stream = [(topic, typename, 1000 + 7 * (i // 4), msg) for i, (topic, typename, _, msg) in enumerate(stream)]
+    write_stream(tmp_path / "single", "mcap", stream)
+    with BagWriter(tmp_path / "batched") as writer:
+        for topic, typename in dict.fromkeys((topic, typename) for topic, typename, _, _ in stream):
+            writer.add_topic(topic, typename, qos=qos_profile(transient_local=topic == "/joint_torques"))
+        for start in range(0, len(stream), 4):
+            writer.write_all(stream[start][2], [(topic, msg) for topic, _, _, msg in stream[start:start + 4]])
+        counts = writer.counts
+        pad = stream[0][3]
+        with pytest.raises(ValueError, match="unknown topic '/other'"):
+            writer.write_all(5000, [("/skin/pad", pad), ("/other", pad)])
+        with pytest.raises(ValueError, match="has type tactile_sim_msgs/msg/ThermalGrid; got a tactile_sim_msgs"):
+            writer.write_all(5000, [("/skin/pad", pad), ("/skin/palm_thermal", pad)])
+        assert writer.counts == counts == {t: sum(s[0] == t for s in stream) for t in counts}
+    contents = []
+    for name in ("single", "batched"):
+        with Reader(tmp_path / name) as reader:
+            info = (reader.message_count, reader.start_time, reader.end_time,
+                    {c.topic: c.msgcount for c in reader.connections})
+            contents.append((info, [(c.topic, t, bytes(d)) for c, t, d in reader.messages()]))
+    assert contents[0] == contents[1] and len(contents[0][1]) == len(stream)
