@@ -6,7 +6,8 @@ and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a
 :class:`~.wire_message.WireMessage` that keeps the bytes (a copy to another bag writes them as they are). Names
 repeat from message to message: the name block's bytes are compared with the previous message's and its decoded
 tuple reused. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
-``struct`` call per field group. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller
+``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
+the tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller
 falls back to rosbags).
 """
 
@@ -81,7 +82,7 @@ class JointStateDecoder(_LittleEndianDecoder):
                 raise struct.error(f"a float64 sequence of {count} values at byte {pos}")
             arrays.append(np.frombuffer(data, _F64, count, pos))
             pos += 8 * count
-        header = self._header(stamp=self._time(sec=sec, nanosec=nanosec), frame_id=frame_id)
+        header = self._header(self._time(sec, nanosec), frame_id)
         fields = {"header": header, "name": list(self._names), "position": arrays[0], "velocity": arrays[1],
                   "effort": arrays[2]}
         return WireMessage(self._cls, data, {}, fields)
@@ -134,8 +135,6 @@ class TFMessageDecoder(_LittleEndianDecoder):
             pos = aligned(pos + 4 + size, 8)
             x, y, z, qx, qy, qz, qw = _POSE.unpack_from(data, pos)
             pos += _POSE.size
-            transforms.append(stamped(
-                header=header(stamp=time(sec=sec, nanosec=nanosec), frame_id=frame_id), child_frame_id=child,
-                transform=transform(translation=vector3(x=x, y=y, z=z),
-                                    rotation=quaternion(x=qx, y=qy, z=qz, w=qw))))
+            transforms.append(stamped(header(time(sec, nanosec), frame_id), child,
+                                      transform(vector3(x, y, z), quaternion(qx, qy, qz, qw))))
         return WireMessage(self._cls, data, {}, {"transforms": transforms})
