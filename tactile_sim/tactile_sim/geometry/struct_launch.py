@@ -7,8 +7,8 @@ strides is one pointer write, so a replay costs a few µs whatever the tensors. 
 current torch stream. The bound tensors stay referenced until they are replaced, so an asynchronous launch can still
 read them.
 
-A tensor is checked once, not once per launch: the tensors that passed the checks are remembered (a small shared
-table by id: a weak reference to the tensor, its layout and its torch version counter at the check), and another
+A tensor is checked once, not once per launch: the tensors that passed the checks are remembered (a shared table
+by id: a weak reference to the tensor, its layout and its torch version counter at the check), and another
 launch that expects that layout binds such a tensor without checking again (e.g. the state tensors of one step, bound
 by every sensor). Every in-place change of a tensor's metadata (``resize_``, ``set_``, ``as_strided_``, ...) bumps its
 version counter, so an entry cannot vouch for a layout the tensor no longer has; a dead reference never matches, so
@@ -78,9 +78,9 @@ def _check(t: torch.Tensor, layout: tuple) -> bool:
 
 def unbind_checked(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """``t.unbind(0)``: the slices t[0], t[1], … (one layout, ``t.shape[1:]``), remembered as checked when they are
-    contiguous, so that every launch expecting that layout binds them without a check."""
+    contiguous (and at most half a table), so that every launch expecting that layout binds them without a check."""
     views = t.unbind(0)
-    if views and views[0].is_contiguous():  # every slice has the shape, strides, dtype and device of the first
+    if 0 < len(views) <= _CHECKED_MAX // 2 and views[0].is_contiguous():  # all slices have the first's layout
         layout, version = _interned_layout(views[0]), t._version  # views share t's version counter
         _make_room(len(views))
         _CHECKED.update((id(v), (weakref.ref(v), layout, version)) for v in views)
