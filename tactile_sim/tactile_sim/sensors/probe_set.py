@@ -27,7 +27,7 @@ import warp as wp
 from ..geometry.query import QueryResult, ShapeQuery, nearest_shape, sphere_may_hit, tables_type
 from ..world.state import WorldState
 from .layout import ProbeLayout
-from .warp_launch import STATE_FIELDS, SlotLaunches, bind_state, call_struct, state_tensors
+from .warp_launch import SlotLaunches, call_struct, state_tensors
 
 CPU_CELL_PROBES = 8
 """Consecutive probes per broad-phase cell on the CPU (one on CUDA)."""
@@ -296,13 +296,16 @@ class FusedProbeLaunch:
         """Launch for ``state`` with ``per_step`` fields (contiguous tensors, bound by data pointer) and the output
         ``buffers`` (one persistent tensor per name of ``outputs``, in order)."""
         self.query.world_poses(state.rot, state.pos)
+        rot, pos = state_tensors(state)
         launches = self.launches
         if launches is None:
             launches = self.launches = SlotLaunches(self.kernel, self.dim, self.call_type, {
-                **self.fields, **dict(zip(STATE_FIELDS, state_tensors(state))), **per_step}, [self.query.tables],
-                self.query.device, self.outputs)
+                **self.fields, "body_rot": rot, "body_pos": pos, **per_step}, [self.query.tables], self.query.device,
+                self.outputs)
         launch = launches.select(buffers)
-        bind_state(launch, state)
+        bind = launch.bind
+        bind("body_rot", rot)
+        bind("body_pos", pos)
         for name, t in per_step.items():
-            launch.bind(name, t)
+            bind(name, t)
         launch()

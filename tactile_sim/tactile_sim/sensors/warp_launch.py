@@ -1,10 +1,11 @@
-"""Recorded launches of one kernel whose output fields take turns among a few sets of buffers.
+"""Recorded launches of a sensor kernel that writes into its measured branch's staging buffers, and the binding of
+the world state to a launch.
 
-A sensor batch that writes straight into its measured branch's staging buffers (:meth:`MeasuredBranch.staging`)
-gets another (measured, ground truth) pair every evaluation, cycling through the branch's ring slots. Rebinding
-both output fields each evaluation costs two checked binds; instead :class:`SlotLaunches` records one
-:class:`~..geometry.struct_launch.StructLaunch` per set of output buffers (the sets are told apart by the identity of
-their tensors) and only the fields that really change per step (world state, gains) are rebound on the one used.
+A sensor batch that writes straight into the staging buffers (:meth:`MeasuredBranch.staging`) gets another
+(measured, ground truth) pair every evaluation, cycling through the branch's ring slots. Rebinding both output
+fields each evaluation costs two checked binds; instead :class:`SlotLaunches` records one
+:class:`~..geometry.struct_launch.StructLaunch` per set of output buffers (told apart by the identity of their
+tensors) and only the fields that really change per step (world state, gains) are rebound on the one used.
 """
 
 from __future__ import annotations
@@ -27,21 +28,32 @@ def call_struct(name: str, fields: dict):
     return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
 
-STATE_FIELDS = ("body_rot", "body_pos", "lin_vel", "ang_vel")
-"""Field names of a state's body rotations [E, B, 3, 3], origins [E, B, 3] and twists (linear, angular) [E, B, 3]."""
-
-
 def state_tensors(state: WorldState, twists: bool = False) -> tuple[torch.Tensor, ...]:
-    """The state's (rot, pos) — and (lin_vel, ang_vel) with ``twists`` — contiguous (copies only where one is not),
-    in :data:`STATE_FIELDS` order."""
-    tensors = (state.rot, state.pos, state.lin_vel, state.ang_vel) if twists else (state.rot, state.pos)
-    return tuple(t if t.is_contiguous() else t.contiguous() for t in tensors)
+    """The state's body rotations [E, B, 3, 3] and origins [E, B, 3] — and with ``twists`` its linear and angular
+    velocities [E, B, 3] — contiguous (copies only where one is not)."""
+    rot, pos = state.rot, state.pos
+    if not (rot.is_contiguous() and pos.is_contiguous()):
+        rot, pos = rot.contiguous(), pos.contiguous()
+    if not twists:
+        return rot, pos
+    lin, ang = state.lin_vel, state.ang_vel
+    if not (lin.is_contiguous() and ang.is_contiguous()):
+        lin, ang = lin.contiguous(), ang.contiguous()
+    return rot, pos, lin, ang
 
 
 def bind_state(launch: StructLaunch, state: WorldState, twists: bool = False) -> None:
-    """Bind :func:`state_tensors` to the :data:`STATE_FIELDS` of ``launch``."""
-    for name, t in zip(STATE_FIELDS, state_tensors(state, twists)):
-        launch.bind(name, t)
+    """Bind :func:`state_tensors` to the fields ``body_rot``, ``body_pos`` (and ``lin_vel``, ``ang_vel``) of
+    ``launch``."""
+    bind = launch.bind
+    if twists:
+        rot, pos, lin, ang = state_tensors(state, True)
+        bind("lin_vel", lin)
+        bind("ang_vel", ang)
+    else:
+        rot, pos = state_tensors(state)
+    bind("body_rot", rot)
+    bind("body_pos", pos)
 
 
 class SlotLaunches:
@@ -54,13 +66,15 @@ class SlotLaunches:
         self.kernel, self.dim, self.call_type, self.args, self.device = kernel, dim, call_type, list(args), device
         self.fields = dict(fields)
         self.outputs = tuple(outputs)
+        self._pair = len(self.outputs) == 2
         self._recorded: dict[tuple[int, ...], StructLaunch] = {}
         self._rebound: StructLaunch | None = None
 
     def select(self, buffers: Sequence[torch.Tensor]) -> StructLaunch:
         """The launch whose output fields point at ``buffers`` (one tensor per output name, in order; recorded on
         first use). The buffers must stay the same tensors from call to call (persistent staging slots)."""
-        key = tuple([id(t) for t in buffers])
+        # a pair (the staging buffers) keyed without map/tuple: this runs once per batch and step
+        key = (id(buffers[0]), id(buffers[1])) if self._pair else tuple(map(id, buffers))
         launch = self._recorded.get(key)
         if launch is not None:
             return launch
