@@ -25,7 +25,6 @@ import torch
 import warp as wp
 
 from ..errors import option_error
-from ..geometry.struct_launch import StructLaunch
 from ..imperfections.pipeline import MeasuredBranch
 from ..world.dynamics import WP_TYPES
 from ..world.state import WorldState
@@ -34,6 +33,7 @@ from .base import BuildContext, SensorBatch, imperfections_of
 from .contact_sensor import match_bodies
 from .joint_torque_kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, SOURCE_COLUMNS,
                                   joint_torque_kernel)
+from .warp_launch import SlotLaunches
 
 
 class JointTorqueBatch(SensorBatch):
@@ -105,9 +105,11 @@ class JointTorqueBatch(SensorBatch):
             "out_start": torch.as_tensor(np.cumsum([0] + [len(sel) for sel in selections]), **i32),
             "out_joint": torch.as_tensor(np.concatenate(selections), **i32)}
         self._no_joint_values = torch.zeros(e, n, **z)  # bound where a sample has no velocities / accelerations
-        self._launch: StructLaunch | None = None
-        self._flags, self._dt = (0, 0, ACC_ESTIMATED), 1.0  # the scalar parameters the launch was recorded with
-        self._valid_host = self.lanes["valid"].numpy() if dev.type == "cpu" else None  # lane validity, in place
+        self._launches: SlotLaunches | None = None
+        self._recorded_scalars = ((0, 0, ACC_ESTIMATED), 1.0)  # (flags, Δt) a launch is recorded with
+        self._scalars: dict[int, tuple[tuple[int, int, int], float]] = {}  # id(launch) → the (flags, Δt) it holds
+        # on the CPU, the bytes of the lane validity [E·S] (0 = invalid), read in place after each launch
+        self._valid_host = memoryview(self.lanes["valid"].numpy().reshape(-1)) if dev.type == "cpu" else None
         self._zero = torch.zeros((), **z)
         self.t_prev: float | None = None
         self.dropped_samples = 0
@@ -251,8 +253,9 @@ class JointTorqueBatch(SensorBatch):
             table = self._source_tables[key] = torch.as_tensor(rows, device=self.ctx.device)
         return table
 
-    def _build_launch(self, state: WorldState, sources: torch.Tensor, measured: torch.Tensor,
-                      gt: torch.Tensor) -> StructLaunch:
+    def _build_launches(self, state: WorldState) -> SlotLaunches:
+        """The kernel's launches, one per combination of source table and staging pair met (those fields never
+        rebound); the state fields are rebound every step."""
         kernel, call_type, batch_type = joint_torque_kernel(self.ctx.dtype)
         _, v, _, v6 = WP_TYPES[self.ctx.dtype]
         lanes = self.lanes
@@ -265,12 +268,12 @@ class JointTorqueBatch(SensorBatch):
         dyn = self.dynamics
         work, self._work_tensors = dyn.workspace(self.ctx.n_envs * len(self.options))
         fields = {"joint_pos": state.joint_pos.contiguous(), "joint_vel": self._no_joint_values,
-                  "joint_acc": self._no_joint_values, "body_rot": state.rot.contiguous(), "sources": sources,
-                  "measured": measured, "ground_truth": gt}
+                  "joint_acc": self._no_joint_values, "body_rot": state.rot.contiguous()}
         f = WP_TYPES[self.ctx.dtype][0]
-        return StructLaunch(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
-                            [b, dyn.tables, work, *self._flags, f(self._dt), f(-2 * math.pi * self._dt)],
-                            self.ctx.device)
+        flags, dt = self._recorded_scalars
+        return SlotLaunches(kernel, (self.ctx.n_envs, len(self.options)), call_type, fields,
+                            [b, dyn.tables, work, *flags, f(dt), f(-2 * math.pi * dt)], self.ctx.device,
+                            ("sources", "measured", "ground_truth"))
 
     def evaluate(self, state: WorldState) -> None:
         # §11.4: a joint sample is accepted when its stamp increased
@@ -281,12 +284,12 @@ class JointTorqueBatch(SensorBatch):
         dt = stamp - self.t_prev if self.t_prev is not None and accept else 1.0
         if self._moving is None:
             self._resolve_loads()
-        sources = self._source_table()
         branch = self.branch
+        launches = self._launches
+        if launches is None:
+            launches = self._launches = self._build_launches(state)
         measured, gt = branch.staging()
-        launch = self._launch
-        if launch is None:
-            launch = self._launch = self._build_launch(state, sources, measured, gt)
+        launch = launches.select((self._source_table(), measured, gt))
         vel_measured = state.joint_vel is not None and state.joint_vel_measured
         acc_mode = ACC_ESTIMATED if state.joint_acc is None else (
             ACC_GIVEN_WITH_VELOCITY if vel_measured else ACC_GIVEN)
@@ -294,27 +297,24 @@ class JointTorqueBatch(SensorBatch):
         launch.bind("joint_vel", state.joint_vel.contiguous() if vel_measured else self._no_joint_values)
         launch.bind("joint_acc", self._no_joint_values if state.joint_acc is None else state.joint_acc.contiguous())
         launch.bind("body_rot", state.rot.contiguous())
-        launch.bind("sources", sources)
-        launch.bind("measured", measured)
-        launch.bind("ground_truth", gt)
         # scalar parameters 4… of the kernel: the flags rarely change, Δt on every step
         flags = (int(accept), int(vel_measured), acc_mode)
-        if flags != self._flags:
-            for i, (value, last) in enumerate(zip(flags, self._flags)):
+        held_flags, held_dt = self._scalars.get(id(launch), self._recorded_scalars)
+        if flags != held_flags:
+            for i, (value, last) in enumerate(zip(flags, held_flags)):
                 if value != last:
                     launch.set_arg(4 + i, value)
-            self._flags = flags
-        if dt != self._dt:
+        if dt != held_dt:
             launch.set_arg(7, dt)
             launch.set_arg(8, -2 * math.pi * dt)
-            self._dt = dt
+        self._scalars[id(launch)] = (flags, dt)
         launch()
         if accept:
             self.t_prev = stamp
         y = branch.hardware(measured)
         # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch (on the CPU the
         # kernel's lane validity is read in place: nothing to clear when every lane is valid)
-        if self._valid_host is None or not self._valid_host.all():
+        if self._valid_host is None or b"\x00" in self._valid_host.tobytes():
             torch.where(self.lanes["keep"], y, self._zero, out=y)
         branch.push(y, gt, sample_valid=self.lanes["valid"])
 
