@@ -383,10 +383,12 @@ class MeasuredBranch:
         self._warm_gt_reads = [(self._gt_views[q % 2], self._ring_valid_views[q] if self._flags
                                 else self._all_sensors) for q in range(r)]
         self._uniform_delay = None if has_jitter or len(set(delays)) > 1 else delays[0]
-        if self._uniform_delay is not None:  # the warm delayed read of each ring slot (see _current)
+        self._warm_reads = None  # one delay d for every sensor: the warm delayed read of evaluation g ≡ q mod r
+        if self._uniform_delay is not None:
+            slots = [(q - self._uniform_delay) % r for q in range(r)]
             self._warm_reads = [((self._ring_views[q], self._ring_valid_views[q] if self._flags
                                   else self._all_sensors), q, None if self._flags else self._all_envs)
-                                for q in range(r)]
+                                for q in slots]
         self._lag_stream = None
         if self._uniform_delay is None:
             d_s = torch.tensor(delays, dtype=torch.int64, device=dev)
@@ -524,7 +526,8 @@ class MeasuredBranch:
         g = self._count + 1
         slot = g % self._ring_len
         y = self._ring_views[slot]
-        launch = self._phase_launch(self._hardware_launches, g)
+        launches = self._hardware_launches
+        launch = launches[g % len(launches)] if len(launches) > 1 else self._rebound_launch(launches[0], g)
         if x is not y:
             if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device or not x.is_contiguous():
                 x = y.copy_(x)
@@ -535,12 +538,9 @@ class MeasuredBranch:
         launch()
         return y
 
-    def _phase_launch(self, launches: list[StructLaunch], g: int) -> StructLaunch:
-        """The launch of evaluation g with y and gt bound to its staging slots (x: as recorded or last bound on a
-        launch per phase, the measured staging slot on the single launch)."""
-        if len(launches) > 1:
-            return launches[g % len(launches)]
-        launch = launches[0]
+    def _rebound_launch(self, launch: StructLaunch, g: int) -> StructLaunch:
+        """The single launch of a long ring (see :meth:`_build_launches`) with x, y and gt (and the sample validity's
+        ring slot) bound to the staging slots of evaluation g."""
         y = self._ring_views[g % self._ring_len]
         launch.bind("x", y)
         launch.bind("y", y)
@@ -562,7 +562,7 @@ class MeasuredBranch:
         g = self._count + 1
         launches = self._staged_launches
         if launches:  # none when no stage would change the staging buffers
-            launch = self._phase_launch(launches, g)
+            launch = launches[g % len(launches)] if len(launches) > 1 else self._rebound_launch(launches[0], g)
             if self._transformed:  # otherwise x stays the measured staging slot, as recorded
                 launch.bind("x", self.transform(self._ring_views[g % self._ring_len]).contiguous())
             if self._flags:
@@ -593,9 +593,10 @@ class MeasuredBranch:
     def _committed(self, g: int) -> None:
         """Bookkeeping of a committed evaluation g (its values and sample validity are in the rings): the
         evaluation counter (each env's evaluations since its reset are g minus the counter at that reset), read
-        cache and histories."""
+        cache (filled at once when it is a warm read of one delay) and histories."""
         self._count = g
-        self._cache = None
+        warm = self._warm_reads
+        self._cache = warm[g % self._ring_len] if warm and g - self._warm_from > self._max_lag else None
         if self._hist_len:
             value, valid = self.read_batch()
             pos = g % self._hist_len
@@ -634,10 +635,10 @@ class MeasuredBranch:
         g = self._count
         warm = g - self._warm_from > self._max_lag
         if self._uniform_delay is not None:
+            if warm:
+                return self._warm_reads[g % self._ring_len]
             d = self._uniform_delay
             slot = (g - d) % self._ring_len
-            if warm:
-                return self._warm_reads[slot]
             valid_env = self._reset_at < g - d  # n = g − reset_at evaluations since the reset, valid iff n > d
             if self._flags:
                 return (self._ring_views[slot], valid_env[:, None] & self._ring_valid_views[slot]), slot, None
