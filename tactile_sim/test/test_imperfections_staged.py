@@ -51,20 +51,21 @@ def test_push_staged_equals_the_step_by_step_calls(dtype, extra, delay):
                 branch.reset(torch.tensor([True, False, True]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("delay", [0.0, 0.03, 0.2])  # ring slots 2 and 6 (a launch per phase), 22 (rebound)
-def test_push_staged_with_sample_validity_equals_zeroing_then_push(delay):
+def test_push_staged_with_sample_validity_equals_zeroing_then_push(delay, dtype):
     """§13.7 through push_staged: invalid samples read zeros on both branches, their validity is delayed with them
     and the draws are those of hardware → zero the invalid samples → push(…, sample_valid); None = all valid."""
     def specs():
         return [spec("v", 3, noise=0.2, bias=0.05, resolution=0.01, delay=delay, sample_validity=True),
                 spec("w", 2, noise=0.1, delay=delay, sample_validity=True)]
 
-    staged, stepwise = MeasuredBranch(specs(), E), MeasuredBranch(specs(), E)
+    staged, stepwise = MeasuredBranch(specs(), E, dtype=dtype), MeasuredBranch(specs(), E, dtype=dtype)
     sensor = staged.sensor_of_probe
     g = torch.Generator().manual_seed(2)
     invalid_reads = 0
     for k in range(30):
-        raw = torch.randn(E, staged.n_probes, 1, generator=g)
+        raw = torch.randn(E, staged.n_probes, 1, generator=g, dtype=torch.float64).to(dtype)
         truth = raw.abs()
         valid = None if k % 7 == 6 else torch.rand(E, 2, generator=g) > 0.3
         measured, gt = staged.staging()
