@@ -180,9 +180,10 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             self.pairwise()
         branch = self.branch
         if self.emit is not None:
-            launch = self.emit.select(branch.staging())
-            launch.bind("gain", branch.gain)
-            launch()
+            gain = self.new_gain()
+            if gain is not None:
+                self.emit.bind_all("gain", gain)
+            self.emit.select(branch.staging())()
             branch.push_staged()
             return
         measured, _ = branch.staging()

@@ -114,7 +114,7 @@ class KinematicTaxelBatch(FusedProbeBatch):
         lin, ang = state.lin_vel, state.ang_vel
         if not (lin.is_contiguous() and ang.is_contiguous()):
             lin, ang = lin.contiguous(), ang.contiguous()
-        return {"gain": self.branch.gain, "lin_vel": lin, "ang_vel": ang}
+        return {"lin_vel": lin, "ang_vel": ang}
 
     def output(self, value: torch.Tensor) -> ForceTorque:
         return ForceTorque(value[..., :3], value[..., 3:])

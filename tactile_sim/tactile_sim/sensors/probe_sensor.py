@@ -6,7 +6,7 @@ object normal n_i; the measured branch uses the noisy radius R̃ and the gain g 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -15,7 +15,7 @@ from ..imperfections.pipeline import MeasuredBranch
 from ..imperfections.spec import SensorImperfections
 from ..world.state import WorldState
 from .base import BuildContext, SensorBatch, imperfections_of
-from .probe_set import FusedProbeLaunch, ProbeSensorGeometry, ProbeSet
+from .probe_set import NO_FIELDS, FusedProbeLaunch, ProbeSensorGeometry, ProbeSet
 
 
 def per_probe(options: Sequence, counts: Sequence[int], key: str, ctx: BuildContext) -> torch.Tensor:
@@ -42,6 +42,7 @@ class ProbeSensorBatch(SensorBatch):
         noise = per_probe(self.options, self.counts, "probe_radius_noise", ctx)
         reach = self.probes.radius + noise + self.extra_reach()
         self.cutoff = torch.where(self.probes.active, reach, torch.full_like(reach, -torch.inf)).contiguous()
+        self._bound_gain = self.branch.gain
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         """Link, layout and sensed shapes of one sensor: the candidates of §2.3 and the sensor's mesh backend
@@ -64,6 +65,15 @@ class ProbeSensorBatch(SensorBatch):
     def extra_reach(self) -> torch.Tensor | float:
         """Distance beyond R̃ at which a model still changes its output (ContactProbe's negative release)."""
         return 0.0
+
+    def new_gain(self) -> torch.Tensor | None:
+        """The measured branch's probe gain [E, P] when it is another tensor than at build or the last call that
+        returned it (a reset redrew it), else None: kernels that read the gain rebind it only then."""
+        gain = self.branch.gain
+        if gain is self._bound_gain:
+            return None
+        self._bound_gain = gain
+        return gain
 
     def min_gain(self) -> torch.Tensor:
         """Smallest gain a probe can get on the measured branch ``[P]`` (static gain or resample range)."""
@@ -91,7 +101,8 @@ class FusedProbeBatch(ProbeSensorBatch):
         # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
         self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
         kernel, call_type = self.kernels[ctx.dtype]
-        tables = {"radius": self.probes.radius, "radius_measured": self.radius_measured, **self.model_tables()}
+        tables = {"radius": self.probes.radius, "radius_measured": self.radius_measured, "gain": self.branch.gain,
+                  **self.model_tables()}
         self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables,
                                        outputs=("measured", "ground_truth"))
 
@@ -99,13 +110,16 @@ class FusedProbeBatch(ProbeSensorBatch):
         """Per-probe tensors of the model bound into the kernel at build (none by default)."""
         return {}
 
-    def step_inputs(self, state: WorldState) -> dict:
-        """Per-step kernel inputs: the measured branch's gain [E, P] (and the model's own, e.g. body twists)."""
-        return {"gain": self.branch.gain}
+    def step_inputs(self, state: WorldState) -> Mapping[str, torch.Tensor]:
+        """Per-step kernel inputs beyond the world poses and the outputs (none by default; e.g. body twists)."""
+        return NO_FIELDS
 
     def evaluate(self, state: WorldState) -> None:
         branch = self.branch
         if branch.radius_varies:
             branch.radius(self.probes.radius, out=self.radius_measured)
+        gain = self.new_gain()
+        if gain is not None:
+            self.launch.bind_all("gain", gain)
         self.launch(state, self.step_inputs(state), branch.staging())
         branch.push_staged()

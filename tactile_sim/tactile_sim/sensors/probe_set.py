@@ -267,8 +267,8 @@ def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear
     return wp.kernel(kernel, enable_backward=False, module="unique")
 
 
-_NOTHING: Mapping[str, torch.Tensor] = MappingProxyType({})
-"""No per-step fields."""
+NO_FIELDS: Mapping[str, torch.Tensor] = MappingProxyType({})
+"""No per-step fields (the default of :meth:`FusedProbeLaunch.__call__`)."""
 
 
 class FusedProbeLaunch:
@@ -291,7 +291,13 @@ class FusedProbeLaunch:
                        "world_center": poses.cull_center, **model_fields}
         self.launches: SlotLaunches | None = None
 
-    def __call__(self, state: WorldState, per_step: Mapping[str, torch.Tensor] = _NOTHING,
+    def bind_all(self, name: str, t: torch.Tensor) -> None:
+        """Point the static field ``name`` (one of ``model_fields``) at ``t`` from now on (:meth:`SlotLaunches.bind_all`)."""
+        self.fields[name] = t
+        if self.launches is not None:
+            self.launches.bind_all(name, t)
+
+    def __call__(self, state: WorldState, per_step: Mapping[str, torch.Tensor] = NO_FIELDS,
                  buffers: Sequence[torch.Tensor] = ()) -> None:
         """Launch for ``state`` with ``per_step`` fields (contiguous tensors, bound by data pointer) and the output
         ``buffers`` (one persistent tensor per name of ``outputs``, in order)."""

@@ -303,9 +303,11 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         branch = self.branch
         if branch.radius_varies:
             branch.radius(self.probes.radius, out=self.radius_measured)
+        gain = self.new_gain()
+        if gain is not None:
+            self.launches.bind_all("gain", gain)
         launch = self.launches.select(branch.staging())
         bind_state(launch, state, twists=True)
-        launch.bind("gain", branch.gain)
         launch()
         branch.push_staged()
 

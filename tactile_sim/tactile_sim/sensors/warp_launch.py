@@ -88,6 +88,15 @@ class SlotLaunches:
             self._rebound.bind(name, t)
         return self._rebound
 
+    def bind_all(self, name: str, t: torch.Tensor) -> None:
+        """Point field ``name`` of every launch, recorded or to come, at ``t``: for a field that changes rarely (the
+        probe gains a reset redraws), so that no call needs to rebind it."""
+        self.fields[name] = t
+        for launch in self._recorded.values():
+            launch.bind(name, t)
+        if self._rebound is not None:
+            self._rebound.bind(name, t)
+
     def _record(self, buffers: Sequence[torch.Tensor]) -> StructLaunch:
         fields = {**self.fields, **dict(zip(self.outputs, buffers))}
         return StructLaunch(self.kernel, self.dim, self.call_type, fields, self.args, self.device)
