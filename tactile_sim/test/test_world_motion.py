@@ -366,6 +366,33 @@ def test_numpy_and_tensor_joint_inputs_agree():
         a.update(1.0, joint_pos=[math.nan] * 5)
 
 
+@pytest.mark.parametrize("n_envs", [1, 8], ids=["few values (scanned)", "many values (dot product)"])
+def test_host_joint_inputs_non_finite_rejected_large_finite_accepted(n_envs):
+    """Host joint inputs are checked finite after staging in the model dtype: NaN, ±inf and a float64 value that
+    overflows float32 are rejected; large finite values (float64 model) are accepted and used as given."""
+    from tactile_sim.world.motion import HOST_SCAN_MAX
+
+    robot = tree_robot()
+    n = robot.n_actuated
+    assert (n_envs * n <= HOST_SCAN_MAX) == (n_envs == 1)
+    f32, f64 = WorldModel(Scene(robot), n_envs=n_envs), WorldModel(Scene(robot), n_envs=n_envs, dtype=F64)
+    for bad in (math.nan, math.inf, -math.inf):
+        q = np.zeros((n_envs, n))
+        q[-1, -1] = bad
+        for wm in (f32, f64):
+            with pytest.raises(ValueError, match="joint_pos .* contains non-finite values"):
+                wm.update(0.0, joint_pos=q)
+            with pytest.raises(ValueError, match="joint_vel contains non-finite values"):
+                wm.update(0.0, joint_pos=np.zeros(n), joint_vel=q)
+    big = np.full((n_envs, n), 1e300)
+    with pytest.raises(ValueError, match="joint_vel contains non-finite values"), np.errstate(over="ignore"):
+        f32.update(0.0, joint_pos=np.zeros(n), joint_vel=big)  # NumPy warns of the overflow of the float32 cast
+    s = f64.update(0.0, joint_pos=np.zeros(n), joint_vel=big)
+    assert s.joint_vel_measured
+    expected = reference_movable(robot, big) - reference_movable(robot, 0 * big)  # mimic multipliers, no offsets
+    np.testing.assert_allclose(s.joint_vel.numpy(), expected, rtol=1e-12, atol=0)
+
+
 def test_failed_update_stores_no_joint_sample():
     """An update that raises (here: a bad root pose) keeps the previous joint sample: the next estimate differences
     against the last stored sample and its stamp."""

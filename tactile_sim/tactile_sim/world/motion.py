@@ -38,6 +38,19 @@ bytes (at least one step)."""
 OUTPUT_CHUNK_STEPS = 32
 
 
+HOST_SCAN_MAX = 32
+"""Host joint inputs of at most this many values are checked finite by a Python scan (cheaper than a NumPy call)."""
+
+
+def _host_finite(flat: np.ndarray, zero: np.ndarray) -> bool:
+    """Whether every value of the 1-D host array ``flat`` is finite: a Python scan of a few values, else flat·0 (zero:
+    zeros of flat's size and dtype), which is 0 for finite values and NaN once one is NaN or ±inf."""
+    if flat.size <= HOST_SCAN_MAX:
+        return all(map(math.isfinite, flat.tolist()))
+    with np.errstate(invalid="ignore"):  # inf·0 is the NaN looked for, not a warning
+        return flat.dot(zero) == 0
+
+
 def _all_finite(t: torch.Tensor) -> bool:
     """Whether every value of t is finite (NumPy for host tensors: cheaper for the few values of an input)."""
     if t.device.type == "cpu" and not t.requires_grad:
@@ -184,7 +197,7 @@ class WorldModel:
         # staging buffers of host joint inputs (positions, velocities), and their NumPy views on a CPU model
         self._staging = (torch.zeros(E, n_act, **f), torch.zeros(E, n_act, **f))
         self._staging_np = tuple(x.numpy() for x in self._staging) if self.device.type == "cpu" else None
-        # finite check of a host staging buffer: x·0 is 0 for finite x, NaN once any value is NaN or ±inf
+        # flat views of the host staging buffers and zeros of their size for the finite check (_host_finite)
         self._staging_flat = tuple(x.reshape(-1) for x in self._staging_np) if self._staging_np else None
         self._zero_np = np.zeros(E * n_act, dtype=self._staging_np[0].dtype) if self._staging_np else None
         self._staging_shapes = ((E, n_act), (n_act,))
@@ -266,7 +279,7 @@ class WorldModel:
             raise ValueError(f"WorldModel.update: {what} must have shape {list(tail)} or {list(full)}; "
                              f"got {list(shape)}")
         self._staging_np[slot][...] = a
-        if self.check_finite and self._staging_flat[slot].dot(self._zero_np) != 0:
+        if self.check_finite and not _host_finite(self._staging_flat[slot], self._zero_np):
             raise ValueError(f"WorldModel.update: {what} contains non-finite values (NaN or inf)")
         return self._staging[slot]
 
