@@ -124,9 +124,11 @@ class CdrTemplate:
         self.message_class = type(msg)
         self.msgtype = full_type_name(msg.__msgtype__)
         self.fields = {f.name: getattr(msg, f.name) for f in dataclasses.fields(msg)}
-        self.buffer = bytearray(serialize_cdr(msg))
+        self.buffer = memoryview(bytearray(serialize_cdr(msg)))
+        """The bytes (a writable memoryview: of the template's own bytearray, or of the memory of :meth:`move_to`)."""
         if self.buffer[:2] != b"\x00\x01":
-            raise ValueError(f"CdrTemplate({self.msgtype}): expected little-endian CDR, got header {self.buffer[:4]!r}")
+            raise ValueError(f"CdrTemplate({self.msgtype}): expected little-endian CDR, got header "
+                             f"{bytes(self.buffer[:4])!r}")
         self._views: dict[str, np.ndarray] = {}
         self._spans: dict[str, slice] = {}
         leaves: dict[str, list[tuple[list[str], Callable[[bytes], Any]]]] = {}
@@ -210,7 +212,7 @@ class CdrTemplate:
 
     def cdr(self) -> bytes:
         """A copy of the current bytes."""
-        return bytes(self.buffer)
+        return self.buffer.tobytes()
 
     def wire(self, changes: dict[str, Any] | None = None, in_bytes: frozenset[str] = frozenset()) -> WireMessage:
         """A :class:`WireMessage` of the current bytes. Without ``changes`` its changing fields are read back from
@@ -218,9 +220,10 @@ class CdrTemplate:
         ``changes`` (the values just written), ``in_bytes`` naming changed fields whose values are left in the
         bytes only (the message is deserialised for them)."""
         if changes is None:  # positional arguments: this is taken once per message and update
-            return WireMessage(self.message_class, bytes(self.buffer), self.fields, _NO_CHANGES, _NONE_IN_BYTES, None,
-                               self._readers)
-        return WireMessage(self.message_class, bytes(self.buffer), self.fields, changes, in_bytes, self._deserialize)
+            return WireMessage(self.message_class, self.buffer.tobytes(), self.fields, _NO_CHANGES, _NONE_IN_BYTES,
+                               None, self._readers)
+        return WireMessage(self.message_class, self.buffer.tobytes(), self.fields, changes, in_bytes,
+                           self._deserialize)
 
     def _deserialize(self, data: bytes) -> Any:
         return deserialize_cdr(data, self.msgtype)

@@ -44,7 +44,7 @@ from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .scene_markers import ObjectMarkers
-from .sensor_encoders import BatchReads, MarkerSettings, Output, SensorEncoder, batch_encoders
+from .sensor_encoders import BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders
 from .throttled_log import LogSink, ThrottledLog
 from .update_stats import UpdateStats
 
@@ -122,6 +122,7 @@ class NodeCore:
         self._static: dict[str, TransformSample] = {}
         self.suite: SensorSuite | None = None
         self.schedule: list[ScheduledEncoder] = []
+        self._templates: TemplateMemory | None = None
         self.object_markers: ObjectMarkers | None = None
         self.build_error: str | None = None
         self.waiting_for_tf: str | None = None
@@ -176,9 +177,8 @@ class NodeCore:
         root = self._root_link(config)
         suite = SensorSuite(config, robot_description=self._description, device=self.params.device or None,
                             n_envs=0, tf=self.tf, root_from_tf=root is not None and root != self.world_frame)
-        schedule = []
-        for every, batch in suite.batches:
-            schedule += [ScheduledEncoder(e, every) for e in batch_encoders(suite, batch, self.world_frame)]
+        encoders, self._templates = node_encoders(suite, self.world_frame)
+        schedule = [ScheduledEncoder(e, every) for e, every in encoders]
         order = {name: k for k, name in enumerate(suite.sensor_names)}
         schedule.sort(key=lambda s: order[s.encoder.name])
         self.suite, self.schedule, self.build_error = suite, schedule, None
@@ -376,7 +376,8 @@ class NodeCore:
     def _encode(self, stamp: Any, step: int) -> list[Output]:
         out = []
         gt = self.params.publish_ground_truth
-        reads = BatchReads(stamp)
+        self._templates.write_stamp(stamp)
+        reads = BatchReads()
         for s in self.schedule:
             if step % s.every == 0:
                 out += s.encoder.encode(reads, False)

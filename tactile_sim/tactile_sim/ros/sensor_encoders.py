@@ -13,12 +13,14 @@ read back from those bytes. Sensor type → encoder class is the table :data:`EN
 | JointTorque | ``sensor_msgs/JointState`` (names, effort) | none |
 | ContactSensor | ``tactile_sim_msgs/LinkContact`` per body, and ``geometry_msgs/WrenchStamped`` on ``~/<name>/<body>/wrench`` | force arrow per body |
 
-ContactSensor has no imperfection pipeline (its reading is its ground truth), so it has no ground_truth topic.
-Every other sensor's values are its rows of its batch's whole read (the measured branch's latest delayed read or
-its ground truth; one host array per batch, branch and update — a view of the buffer on a CPU device, one
-device-to-host copy otherwise), copied into all the batch's templates by one gather per wire dtype
-(:class:`BranchCopy`, once per update through :class:`BatchReads`; build the encoders with
-:func:`batch_encoders`); a ContactSensor reads host arrays of its batch's live buffers (:class:`HostMirror`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
+Build the encoders with :func:`node_encoders`: every template of the node lives in one :class:`TemplateMemory`,
+which writes an update's stamp into all of them at once. ContactSensor has no imperfection pipeline (its reading
+is its ground truth), so it has no ground_truth topic. Every other sensor's values are its rows of its batch's
+whole read (the measured branch's latest delayed read or its ground truth; one host array per batch, branch and
+update — a view of the buffer on a CPU device, made once per buffer (:class:`HostRows`), one device-to-host copy
+otherwise), copied into all the batch's templates by one indexed copy per wire dtype and one for the valid flags
+(:class:`BranchCopy`, once per update: :class:`BatchReads`); a ContactSensor reads host arrays of its batch's live
+buffers (:class:`HostMirror`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
 ``history_length`` > 0 publishes the newest entry of its history (the batch's latest delayed read).
 """
 
@@ -140,15 +142,60 @@ class HostMirror:
 
 
 class BatchReads:
-    """What the encoders of one update share: the update's stamp packed once (``packed``: its 8 CDR bytes,
-    :func:`stamp_bytes`; ``stamp``: the same as a uint8 array); a :class:`BranchCopy` marks itself written for
-    it."""
+    """One update of the encoders: a :class:`BranchCopy` written for it is not written again (a new one per
+    update)."""
 
-    __slots__ = ("packed", "stamp")
+    __slots__ = ()
 
-    def __init__(self, stamp: Any):
-        self.packed = stamp_bytes(stamp)
-        self.stamp = np.frombuffer(self.packed, np.uint8)
+
+def _index(index: np.ndarray) -> np.ndarray | slice:
+    """A numpy index equal to the integer array ``index``: the slice when it is one increasing run (cheaper)."""
+    first = int(index[0]) if index.size else 0
+    if np.array_equal(index, np.arange(first, first + index.size)):
+        return slice(first, first + index.size)
+    return index
+
+
+class TemplateMemory:
+    """The templates of every encoder of the node in one buffer (:attr:`memory`; each template from a multiple of
+    8 bytes on): an update's stamp goes into all of them with one indexed copy (:meth:`write_stamp`), and the
+    values of a field are elements of a typed view of the buffer (:meth:`elements`)."""
+
+    def __init__(self, templates: list[CdrTemplate]):
+        starts = np.cumsum([0] + [-(-len(t.buffer) // 8) * 8 for t in templates])
+        self.memory = bytearray(int(starts[-1]))
+        memory = memoryview(self.memory)
+        self._start: dict[int, int] = {}
+        for t, start in zip(templates, starts):
+            t.move_to(memory[start:start + len(t.buffer)])
+            self._start[id(t)] = int(start)
+        self._views: dict[tuple[np.dtype, int], np.ndarray] = {}
+        stamps = [self.elements(t, "header.stamp")[1] for t in templates]  # in the raw uint8 view (mixed types)
+        self._stamp_view = self.view(np.uint8, 0)
+        self._stamp_dst = _index(np.concatenate([np.zeros(0, np.intp), *stamps]))
+        self._stamp_src = _index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
+
+    def view(self, dtype: Any, offset: int) -> np.ndarray:
+        """The buffer as elements of ``dtype`` from byte ``offset`` on (one array per dtype and offset)."""
+        dtype = np.dtype(dtype)
+        key = (dtype, offset)
+        if key not in self._views:
+            count = (len(self.memory) - offset) // dtype.itemsize
+            self._views[key] = np.frombuffer(self.memory, dtype, count=count, offset=offset)
+        return self._views[key]
+
+    def elements(self, template: CdrTemplate, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """(view, indices): ``field``'s values of ``template`` (one of this memory's) are ``view[indices]``; the
+        view is of the buffer as elements of the field's dtype (n bytes), from the offset (0 to n − 1) that puts
+        the values on elements."""
+        dtype = template.view(field).dtype
+        first = self._start[id(template)] + template.span(field).start
+        at = first + dtype.itemsize * np.arange(template.view(field).size)
+        return self.view(dtype, first % dtype.itemsize), at // dtype.itemsize
+
+    def write_stamp(self, stamp: Any) -> None:
+        """Write ``stamp`` (builtin_interfaces/Time) into every template's ``header.stamp``."""
+        self._stamp_view[self._stamp_dst] = np.frombuffer(stamp_bytes(stamp), np.uint8)[self._stamp_src]
 
 
 _STAMP = struct.Struct("<iI")
@@ -166,6 +213,8 @@ class SensorEncoder:
 
     message_type: ClassVar[str] = ""
     has_ground_truth: ClassVar[bool] = True
+    templates: list[CdrTemplate]
+    """Every template of the encoder (:func:`node_encoders` moves them into its :class:`TemplateMemory`)."""
 
     def __init__(self, suite, batch, index: int, world_frame: str):
         self.suite, self.batch, self.index = suite, batch, index
@@ -184,8 +233,11 @@ class SensorEncoder:
             out.append((self.ground_truth_topic, self.message_type))
         return out
 
+    def place(self) -> None:
+        """Take views of the templates once they live in their :class:`TemplateMemory` (nothing to take here)."""
+
     def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
-        """Messages of the latest evaluation of one branch, stamped with the update's stamp (``reads``); the
+        """Messages of the latest evaluation of one branch (the update's stamp is in the templates already); the
         measured ones are kept for :meth:`markers`."""
         raise NotImplementedError
 
@@ -224,76 +276,48 @@ class BranchEncoder(SensorEncoder):
         return [(self.topic, msg)]
 
 
-def _index(index: np.ndarray) -> np.ndarray | slice:
-    """A numpy index equal to the integer array ``index``: the slice when it is one increasing run (cheaper)."""
-    first = int(index[0])
-    if np.array_equal(index, np.arange(first, first + index.size)):
-        return slice(first, first + index.size)
-    return index
-
-
 class BranchCopy:
     """One update's read of one branch (measured or ground truth) of a batch written into its encoders'
-    templates: the values with one gather per wire dtype, the sensors' valid flags and the stamp with one each.
-    The templates live in one shared buffer (:attr:`memory`), each starting at a multiple of 8 bytes; a value of
-    n bytes is written through a view of the buffer as n-byte elements from the offset (0 to n − 1) that puts it
-    on an element."""
+    templates (in a :class:`TemplateMemory`): the values with one indexed copy per typed view, the sensors'
+    valid flags with one."""
 
-    def __init__(self, batch: Any, encoders: list[BranchEncoder], ground_truth: bool):
+    def __init__(self, batch: Any, encoders: list[BranchEncoder], ground_truth: bool, memory: TemplateMemory):
         self.batch, self.ground_truth = batch, ground_truth
-        templates = [e.templates[ground_truth] for e in encoders]
-        starts = np.cumsum([0] + [-(-len(t.buffer) // 8) * 8 for t in templates])
-        self.memory = bytearray(int(starts[-1]))
-        memory = memoryview(self.memory)
-        for t, start in zip(templates, starts):
-            t.move_to(memory[start:start + len(t.buffer)])
         k = batch.branch.channels
-        groups: dict[tuple[np.dtype, float | None, int], tuple[list, list]] = {}
+        groups: dict[tuple[int, float | None], tuple[np.ndarray, list, list]] = {}
         flags: tuple[list, list] = ([], [])
-        stamps: tuple[list, list] = ([], [])
-        for e, t, start in zip(encoders, templates, starts):
+        for e in encoders:
+            t = e.templates[ground_truth]
             probes = np.arange(e.rows.start, e.rows.stop)
             for field, first, end, threshold in e.columns:
-                dtype = t.view(field).dtype
-                at = start + t.span(field).start + dtype.itemsize * np.arange(probes.size * (end - first))
-                src, dst = groups.setdefault((dtype, threshold, int(at[0]) % dtype.itemsize), ([], []))
+                view, at = memory.elements(t, field)
+                _, src, dst = groups.setdefault((id(view), threshold), (view, [], []))
                 src.append((probes[:, None] * k + np.arange(first, end)).reshape(-1))
-                dst.append(at // dtype.itemsize)
+                dst.append(at)
             if t.changes("valid"):
+                flags_view, at = memory.elements(t, "valid")
                 flags[0].append([e.index])
-                flags[1].append([start + t.span("valid").start])
-            stamp = t.span("header.stamp")
-            stamps[0].append(np.arange(stamp.stop - stamp.start))
-            stamps[1].append(start + np.arange(stamp.start, stamp.stop))
-        self.values = [(threshold, _index(np.concatenate(src)), _index(np.concatenate(dst)), self._view(dtype, phase))
-                       for (dtype, threshold, phase), (src, dst) in groups.items()]
-        self.flags = (_index(np.concatenate(flags[0])), _index(np.concatenate(flags[1])), self._view(np.bool_, 0)) \
+                flags[1].append(at)
+        self.values = [(threshold, _index(np.concatenate(src)), _index(np.concatenate(dst)), view)
+                       for (_, threshold), (view, src, dst) in groups.items()]
+        self.flags = (_index(np.concatenate(flags[0])), _index(np.concatenate(flags[1])), flags_view) \
             if flags[0] else None
-        self.stamps = (_index(np.concatenate(stamps[0])), _index(np.concatenate(stamps[1])), self._view(np.uint8, 0))
         self.host = HostRows()
         self.written: BatchReads | None = None
-        """The update (:class:`BatchReads`) whose read was written last."""
-
-    def _view(self, dtype: Any, offset: int) -> np.ndarray:
-        """The shared buffer as elements of ``dtype`` from byte ``offset`` on."""
-        dtype = np.dtype(dtype)
-        return np.frombuffer(self.memory, dtype, count=(len(self.memory) - offset) // dtype.itemsize, offset=offset)
+        """The update whose read was written last."""
 
     def write(self, reads: BatchReads) -> None:
         """Write this update's read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value
         [P, K] — zeros at filler probes and where invalid — and valid [S]; on a CPU device views of the branch's
-        buffers that the next evaluation overwrites, so they are copied at once) and the stamp into the
-        templates."""
+        buffers that the next evaluation overwrites, so they are copied at once) into the templates."""
         branch = self.batch.branch
         value, valid = branch.read_ground_truth_batch() if self.ground_truth else branch.read_batch()
         value = self.host(value)
-        for threshold, src, dst, memory in self.values:
-            memory[dst] = value[src] if threshold is None else np.greater(value[src], threshold)
+        for threshold, src, dst, view in self.values:
+            view[dst] = value[src] if threshold is None else np.greater(value[src], threshold)
         if self.flags is not None:
-            src, dst, memory = self.flags
-            memory[dst] = self.host(valid)[src]
-        src, dst, memory = self.stamps
-        memory[dst] = reads.stamp[src]
+            src, dst, view = self.flags
+            view[dst] = self.host(valid)[src]
         self.written = reads
 
 
@@ -358,6 +382,8 @@ class ThermalEncoder(BranchEncoder):
         self.setup(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures", "valid",
                                                   "ground_truth"), [("temperatures", 0, 1, None)])
         self.lumped = HostMirror([batch.system.t_lump])  # [E, NL] °C, in link_temperatures order
+
+    def place(self):
         self.lumped_targets = [(t.view("link_temperatures"), self.lumped.arrays[0][0]) for t in self.templates]
 
     def encode(self, reads, ground_truth):
@@ -411,28 +437,32 @@ class ContactSensorEncoder(SensorEncoder):
             sources.update({name: getattr(data, name) for name in AirTimes._fields})
         sources = {k: v for k, v in sources.items() if v is not None}  # absent: the template's zeros
         self.mirror = HostMirror([evaluations, *sources.values()])
-        since, *arrays = self.mirror.arrays
-        self.since = since
-        self.bodies_out = []
+        self.since, *self.arrays = self.mirror.arrays
+        self.sources = list(sources)
+        self.links, self.wrenches = [], []
         zeros = np.zeros(3)
-        for k, body in enumerate(self.bodies):
+        for body in self.bodies:
             reading = LinkContactReading(self.name, body, body, 0.0, zeros, zeros, zeros, zeros, self.filters,
                                          np.zeros((f, 3)), np.zeros((f, 3)), np.zeros((f, 3)),
                                          np.zeros((f, 3)) if points else None,
                                          AirTimes(0.0, 0.0, 0.0, 0.0) if o.track_air_time else None, False)
-            link = CdrTemplate(encode_link_contact(reading), ["header.stamp", "valid", *changing])
-            wrench = CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench"))
+            self.links.append(CdrTemplate(encode_link_contact(reading), ["header.stamp", "valid", *changing]))
+            self.wrenches.append(CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench")))
+        self.templates = self.links + self.wrenches
+
+    def place(self):
+        self.bodies_out = []
+        for k, (body, link, wrench) in enumerate(zip(self.bodies, self.links, self.wrenches)):
             copies = []
-            for name, array in zip(sources, arrays):
+            for name, array in zip(self.sources, self.arrays):
                 source = array[0, k, ...]  # a view (a 0-d one for the timers), never a scalar copy
                 if name.startswith("wrench"):
                     view = link.view("wrench")[:3] if name == "wrench[:3]" else link.view("wrench")[3:]
                 else:
                     view = link.view(name).reshape(source.shape)
                 copies.append((view, source))
-            self.bodies_out.append((link, wrench, link.span("header.stamp"), wrench.span("header.stamp"),
-                                    link.span("valid").start, link.view("wrench"), wrench.view("wrench"), copies,
-                                    self.wrench_topic(body)))
+            self.bodies_out.append((link, wrench, link.span("valid").start, link.view("wrench"), wrench.view("wrench"),
+                                    copies, self.wrench_topic(body)))
 
     def wrench_topic(self, body: str) -> str:
         return f"{self.topic}/{body}/wrench"
@@ -443,17 +473,14 @@ class ContactSensorEncoder(SensorEncoder):
     def encode(self, reads, ground_truth):
         if ground_truth:
             return []
-        packed = reads.packed
         self.mirror.refresh()
-        valid = bool(self.since[0] > 0)
+        valid = self.since.item(0) > 0
         out = []
-        for link, wrench, link_stamp, wrench_stamp, valid_byte, link_w, wrench_w, copies, topic in self.bodies_out:
+        for link, wrench, valid_byte, link_w, wrench_w, copies, topic in self.bodies_out:
             for view, source in copies:
                 view[...] = source
             wrench_w[...] = link_w
-            link.buffer[link_stamp] = packed
             link.buffer[valid_byte] = valid
-            wrench.buffer[wrench_stamp] = packed
             out.append((self.topic, link.wire()))
             out.append((topic, wrench.wire()))
         self.last = [m for _, m in out]
@@ -478,13 +505,19 @@ ENCODERS: dict[str, type[SensorEncoder]] = {
 """Sensor type (the YAML ``type:``) → encoder class."""
 
 
-def batch_encoders(suite, batch, world_frame: str) -> list[SensorEncoder]:
-    """The encoders of every sensor of ``batch`` (in batch order), those reading the batch's branch linked to
-    its :class:`BranchCopy` pair."""
-    encoders = [ENCODERS[batch.sensor_type](suite, batch, i, world_frame) for i in range(len(batch.names))]
-    branch = [e for e in encoders if isinstance(e, BranchEncoder)]
-    if branch:
-        copies = (BranchCopy(batch, branch, False), BranchCopy(batch, branch, True))
-        for e in branch:
-            e.copies = copies
-    return encoders
+def node_encoders(suite, world_frame: str) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+    """Every sensor's encoder with its batch's evaluation period (engine steps), in batch order; their templates
+    moved into one :class:`TemplateMemory` (returned); the branch encoders of each batch linked to its
+    :class:`BranchCopy` pair."""
+    batches = [(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame)
+                               for i in range(len(batch.names))]) for every, batch in suite.batches]
+    memory = TemplateMemory([t for _, _, encoders in batches for e in encoders for t in e.templates])
+    for _, batch, encoders in batches:
+        for e in encoders:
+            e.place()
+        branch = [e for e in encoders if isinstance(e, BranchEncoder)]
+        if branch:
+            copies = (BranchCopy(batch, branch, False, memory), BranchCopy(batch, branch, True, memory))
+            for e in branch:
+                e.copies = copies
+    return [(e, every) for every, _, encoders in batches for e in encoders], memory

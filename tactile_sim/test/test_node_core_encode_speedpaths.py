@@ -1,0 +1,83 @@
+"""The node's per-update shortcuts keep what they shortcut: host views of a branch read are reused only for the same
+tensor over the same memory; every template, moved into the node's shared memory, still gets its stamp and the
+values its encoder copies (the thermal grid's lumped link temperatures among them); joint states with names in
+any order, a subset of the joints and velocities given or not land where the general path puts them."""
+
+import numpy as np
+import torch
+
+from helpers_ros import by_topic, demo_core, demo_dict, joint_state_msg, ns, sensors_only
+from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
+from tactile_sim.io.msg_types import deserialize_cdr
+from tactile_sim.ros.inputs import decode_joint_state
+from tactile_sim.ros.sensor_encoders import HostRows
+
+
+def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
+    rows = HostRows()
+    t = torch.arange(12.0).reshape(2, 3, 2)
+    first = rows(t)
+    np.testing.assert_array_equal(first, [0, 1, 2, 3, 4, 5])
+    t[0, 0, 0] = 7.0  # a view: later writes show, and the same array comes back
+    assert rows(t) is first and first[0] == 7.0
+    t.set_(torch.full((2, 3, 2), 3.0))  # same object, new memory: a new view
+    again = rows(t)
+    assert again is not first and (again == 3.0).all()
+    other = torch.arange(12.0).reshape(2, 3, 2)
+    assert rows(other) is not rows(t)
+    strided = torch.arange(24.0).reshape(2, 3, 4)[:, :, ::2]  # env 0 is not contiguous: a fresh copy each time
+    a, b = rows(strided), rows(strided)
+    np.testing.assert_array_equal(a, [0, 2, 4, 6, 8, 10])
+    assert a is not b
+
+
+def test_host_rows_forget_old_tensors_when_full():
+    rows = HostRows()
+    kept = [torch.zeros(1, 2) for _ in range(HostRows.LIMIT)]
+    views = [rows(t) for t in kept]
+    assert rows(kept[-1]) is views[-1]
+    rows(torch.ones(1, 2))  # the cache was full: emptied, then this one kept
+    assert rows(kept[-1]) is not views[-1]
+
+
+def test_lumped_link_temperatures_and_stamps_reach_the_thermal_messages():
+    data = sensors_only(demo_dict(), {"thermal_left", "pad_left"})
+    for s in data["sensors"]:
+        if s["type"] == "TemperatureGrid":
+            s["simulate_all_link_temperatures"] = True
+    core = demo_core(data, update_rate=1000.0)
+    batch = core.suite.locate("thermal_left")[0]
+    for k in range(1, 40):
+        core.on_joint_state(decode_joint_state(joint_state_msg([0.0, SQUEEZE, SQUEEZE])))
+        out = by_topic(core.update(ns(k * 1e-3)))
+        truth = batch.system.t_lump[0].double().numpy()
+        (msg,) = out["~/thermal_left"]
+        decoded = deserialize_cdr(msg.cdr, msg.__msgtype__)
+        assert len(decoded.link_names) == truth.size > 0
+        np.testing.assert_array_equal(decoded.link_temperatures, truth.astype(np.float32))
+        for topic in ("~/thermal_left", "~/pad_left"):
+            stamp = deserialize_cdr(out[topic][0].cdr, out[topic][0].__msgtype__).header.stamp
+            assert stamp.sec * 10**9 + stamp.nanosec == ns(k * 1e-3)
+
+
+def test_joint_states_in_any_order_and_subsets_land_on_their_joints():
+    core = demo_core(update_rate=1000.0)
+    order = core.suite.robot.actuated_joint_names
+    names = tuple(reversed(order))
+    q = np.array([0.01, 0.02, -0.03])
+    assert core.on_joint_state(decode_joint_state(joint_state_msg(q, q * 10, names=names)))
+    for name, value in zip(names, q):
+        assert core._q[order.index(name)] == value and core._qd[order.index(name)] == 10 * value
+    assert core._all_qd_known
+    # a subset without velocities: those joints move, their velocities become unknown (finite differences)
+    assert core.on_joint_state(decode_joint_state(joint_state_msg([0.5], names=(names[1],))))
+    assert core._q[order.index(names[1])] == 0.5 and core._q[order.index(names[0])] == q[0]
+    assert not core._all_qd_known and not core._qd_known[order.index(names[1])]
+    # the same subset with a velocity again: every joint has one again
+    assert core.on_joint_state(decode_joint_state(joint_state_msg([0.25], [1.5], names=(names[1],))))
+    assert core._all_qd_known and core._qd[order.index(names[1])] == 1.5
+    # a bad value in a message with the cached names is still dropped and changes nothing
+    before = core._q.copy()
+    assert not core.on_joint_state(decode_joint_state(joint_state_msg([0.1, np.inf, 0.1], names=names)))
+    np.testing.assert_array_equal(core._q, before)
+    assert set(JOINT_NAMES) == set(order)
