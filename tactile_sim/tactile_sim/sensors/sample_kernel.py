@@ -18,8 +18,10 @@ centre or an axis) is tested per sample before the query: a sample whose plane b
 the shape and is skipped, as its query would report "none". The query then runs only for the samples near the
 contact patch (on a flat face against a curved body the plane removes most of a touching cell's samples). Likewise,
 when a block keeps exactly one primitive, a cell whose whole sphere lies above the block's support plane by more than
-the cell's cutoff is skipped before its own exact test. Either bound only skips what the query would not report, so
-results and their summation order are unchanged.
+the cell's cutoff is skipped before its own exact test (and the cells test only that shape). Either bound only skips
+what the query would not report, so results and their summation order are unchanged. A sample whose cell keeps one
+primitive is queried against that shape alone (:func:`primitive_query`: the arithmetic of
+:func:`~.geometry.query.nearest_shape` for that shape, without the walk over the candidate row).
 
 On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block (:class:`.body_samples.SampleCells`) and owns
 two rows of ``cell_mask`` [2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding
@@ -57,6 +59,20 @@ def primitive_bound(center: Any, radius: Any, cut: Any, e: int, s: int, world_ro
     return not sd - radius > cut + margin, sd - margin - type(cut)(2.0 * EPS_LEN), rot @ grad
 
 
+@wp.func
+def primitive_query(x: Any, e: int, s: int, cut: Any, world_rot: wp.array2d(dtype=Any),
+                    world_pos: wp.array2d(dtype=Any), tables: Any):
+    """:func:`~.geometry.query.nearest_shape` of world point ``x`` (env e) when primitive s is its only candidate:
+    ``(sd, s, world normal)`` when sd < ``cut``, else ``(inf, −1, 0)`` (the same operations, so the same values)."""
+    rot = world_rot[e, s]
+    p = wp.transpose(rot) @ (x - world_pos[e, s])
+    sd, grad, closest = primitive_sd(tables.shape_kind[s], tables.shape_size[s], p)
+    if sd < cut:
+        return sd, s, rot @ grad
+    zero = type(cut)(0.0)
+    return type(cut)(wp.inf), int(-1), type(x)(zero, zero, zero)
+
+
 def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
     """The fused sample kernel ``(call, tables)`` over (E, blocks), called like :func:`.probe_set.probe_kernel`
     (same fields, plus ``cell_cull`` and ``cell_mask``, see the module docstring and
@@ -78,7 +94,8 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
         per_cell = call.cell_cull[0] != 0
         row = g
         block_row = g
-        block_h = -type(call.block_radius[k])(wp.inf)  # support plane of the block's single kept shape (−inf: none)
+        only = int(-1)  # the block's single kept shape when it is a primitive, else −1
+        block_h = -type(call.block_radius[k])(wp.inf)  # its support plane (−inf: none)
         block_g = block_center - block_center
         if per_cell:  # the thread's two rows: shapes that may reach the block, then the current cell
             block_row = 2 * (e * call.block_group.shape[0] + k)
@@ -90,6 +107,7 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
                     keep, h, n = primitive_bound(block_center, call.block_radius[k], call.block_cut[k], e, s,
                                                  call.world_rot, call.world_pos, tables)
                     if keep:
+                        only = s
                         block_h = h
                         block_g = n
                 call.cell_mask[block_row, s] = keep
@@ -98,17 +116,28 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
             if reach == 0:
                 return
             if reach > 1:
+                only = -1
                 block_h = -type(block_h)(wp.inf)
+            elif tables.shape_mesh[only] >= 0:
+                only = -1
         first = call.block_first_cell[k]
         for c in range(first, first + call.block_cells[k]):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
             cut = call.cell_cut[c]
             kept = int(1)
-            plane_h = -type(cut)(wp.inf)  # support plane of the cell's single kept shape (−inf: none)
+            shape = int(-1)  # the cell's single kept shape when it is a primitive, else −1
+            plane_h = -type(cut)(wp.inf)  # its support plane (−inf: none)
             plane_g = center - center
             if block_h + wp.dot(block_g, center - block_center) - radius > cut:
-                kept = int(0)  # below the block's support plane: the cell cannot touch its single shape
+                kept = int(0)  # above the block's support plane: the cell cannot touch the block's single shape
+            elif only >= 0:
+                keep, plane_h, plane_g = primitive_bound(center, radius, cut, e, only, call.world_rot,
+                                                         call.world_pos, tables)
+                kept = int(0)
+                if keep:
+                    kept = int(1)
+                    shape = only
             elif per_cell:
                 kept = int(0)
                 for s in range(call.group_shape_mask.shape[1]):
@@ -117,22 +146,34 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
                         keep, h, n = primitive_bound(center, radius, cut, e, s, call.world_rot, call.world_pos,
                                                      tables)
                         if keep:
+                            shape = s
                             plane_h = h
                             plane_g = n
                     call.cell_mask[row, s] = keep
                     if keep:
                         kept += 1
                 if kept > 1:
+                    shape = -1
                     plane_h = -type(cut)(wp.inf)
+                elif kept == 1:
+                    if tables.shape_mesh[shape] >= 0:  # a mesh: the full query (its plane is already −inf)
+                        shape = -1
             if kept != 0:
                 for j in range(call.cell_start[c], call.cell_stop[c]):
                     i = call.probe_order[j]
                     x = rl @ call.local_pos[i] + ol
                     cutoff = call.cutoff[i]
                     if not plane_h + wp.dot(plane_g, x - center) > cutoff:
-                        sd, s, normal, closest = nearest_shape(x, e, row, cutoff, exact, 0, call.cell_mask,
-                                                               call.world_rot, call.world_pos, call.world_center,
-                                                               tables)
+                        sd = cutoff
+                        s = int(-1)
+                        normal = plane_g
+                        if shape >= 0:
+                            sd, s, normal = primitive_query(x, e, shape, cutoff, call.world_rot, call.world_pos,
+                                                            tables)
+                        else:
+                            sd, s, normal, closest = nearest_shape(x, e, row, cutoff, exact, 0, call.cell_mask,
+                                                                   call.world_rot, call.world_pos, call.world_center,
+                                                                   tables)
                         if s >= 0:
                             evaluate_sample(call, tables, e, i, x, sd, s, normal, link, rl, ol)
 
