@@ -45,6 +45,8 @@ IN_RANGE = 0.95
 """A SurfaceDistanceProbe probe sees something when its distance is below this fraction of its range (the cap)."""
 CHANNEL_UNITS = {"force": "N", "displacement": "m", "depth": "m", "contact": "", "distance": "m"}
 """Unit of each taxel channel's magnitude."""
+CHANNEL_WIDTH = {"force": 3, "displacement": 3, "depth": 1, "contact": 1, "distance": 1}
+"""Values per taxel of each channel in a TaxelArray (TaxelArray.msg: vectors n × 3, scalars n)."""
 GROUND_TRUTH_SUFFIX = "/ground_truth"
 
 
@@ -164,19 +166,21 @@ class TaxelSeries(_PeakSeries):
         return values.reshape(len(values), n)
 
     def _reduce_all(self, items: list[Any], times: list[float]) -> None:
-        """Reduce runs of equal taxel count together."""
-        counts = [len(msg.radii) for msg in items]
+        """Reduce runs of equal taxel count together (the count from the size of the channel's values)."""
+        values = [np.asarray(getattr(msg, self.channel)) for msg in items]
+        sizes = [v.size for v in values]
         start = 0
         while start < len(items):
-            n = counts[start]
             stop = start + 1
-            while stop < len(items) and counts[stop] == n:
+            while stop < len(items) and sizes[stop] == sizes[start]:
                 stop += 1
-            self._reduce(items[start:stop], times[start:stop], n)
+            n = sizes[start] // CHANNEL_WIDTH[self.channel]
+            self._reduce(items[start:stop], np.stack(values[start:stop]), times[start:stop], n)
             start = stop
 
-    def _reduce(self, items: list[Any], times: list[float], n: int) -> None:
-        m = self._magnitudes(np.stack([np.asarray(getattr(msg, self.channel)) for msg in items]), n)
+    def _reduce(self, items: list[Any], values: np.ndarray, times: list[float], n: int) -> None:
+        """Reduce messages ``items`` of n taxels whose channel values are ``values`` (K, n) or (K, 3n)."""
+        m = self._magnitudes(values, n)
         if self.channel == "distance":
             radii = np.stack([np.asarray(msg.radii, dtype=np.float64) for msg in items])
             load, peak = np.clip(radii - m, 0.0, None).sum(axis=1), m.min(axis=1)
