@@ -1,16 +1,18 @@
 """The node's per-update shortcuts keep what they shortcut: host views of a branch read are reused only for the same
 tensor over the same memory; every template, moved into the node's shared memory, still gets its stamp and the
 values its encoder copies (the thermal grid's lumped link temperatures among them); joint states with names in
-any order, a subset of the joints and velocities given or not land where the general path puts them."""
+any order, a subset of the joints and velocities given or not land where the general path puts them; a
+ContactSensor over several bodies copies each body's rows of the batch's live buffers."""
 
 import numpy as np
 import torch
 
 from helpers_ros import by_topic, demo_core, demo_dict, joint_state_msg, ns, sensors_only
+from test_node_core_wire import reference_link_contact
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
-from tactile_sim.io.msg_types import deserialize_cdr
+from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr
 from tactile_sim.ros.inputs import decode_joint_state
-from tactile_sim.ros.sensor_encoders import HostRows
+from tactile_sim.ros.sensor_encoders import HostGather, HostRows
 
 
 def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
@@ -81,3 +83,39 @@ def test_joint_states_in_any_order_and_subsets_land_on_their_joints():
     assert not core.on_joint_state(decode_joint_state(joint_state_msg([0.1, np.inf, 0.1], names=names)))
     np.testing.assert_array_equal(core._q, before)
     assert set(JOINT_NAMES) == set(order)
+
+
+def test_host_gather_copies_strided_views_of_several_storages_by_value_with_the_casts_of_numpy():
+    net = torch.arange(24.0, dtype=torch.float32).reshape(1, 2, 4, 3)  # [E, B, 4, 3]
+    timers = torch.tensor([[0.5, 1.5]], dtype=torch.float32)  # [E, B]
+    target = np.zeros(16)
+    gather = HostGather()
+    gather.add(net[0, 1, 2], target, np.array([0, 1, 2]))  # (3,), a strided row of a body
+    gather.add(net[0, :, 3, 1], target, np.array([5, 4]))  # a column across bodies, written in reverse
+    gather.add(timers[0, 1], target, np.array([9]))  # 0-d
+    array, index = gather.source(timers[:, 0])
+    gather.write()
+    np.testing.assert_array_equal(target[:3], [18.0, 19.0, 20.0])
+    assert (target[4], target[5], target[9]) == (22.0, 10.0, 1.5) and array[index[0]] == 0.5
+    net.mul_(-1.0)  # live buffers: the next write copies the new values
+    timers[0, 1] = 2.25
+    gather.write()
+    np.testing.assert_array_equal(target[:3], [-18.0, -19.0, -20.0])
+    assert target[9] == 2.25 and target[[3, 6, 7, 8]].tolist() == [0.0] * 4
+
+
+def test_a_contact_sensor_over_several_bodies_sends_each_body_its_own_rows():
+    data = sensors_only(demo_dict(), {"palm_contact"})
+    (palm,) = data["sensors"]
+    palm.update(prim_path="fingertip_.*", track_friction_forces=False, track_contact_points=False)
+    core = demo_core(data, update_rate=1000.0)
+    for k in range(1, 6):
+        core.on_joint_state(decode_joint_state(joint_state_msg([0.0, SQUEEZE, SQUEEZE])))
+        out = by_topic(core.update(ns(k * 1e-3)))
+    bodies = ("fingertip_left", "fingertip_right")
+    sent = [m for body in bodies for m in (out["~/palm_contact"][bodies.index(body)],
+                                           out[f"~/palm_contact/{body}/wrench"][0])]
+    expected = reference_link_contact(core, "palm_contact", sent[0].header.stamp)
+    assert [serialize_cdr(m) for m in sent] == [serialize_cdr(m) for m in expected]
+    assert [m.body_name for m in out["~/palm_contact"]] == list(bodies)
+    assert all(abs(m.wrench.force.y) > 0 for m in out["~/palm_contact"])  # both fingertips squeeze the can

@@ -20,7 +20,7 @@ whole read (the measured branch's latest delayed read or its ground truth; one h
 update — a view of the buffer on a CPU device, made once per buffer (:class:`HostRows`), one device-to-host copy
 otherwise), copied into all the batch's templates by one indexed copy per wire dtype and one for the valid flags
 (:class:`BranchCopy`, once per update: :class:`BatchReads`); a ContactSensor reads host arrays of its batch's live
-buffers (:class:`HostMirror`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
+buffers (:class:`HostGather`). Colour scales are fixed per sensor (:func:`taxel_colour_scale`); a sensor with
 ``history_length`` > 0 publishes the newest entry of its history (the batch's latest delayed read).
 """
 
@@ -119,26 +119,59 @@ class HostRows:
         return flat
 
 
-class HostMirror:
-    """Host arrays (:attr:`arrays`) of tensors that keep their memory and are overwritten in place (a batch's
-    live buffers or views of them): CPU tensors are viewed once at build; others are copied into host tensors by
-    :meth:`refresh` (one copy per tensor), which an encoder calls before reading :attr:`arrays`."""
+def _storage_indices(tensor: torch.Tensor) -> np.ndarray:
+    """Indices of ``tensor``'s elements (row-major order) in its storage, as elements of its dtype."""
+    index = np.full((1,) * tensor.dim(), tensor.storage_offset(), dtype=np.intp)
+    for d, (n, stride) in enumerate(zip(tensor.shape, tensor.stride())):
+        index = index + (np.arange(n) * stride).reshape((1,) * d + (n,) + (1,) * (tensor.dim() - d - 1))
+    return index.reshape(-1)
 
-    def __init__(self, tensors: list[torch.Tensor]):
-        self._copies: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self.arrays: list[np.ndarray] = []
-        for t in tensors:
-            if t.is_cpu:
-                self.arrays.append(t.numpy())
-            else:
-                h = torch.empty(t.shape, dtype=t.dtype, device="cpu")
-                self._copies.append((h, t))
-                self.arrays.append(h.numpy())
 
-    def refresh(self) -> None:
-        """Copy the device tensors to their host arrays (nothing to do on the CPU)."""
-        for h, t in self._copies:
-            h.copy_(t)
+class HostGather:
+    """Copies of tensors that keep their memory and are overwritten in place (a batch's live buffers or views of
+    them) into template fields, one indexed copy per storage and destination view: each tensor's elements are
+    located in its storage (offset and strides), and a storage is read through a host array of all of it — a view
+    on the CPU, made once; on other devices a host copy, refreshed by :meth:`write`. Add every copy
+    (:meth:`add`) and every tensor read otherwise (:meth:`source`) before the first :meth:`write`."""
+
+    def __init__(self):
+        self._storages: dict[tuple[int, torch.dtype], tuple[np.ndarray, torch.Tensor | None, torch.Tensor]] = {}
+        self._copies: dict[tuple[int, torch.dtype, int], tuple[np.ndarray, np.ndarray, list, list]] = {}
+        self._groups: list[tuple[np.ndarray, np.ndarray | slice, np.ndarray, np.ndarray | slice]] | None = None
+        self._refresh: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def source(self, tensor: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """(host array of ``tensor``'s storage, indices of its elements in it): its values are ``array[indices]``
+        after each :meth:`write`."""
+        storage = tensor.untyped_storage()
+        key = (storage.data_ptr(), tensor.dtype)
+        if key not in self._storages:
+            flat = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
+                storage, 0, (storage.nbytes() // tensor.element_size(),))
+            host = flat if tensor.is_cpu else torch.empty(flat.shape, dtype=flat.dtype, device="cpu")
+            self._storages[key] = (host.numpy(), None if tensor.is_cpu else host, flat)
+        return self._storages[key][0], _storage_indices(tensor)
+
+    def add(self, tensor: torch.Tensor, view: np.ndarray, at: np.ndarray) -> None:
+        """Copy ``tensor``'s values (cast to the view's dtype) to ``view[at]`` on each :meth:`write`."""
+        if tensor.numel() != at.size:
+            raise ValueError(f"HostGather.add: {tensor.numel()} values for {at.size} places")
+        array, index = self.source(tensor)
+        storage = tensor.untyped_storage()
+        _, _, src, dst = self._copies.setdefault((storage.data_ptr(), tensor.dtype, id(view)), (array, view, [], []))
+        src.append(index)
+        dst.append(at)
+
+    def write(self) -> None:
+        """Copy the device storages to the host (nothing to do on the CPU), then the values to their places."""
+        if self._groups is None:
+            self._groups = [(view, _index(np.concatenate(dst)), array, _index(np.concatenate(src)))
+                            for array, view, src, dst in self._copies.values()]
+            self._refresh = [(host, flat) for _, host, flat in self._storages.values() if host is not None]
+        for host, flat in self._refresh:
+            host.copy_(flat)
+        for view, dst, array, src in self._groups:
+            view[dst] = array[src]
 
 
 class BatchReads:
@@ -233,8 +266,8 @@ class SensorEncoder:
             out.append((self.ground_truth_topic, self.message_type))
         return out
 
-    def place(self) -> None:
-        """Take views of the templates once they live in their :class:`TemplateMemory` (nothing to take here)."""
+    def place(self, memory: TemplateMemory) -> None:
+        """Take views of the templates once they live in ``memory`` (nothing to take here)."""
 
     def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
         """Messages of the latest evaluation of one branch (the update's stamp is in the templates already); the
@@ -381,15 +414,14 @@ class ThermalEncoder(BranchEncoder):
                                  link_temperatures=np.zeros(len(names), np.float32))
         self.setup(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures", "valid",
                                                   "ground_truth"), [("temperatures", 0, 1, None)])
-        self.lumped = HostMirror([batch.system.t_lump])  # [E, NL] °C, in link_temperatures order
+        self.lumped = [HostGather(), HostGather()]  # per branch: [E, NL] °C, in link_temperatures order
 
-    def place(self):
-        self.lumped_targets = [(t.view("link_temperatures"), self.lumped.arrays[0][0]) for t in self.templates]
+    def place(self, memory):
+        for gather, template in zip(self.lumped, self.templates):
+            gather.add(self.batch.system.t_lump[0], *memory.elements(template, "link_temperatures"))
 
     def encode(self, reads, ground_truth):
-        self.lumped.refresh()
-        view, source = self.lumped_targets[ground_truth]
-        view[...] = source
+        self.lumped[ground_truth].write()
         return super().encode(reads, ground_truth)
 
     def markers(self, settings):
@@ -412,8 +444,8 @@ class JointTorqueEncoder(BranchEncoder):
 
 
 class ContactSensorEncoder(SensorEncoder):
-    """LinkContact per sensor body on ``~/<name>`` and its WrenchStamped on ``~/<name>/<body>/wrench``, copied
-    from host arrays of the batch's live buffers (``ContactSensorBatch.live_view``, body frames)."""
+    """LinkContact per sensor body on ``~/<name>`` and its WrenchStamped on ``~/<name>/<body>/wrench``, gathered
+    from the batch's live buffers (``ContactSensorBatch.live_view``, body frames) by one :class:`HostGather`."""
 
     message_type = LINK_CONTACT
     has_ground_truth = False
@@ -435,10 +467,8 @@ class ContactSensorEncoder(SensorEncoder):
                    "contact_positions": data.contact_pos_b if points else None}
         if o.track_air_time:
             sources.update({name: getattr(data, name) for name in AirTimes._fields})
-        sources = {k: v for k, v in sources.items() if v is not None}  # absent: the template's zeros
-        self.mirror = HostMirror([evaluations, *sources.values()])
-        self.since, *self.arrays = self.mirror.arrays
-        self.sources = list(sources)
+        self.sources = {k: v for k, v in sources.items() if v is not None}  # absent: the template's zeros
+        self.evaluations = evaluations
         self.links, self.wrenches = [], []
         zeros = np.zeros(3)
         for body in self.bodies:
@@ -450,19 +480,23 @@ class ContactSensorEncoder(SensorEncoder):
             self.wrenches.append(CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench")))
         self.templates = self.links + self.wrenches
 
-    def place(self):
-        self.bodies_out = []
-        for k, (body, link, wrench) in enumerate(zip(self.bodies, self.links, self.wrenches)):
-            copies = []
-            for name, array in zip(self.sources, self.arrays):
-                source = array[0, k, ...]  # a view (a 0-d one for the timers), never a scalar copy
+    def place(self, memory):
+        self.gather = HostGather()
+        for k, (link, wrench) in enumerate(zip(self.links, self.wrenches)):
+            for name, tensor in self.sources.items():
+                source = tensor[0, k]  # (3,), (F, 3), or () for the timers
                 if name.startswith("wrench"):
-                    view = link.view("wrench")[:3] if name == "wrench[:3]" else link.view("wrench")[3:]
+                    part = slice(0, 3) if name == "wrench[:3]" else slice(3, 6)
+                    for template in (link, wrench):
+                        view, at = memory.elements(template, "wrench")
+                        self.gather.add(source, view, at[part])
                 else:
-                    view = link.view(name).reshape(source.shape)
-                copies.append((view, source))
-            self.bodies_out.append((link, wrench, link.span("valid").start, link.view("wrench"), wrench.view("wrench"),
-                                    copies, self.wrench_topic(body)))
+                    self.gather.add(source, *memory.elements(link, name))
+        self.since = self.gather.source(self.evaluations[:1])  # a read is valid once evaluated since the reset
+        self.valid_bytes = memory.elements(self.links[0], "valid")[0], np.concatenate(
+            [memory.elements(link, "valid")[1] for link in self.links])
+        self.outputs = [(link, wrench, self.wrench_topic(body))
+                        for body, link, wrench in zip(self.bodies, self.links, self.wrenches)]
 
     def wrench_topic(self, body: str) -> str:
         return f"{self.topic}/{body}/wrench"
@@ -473,14 +507,12 @@ class ContactSensorEncoder(SensorEncoder):
     def encode(self, reads, ground_truth):
         if ground_truth:
             return []
-        self.mirror.refresh()
-        valid = self.since.item(0) > 0
+        self.gather.write()
+        array, index = self.since
+        view, at = self.valid_bytes
+        view[at] = array[index[0]] > 0
         out = []
-        for link, wrench, valid_byte, link_w, wrench_w, copies, topic in self.bodies_out:
-            for view, source in copies:
-                view[...] = source
-            wrench_w[...] = link_w
-            link.buffer[valid_byte] = valid
+        for link, wrench, topic in self.outputs:
             out.append((self.topic, link.wire()))
             out.append((topic, wrench.wire()))
         self.last = [m for _, m in out]
@@ -514,7 +546,7 @@ def node_encoders(suite, world_frame: str) -> tuple[list[tuple[SensorEncoder, in
     memory = TemplateMemory([t for _, _, encoders in batches for e in encoders for t in e.templates])
     for _, batch, encoders in batches:
         for e in encoders:
-            e.place()
+            e.place(memory)
         branch = [e for e in encoders if isinstance(e, BranchEncoder)]
         if branch:
             copies = (BranchCopy(batch, branch, False, memory), BranchCopy(batch, branch, True, memory))
