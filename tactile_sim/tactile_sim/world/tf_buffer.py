@@ -129,7 +129,7 @@ class TFBuffer:
         if not math.isfinite(stamp):
             raise TFError(f"{where}: stamp must be finite; got {stamp}")
         t = np.asarray(trans, dtype=np.float64)
-        if t.shape != (3,) or not np.isfinite(t).all():
+        if t.shape != (3,) or not all(map(math.isfinite, t.tolist())):  # a numpy reduction costs µs here
             raise TFError(f"{where}: translation must be 3 finite numbers (m); got {np.asarray(trans).tolist()}")
         q, r = self._rotation(rot, quat, where)
         edge = self._edges.get(child)
