@@ -7,8 +7,8 @@ and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a
 repeat from message to message: the name block's bytes are compared with the previous message's and its decoded
 tuple reused. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
 ``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
-the tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller
-falls back to rosbags).
+the tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
+(``decode`` returns None otherwise, the caller falls back to rosbags).
 """
 
 from __future__ import annotations

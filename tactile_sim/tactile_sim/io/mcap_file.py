@@ -2,11 +2,12 @@
 thousands of messages per second from Python.
 
 A message costs one ``struct`` pack and a list extension (the open chunk is a list of byte strings, joined and
-written out in one call when it is closed); :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
-1 MiB of records, uncompressed, each followed by its message indexes.
-Schemas and channels are written into the chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
-the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
-indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0 ("not computed").
+written out in one call when it is closed); :meth:`McapFile.write_all` takes the messages of one receive time in
+one call. Chunks hold about 1 MiB of records, uncompressed, each followed by its message indexes. Schemas and
+channels are written into the chunk that is open when they are added (so that a streaming reader meets them before
+their messages) and again in the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary
+(schemas, channels, chunk indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0
+("not computed").
 """
 
 from __future__ import annotations
