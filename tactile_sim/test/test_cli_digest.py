@@ -78,3 +78,25 @@ def test_stamps_and_net_forces_read_from_the_bytes_equal_the_message_fields(fram
     assert digest_module.link_contact_force(wire) == digest_module.link_contact_force(msg) == (f.x, f.y, f.z)
     assert digest_module.header_seconds(wire) == digest_module.header_seconds(msg) == \
         time_msg_to_seconds(msg.header.stamp)
+
+
+def test_declared_topics_are_routed_without_reading_name_and_flag():
+    """A digest told what its topics carry (as replay and demo tell it for the node's topics) reduces the same
+    series as one that reads every message's sensor name and branch flag."""
+    rng = np.random.default_rng(5)
+    routed, read = RunDigest(), RunDigest()
+    routed.expect("/node/pad", "pad", False)
+    routed.expect("/node/pad/ground_truth", "pad", True)
+    for k in range(12):
+        values = (rng.random(12) * 0.2).astype(np.float32)
+        for digest in (routed, read):
+            digest.add("/node/pad", k, taxels(0.01 * k, "force", values, np.full(4, 0.01, np.float32)))
+            digest.add("/node/pad/ground_truth", k, taxels(0.01 * k, "force", 2 * values, np.full(4, 0.01, np.float32),
+                                                           ground_truth=True))
+    (a,), (b,) = routed.series.values(), read.series.values()
+    assert (a.times, a.load, a.peak, a.touch, a.peak_index) == (b.times, b.load, b.peak, b.touch, b.peak_index)
+    assert len(a.times) == 12
+    mislabelled = taxels(1.0, "force", np.ones(12, np.float32), np.full(4, 0.01, np.float32))  # flag: measured
+    routed.add("/node/pad/ground_truth", 0, mislabelled)  # the topic says ground truth: not this digest's branch
+    read.add("/node/pad/ground_truth", 0, mislabelled)
+    assert len(routed.series["pad"].times) == 12 and len(read.series["pad"].times) == 13

@@ -92,6 +92,7 @@ def run_demo(output: str | Path, *, duration: float = DEFAULT_DURATION, rate: fl
     digest = RunDigest()
     with OutputBag(folder / DEMO_BAG, node_name=core.name, overwrite=True, on_write=digest.add) as bag, \
             ClockProgress(n_ticks / rate, description="demo", enabled=progress, start_ns=0) as bar:
+        digest.expect_node(core, bag.resolve)
         loop = RunLoop(core, bag.write_all, copy_inputs=True, on_tick=bar.update if bar.active else None)
         stats = loop.run(demo_events(suite.robot, suite.urdf_text, n_ticks, rate, core.world_frame))
     written = write_pictures(digest, folder, title=TITLE) if pictures else []

@@ -18,7 +18,8 @@ Messages of the other branch (measured by default; ``ground_truth=True`` takes o
 one branch) and every other type are ignored. Times are header stamps in s. ``peak_index`` is the position of the
 kept message in the series.
 
-Taking a message only sorts it into its series; the series read the values they need when they reduce a chunk,
+Taking a message only sorts it into its series (by topic alone where the run declared what its topics carry,
+:meth:`RunDigest.expect`); the series read the values they need when they reduce a chunk,
 straight from the CDR bytes of a :class:`~tactile_sim.io.wire_message.WireMessage` (what the node core returns)
 where the field sits at a fixed place (header stamp, LinkContact net force), else from the message's fields.
 """
@@ -26,9 +27,9 @@ where the field sits at a fixed place (header stamp, LinkContact net force), els
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from ..io.input_cdr import aligned
 from ..io.markers import TAXEL_CHANNEL_PREFERENCE
 from ..io.stamps import NS_PER_S, time_msg_to_seconds
 from ..world.urdf import JointType, RobotModel
+
+if TYPE_CHECKING:
+    from ..ros.node_core import NodeCore
 
 TOUCH_LEVEL = {"force": 0.05, "displacement": 1e-6, "depth": 1e-5, "contact": 0.5}
 """Per-taxel magnitude above which a taxel counts as touched: N, m, m, flag. Chosen above the demo's noise
@@ -281,15 +285,39 @@ class RunDigest:
     def __init__(self, ground_truth: bool = False):
         self.ground_truth = ground_truth
         self._by_name: dict[str, Series] = {}
+        self._routes: dict[str, tuple[str, bool]] = {}
         self.robot_description: str | None = None
+
+    def expect(self, topic: str, sensor_name: str, ground_truth: bool) -> None:
+        """Declare the TaxelArray and ThermalGrid messages on ``topic`` to be those of the ground-truth (or
+        measured) branch of sensor ``sensor_name``: they are then taken without reading their sensor name and branch
+        flag."""
+        self._routes[topic] = (sensor_name, bool(ground_truth))
+
+    def expect_node(self, core: NodeCore, resolve: Callable[[str], str]) -> None:
+        """:meth:`expect` the taxel and thermal topics of every sensor of a built node core (both branches, as
+        its encoders publish them); ``resolve``: its topic names (``~/…``) → the names the messages are added with
+        (:meth:`~.output_bag.OutputBag.resolve`)."""
+        for scheduled in core.schedule:
+            encoder = scheduled.encoder
+            if encoder.message_type in (TAXEL_ARRAY, THERMAL_GRID):
+                self.expect(resolve(encoder.topic), encoder.name, False)
+                self.expect(resolve(encoder.ground_truth_topic), encoder.name, True)
 
     def add(self, topic: str, log_ns: int, msg: Any) -> None:
         """Take one message (any type; the ones named in the module docstring are digested)."""
         kind = getattr(msg, "__msgtype__", "")
         if kind == TAXEL_ARRAY or kind == THERMAL_GRID:
-            if bool(msg.ground_truth) != self.ground_truth:
+            route = self._routes.get(topic)
+            if route is None:
+                if bool(msg.ground_truth) != self.ground_truth:
+                    return
+                name = msg.sensor_name
+            elif route[1] != self.ground_truth:
                 return
-            series = self._by_name.get(msg.sensor_name)
+            else:
+                name = route[0]
+            series = self._by_name.get(name)
             if series is None:
                 series = self._series(kind, topic, msg)
         elif kind == JOINT_STATE or kind == LINK_CONTACT:

@@ -86,6 +86,8 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
         error = None
         with OutputBag(output, node_name=core.name, overwrite=overwrite, on_write=digest.add) as bag, \
                 ClockProgress(reader.duration_ns / 1e9, description="replay", enabled=progress) as bar:
+            if core.ready:
+                digest.expect_node(core, bag.resolve)
             loop = RunLoop(core, bag.write_all, copy_inputs=copy_inputs, jump_threshold=jump_threshold,
                            on_tick=bar.update if bar.active else None)
             try:
