@@ -2,7 +2,9 @@
 
 The decoders read only message fields (``header.stamp``, ``name``, ``position``, ...), which rclpy messages and the
 rosbags message classes of :mod:`tactile_sim.io.msg_types` share, so one decoder serves the live node, bags and
-tests. They copy and convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops.
+tests. They convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
+state's arrays may share the message's memory (a float64 array is taken as it is, once per message): consume a
+sample before the message changes.
 """
 
 from __future__ import annotations
@@ -45,13 +47,9 @@ def frame_name(frame_id: str) -> str:
 
 def decode_joint_state(msg: Any) -> JointStateSample:
     """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object)."""
-    velocity = np.array(msg.velocity, dtype=np.float64)
-    return JointStateSample(
-        stamp=time_msg_to_seconds(msg.header.stamp),
-        names=tuple(msg.name),
-        position=np.array(msg.position, dtype=np.float64),
-        velocity=velocity if velocity.size else None,
-    )
+    velocity = np.asarray(msg.velocity, dtype=np.float64)
+    return JointStateSample(time_msg_to_seconds(msg.header.stamp), tuple(msg.name),
+                            np.asarray(msg.position, dtype=np.float64), velocity if velocity.size else None)
 
 
 def decode_tf_message(msg: Any) -> list[TransformSample]:
