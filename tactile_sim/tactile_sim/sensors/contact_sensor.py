@@ -30,6 +30,7 @@ from .base import BuildContext, SensorBatch
 from .body_samples import BodySamples, SampleCells
 from .contact_sensor_kernels import BODY_KERNELS, SAMPLE_KERNELS
 from .probe_set import FusedProbeLaunch
+from .warp_launch import state_tensors
 
 MAX_SAMPLES_PER_BODY = 200_000
 
@@ -248,9 +249,8 @@ class ContactSensorBatch(SensorBatch):
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, state: WorldState) -> None:
         """One step: the sample kernel accumulates the penalty loads, the body kernel writes every buffer."""
-        rot = state.rot if state.rot.is_contiguous() else state.rot.contiguous()
-        pos = state.pos if state.pos.is_contiguous() else state.pos.contiguous()
-        self._samples_launch(state, {"lin_vel": state.lin_vel.contiguous(), "ang_vel": state.ang_vel.contiguous()})
+        rot, pos, lin_vel, ang_vel = state_tensors(state, twists=True)
+        self._samples_launch(state, {"lin_vel": lin_vel, "ang_vel": ang_vel})
         self.count += 1
         launch = self._bodies_launch
         if launch is None:

@@ -18,7 +18,6 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..geometry.struct_launch import StructLaunch
 from ..imperfections.lag import FirstOrderLag
 from ..imperfections.pipeline import MeasuredBranch
 from ..world.scene import closest_names
@@ -26,6 +25,7 @@ from ..world.state import WorldState
 from .base import BuildContext, SensorBatch, imperfections_of
 from .thermal_kernels import READOUT_KERNELS
 from .thermal_system import GridSpec, Material, ThermalSystem
+from .warp_launch import SlotLaunches
 
 DEFAULT_KEY = "default"
 DEFAULT_AMBIENT = 21.0
@@ -105,23 +105,20 @@ class TemperatureGridBatch(SensorBatch):
         tau = ctx.tensor(np.repeat([o.sensor_time_constant for o in self.options], counts))
         self.lag = FirstOrderLag(tau, ctx.dt, self.true_temperatures())
         kernel, call_type = READOUT_KERNELS[ctx.dtype]
-        measured, gt = self.branch.staging()
-        self._readout = StructLaunch(kernel, (ctx.n_envs, len(self._cells)), call_type, {
+        self._readout = SlotLaunches(kernel, (ctx.n_envs, len(self._cells)), call_type, {
             "t": sys_.t_cell, "cell": self._cells.to(torch.int32), "weight": self.lag.weight.contiguous(),
-            "lag": self.lag.state, "ground_truth": gt, "measured": measured}, [], ctx.device)
+            "lag": self.lag.state}, [], ctx.device, ("measured", "ground_truth"))
 
     def true_temperatures(self) -> torch.Tensor:
         """Current grid temperatures of the batch's sensors, concatenated cell-major: [E, P] °C."""
         return self.system.t_cell.index_select(1, self._cells)
 
     def evaluate(self, state: WorldState) -> None:
-        """Thermal step, then one readout launch (ground truth and sensing lag into the branch's staging buffers)
-        and the generic noise chain with the commit (:meth:`MeasuredBranch.push_staged`)."""
+        """Thermal step, then one readout launch (ground truth and sensing lag into the branch's staging buffers;
+        one recorded launch per staging pair) and the generic noise chain with the commit
+        (:meth:`MeasuredBranch.push_staged`)."""
         self.system.step(state)
-        measured, gt = self.branch.staging()
-        self._readout.bind("measured", measured)
-        self._readout.bind("ground_truth", gt)
-        self._readout()
+        self._readout.select(self.branch.staging())()
         self.branch.push_staged()
 
     def reset(self, env_mask: torch.Tensor | None) -> None:

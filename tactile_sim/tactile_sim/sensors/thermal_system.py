@@ -435,10 +435,10 @@ class ThermalSystem:
     # ------------------------------------------------------------------ step
     def step(self, state: WorldState) -> None:
         """Advance every temperature by dt with the poses of ``state`` (steps A–E), in place."""
-        self._contact_launch(state, {})
+        self._contact_launch(state)
         self._before_pairs()
         if self._lump_contact is not None:
-            self._lump_contact(state, {})
+            self._lump_contact(state)
         if self.pairs is not None:
             self.pairs()
         if self._after_pairs is not None:
