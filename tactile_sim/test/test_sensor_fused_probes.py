@@ -26,10 +26,10 @@ def _layout(seed: int, n: int, fillers: bool) -> dict:
             "probe_local_normal": (normal / np.linalg.norm(normal, axis=1, keepdims=True)).tolist()}
 
 
-def _suite(sensor_type: str, extra: list[dict], dtype: str) -> SensorSuite:
+def _suite(sensor_type: str, extra: list[dict], dtype: str, first: int = 300) -> SensorSuite:
     sensors = [{"type": sensor_type, "name": f"s{i}", "link": link, **_layout(i, n, fillers), **opts}
-               for i, (link, n, fillers, opts) in enumerate([("pad", 300, True, extra[0]), ("arm", 70, False, extra[1]),
-                                                             ("pad", 5, False, extra[2])])]
+               for i, (link, n, fillers, opts) in enumerate([("pad", first, True, extra[0]),
+                                                             ("arm", 70, False, extra[1]), ("pad", 5, False, extra[2])])]
     objects = [pad_object(), {"name": "arm", "geometry": [{"box": {"size": [0.09, 0.09, 0.01]}}]}]
     objects += [{"name": name, "geometry": [geometry]} for name, geometry in SHAPES.items()]
     cfg = {"suite": {"dt": 0.01, "n_envs": E, "dtype": dtype, "seed": 4}, "objects": objects, "sensors": sensors}
@@ -165,17 +165,19 @@ def test_contact_probe_matches_the_signed_overlap_and_latch(dtype):
     assert held > 0  # some probes were held on by their release threshold
 
 
-def test_delayed_reads_cycle_through_every_staging_slot():
+@pytest.mark.parametrize("first, kernel_clears", [(200, True), (300, False)])
+def test_delayed_reads_cycle_through_every_staging_slot(first, kernel_clears):
     """A delay of 9 evaluations cycles the staging buffers through lcm(11, 2) = 22 (ring slot, ground-truth slot)
-    pairs — more than the launches recorded one per pair (MAX_OUTPUT_SETS), so some are served by rebinding — and the
-    kernel writes every probe of every slot (0 out of reach): each delayed measured read (gain 1, no noise) is the
-    ground truth of 9 evaluations before, exactly, whatever the slot held."""
+    pairs — more than the launches recorded one per pair (MAX_OUTPUT_SETS), so some are served by rebinding — and
+    every probe of every slot is written (0 out of reach; by the kernel itself for E·P = 3·275, by a fill before the
+    launch for 3·375): each delayed measured read (gain 1, no noise) is the ground truth of 9 evaluations before,
+    exactly, whatever the slot held."""
     from tactile_sim.sensors.warp_launch import MAX_OUTPUT_SETS
 
     delay = 9
-    suite = _suite("ContactDepthProbe", [{"delay": delay * 0.01}] * 3, "float64")
+    suite = _suite("ContactDepthProbe", [{"delay": delay * 0.01}] * 3, "float64", first)
     batch = suite.batches[0][1]
-    assert 2 * (delay + 2) > MAX_OUTPUT_SETS
+    assert 2 * (delay + 2) > MAX_OUTPUT_SETS and batch.fill_before is not kernel_clears
     truths = []
     for k in range(3 * (delay + 2)):
         _state(suite, k % 5)  # poses that move probes into and out of reach

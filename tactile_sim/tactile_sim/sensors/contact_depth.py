@@ -27,11 +27,13 @@ def _depth(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, 
 
 
 @wp.func
-def _no_depth(call: Any, e: int, i: int):
-    """Both branches' depth of probe i (env e) out of reach: 0."""
+def _no_depth(call: Any, e: int, first: int, stop: int):
+    """Both branches' depth of the probes in slots [first, stop) (env e) out of reach: 0."""
     zero = type(call.radius[0])(0.0)
-    call.ground_truth[e, i, 0] = zero
-    call.measured[e, i, 0] = zero
+    for j in range(first, stop):
+        i = call.probe_order[j]
+        call.ground_truth[e, i, 0] = zero
+        call.measured[e, i, 0] = zero
 
 
 def _depth_kernel(dtype: torch.dtype):
@@ -67,11 +69,13 @@ def _signed_overlap(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, sha
 
 
 @wp.func
-def _floor_overlap(call: Any, e: int, i: int):
-    """Both branches' signed overlap of probe i (env e) out of reach: x_floor."""
-    floor = call.floor[i]
-    call.ground_truth[e, i, 0] = floor
-    call.measured[e, i, 0] = floor
+def _floor_overlap(call: Any, e: int, first: int, stop: int):
+    """Both branches' signed overlap of the probes in slots [first, stop) (env e) out of reach: x_floor."""
+    for j in range(first, stop):
+        i = call.probe_order[j]
+        floor = call.floor[i]
+        call.ground_truth[e, i, 0] = floor
+        call.measured[e, i, 0] = floor
 
 
 def _overlap_kernel(dtype: torch.dtype):
@@ -102,6 +106,7 @@ class ContactProbeBatch(FusedProbeBatch):
         self.release_threshold = per_probe(options, counts, "release_threshold", ctx)
         self.floor = overlap_floor(self.release_threshold)
         super().__init__(options, ctx)
+        self.floor_staged = self.floor[None, :, None].expand(ctx.n_envs, -1, 1).contiguous()  # [E, P, 1]
 
     def branch_options(self) -> dict:
         return {"latch_thresholds": (self.contact_threshold, self.release_threshold)}
@@ -112,6 +117,11 @@ class ContactProbeBatch(FusedProbeBatch):
     def extra_reach(self):
         # x = g(R̃ − sd) stays above a negative floor (and can still hold the latch) up to sd = R̃ − floor/g
         return -self.floor / self.min_gain()
+
+    def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
+        # out of reach, x = x_floor on both branches
+        measured.copy_(self.floor_staged)
+        ground_truth.copy_(self.floor_staged)
 
     def output(self, value: torch.Tensor) -> torch.Tensor:
         return value > 0.5

@@ -29,7 +29,7 @@ from .elastomer_dilation import DilationField, DilationParameters
 from .elastomer_pairwise import PairwiseField, pairwise_sensors
 from .elastomer_shear import ShearAnchors
 from .probe_sensor import ProbeSensorBatch
-from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, probe_kernel, probe_struct
+from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, kernel_clears, probe_kernel, probe_struct
 from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 from .warp_launch import SlotLaunches, call_struct
 
@@ -53,11 +53,13 @@ def _indentation(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape:
 
 
 @wp.func
-def _no_indentation(call: Any, e: int, i: int):
-    """H = H^p = 0 at probe i (env e), outside every tracked shape."""
+def _no_indentation(call: Any, e: int, first: int, stop: int):
+    """H = H^p = 0 at the probes in slots [first, stop) (env e), outside every tracked shape."""
     zero = type(call.exponent[0])(0.0)
-    call.depth[e, i] = zero
-    call.depth_p[e, i] = zero
+    for j in range(first, stop):
+        i = call.probe_order[j]
+        call.depth[e, i] = zero
+        call.depth_p[e, i] = zero
 
 
 def _indentation_kernel(dtype: torch.dtype):
@@ -120,9 +122,11 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
                                   torch.full_like(probes.radius, -torch.inf)).contiguous()
         self.exponent = torch.as_tensor(np.repeat([o.normal_exponent for o in opts], self.counts), device=dev,
                                         dtype=dt)
-        # H and H^p [E, P], written whole by the indentation kernel every step
-        self.depth = torch.zeros((e, p), device=dev, dtype=dt)
-        self.depth_p = torch.zeros((e, p), device=dev, dtype=dt)
+        # H and H^p [E, P] as one buffer, written whole by the indentation kernel every step (large batches: zeroed
+        # before it, :func:`~.probe_set.kernel_clears`)
+        self.depths = torch.zeros((2, e, p), device=dev, dtype=dt)
+        self.depth, self.depth_p = self.depths.unbind(0)
+        self.fill_before = not kernel_clears(e, p)
         self.field = torch.zeros((e, p, 3), device=dev, dtype=dt)
         self._gain = torch.zeros((e, p, 3), device=dev, dtype=dt)
         self._gain_source, self._gain_version = None, -1
@@ -170,6 +174,8 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         return self.clouds[i]
 
     def evaluate(self, state: WorldState) -> None:
+        if self.fill_before:
+            self.depths.zero_()
         if self.dilation.windows:
             self.dilation.bounds.zero_()
         self.launch(state)                           # also fills the query's shape poses for this state

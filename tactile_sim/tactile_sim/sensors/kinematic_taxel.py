@@ -75,10 +75,13 @@ def _taxel(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, 
 
 
 @wp.func
-def _no_wrench(call: Any, e: int, i: int):
-    """Both branches' [F, T] of probe i (env e) out of contact: 0."""
-    call.ground_truth[e, i] = type(call.ground_truth[0, 0])()
-    call.measured[e, i] = type(call.measured[0, 0])()
+def _no_wrench(call: Any, e: int, first: int, stop: int):
+    """Both branches' [F, T] of the probes in slots [first, stop) (env e) out of contact: 0."""
+    zero = type(call.measured[0, 0])()
+    for j in range(first, stop):
+        i = call.probe_order[j]
+        call.ground_truth[e, i] = zero
+        call.measured[e, i] = zero
 
 
 def _taxel_kernel(dtype: torch.dtype):

@@ -15,7 +15,7 @@ from ..imperfections.pipeline import MeasuredBranch
 from ..imperfections.spec import SensorImperfections
 from ..world.state import WorldState
 from .base import BuildContext, SensorBatch, imperfections_of
-from .probe_set import NO_FIELDS, FusedProbeLaunch, ProbeSensorGeometry, ProbeSet
+from .probe_set import NO_FIELDS, FusedProbeLaunch, ProbeSensorGeometry, ProbeSet, kernel_clears
 
 
 def per_probe(options: Sequence, counts: Sequence[int], key: str, ctx: BuildContext) -> torch.Tensor:
@@ -89,9 +89,10 @@ class ProbeSensorBatch(SensorBatch):
 
 class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
-    (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers (every probe:
-    the kernel writes the reading of a probe out of reach itself); the branch then runs its stages and commits in one
-    more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel, call struct
+    (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers (small
+    batches: every probe, the kernel writes the reading of a probe out of reach itself; large ones: ``clear`` fills
+    the buffers before the launch, :func:`~.probe_set.kernel_clears`); the branch then runs its stages and commits in
+    one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel, call struct
     type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
 
     kernels: dict = {}
@@ -105,6 +106,7 @@ class FusedProbeBatch(ProbeSensorBatch):
                   **self.model_tables()}
         self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables,
                                        outputs=("measured", "ground_truth"))
+        self.fill_before = not kernel_clears(ctx.n_envs, self.probes.n)
 
     def model_tables(self) -> dict:
         """Per-probe tensors of the model bound into the kernel at build (none by default)."""
@@ -114,6 +116,12 @@ class FusedProbeBatch(ProbeSensorBatch):
         """Per-step kernel inputs beyond the world poses and the outputs (none by default; e.g. body twists)."""
         return NO_FIELDS
 
+    def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
+        """Fill the staging buffers ``[E, P, K]`` with the reading of a probe out of reach (zeros by default; what
+        the kernel's clear writes) — large batches only (:func:`~.probe_set.kernel_clears`)."""
+        measured.zero_()
+        ground_truth.zero_()
+
     def evaluate(self, state: WorldState) -> None:
         branch = self.branch
         if branch.radius_varies:
@@ -121,5 +129,8 @@ class FusedProbeBatch(ProbeSensorBatch):
         gain = self.new_gain()
         if gain is not None:
             self.launch.bind_all("gain", gain)
-        self.launch(state, self.step_inputs(state), branch.staging())
+        staging = branch.staging()
+        if self.fill_before:
+            self.clear(*staging)
+        self.launch(state, self.step_inputs(state), staging)
         branch.push_staged()

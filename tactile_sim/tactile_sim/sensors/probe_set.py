@@ -35,6 +35,10 @@ CPU_BLOCK_CELLS = 32
 """Cells per block (one CPU kernel thread; one cell per thread on CUDA): warp copies the kernel arguments once per
 thread, so a thread should visit a few hundred probes."""
 
+KERNEL_CLEAR_LIMIT = wp.constant(1024)
+"""Most (env, probe) pairs whose out-of-reach readings a fused probe kernel writes itself (:func:`kernel_clears`);
+above, a torch fill before the launch is cheaper (a few µs of fixed cost against a few ns per probe)."""
+
 WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
 """Warp (scalar, vec3, mat33) types of a working dtype."""
 
@@ -230,12 +234,21 @@ def probe_struct(name: str, dtype: torch.dtype, model_fields: dict):
     return call_struct(name, {**probe_fields(dtype), **model_fields})
 
 
-def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear_probe):
-    """The fused probe kernel ``(call, tables)`` over (E, blocks): first ``clear_probe(call, e, i)`` for every probe
-    i of the block (the reading of a probe out of reach), then, for every probe whose nearest candidate shape lies
-    within its cutoff, ``evaluate_probe(call, tables, e, i, x, sd, shape, normal, link, link_rot, link_pos)`` (x:
-    world probe centre; sd, shape, normal: :func:`nearest_shape`; link: body index of the probe's link, pose R_L,
-    o_L). Every probe belongs to exactly one block, so the outputs need no clearing before the launch."""
+def kernel_clears(n_envs: int, n_probes: int) -> bool:
+    """Whether the fused probe kernel of a batch of ``n_probes`` probes and ``n_envs`` envs writes the out-of-reach
+    readings itself (:func:`probe_kernel`); otherwise the caller fills the outputs before the launch."""
+    return n_envs * n_probes <= KERNEL_CLEAR_LIMIT
+
+
+def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear_probes):
+    """The fused probe kernel ``(call, tables)`` over (E, blocks): first, when :func:`kernel_clears` (E from
+    ``body_rot``, P from ``local_pos``), ``clear_probes(call, e, first, stop)`` for the block's probes
+    (``call.probe_order[j]`` for the slots j in [first, stop): the reading of a probe out of reach; one call per
+    block, as warp passes the call struct by value), then, for every probe whose nearest candidate shape lies within
+    its cutoff, ``evaluate_probe(call, tables, e, i, x, sd, shape, normal, link, link_rot, link_pos)`` (x: world
+    probe centre; sd, shape, normal: :func:`nearest_shape`; link: body index of the probe's link, pose R_L, o_L).
+    Every probe belongs to exactly one block, so with the kernel's clears the outputs need no fill before the
+    launch."""
 
     def kernel(call, tables):
         e, k = wp.tid()
@@ -243,8 +256,8 @@ def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear
         link = call.block_link[k]
         first = call.block_first_cell[k]
         stop = first + call.block_cells[k]
-        for j in range(call.cell_start[first], call.cell_stop[stop - 1]):  # the block's cells are consecutive
-            clear_probe(call, e, call.probe_order[j])
+        if call.body_rot.shape[0] * call.local_pos.shape[0] <= KERNEL_CLEAR_LIMIT:
+            clear_probes(call, e, call.cell_start[first], call.cell_stop[stop - 1])  # the block's cells: consecutive
         rl = call.body_rot[e, link]
         ol = call.body_pos[e, link]
         exact = call.group_exact[g]
