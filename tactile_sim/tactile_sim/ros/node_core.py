@@ -44,7 +44,8 @@ from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .scene_markers import ObjectMarkers
-from .sensor_encoders import BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders
+from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders,
+                              run_index)
 from .throttled_log import LogSink, ThrottledLog
 from .update_stats import UpdateStats
 
@@ -87,13 +88,6 @@ class ScheduledEncoder:
 
     encoder: SensorEncoder
     every: int
-
-
-def _index(indices: list[int]) -> np.ndarray | slice:
-    """A numpy index of ``indices``: the slice when they are one increasing run (cheaper), else an array."""
-    if indices and indices == list(range(indices[0], indices[0] + len(indices))):
-        return slice(indices[0], indices[0] + len(indices))
-    return np.array(indices, dtype=np.intp)
 
 
 def _finite(values: np.ndarray) -> bool:
@@ -313,8 +307,9 @@ class NodeCore:
                 target.append(i)
                 source.append(k)
         unknown = [name for name in names if name not in self._joint_index and name not in self._derived_joints]
-        self._plan = JointPlan(tuple(names), len(set(names)) != len(names), _index(target), _index(source),
-                               len(target), unknown)
+        count = len(target)
+        target, source = (run_index(np.array(indices, dtype=np.intp)) for indices in (target, source))
+        self._plan = JointPlan(tuple(names), len(set(names)) != len(names), target, source, count, unknown)
         return self._plan
 
     def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:

@@ -165,7 +165,7 @@ class HostGather:
     def write(self) -> None:
         """Copy the device storages to the host (nothing to do on the CPU), then the values to their places."""
         if self._groups is None:
-            self._groups = [(view, _index(np.concatenate(dst)), array, _index(np.concatenate(src)))
+            self._groups = [(view, run_index(np.concatenate(dst)), array, run_index(np.concatenate(src)))
                             for array, view, src, dst in self._copies.values()]
             self._refresh = [(host, flat) for _, host, flat in self._storages.values() if host is not None]
         for host, flat in self._refresh:
@@ -181,7 +181,7 @@ class BatchReads:
     __slots__ = ()
 
 
-def _index(index: np.ndarray) -> np.ndarray | slice:
+def run_index(index: np.ndarray) -> np.ndarray | slice:
     """A numpy index equal to the integer array ``index``: the slice when it is one increasing run (cheaper)."""
     first = int(index[0]) if index.size else 0
     if np.array_equal(index, np.arange(first, first + index.size)):
@@ -205,8 +205,8 @@ class TemplateMemory:
         self._views: dict[tuple[np.dtype, int], np.ndarray] = {}
         stamps = [self.elements(t, "header.stamp")[1] for t in templates]  # in the raw uint8 view (mixed types)
         self._stamp_view = self.view(np.uint8, 0)
-        self._stamp_dst = _index(np.concatenate([np.zeros(0, np.intp), *stamps]))
-        self._stamp_src = _index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
+        self._stamp_dst = run_index(np.concatenate([np.zeros(0, np.intp), *stamps]))
+        self._stamp_src = run_index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
 
     def view(self, dtype: Any, offset: int) -> np.ndarray:
         """The buffer as elements of ``dtype`` from byte ``offset`` on (one array per dtype and offset)."""
@@ -331,9 +331,9 @@ class BranchCopy:
                 flags_view, at = memory.elements(t, "valid")
                 flags[0].append([e.index])
                 flags[1].append(at)
-        self.values = [(threshold, _index(np.concatenate(src)), _index(np.concatenate(dst)), view)
+        self.values = [(threshold, run_index(np.concatenate(src)), run_index(np.concatenate(dst)), view)
                        for (_, threshold), (view, src, dst) in groups.items()]
-        self.flags = (_index(np.concatenate(flags[0])), _index(np.concatenate(flags[1])), flags_view) \
+        self.flags = (run_index(np.concatenate(flags[0])), run_index(np.concatenate(flags[1])), flags_view) \
             if flags[0] else None
         self.host = HostRows()
         self.written: BatchReads | None = None
