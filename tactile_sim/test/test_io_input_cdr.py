@@ -113,3 +113,18 @@ def test_tf_messages_decode_like_rosbags(n):
     if n:
         with pytest.raises(ValueError, match="end inside the message"):
             decoder.decode(data[:-8])
+
+
+def test_decoded_fields_are_plain_attributes_and_others_are_missing():
+    msg = joint_state(np.random.default_rng(1), ["a", "b"], (2, 2, 0))
+    decoded = JointStateDecoder().decode(serialize_cdr(msg))
+    for field in ("header", "name", "position", "velocity", "effort"):
+        assert object.__getattribute__(decoded, field) is getattr(decoded, field)  # no field look-up behind it
+    assert decoded.message.name == ["a", "b"]
+    np.testing.assert_array_equal(decoded.message.position, msg.position)
+    with pytest.raises(AttributeError, match="JointState message has no field 'transforms'"):
+        decoded.transforms
+    tf = TFMessageDecoder().decode(serialize_cdr(new_message(TF_MESSAGE, transforms=[])))
+    assert tf.transforms == []
+    with pytest.raises(AttributeError, match="TFMessage message has no field 'name'"):
+        tf.name

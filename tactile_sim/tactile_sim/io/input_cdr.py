@@ -2,8 +2,9 @@
 reads every tick.
 
 :class:`JointStateDecoder` reads the header stamp, frame id, names and the three float64 sequences with ``struct``
-and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a
-:class:`~.wire_message.WireMessage` that keeps the bytes (a copy to another bag writes them as they are). Names
+and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :class:`DecodedMessage` (a
+:class:`~.wire_message.WireMessage` with its fields as plain attributes) that keeps the bytes (a copy to another
+bag writes them as they are). Names
 repeat from message to message: the name block's bytes are compared with the previous message's and its decoded
 tuple reused. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
 ``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
@@ -14,6 +15,7 @@ the tests check against rosbags' deserialiser), a third cheaper than keywords. O
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -28,13 +30,26 @@ _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
 
+class DecodedMessage(WireMessage):
+    """A :class:`~.wire_message.WireMessage` of decoded input bytes whose fields (those of a JointState or a
+    TFMessage) are also plain attributes: read every tick, they are found without the look-up of the fields a
+    WireMessage does after a failed attribute look-up. fields: every field's value."""
+
+    __slots__ = ("header", "name", "position", "velocity", "effort", "transforms")
+
+    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any]):
+        super().__init__(cls, cdr, {}, fields)
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
 class _LittleEndianDecoder:
     """The entry point of both decoders: little-endian CDR bytes go to the subclass's ``_decode`` (the message of
     ``type_name``)."""
 
     type_name: str
 
-    def decode(self, data: bytes) -> WireMessage | None:
+    def decode(self, data: bytes) -> DecodedMessage | None:
         """The message of ``data`` (CDR with its 4-byte encapsulation header), None for big-endian CDR."""
         if len(data) < 4 or data[1] != 1:
             return None
@@ -56,7 +71,7 @@ class JointStateDecoder(_LittleEndianDecoder):
         self._names_bytes = b""
         self._names: list[str] = []
 
-    def _decode(self, data: bytes) -> WireMessage:
+    def _decode(self, data: bytes) -> DecodedMessage:
         sec, nanosec = _STAMP.unpack_from(data, 4)
         (size,) = _U32.unpack_from(data, 12)
         frame_id = data[16:16 + size - 1].decode()
@@ -85,7 +100,7 @@ class JointStateDecoder(_LittleEndianDecoder):
         header = self._header(self._time(sec, nanosec), frame_id)
         fields = {"header": header, "name": list(self._names), "position": arrays[0], "velocity": arrays[1],
                   "effort": arrays[2]}
-        return WireMessage(self._cls, data, {}, fields)
+        return DecodedMessage(self._cls, data, fields)
 
 
 def aligned(pos: int, size: int) -> int:
@@ -108,7 +123,7 @@ def _strings(data: bytes, pos: int) -> list[str]:
 
 
 class TFMessageDecoder(_LittleEndianDecoder):
-    """Decodes TFMessage CDR bytes into a :class:`~.wire_message.WireMessage` whose ``transforms`` are rosbags
+    """Decodes TFMessage CDR bytes into a :class:`DecodedMessage` whose ``transforms`` are rosbags
     ``geometry_msgs/TransformStamped`` objects; raises ValueError for bytes that end early."""
 
     type_name = TF_MESSAGE
@@ -119,7 +134,7 @@ class TFMessageDecoder(_LittleEndianDecoder):
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
             "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion")]
 
-    def _decode(self, data: bytes) -> WireMessage:
+    def _decode(self, data: bytes) -> DecodedMessage:
         stamped, header, time, transform, vector3, quaternion = self._types
         (count,) = _U32.unpack_from(data, 4)
         pos = 8
@@ -137,4 +152,4 @@ class TFMessageDecoder(_LittleEndianDecoder):
             pos += _POSE.size
             transforms.append(stamped(header(time(sec, nanosec), frame_id), child,
                                       transform(vector3(x, y, z), quaternion(qx, qy, qz, qw))))
-        return WireMessage(self._cls, data, {}, {"transforms": transforms})
+        return DecodedMessage(self._cls, data, {"transforms": transforms})
