@@ -87,8 +87,9 @@ def check_quaternion(q, where: str) -> np.ndarray:
     Raises ``ValueError`` naming ``where``.
     """
     q = np.asarray(q, dtype=np.float64)
-    n = float(np.linalg.norm(q)) if q.shape == (4,) else float("nan")
-    if q.shape != (4,) or not np.all(np.isfinite(q)) or abs(n - 1.0) > QUAT_NORM_TOL:
+    n2 = float(q.dot(q)) if q.shape == (4,) else math.nan  # non-finite for any non-finite component
+    n = math.sqrt(n2) if math.isfinite(n2) else math.nan  # == np.linalg.norm(q), without its per-call overhead
+    if not abs(n - 1.0) <= QUAT_NORM_TOL:
         raise ValueError(f"{where}: quaternion (x, y, z, w) must be finite with norm 1 ± {QUAT_NORM_TOL}; got {q.tolist()}")
     return q / n
 

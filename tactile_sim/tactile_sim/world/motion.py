@@ -182,7 +182,8 @@ class WorldModel:
         self._history = _PoseHistory(E, 1 + O, self.device, dtype)  # body 0 = root, 1 + k = object k
         self._history_names = ["<root>"] + [o.name for o in scene.objects]
         self._root_api = False
-        self._root_tf = (-1, math.nan)  # (TF revision, stamp or NaN when static) of the root pose in the buffers
+        # (TF revision, stamp or NaN when static, the lookup result) of the root pose in the buffers
+        self._root_tf: tuple = (-1, math.nan, None)
 
         # joints (actuated, [E, n_act]): the latest sample q with its velocities q̇ and the sample before it;
         # sample_ok [E, 2]: whether the (previous, latest) sample exists since the last reset; stamps j0, j1
@@ -424,10 +425,11 @@ class WorldModel:
         if self.root_from_tf:
             if self.tf.revision != self._root_tf[0]:  # else the root buffers hold this lookup already
                 s = self.tf.lookup(self.world_frame, self.scene.robot.root_link)
-                # torch.tensor copies the read-only lookup result (as_tensor would warn about aliasing it)
-                self._root_rot.copy_(torch.tensor(s.rot, device=self.device, dtype=self.dtype))
-                self._root_pos.copy_(torch.tensor(s.trans, device=self.device, dtype=self.dtype))
-                self._root_tf = (self.tf.revision, math.nan if s.static else s.stamp)
+                if s is not self._root_tf[2]:  # the buffer hands out the same result while the chain is unchanged
+                    # torch.tensor copies the shared lookup result (as_tensor would alias it)
+                    self._root_rot.copy_(torch.tensor(s.rot, device=self.device, dtype=self.dtype))
+                    self._root_pos.copy_(torch.tensor(s.trans, device=self.device, dtype=self.dtype))
+                self._root_tf = (self.tf.revision, math.nan if s.static else s.stamp, s)
             return self._root_tf[1]
         return math.nan
 
