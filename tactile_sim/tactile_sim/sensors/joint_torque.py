@@ -311,11 +311,14 @@ class JointTorqueBatch(SensorBatch):
         launch()
         if accept:
             self.t_prev = stamp
+        if self._valid_host is not None and b"\x00" not in self._valid_host.tobytes():
+            # on the CPU the kernel's lane validity is read in place: every lane valid, so the staging buffers are
+            # committed as they are (stages 5–9 and the commit in one launch)
+            branch.push_staged()
+            return
         y = branch.hardware(measured)
-        # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch (on the CPU the
-        # kernel's lane validity is read in place: nothing to clear when every lane is valid)
-        if self._valid_host is None or b"\x00" in self._valid_host.tobytes():
-            torch.where(self.lanes["keep"], y, self._zero, out=y)
+        # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch
+        torch.where(self.lanes["keep"], y, self._zero, out=y)
         branch.push(y, gt, sample_valid=self.lanes["valid"])
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
