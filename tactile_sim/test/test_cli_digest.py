@@ -1,13 +1,17 @@
 """The run digest reduces messages in chunks: its series equal a message-by-message reduction written out here
 (norms, sums, peaks, touches, the first message of largest load) across chunk boundaries and taxel-count changes;
-what it reads straight from the CDR bytes equals the message fields."""
+what it reads straight from the CDR bytes (stamps, forces, whole chunks of one template's messages) equals the
+message fields."""
+
+import struct
 
 import numpy as np
 import pytest
 from helpers_io import sample_link_contact_reading
 
+from tactile_sim.io.cdr_template import CdrTemplate
 from tactile_sim.io.encode import TAXEL_ARRAY, THERMAL_GRID, encode_link_contact
-from tactile_sim.io.msg_types import new_message, serialize_cdr
+from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.stamps import time_msg, time_msg_to_seconds
 from tactile_sim.io.wire_message import WireMessage
 from tactile_sim.offline import digest as digest_module
@@ -100,3 +104,45 @@ def test_declared_topics_are_routed_without_reading_name_and_flag():
     routed.add("/node/pad/ground_truth", 0, mislabelled)  # the topic says ground truth: not this digest's branch
     read.add("/node/pad/ground_truth", 0, mislabelled)
     assert len(routed.series["pad"].times) == 12 and len(read.series["pad"].times) == 13
+
+
+@pytest.mark.parametrize("channel, changing_radii", [("force", False), ("distance", True), ("distance", False),
+                                                     ("contact", False)])
+def test_template_messages_are_reduced_as_their_rosbags_messages(monkeypatch, channel, changing_radii):
+    """Chunks of WireMessages of one template (read as byte rows) give the series of the same messages
+    deserialised by rosbags (read field by field), across chunk boundaries and a chunk mixing both kinds."""
+    monkeypatch.setattr(digest_module, "CHUNK", 7)
+    n, width = 5, 3 if channel == "force" else 1
+    rng = np.random.default_rng(11)
+    zeros = np.zeros(n * width, bool if channel == "contact" else np.float32)
+    template = CdrTemplate(taxels(0.0, channel, zeros, np.full(n, 0.01, np.float32)),
+                           ("header.stamp", channel, *(("radii",) if changing_radii else ())))
+    wired, read = RunDigest(), RunDigest()
+    for k in range(30):
+        view = template.view(channel)
+        view[:] = rng.random(view.size) < 0.3 if channel == "contact" else rng.random(view.size) * 0.02
+        if changing_radii:
+            template.view("radii")[:] = rng.uniform(0.005, 0.015, n)
+        template.view("header.stamp")[:] = np.frombuffer(struct.pack("<iI", k // 3, 123_456_789 * k % 10**9), np.uint8)
+        msg = template.wire()
+        wired.add("/node/pad", k, msg if k != 17 else msg.message)
+        read.add("/node/pad", k, deserialize_cdr(msg.cdr, TAXEL_ARRAY))
+    (a,), (b,) = wired.series.values(), read.series.values()
+    assert (a.times, a.load, a.peak, a.touch, a.peak_index, a.peak_time) == \
+        (b.times, b.load, b.peak, b.touch, b.peak_index, b.peak_time)
+    assert len(a.times) == 30 and len(set(a.load)) > 3  # values that vary from message to message
+
+
+def test_template_thermal_grids_are_reduced_as_their_rosbags_messages():
+    rng = np.random.default_rng(4)
+    head = new_message("std_msgs/msg/Header", frame_id="tip")
+    template = CdrTemplate(new_message(THERMAL_GRID, header=head, sensor_name="thermal", nx=2, ny=2, nz=1,
+                                       temperatures=np.zeros(4, np.float32)), ("header.stamp", "temperatures"))
+    wired, read = RunDigest(), RunDigest()
+    for k in range(9):
+        template.view("temperatures")[:] = rng.normal(30.0, 3.0, 4)
+        template.view("header.stamp")[:] = np.frombuffer(struct.pack("<iI", k, 0), np.uint8)
+        wired.add("/node/thermal", k, template.wire())
+        read.add("/node/thermal", k, deserialize_cdr(template.cdr(), THERMAL_GRID))
+    (a,), (b,) = wired.series.values(), read.series.values()
+    assert (a.times, a.t_min, a.t_mean, a.t_max, a.peak_index) == (b.times, b.t_min, b.t_mean, b.t_max, b.peak_index)

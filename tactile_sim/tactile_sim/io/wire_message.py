@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 
 class WireMessage:
     """cls: the rosbags message class; cdr: its CDR bytes (4-byte encapsulation header included), equal to
@@ -56,6 +58,24 @@ class WireMessage:
                 read = {name: reader(self.cdr) for name, reader in self._readers.items()}
                 self._message = self._cls(**{**self._fields, **read, **self._changes})
         return self._message
+
+    @property
+    def layout(self) -> Mapping[str, Callable[[bytes], Any]] | None:
+        """A token (compare with ``is``) shared by messages whose bytes hold every field at the same place: those of
+        one template whose changing fields are read from the bytes (the template fixes the layout); None for other
+        messages."""
+        return self._readers if self._readers and not self._changes and not self._in_bytes else None
+
+    def byte_span(self, name: str) -> tuple[int, np.dtype, int] | None:
+        """(byte offset in :attr:`cdr`, dtype, count) of field ``name`` when its value is read from the bytes as a
+        numpy array (a changing primitive sequence of the template), else None. Equal for messages of one
+        :attr:`layout`."""
+        reader = self._readers.get(name)
+        value = None if reader is None else reader(self.cdr)
+        if not isinstance(value, np.ndarray) or value.base is not self.cdr:
+            return None
+        start = np.frombuffer(self.cdr, np.uint8).__array_interface__["data"][0]
+        return value.__array_interface__["data"][0] - start, value.dtype, value.size
 
     def __repr__(self) -> str:
         return f"WireMessage({self.__msgtype__}, {len(self.cdr)} bytes)"

@@ -21,7 +21,9 @@ kept message in the series.
 Taking a message only sorts it into its series (by topic alone where the run declared what its topics carry,
 :meth:`RunDigest.expect`); the series read the values they need when they reduce a chunk,
 straight from the CDR bytes of a :class:`~tactile_sim.io.wire_message.WireMessage` (what the node core returns)
-where the field sits at a fixed place (header stamp, LinkContact net force), else from the message's fields.
+where the field sits at a fixed place (header stamp, LinkContact net force), else from the message's fields. A
+chunk of WireMessages of one :attr:`~tactile_sim.io.wire_message.WireMessage.layout` (one encoder template) is read
+as rows of its joined bytes: stamps and array fields are columns, no per-message field read.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..io.encode import JOINT_STATE, LINK_CONTACT, TAXEL_ARRAY, THERMAL_GRID
 from ..io.input_cdr import aligned
 from ..io.markers import TAXEL_CHANNEL_PREFERENCE
 from ..io.stamps import NS_PER_S, time_msg_to_seconds
+from ..io.wire_message import WireMessage
 from ..world.urdf import JointType, RobotModel
 
 if TYPE_CHECKING:
@@ -111,6 +114,39 @@ def link_contact_force(msg: Any) -> tuple[float, float, float]:
     return _VECTOR3.unpack_from(cdr, aligned(pos, 8))
 
 
+def template_rows(items: list[Any]) -> np.ndarray | None:
+    """The CDR bytes of ``items`` as rows (K, L) uint8 when they are little-endian WireMessages of one layout (one
+    template: every field at the same place), else None."""
+    first = items[0]
+    layout = first.layout if isinstance(first, WireMessage) else None
+    if layout is None or first.cdr[1] != 1:
+        return None
+    for msg in items:
+        if not (isinstance(msg, WireMessage) and msg.layout is layout):
+            return None
+    joined = b"".join([msg.cdr for msg in items])
+    if len(joined) != len(items) * len(first.cdr):
+        return None
+    return np.frombuffer(joined, np.uint8).reshape(len(items), len(first.cdr))
+
+
+def row_times(rows: np.ndarray) -> list[float]:
+    """Header stamps (s) of CDR rows (K, L) (bytes 4–12: sec int32, nanosec uint32), as :func:`header_seconds`."""
+    sec = rows[:, 4:8].view("<i4")[:, 0].tolist()
+    nanosec = rows[:, 8:12].view("<u4")[:, 0].tolist()
+    return [(s * NS_PER_S + n) / NS_PER_S for s, n in zip(sec, nanosec)]
+
+
+def stacked_field(items: list[Any], rows: np.ndarray | None, name: str) -> list[np.ndarray] | np.ndarray:
+    """Values of array field ``name`` of every message: an array (K, count) taken from ``rows``
+    (:func:`template_rows`) when the field lies in the bytes, else a list of per-message arrays."""
+    span = None if rows is None else items[0].byte_span(name)
+    if span is None:
+        return [np.asarray(getattr(msg, name)) for msg in items]
+    start, dtype, count = span
+    return rows[:, start:start + dtype.itemsize * count].view(dtype)
+
+
 @dataclass(eq=False, kw_only=True)
 class _ChunkedSeries:
     """What every series shares: message times and the messages not yet reduced, held back until a chunk is full;
@@ -124,9 +160,13 @@ class _ChunkedSeries:
         """Reduce the pending messages."""
         pending, self.pending = self.pending, []
         if pending:
-            self._reduce_all(pending, [header_seconds(msg) for msg in pending])
+            rows = template_rows(pending)
+            times = row_times(rows) if rows is not None else [header_seconds(msg) for msg in pending]
+            self._reduce_all(pending, times, rows)
 
-    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+    def _reduce_all(self, items: list[Any], times: list[float], rows: np.ndarray | None) -> None:
+        """Reduce messages ``items`` with header times ``times``; rows: their bytes (:func:`template_rows`) or
+        None."""
         raise NotImplementedError
 
 
@@ -169,9 +209,12 @@ class TaxelSeries(_PeakSeries):
             return np.linalg.norm(values.reshape(len(values), n, 3), axis=2)
         return values.reshape(len(values), n)
 
-    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+    def _reduce_all(self, items: list[Any], times: list[float], rows: np.ndarray | None) -> None:
         """Reduce runs of equal taxel count together (the count from the size of the channel's values)."""
-        values = [np.asarray(getattr(msg, self.channel)) for msg in items]
+        values = stacked_field(items, rows, self.channel)
+        if isinstance(values, np.ndarray):  # one template: one taxel count
+            self._reduce(items, values, times, values.shape[1] // CHANNEL_WIDTH[self.channel], rows)
+            return
         sizes = [v.size for v in values]
         start = 0
         while start < len(items):
@@ -179,14 +222,16 @@ class TaxelSeries(_PeakSeries):
             while stop < len(items) and sizes[stop] == sizes[start]:
                 stop += 1
             n = sizes[start] // CHANNEL_WIDTH[self.channel]
-            self._reduce(items[start:stop], np.stack(values[start:stop]), times[start:stop], n)
+            self._reduce(items[start:stop], np.stack(values[start:stop]), times[start:stop], n, None)
             start = stop
 
-    def _reduce(self, items: list[Any], values: np.ndarray, times: list[float], n: int) -> None:
-        """Reduce messages ``items`` of n taxels whose channel values are ``values`` (K, n) or (K, 3n)."""
+    def _reduce(self, items: list[Any], values: np.ndarray, times: list[float], n: int,
+                rows: np.ndarray | None) -> None:
+        """Reduce messages ``items`` of n taxels whose channel values are ``values`` (K, n) or (K, 3n); rows: their
+        bytes (:func:`template_rows`) or None."""
         m = self._magnitudes(values, n)
         if self.channel == "distance":
-            radii = np.stack([np.asarray(msg.radii, dtype=np.float64) for msg in items])
+            radii = np.asarray(np.stack(stacked_field(items, rows, "radii")), dtype=np.float64)
             load, peak = np.clip(radii - m, 0.0, None).sum(axis=1), m.min(axis=1)
             touch = (m < IN_RANGE * radii).any(axis=1)
         else:
@@ -212,9 +257,11 @@ class ThermalSeries(_PeakSeries):
     t_mean: list[float] = field(default_factory=list)
     t_max: list[float] = field(default_factory=list)
 
-    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+    def _reduce_all(self, items: list[Any], times: list[float], rows: np.ndarray | None) -> None:
         """Runs of equal grid size together (grids of a series may differ in size)."""
-        temps = [np.asarray(msg.temperatures, dtype=np.float64) for msg in items]
+        values = stacked_field(items, rows, "temperatures")
+        temps = np.asarray(values, dtype=np.float64) if isinstance(values, np.ndarray) else \
+            [np.asarray(v, dtype=np.float64) for v in values]
         start = 0
         while start < len(items):
             stop = start + 1
@@ -243,7 +290,7 @@ class TorqueSeries(_ChunkedSeries):
     joints: tuple[str, ...] = ()
     efforts: list[np.ndarray] = field(default_factory=list)
 
-    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+    def _reduce_all(self, items: list[Any], times: list[float], rows: np.ndarray | None) -> None:
         for t, msg in zip(times, items):
             names = tuple(msg.name)
             if self.joints and names != self.joints:
@@ -266,7 +313,7 @@ class ContactSeries(_ChunkedSeries):
     topic: str
     force: list[float] = field(default_factory=list)
 
-    def _reduce_all(self, items: list[Any], times: list[float]) -> None:
+    def _reduce_all(self, items: list[Any], times: list[float], rows: np.ndarray | None) -> None:
         self.times += times
         self.force += np.linalg.norm(np.array([link_contact_force(msg) for msg in items]), axis=1).tolist()
 
