@@ -9,7 +9,6 @@ sample before the message changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,10 +27,10 @@ class JointStateSample(NamedTuple):
     velocity: np.ndarray | None = None
 
 
-@dataclass(frozen=True, eq=False)
-class TransformSample:
+class TransformSample(NamedTuple):
     """One ``geometry_msgs/TransformStamped``: pose of ``child`` in ``parent`` (x_parent = R x_child + t) at
-    ``stamp`` s; translation (3,) m, rotation (4,) quaternion (x, y, z, w), both float64, as received."""
+    ``stamp`` s; translation (3,) m, rotation (4,) quaternion (x, y, z, w), both float64, as received (a named
+    tuple: immutable, and cheap to build for every transform of every ``/tf`` message)."""
 
     parent: str
     child: str
@@ -56,14 +55,11 @@ def decode_tf_message(msg: Any) -> list[TransformSample]:
     """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object)."""
     out = []
     for tr in msg.transforms:
-        t, q = tr.transform.translation, tr.transform.rotation
-        out.append(TransformSample(
-            parent=frame_name(tr.header.frame_id),
-            child=frame_name(tr.child_frame_id),
-            stamp=time_msg_to_seconds(tr.header.stamp),
-            translation=np.array([t.x, t.y, t.z], dtype=np.float64),
-            rotation=np.array([q.x, q.y, q.z, q.w], dtype=np.float64),
-        ))
+        header, pose = tr.header, tr.transform
+        t, q = pose.translation, pose.rotation
+        out.append(TransformSample(frame_name(header.frame_id), frame_name(tr.child_frame_id),
+                                   time_msg_to_seconds(header.stamp), np.array([t.x, t.y, t.z], dtype=np.float64),
+                                   np.array([q.x, q.y, q.z, q.w], dtype=np.float64)))
     return out
 
 

@@ -95,6 +95,11 @@ def _slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
+def _where(parent: str, child: str) -> str:
+    """How error messages name the edge parent → child."""
+    return f"TF {parent!r} -> {child!r}"
+
+
 class TFBuffer:
     """Time-stamped transforms between named frames; see the module docstring. cache_time: seconds of dynamic
     samples kept behind the newest sample of each edge (> 0)."""
@@ -120,58 +125,73 @@ class TFBuffer:
         Returns False (nothing stored) for a dynamic sample older than the buffer span of that edge; raises TFError
         for invalid values, a second parent, a loop, or a static/dynamic mismatch on an existing edge.
         """
-        where = f"TF {parent!r} -> {child!r}"
         if not parent or not child or not isinstance(parent, str) or not isinstance(child, str):
-            raise TFError(f"{where}: frame names must be non-empty strings")
+            raise TFError(f"{_where(parent, child)}: frame names must be non-empty strings")
         if parent == child:
-            raise TFError(f"{where}: a frame cannot be its own parent")
+            raise TFError(f"{_where(parent, child)}: a frame cannot be its own parent")
         stamp = float(stamp)
         if not math.isfinite(stamp):
-            raise TFError(f"{where}: stamp must be finite; got {stamp}")
+            raise TFError(f"{_where(parent, child)}: stamp must be finite; got {stamp}")
         t = np.asarray(trans, dtype=np.float64)
         if t.shape != (3,) or not all(map(math.isfinite, t.tolist())):  # a numpy reduction costs µs here
-            raise TFError(f"{where}: translation must be 3 finite numbers (m); got {np.asarray(trans).tolist()}")
-        q, r = self._rotation(rot, quat, where)
+            raise TFError(f"{_where(parent, child)}: translation must be 3 finite numbers (m); got "
+                          f"{np.asarray(trans).tolist()}")
+        q, r = self._rotation(rot, quat, parent, child)
         edge = self._edges.get(child)
-        if edge is not None and edge.parent != parent:
-            raise TFError(f"{where}: frame {child!r} already has parent {edge.parent!r}; a frame has one parent "
-                          "(check for two publishers of the same frame)")
-        if edge is not None and edge.static != static:
-            kind = "static" if edge.static else "dynamic"
-            raise TFError(f"{where}: the edge is already {kind}; it cannot also be published as "
-                          f"{'static' if static else 'dynamic'}")
         if edge is None:
-            anc = parent
-            while anc in self._edges:
-                anc = self._edges[anc].parent
-                if anc == child:
-                    raise TFError(f"{where}: {child!r} is an ancestor of {parent!r}; this would close a loop")
-            edge = self._edges[child] = _Edge(parent, static)
-            self._structure += 1
+            edge = self._add_edge(parent, child, static)
+        elif edge.parent != parent:
+            raise TFError(f"{_where(parent, child)}: frame {child!r} already has parent {edge.parent!r}; a frame has "
+                          "one parent (check for two publishers of the same frame)")
+        elif edge.static != static:
+            kind = "static" if edge.static else "dynamic"
+            raise TFError(f"{_where(parent, child)}: the edge is already {kind}; it cannot also be published as "
+                          f"{'static' if static else 'dynamic'}")
         self.revision += 1
         edge.version += 1
+        stamps = edge.stamps
         if static:
             edge.stamps, edge.quats, edge.rots, edge.trans = [stamp], [q], [r], [t]
             return True
-        if edge.stamps and stamp < edge.stamps[-1] - self.cache_time:
+        if not stamps or stamp > stamps[-1]:  # the usual case: a newer sample
+            stamps.append(stamp)
+            edge.quats.append(q)
+            edge.rots.append(r)
+            edge.trans.append(t)
+        elif stamp < stamps[-1] - self.cache_time:
             return False
-        i = bisect.bisect_left(edge.stamps, stamp)
-        if i < len(edge.stamps) and edge.stamps[i] == stamp:
-            edge.quats[i], edge.rots[i], edge.trans[i] = q, r, t
         else:
-            edge.stamps.insert(i, stamp)
-            edge.quats.insert(i, q)
-            edge.rots.insert(i, r)
-            edge.trans.insert(i, t)
-        cut = bisect.bisect_left(edge.stamps, edge.stamps[-1] - self.cache_time)
-        if cut:
-            del edge.stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
+            i = bisect.bisect_left(stamps, stamp)
+            if stamps[i] == stamp:
+                edge.quats[i], edge.rots[i], edge.trans[i] = q, r, t
+            else:
+                stamps.insert(i, stamp)
+                edge.quats.insert(i, q)
+                edge.rots.insert(i, r)
+                edge.trans.insert(i, t)
+        oldest = stamps[-1] - self.cache_time
+        if stamps[0] < oldest:
+            cut = bisect.bisect_left(stamps, oldest)
+            del stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
         return True
 
+    def _add_edge(self, parent: str, child: str, static: bool) -> _Edge:
+        """A new edge parent → child (no samples yet); TFError when ``child`` is an ancestor of ``parent``."""
+        anc = parent
+        while anc in self._edges:
+            anc = self._edges[anc].parent
+            if anc == child:
+                raise TFError(f"{_where(parent, child)}: {child!r} is an ancestor of {parent!r}; this would close "
+                              "a loop")
+        edge = self._edges[child] = _Edge(parent, static)
+        self._structure += 1
+        return edge
+
     @staticmethod
-    def _rotation(rot, quat, where: str) -> tuple[np.ndarray, np.ndarray | None]:
+    def _rotation(rot, quat, parent: str, child: str) -> tuple[np.ndarray, np.ndarray | None]:
         """Validated (unit quaternion (x, y, z, w), rotation matrix) from exactly one of rot or quat; the matrix is
         None for a quaternion (made on first use, see :class:`_Edge`)."""
+        where = _where(parent, child)
         if (rot is None) == (quat is None):
             raise TFError(f"{where}: give exactly one of rot (3×3) or quat (x, y, z, w)")
         if quat is not None:
