@@ -85,14 +85,12 @@ class JointTorqueBatch(SensorBatch):
         z = dict(device=dev, dtype=dt)
         flags = dict(device=dev, dtype=torch.bool)
         i32 = dict(device=dev, dtype=torch.int32)
-        p = self.branch.n_probes
         rows = e * s
         # the kernel's batch struct (see joint_torque_kernel): lane state, outputs, workspace, tables
         self.lanes = {
             "q_prev": torch.zeros(rows, n, **z), "qd": torch.zeros(rows, n, **z), "qdd": torch.zeros(rows, n, **z),
             "qd_known": torch.zeros(e, s, **flags), "qdd_known": torch.zeros(e, s, **flags),
-            "has_sample": torch.zeros(e, s, **flags), "keep": torch.zeros(e, p, 1, **flags),
-            "valid": torch.zeros(e, s, **flags),
+            "has_sample": torch.zeros(e, s, **flags), "valid": torch.zeros(e, s, **flags),
             "qd_use": torch.zeros(rows, n, **z), "qdd_use": torch.zeros(rows, n, **z), "tau": torch.zeros(rows, n, **z),
             "fext": torch.zeros(rows, robot.n_links, 6, **z),
             "use_messages": torch.as_tensor([o.velocity_source == "auto" for o in self.options], **i32),
@@ -108,9 +106,6 @@ class JointTorqueBatch(SensorBatch):
         self._launches: SlotLaunches | None = None
         self._recorded_scalars = ((0, 0, ACC_ESTIMATED), 1.0)  # (flags, Δt) a launch is recorded with
         self._scalars: dict[int, tuple[tuple[int, int, int], float]] = {}  # id(launch) → the (flags, Δt) it holds
-        # on the CPU, the bytes of the lane validity [E·S] (0 = invalid), read in place after each launch
-        self._valid_host = memoryview(self.lanes["valid"].numpy().reshape(-1)) if dev.type == "cpu" else None
-        self._zero = torch.zeros((), **z)
         self.t_prev: float | None = None
         self.dropped_samples = 0
 
@@ -311,15 +306,8 @@ class JointTorqueBatch(SensorBatch):
         launch()
         if accept:
             self.t_prev = stamp
-        if self._valid_host is not None and b"\x00" not in self._valid_host.tobytes():
-            # on the CPU the kernel's lane validity is read in place: every lane valid, so the staging buffers are
-            # committed as they are (stages 5–9 and the commit in one launch)
-            branch.push_staged()
-            return
-        y = branch.hardware(measured)
-        # §13.7: an invalid read is zeros — warm-up samples carry no estimate on either branch
-        torch.where(self.lanes["keep"], y, self._zero, out=y)
-        branch.push(y, gt, sample_valid=self.lanes["valid"])
+        # stages 5–9 and the commit in one launch; §13.7: an invalid read (warm-up) is zeros on both branches
+        branch.push_staged(sample_valid=self.lanes["valid"])
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """§13.8: pipeline state and estimator of the envs cleared (warm-up restarts)."""

@@ -12,7 +12,8 @@ One warp thread per (env e, sensor lane s), row r = e·S + s of the lane state:
    ContactSensor row one body's world wrench; each is added onto its link.
 4. :func:`~..world.dynamics.rnea_row`, then τ + armature·q̈ + motor·(damping·q̇ + friction·tanh(q̇/v_f)).
 5. The selected joints of the lane into the staging buffers of the measured branch: raw τ (measured, before the
-   hardware stages), τ or 0 where invalid (ground truth), the keep mask [E, P, 1] and the lane validity [E, S].
+   hardware stages), τ or 0 where invalid (ground truth) and the lane validity [E, S] (the branch's commit zeroes
+   the measured values of invalid lanes, see ``MeasuredBranch.push_staged``).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _struct_types(dtype: torch.dtype):
     batch = _struct(f"JointTorqueBatch_{suffix}", {
         # lane state [E·S, n] / [E, S] and outputs
         "q_prev": fa2, "qd": fa2, "qdd": fa2, "qd_known": b2, "qdd_known": b2, "has_sample": b2,
-        "keep": wp.array3d(dtype=wp.bool), "valid": b2,
+        "valid": b2,
         # workspace [E·S, n] / [E·S, L]
         "qd_use": fa2, "qdd_use": fa2, "tau": fa2, "fext": wp.array2d(dtype=v6),
         # per lane [S] / [S, n], per joint [n]
@@ -191,7 +192,6 @@ def _joint_torque_kernel(call: Any, b: Any, rnea_tables: Any, work: Any, accept:
         if valid:
             gt = tau
         call.ground_truth[e, p, 0] = gt
-        b.keep[e, p, 0] = valid
     b.valid[e, s] = valid
 
 
