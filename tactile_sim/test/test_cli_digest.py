@@ -146,3 +146,39 @@ def test_template_thermal_grids_are_reduced_as_their_rosbags_messages():
         read.add("/node/thermal", k, deserialize_cdr(template.cdr(), THERMAL_GRID))
     (a,), (b,) = wired.series.values(), read.series.values()
     assert (a.times, a.t_min, a.t_mean, a.t_max, a.peak_index) == (b.times, b.t_min, b.t_mean, b.t_max, b.peak_index)
+
+
+def test_template_messages_are_routed_as_their_rosbags_messages():
+    """Messages of several templates on one undeclared topic, one template flipping its branch flag (a field a
+    template may change), joint positions and torques: the digest sorts them as it sorts rosbags messages."""
+    rng = np.random.default_rng(8)
+    pads = {}
+    for name in ("left", "right"):
+        msg = taxels(0.0, "force", np.zeros(6, np.float32), np.full(2, 0.01, np.float32))
+        msg.sensor_name = name
+        pads[name] = CdrTemplate(msg, ("header.stamp", "force", "ground_truth"))
+    torques = CdrTemplate(new_message("sensor_msgs/msg/JointState", name=["a", "b"], effort=np.zeros(2)),
+                          ("header.stamp", "effort"))
+    positions = CdrTemplate(new_message("sensor_msgs/msg/JointState", name=["a"], position=np.zeros(1)),
+                            ("header.stamp", "position"))
+    for ground_truth in (False, True):
+        wired, read = RunDigest(ground_truth), RunDigest(ground_truth)
+        for k in range(20):
+            for name, template in pads.items():
+                template.view("force")[:] = rng.random(6)
+                template.view("ground_truth")[0] = name == "right" and k % 3 == 0
+                template.view("header.stamp")[:] = np.frombuffer(struct.pack("<iI", k, 0), np.uint8)
+            torques.view("effort")[:] = rng.standard_normal(2)
+            for topic, template, kind in [("/node/pads", pads["left"], TAXEL_ARRAY),
+                                          ("/node/pads", pads["right"], TAXEL_ARRAY),
+                                          ("/node/torque", torques, "sensor_msgs/msg/JointState"),
+                                          ("/joint_states", positions, "sensor_msgs/msg/JointState")]:
+                wired.add(topic, k, template.wire())
+                read.add(topic, k, deserialize_cdr(template.cdr(), kind))
+        a, b = wired.series, read.series
+        assert sorted(a) == sorted(b) and len(a) == (1 if ground_truth else 3)
+        for name in a:
+            assert a[name].times == b[name].times and len(a[name].times) > 0
+            for field in ("load", "efforts"):
+                if hasattr(b[name], field):
+                    np.testing.assert_array_equal(getattr(a[name], field), getattr(b[name], field))

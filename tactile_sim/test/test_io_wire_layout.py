@@ -1,5 +1,5 @@
-"""WireMessage.layout and byte_span: messages of one CdrTemplate share a layout token, and byte_span names the bytes
-of a changing array field (its values read from that place equal rosbags' deserialisation); other messages and
+"""WireMessage.byte_layout and byte_span: messages of one CdrTemplate share a layout token, and byte_span names the
+bytes of a changing array field (its values read from that place equal rosbags' deserialisation); other messages and
 fields have none."""
 
 import numpy as np
@@ -26,8 +26,8 @@ def test_template_messages_share_a_layout_and_name_the_bytes_of_their_array_fiel
         template.view("force")[:] = rng.standard_normal(15).astype(np.float32)
         template.view("depth")[:] = rng.random(5).astype(np.float32)
         messages.append(template.wire())
-    assert all(m.layout is messages[0].layout for m in messages) and messages[0].layout is not None
-    assert other.wire().layout is not messages[0].layout
+    assert all(m.byte_layout is messages[0].byte_layout for m in messages) and messages[0].byte_layout is not None
+    assert other.wire().byte_layout is not messages[0].byte_layout
     for msg in messages:
         truth = deserialize_cdr(msg.cdr, TAXEL_ARRAY)
         for name, size in (("force", 15), ("depth", 5)):
@@ -42,7 +42,7 @@ def test_template_messages_share_a_layout_and_name_the_bytes_of_their_array_fiel
 
 def test_messages_with_values_outside_their_bytes_have_no_layout():
     template = CdrTemplate(pad(2), ("header.stamp", "force"))
-    assert template.wire({"force": np.ones(6, np.float32)}).layout is None
+    assert template.wire({"force": np.ones(6, np.float32)}).byte_layout is None
     joints = new_message("sensor_msgs/msg/JointState", name=["a"], position=np.array([0.5]))
     decoded = JointStateDecoder().decode(serialize_cdr(joints))
-    assert decoded.layout is None and decoded.byte_span("position") is None
+    assert decoded.byte_layout is None and decoded.byte_span("position") is None

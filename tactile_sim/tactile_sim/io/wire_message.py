@@ -21,10 +21,12 @@ class WireMessage:
     between its messages, never modified); changes: this message's values of fields that differ from it;
     in_bytes: names of further fields whose values are only in ``cdr`` (the message is then deserialised on
     first use by ``deserialize(cdr)`` → message object); readers: field name → function of ``cdr`` giving its
-    value (shared between messages; read on each access)."""
+    value (shared between messages; read on each access). byte_layout: a token (compare with ``is``) shared by
+    messages whose bytes hold every field at the same place: those of one template whose changing fields are read
+    from the bytes (the template fixes the layout); None for other messages."""
 
-    __slots__ = ("__msgtype__", "cdr", "_cls", "_fields", "_changes", "_in_bytes", "_deserialize", "_readers",
-                 "_message")
+    __slots__ = ("__msgtype__", "cdr", "byte_layout", "_cls", "_fields", "_changes", "_in_bytes", "_deserialize",
+                 "_readers", "_message")
 
     def __init__(self, cls: type, cdr: bytes, fields: Mapping[str, Any], changes: Mapping[str, Any],
                  in_bytes: frozenset[str] = frozenset(), deserialize: Callable[[bytes], Any] | None = None,
@@ -34,6 +36,7 @@ class WireMessage:
         self._cls, self._fields, self._changes = cls, fields, changes
         self._in_bytes, self._deserialize, self._readers = in_bytes, deserialize, readers
         self._message = None
+        self.byte_layout = readers if readers and not changes and not in_bytes else None
 
     def __getattr__(self, name: str) -> Any:
         if name[0] == "_":  # slots not yet set (copy, pickle) and dunder look-ups are not fields
@@ -59,17 +62,10 @@ class WireMessage:
                 self._message = self._cls(**{**self._fields, **read, **self._changes})
         return self._message
 
-    @property
-    def layout(self) -> Mapping[str, Callable[[bytes], Any]] | None:
-        """A token (compare with ``is``) shared by messages whose bytes hold every field at the same place: those of
-        one template whose changing fields are read from the bytes (the template fixes the layout); None for other
-        messages."""
-        return self._readers if self._readers and not self._changes and not self._in_bytes else None
-
     def byte_span(self, name: str) -> tuple[int, np.dtype, int] | None:
         """(byte offset in :attr:`cdr`, dtype, count) of field ``name`` when its value is read from the bytes as a
         numpy array (a changing primitive sequence of the template), else None. Equal for messages of one
-        :attr:`layout`."""
+        :attr:`byte_layout`."""
         reader = self._readers.get(name)
         value = None if reader is None else reader(self.cdr)
         if not isinstance(value, np.ndarray) or value.base is not self.cdr:

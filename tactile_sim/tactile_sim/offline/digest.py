@@ -22,8 +22,9 @@ Taking a message only sorts it into its series (by topic alone where the run dec
 :meth:`RunDigest.expect`); the series read the values they need when they reduce a chunk,
 straight from the CDR bytes of a :class:`~tactile_sim.io.wire_message.WireMessage` (what the node core returns)
 where the field sits at a fixed place (header stamp, LinkContact net force), else from the message's fields. A
-chunk of WireMessages of one :attr:`~tactile_sim.io.wire_message.WireMessage.layout` (one encoder template) is read
-as rows of its joined bytes: stamps and array fields are columns, no per-message field read.
+chunk of WireMessages of one :attr:`~tactile_sim.io.wire_message.WireMessage.byte_layout` (one encoder template)
+is read as rows of its joined bytes: stamps and array fields are columns, no per-message field read; such messages
+are also sorted into their series by topic and template after the first one.
 """
 
 from __future__ import annotations
@@ -118,11 +119,11 @@ def template_rows(items: list[Any]) -> np.ndarray | None:
     """The CDR bytes of ``items`` as rows (K, L) uint8 when they are little-endian WireMessages of one layout (one
     template: every field at the same place), else None."""
     first = items[0]
-    layout = first.layout if isinstance(first, WireMessage) else None
+    layout = first.byte_layout if isinstance(first, WireMessage) else None
     if layout is None or first.cdr[1] != 1:
         return None
     for msg in items:
-        if not (isinstance(msg, WireMessage) and msg.layout is layout):
+        if not (isinstance(msg, WireMessage) and msg.byte_layout is layout):
             return None
     joined = b"".join([msg.cdr for msg in items])
     if len(joined) != len(items) * len(first.cdr):
@@ -333,6 +334,8 @@ class RunDigest:
         self.ground_truth = ground_truth
         self._by_name: dict[str, Series] = {}
         self._routes: dict[str, tuple[str, bool]] = {}
+        self._by_layout: dict[tuple[str, int], tuple[Any, Series | None]] = {}
+        """(topic, id of a WireMessage layout) → (the layout, its messages' series or None)"""
         self.robot_description: str | None = None
 
     def expect(self, topic: str, sensor_name: str, ground_truth: bool) -> None:
@@ -353,35 +356,49 @@ class RunDigest:
 
     def add(self, topic: str, log_ns: int, msg: Any) -> None:
         """Take one message (any type; the ones named in the module docstring are digested)."""
-        kind = getattr(msg, "__msgtype__", "")
-        if kind == TAXEL_ARRAY or kind == THERMAL_GRID:
-            route = self._routes.get(topic)
-            if route is None:
-                if bool(msg.ground_truth) != self.ground_truth:
-                    return
-                name = msg.sensor_name
-            elif route[1] != self.ground_truth:
-                return
-            else:
-                name = route[0]
-            series = self._by_name.get(name)
-            if series is None:
-                series = self._series(kind, topic, msg)
-        elif kind == JOINT_STATE or kind == LINK_CONTACT:
-            if kind == JOINT_STATE:
-                if len(msg.position) or not len(msg.effort):
-                    return  # joint positions (an input), not a JointTorque sensor
-                if topic.endswith(GROUND_TRUTH_SUFFIX) != self.ground_truth:
-                    return
-            series = self._series(kind, topic, msg)  # a ContactSensor's reading is its ground truth
+        layout = msg.byte_layout if isinstance(msg, WireMessage) else None
+        held = None if layout is None else self._by_layout.get((topic, id(layout)))
+        if held is not None:
+            series = held[1]
         else:
-            if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
-                self.robot_description = str(msg.data)
+            series, fixed = self._route(topic, msg)
+            if fixed and layout is not None:  # keeping the layout keeps its id taken
+                self._by_layout[topic, id(layout)] = (layout, series)
+        if series is None:
             return
         pending = series.pending
         pending.append(msg)
         if len(pending) >= CHUNK:
             series.flush()
+
+    def _route(self, topic: str, msg: Any) -> tuple[Series | None, bool]:
+        """(the series of a message, created on first use, or None for a message not digested; whether that holds
+        for every message of its template on this topic: True unless a field a template may change was read, the
+        branch flag of an undeclared topic — strings and array sizes never change)."""
+        kind = getattr(msg, "__msgtype__", "")
+        if kind == TAXEL_ARRAY or kind == THERMAL_GRID:
+            route = self._routes.get(topic)
+            if route is None:
+                if bool(msg.ground_truth) != self.ground_truth:
+                    return None, False
+                name = msg.sensor_name
+            elif route[1] != self.ground_truth:
+                return None, True
+            else:
+                name = route[0]
+            series = self._by_name.get(name)
+            return (self._series(kind, topic, msg) if series is None else series), route is not None
+        if kind == JOINT_STATE or kind == LINK_CONTACT:
+            if kind == JOINT_STATE:
+                if len(msg.position) or not len(msg.effort):
+                    return None, True  # joint positions (an input), not a JointTorque sensor
+                if topic.endswith(GROUND_TRUTH_SUFFIX) != self.ground_truth:
+                    return None, True
+            return self._series(kind, topic, msg), True  # a ContactSensor's reading is its ground truth
+        if kind == "std_msgs/msg/String" and topic.endswith("robot_description"):
+            self.robot_description = str(msg.data)
+            return None, False
+        return None, True
 
     def _series(self, kind: str, topic: str, msg: Any) -> Series:
         series = self._by_name
