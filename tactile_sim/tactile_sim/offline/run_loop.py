@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import decode_joint_state, decode_robot_description, decode_tf_message
@@ -34,10 +34,10 @@ InputKind = Literal["joint_states", "tf", "tf_static", "robot_description"]
 INPUT_KINDS: tuple[str, ...] = ("joint_states", "tf", "tf_static", "robot_description")
 
 
-@dataclass(frozen=True, eq=False)
-class InputEvent:
+class InputEvent(NamedTuple):
     """One input message: kind, topic it came on, bag receive time log_ns, clock_ns (the run time it sets; None:
-    it does not drive the clock) and the message (rosbags or io-layer object; only its fields are read)."""
+    it does not drive the clock) and the message (rosbags or io-layer object; only its fields are read). A named
+    tuple: immutable, and cheap to build for every message of a bag."""
 
     kind: InputKind
     topic: str
