@@ -361,6 +361,24 @@ def _rotation(v):
     return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
 
 
+def _unculled_net_force(suite):
+    """The static penetration force of sensor "cs" from the generic nearest-shape query of every sample against
+    body "obj" (no broad phase, no culls), in the suite's dtype: (k_c·depth·area per sample [E, N] float64,
+    net force [E, 3] as a NumPy float64 array)."""
+    batch = suite.locate("cs")[0]
+    state = suite.world.update(0.0)
+    smp = batch.samples
+    owner = smp.owner_body[smp.owner]
+    x = (state.rot[:, owner] @ smp.local_pos[:, :, None])[..., 0] + state.pos[:, owner]
+    query = batch.ctx.query
+    mask = query.body_shape_mask([suite.scene.body_index("obj")])[None]
+    q = query.query(x.contiguous(), state.rot, state.pos, torch.zeros(smp.n, dtype=torch.int32), mask,
+                    torch.full((smp.n,), -1e-9, dtype=state.pos.dtype))
+    depth = torch.where(q.body >= 0, -q.sd, torch.zeros_like(q.sd)).double()
+    per_sample = K_C * depth * smp.area.double()
+    return per_sample, (per_sample[..., None] * q.normal.double()).sum(1).numpy()
+
+
 @given(st.sampled_from(sorted(_PRIMITIVES)),
        st.lists(st.lists(st.floats(-1.0, 1.0), min_size=6, max_size=6), min_size=3, max_size=3))
 def test_culled_kernel_equals_the_unculled_query_sum(kind, envs):
@@ -377,18 +395,7 @@ def test_culled_kernel_equals_the_unculled_query_sum(kind, envs):
     suite.update(0.0, object_poses={"box": (t64(np.tile(np.eye(3), (3, 1, 1))), t64(np.tile(box_pos, (3, 1)))),
                                     "obj": (t64(np.stack(rots)), t64(box_pos + np.stack(centres)))})
     data = suite.read("cs")
-    batch = suite.locate("cs")[0]
-    state = suite.world.update(0.0)
-    smp = batch.samples
-    owner = smp.owner_body[smp.owner]
-    x = (state.rot[:, owner] @ smp.local_pos[:, :, None])[..., 0] + state.pos[:, owner]
-    query = batch.ctx.query
-    mask = query.body_shape_mask([suite.scene.body_index("obj")])[None]
-    q = query.query(x.contiguous(), state.rot, state.pos, torch.zeros(smp.n, dtype=torch.int32), mask,
-                    torch.full((smp.n,), -1e-9, dtype=torch.float64))
-    depth = torch.where(q.body >= 0, -q.sd, torch.zeros_like(q.sd))
-    per_sample = K_C * depth * smp.area
-    expected = (per_sample[..., None] * q.normal).sum(1).numpy()
+    per_sample, expected = _unculled_net_force(suite)
     got = data.net_forces_w[:, 0].numpy()
     scale = max(per_sample.sum(1).max().item(), 1e-6)  # round-off of sums that may cancel
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * scale)
@@ -437,17 +444,7 @@ def test_float32_culled_kernel_equals_the_unculled_query_sum(kind, envs):
     suite.update(0.0, object_poses={"box": (f32(np.tile(np.eye(3), (3, 1, 1))), f32(np.tile(box_pos, (3, 1)))),
                                     "obj": (f32(np.stack(rots)), f32(box_pos + np.stack(centres)))})
     got = suite.read("cs").net_forces_w[:, 0].double().numpy()
-    batch = suite.locate("cs")[0]
-    state = suite.world.update(0.0)
-    smp = batch.samples
-    owner = smp.owner_body[smp.owner]
-    x = (state.rot[:, owner] @ smp.local_pos[:, :, None])[..., 0] + state.pos[:, owner]
-    query = batch.ctx.query
-    mask = query.body_shape_mask([suite.scene.body_index("obj")])[None]
-    q = query.query(x.contiguous(), state.rot, state.pos, torch.zeros(smp.n, dtype=torch.int32), mask,
-                    torch.full((smp.n,), -1e-9, dtype=torch.float32))
-    depth = torch.where(q.body >= 0, -q.sd, torch.zeros_like(q.sd)).double()
-    per_sample = K_C * depth * smp.area.double()
-    expected = (per_sample[..., None] * q.normal.double()).sum(1).numpy()
-    tol = 1e-4 * per_sample.sum(1).max().item() + K_C * 2e-7 * smp.area.double().sum().item()
+    per_sample, expected = _unculled_net_force(suite)
+    area = suite.locate("cs")[0].samples.area.double()
+    tol = 1e-4 * per_sample.sum(1).max().item() + K_C * 2e-7 * area.sum().item()
     np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
