@@ -25,6 +25,7 @@ import warp as wp
 from timing import time_per_call
 from tactile_sim.suite import SensorSuite
 from tactile_sim.sensors.probe_sensor import per_probe
+from tactile_sim.sensors.proximity_taxel import _wrench
 
 TYPICAL = {"noise": 1e-4, "bias": 1e-5, "delay": 0.01}
 SENSORS = {"ProximityTaxel": {"probe_radius": 0.004, "track": ["ball"], "n_sample_points": 1000},
@@ -96,16 +97,10 @@ def _pose_samples(points: wp.array(dtype=Any), owner: wp.array(dtype=wp.int32), 
 @wp.func
 def _force_torque(out: wp.array4d(dtype=Any), b: int, e: int, i: int, s: Any, v: Any, w: Any, gain: Any, own: Any,
                   spin: Any, a: Any, lever: Any, normal_coef: Any, shear_coef: Any, k_tw: Any):
-    slip = v - s * own
-    force = gain * ((-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip)
-    zero = s - s
-    twist = zero
-    if s > zero:
-        twist = (wp.dot(w, a) - s * wp.dot(spin, a)) / s
-    torque = wp.cross(lever, force) + (k_tw * twist) * a
-    for k in range(3):
-        out[b, e, i, k] = force[k]
-        out[b, e, i, 3 + k] = torque[k]
+    """The library's wrench formula (``proximity_taxel._wrench``) written into out[b, e, i, 0:6]."""
+    ft = _wrench(wp.vector(s, s, s, s, s, s), s, v, w, gain, own, spin, a, lever, normal_coef, shear_coef, k_tw)
+    for k in range(6):
+        out[b, e, i, k] = ft[k]
 
 
 @wp.kernel(enable_backward=False)
