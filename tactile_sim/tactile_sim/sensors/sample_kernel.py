@@ -60,6 +60,37 @@ def primitive_bound(center: Any, radius: Any, cut: Any, e: int, s: int, world_ro
 
 
 @wp.func
+def kept_shapes(center: Any, radius: Any, cut: Any, e: int, candidates: wp.array2d(dtype=wp.bool), from_row: int,
+                kept: wp.array2d(dtype=wp.bool), to_row: int, world_rot: wp.array2d(dtype=Any),
+                world_pos: wp.array2d(dtype=Any), tables: Any):
+    """The shapes of row ``from_row`` of ``candidates`` that :func:`primitive_bound` keeps for the points within
+    ``radius`` of ``center`` (env e), written into row ``to_row`` of ``kept``: ``(count, single, h, g)``, the number
+    kept, the kept shape when it is the only one and a primitive (else −1) and its support plane (h = −inf when
+    single is −1)."""
+    count = int(0)
+    single = int(-1)
+    h = -type(cut)(wp.inf)
+    g = center - center
+    for s in range(candidates.shape[1]):
+        keep = False
+        if candidates[from_row, s]:
+            keep, hs, gs = primitive_bound(center, radius, cut, e, s, world_rot, world_pos, tables)
+            if keep:
+                single = s
+                h = hs
+                g = gs
+        kept[to_row, s] = keep
+        if keep:
+            count += 1
+    if count != 1:
+        single = int(-1)
+        h = -type(cut)(wp.inf)
+    elif tables.shape_mesh[single] >= 0:  # a mesh: the full query (its plane is already −inf)
+        single = int(-1)
+    return count, single, h, g
+
+
+@wp.func
 def primitive_query(x: Any, e: int, s: int, cut: Any, world_rot: wp.array2d(dtype=Any),
                     world_pos: wp.array2d(dtype=Any), tables: Any):
     """:func:`~.geometry.query.nearest_shape` of world point ``x`` (env e) when primitive s is its only candidate:
@@ -100,26 +131,11 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
         if per_cell:  # the thread's two rows: shapes that may reach the block, then the current cell
             block_row = 2 * (e * call.block_group.shape[0] + k)
             row = block_row + 1
-            reach = int(0)
-            for s in range(call.group_shape_mask.shape[1]):
-                keep = False
-                if call.group_shape_mask[g, s]:
-                    keep, h, n = primitive_bound(block_center, call.block_radius[k], call.block_cut[k], e, s,
-                                                 call.world_rot, call.world_pos, tables)
-                    if keep:
-                        only = s
-                        block_h = h
-                        block_g = n
-                call.cell_mask[block_row, s] = keep
-                if keep:
-                    reach += 1
+            reach, only, block_h, block_g = kept_shapes(block_center, call.block_radius[k], call.block_cut[k], e,
+                                                        call.group_shape_mask, g, call.cell_mask, block_row,
+                                                        call.world_rot, call.world_pos, tables)
             if reach == 0:
                 return
-            if reach > 1:
-                only = -1
-                block_h = -type(block_h)(wp.inf)
-            elif tables.shape_mesh[only] >= 0:
-                only = -1
         first = call.block_first_cell[k]
         for c in range(first, first + call.block_cells[k]):
             center = rl @ call.cell_center[c] + ol
@@ -139,25 +155,9 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
                     kept = int(1)
                     shape = only
             elif per_cell:
-                kept = int(0)
-                for s in range(call.group_shape_mask.shape[1]):
-                    keep = False
-                    if call.cell_mask[block_row, s]:
-                        keep, h, n = primitive_bound(center, radius, cut, e, s, call.world_rot, call.world_pos,
-                                                     tables)
-                        if keep:
-                            shape = s
-                            plane_h = h
-                            plane_g = n
-                    call.cell_mask[row, s] = keep
-                    if keep:
-                        kept += 1
-                if kept > 1:
-                    shape = -1
-                    plane_h = -type(cut)(wp.inf)
-                elif kept == 1:
-                    if tables.shape_mesh[shape] >= 0:  # a mesh: the full query (its plane is already −inf)
-                        shape = -1
+                kept, shape, plane_h, plane_g = kept_shapes(center, radius, cut, e, call.cell_mask, block_row,
+                                                            call.cell_mask, row, call.world_rot, call.world_pos,
+                                                            tables)
             if kept != 0:
                 for j in range(call.cell_start[c], call.cell_stop[c]):
                     i = call.probe_order[j]
