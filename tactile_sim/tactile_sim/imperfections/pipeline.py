@@ -208,8 +208,9 @@ class MeasuredBranch:
     latch_thresholds: (contact, release) [P] m of the ContactProbe latch (stage 10, K = 1; applied by
     :meth:`push_staged`), or None. Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe
     range of sensor i, ``sensor_of_probe`` [P] long, ``active`` [P] bool, ``radius_varies`` (True when some sensor
-    has radius noise: :meth:`radius` then differs per evaluation), ``staging_slots`` (see :meth:`staging`). Build
-    ends with a reset of every env.
+    has radius noise: :meth:`radius` then differs per evaluation), ``transforms`` (True when some sensor has
+    crosstalk or hysteresis, stages 1–2: :meth:`transform` then changes the measured values), ``staging_slots`` (see
+    :meth:`staging`). Build ends with a reset of every env.
     """
 
     def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32,
@@ -470,8 +471,8 @@ class MeasuredBranch:
         if self._flags:
             fields.update(sensor_of_probe=self.sensor_of_probe.to(torch.int32), sample_valid=self._all_sensors)
             flags |= _VALIDITY
-        self._transformed = self._crosstalk is not None or self._hysteresis is not None
-        self._staged_launches = record(fields, flags) if flags or self._transformed else []
+        self.transforms = self._crosstalk is not None or self._hysteresis is not None
+        self._staged_launches = record(fields, flags) if flags or self.transforms else []
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -563,7 +564,7 @@ class MeasuredBranch:
         launches = self._staged_launches
         if launches:  # none when no stage would change the staging buffers
             launch = launches[g % len(launches)] if len(launches) > 1 else self._rebound_launch(launches[0], g)
-            if self._transformed:  # otherwise x stays the measured staging slot, as recorded
+            if self.transforms:  # otherwise x stays the measured staging slot, as recorded
                 launch.bind("x", self.transform(self._ring_views[g % self._ring_len]).contiguous())
             if self._flags:
                 launch.bind("sample_valid", self._all_sensors if sample_valid is None else sample_valid)

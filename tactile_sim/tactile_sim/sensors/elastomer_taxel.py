@@ -162,7 +162,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
                                       self.depth, self.depth_p, samples, drags, count, self.field) if small else None
         # without crosstalk and hysteresis (stages 1–2) measured = g·u goes straight into the staging buffers
         self.emit = None
-        if not any(s.kernel is not None or s.hysteresis_strength > 0 for s in self.branch.specs):
+        if not self.branch.transforms:
             kernel, call_type = _EMIT_KERNELS[dt]
             per_thread = max(p, 1) if torch.device(dev).type == "cpu" else 1
             self.emit = SlotLaunches(kernel, (e, -(-p // per_thread)), call_type,
