@@ -67,7 +67,7 @@ from .mesh_io import mesh_content_hash
 from .sdf_funcs import BVH_UNBOUNDED, grid_sd, mesh_exact_sd, primitive_sd
 from .sdf_grid import SdfGrid, build_sdf_grid
 from .shapes import Shape, ShapeKind
-from .struct_launch import StructLaunch, warp_device
+from .struct_launch import StructLaunch, warp_device, warp_struct
 
 _CULL_NEVER = wp.constant(0)
 _CULL_ALWAYS = wp.constant(1)
@@ -104,31 +104,26 @@ class WorldPoses(NamedTuple):
     cull_center: torch.Tensor
 
 
-def _struct(name: str, fields: dict):
-    """A warp struct type named ``name`` (fields given as a dict, so that they can depend on the float type)."""
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
-
-
 def _struct_types(scalar, vec, mat, vec4):
     """(per-call query struct, per-call pose struct, static-table struct) for one float type."""
     arr, arr2, i32 = (lambda t: wp.array(dtype=t)), (lambda t: wp.array2d(dtype=t)), wp.array(dtype=wp.int32)
     suffix = scalar.__name__
-    call = _struct(f"QueryCall_{suffix}", {
+    call = warp_struct(f"QueryCall_{suffix}", {
         "points": arr2(vec), "point_group": i32, "group_shape_mask": arr2(wp.bool), "cutoff": arr(scalar),
         "group_exact": arr(wp.bool), "world_rot": arr2(mat), "world_pos": arr2(vec), "world_center": arr2(vec),
         "sd": arr2(scalar), "normal": arr2(vec), "closest": arr2(vec), "shape": arr2(wp.int32),
-        "body": arr2(wp.int64)})
-    poses = _struct(f"PoseCall_{suffix}", {
+        "body": arr2(wp.int64)}, __name__)
+    poses = warp_struct(f"PoseCall_{suffix}", {
         "body_rot": arr2(mat), "body_pos": arr2(vec), "world_rot": arr2(mat), "world_pos": arr2(vec),
-        "world_center": arr2(vec)})
-    tables = _struct(f"ShapeTables_{suffix}", {
+        "world_center": arr2(vec)}, __name__)
+    tables = warp_struct(f"ShapeTables_{suffix}", {
         "shape_kind": i32, "shape_body": i32, "shape_mesh": i32, "shape_cull": i32, "shape_rot": arr(mat),
         "shape_pos": arr(vec), "shape_size": arr(vec), "cull_center": arr(vec), "cull_radius": arr(scalar),
         "grid_cull_radius": arr(scalar), "grid_cull_floor": arr(scalar), "grid_cull_rim": arr(scalar),
         "mesh_ids": arr(wp.uint64),
         "mesh_vertex_offset": i32, "mesh_face_offset": i32, "vertices": arr(vec), "faces": i32, "grid_offset": i32,
         "grid_dims": arr(wp.vec3i), "grid_lo": arr(vec), "grid_hi": arr(vec), "grid_inv_spacing": arr(vec),
-        "grid_nodes": arr(vec4), "round_off": scalar})
+        "grid_nodes": arr(vec4), "round_off": scalar}, __name__)
     return call, poses, tables
 
 

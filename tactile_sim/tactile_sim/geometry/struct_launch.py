@@ -87,6 +87,12 @@ def unbind_checked(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return views
 
 
+def warp_struct(name: str, fields: dict, module: str):
+    """A warp struct type ``name`` with the fields ``fields`` (name → warp type; a dict, so that they can depend on
+    the float type), defined in ``module`` (the caller's ``__name__``; warp keys a struct by module and name)."""
+    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": module, "__qualname__": name}))
+
+
 def warp_device(device: torch.device) -> torch.device:
     """``device`` with an explicit CUDA index (warp needs one)."""
     device = torch.device(device)

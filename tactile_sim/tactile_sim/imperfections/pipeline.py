@@ -36,7 +36,7 @@ from __future__ import annotations
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from .crosstalk import CrosstalkMember, GridCrosstalk
 from .latch import SchmittLatch
 from .rng import (
@@ -82,7 +82,7 @@ def _branch_struct(dtype: torch.dtype):
               "sensor_of_probe": wp.array(dtype=wp.int32), "sample_valid": wp.array2d(dtype=b),
               "ring_valid": wp.array2d(dtype=b)}
     name = f"BranchCall_{f.__name__}"
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+    return warp_struct(name, fields, __name__)
 
 
 def _branch_loop(dtype: torch.dtype) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 
 MASK32 = 0xFFFFFFFF
 SEED_MASK = (1 << 63) - 1
@@ -224,7 +224,7 @@ def _normal_loop(dtype: torch.dtype) -> str:
 def _normal_struct(dtype: torch.dtype):
     fields = {"bits": wp.array(dtype=wp.uint32), "out": wp.array(dtype=WP_FLOAT[dtype])}
     name = f"NormalCall_{WP_FLOAT[dtype].__name__}"
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+    return warp_struct(name, fields, __name__)
 
 
 _NORMAL_STRUCTS = {dt: _normal_struct(dt) for dt in STANDARD_NORMAL_CPP}

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import warp as wp
 
+from ..geometry.struct_launch import warp_struct
 from .probe_set import WP_TYPES, probe_struct
 from .sample_kernel import sample_kernel
 
@@ -78,8 +79,7 @@ def _body_kernel(dtype: torch.dtype):
               "matrix_b": wp.array4d(dtype=v), "contact_pos": wp.array3d(dtype=v), "contact_pos_b": wp.array3d(dtype=v),
               "timers": wp.array3d(dtype=f), "pose_rot": wp.array2d(dtype=m), "pose_pos": wp.array2d(dtype=v),
               "history": wp.array3d(dtype=v), "n_since": wp.array(dtype=wp.int64)}
-    call_type = wp.struct(type(f"ContactBodyCall_{f.__name__}", (), {
-        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ContactBodyCall_{f.__name__}"}))
+    call_type = warp_struct(f"ContactBodyCall_{f.__name__}", fields, __name__)
 
     def kernel(call, dt, slot):
         e, s = wp.tid()

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import warp as wp
 
+from ..geometry.struct_launch import warp_struct
 from ..world.dynamics import WP_TYPES, rnea_row, rnea_types
 
 _PI = wp.constant(math.pi)
@@ -39,20 +40,17 @@ ACC_ESTIMATED, ACC_GIVEN_WITH_VELOCITY, ACC_GIVEN = 0, 1, 2
 estimated."""
 
 
-def _struct(name: str, fields: dict):
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
-
-
 def _struct_types(dtype: torch.dtype):
     """(per-step call struct, batch struct: lane state, workspace and tables) of one dtype."""
     f, v, m, v6 = WP_TYPES[dtype]
     i32, fa, fa2 = wp.array(dtype=wp.int32), wp.array(dtype=f), wp.array2d(dtype=f)
     b2 = wp.array2d(dtype=wp.bool)
     suffix = f.__name__
-    call = _struct(f"JointTorqueCall_{suffix}", {
+    call = warp_struct(f"JointTorqueCall_{suffix}", {
         "joint_pos": fa2, "joint_vel": fa2, "joint_acc": fa2, "body_rot": wp.array2d(dtype=m),
-        "sources": wp.array2d(dtype=wp.int64), "measured": wp.array3d(dtype=f), "ground_truth": wp.array3d(dtype=f)})
-    batch = _struct(f"JointTorqueBatch_{suffix}", {
+        "sources": wp.array2d(dtype=wp.int64), "measured": wp.array3d(dtype=f), "ground_truth": wp.array3d(dtype=f)},
+        __name__)
+    batch = warp_struct(f"JointTorqueBatch_{suffix}", {
         # lane state [E·S, n] / [E, S] and outputs
         "q_prev": fa2, "qd": fa2, "qdd": fa2, "qd_known": b2, "qdd_known": b2, "has_sample": b2,
         "valid": b2,
@@ -68,7 +66,7 @@ def _struct_types(dtype: torch.dtype):
         # row_link ≥ 0: a link-frame row (taxel), rotated by that link's pose
         "pair_start": i32, "pair_link": i32, "pair_row": i32, "row_source": i32, "row_start": i32, "row_stop": i32,
         "row_link": i32,
-        "root": int, "gravity": v})
+        "root": int, "gravity": v}, __name__)
     return call, batch
 
 

@@ -27,6 +27,7 @@ import torch
 import warp as wp
 
 from ..constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
+from ..geometry.struct_launch import warp_struct
 from .probe_set import WP_TYPES, probe_struct
 from .sample_kernel import sample_kernel
 
@@ -148,8 +149,7 @@ def _exchange_kernel(dtype: torch.dtype):
     arr = wp.array(dtype=f)
     fields = {"t": wp.array2d(dtype=f), "ic": arr, "eps": arr, "area": arr, "power": arr, "low": arr, "high": arr,
               "acc": wp.array3d(dtype=f)}
-    call_type = wp.struct(type(f"ThermalExchangeCall_{f.__name__}", (), {
-        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalExchangeCall_{f.__name__}"}))
+    call_type = warp_struct(f"ThermalExchangeCall_{f.__name__}", fields, __name__)
 
     def kernel(call, h, ambient, dt):
         """Body c of env e with acc[e, c] = (covered area, G_fixed, Q_fixed), cleared after use: exchange, then
@@ -171,8 +171,7 @@ def _cell_kernel(dtype: torch.dtype):
     arr = wp.array(dtype=f)
     fields = {"t": wp.array2d(dtype=f), "ic": arr, "eps": arr, "area": arr, "power": arr, "low": arr, "high": arr,
               "acc": wp.array3d(dtype=f), "scratch": wp.array2d(dtype=f), "dense": wp.array3d(dtype=f)}
-    call_type = wp.struct(type(f"ThermalCellCall_{f.__name__}", (), {
-        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalCellCall_{f.__name__}"}))
+    call_type = warp_struct(f"ThermalCellCall_{f.__name__}", fields, __name__)
 
     def kernel(call, h, ambient, dt, n, exchange_step, conduct):
         """Grid g of env e over its n padded cells [g·n, (g+1)·n): step A when ``exchange_step`` != 0 (acc cleared
@@ -206,8 +205,7 @@ def _readout_kernel(dtype: torch.dtype):
     arr = wp.array(dtype=f)
     fields = {"t": wp.array2d(dtype=f), "cell": wp.array(dtype=wp.int32), "weight": arr,
               "lag": wp.array2d(dtype=f), "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)}
-    call_type = wp.struct(type(f"ThermalReadoutCall_{f.__name__}", (), {
-        "__annotations__": fields, "__module__": __name__, "__qualname__": f"ThermalReadoutCall_{f.__name__}"}))
+    call_type = warp_struct(f"ThermalReadoutCall_{f.__name__}", fields, __name__)
 
     def kernel(call):
         """Output p of env e: T = t[e, cell[p]] (ground truth) and the sensing element (spec §10.4)

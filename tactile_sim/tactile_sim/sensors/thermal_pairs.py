@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 
 
 @wp.func
@@ -39,7 +39,7 @@ def _pair_struct(f):
               "cell_y": wp.array2d(dtype=wp.int32), "g_cc": wp.array2d(dtype=f), "area_ll": wp.array3d(dtype=f),
               "u_ll_dt": wp.array2d(dtype=f)}
     name = f"PairCall_{f.__name__}"
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+    return warp_struct(name, fields, __name__)
 
 
 def _pair_kernel(f):

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import torch
-import warp as wp
 
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from ..world.state import WorldState
 
 MAX_OUTPUT_SETS = 8
@@ -25,7 +24,7 @@ every other set with its output fields rebound per call."""
 
 def call_struct(name: str, fields: dict):
     """A warp struct type ``name`` with the fields ``fields`` (name → warp type), for a kernel's first parameter."""
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
+    return warp_struct(name, fields, __name__)
 
 
 def state_tensors(state: WorldState, twists: bool = False) -> tuple[torch.Tensor, ...]:

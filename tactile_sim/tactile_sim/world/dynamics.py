@@ -29,7 +29,7 @@ import torch
 import warp as wp
 
 from ..constants import DEFAULT_GRAVITY
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from .kinematics import Kinematics
 
 WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f, wp.types.vector(6, wp.float32)),
@@ -37,24 +37,20 @@ WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f, wp.types.vector(6, 
 """Warp (scalar, vec3, mat33, vec6) types of a working dtype."""
 
 
-def _struct(name: str, fields: dict):
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
-
-
 def _struct_types(dtype: torch.dtype):
     """(tree tables, per-row workspace, per-call inputs of :class:`InverseDynamics`) struct types of one dtype."""
     f, v, m, v6 = WP_TYPES[dtype]
     i32, arr, arr2 = wp.array(dtype=wp.int32), (lambda t: wp.array(dtype=t)), (lambda t: wp.array2d(dtype=t))
     suffix = f.__name__
-    tables = _struct(f"RneaTables_{suffix}", {
+    tables = warp_struct(f"RneaTables_{suffix}", {
         "step_link": i32, "step_parent": i32, "step_joint": i32, "origin_rot": arr(m), "origin_pos": arr(v),
-        "axis": arr(v), "rotational": i32, "mass": arr(f), "com": arr(v), "inertia": arr(m), "root": int})
-    work = _struct(f"RneaWork_{suffix}", {
+        "axis": arr(v), "rotational": i32, "mass": arr(f), "com": arr(v), "inertia": arr(m), "root": int}, __name__)
+    work = warp_struct(f"RneaWork_{suffix}", {
         "rot": arr2(m), "pos": arr2(v), "omega": arr2(v), "alpha": arr2(v), "acc": arr2(v), "force": arr2(v),
-        "moment": arr2(v)})
-    call = _struct(f"RneaCall_{suffix}", {
+        "moment": arr2(v)}, __name__)
+    call = warp_struct(f"RneaCall_{suffix}", {
         "q": arr2(f), "qd": arr2(f), "qdd": arr2(f), "root_rot": arr(m), "gravity": arr(v), "fext": arr2(v6),
-        "tau": arr2(f)})
+        "tau": arr2(f)}, __name__)
     return tables, work, call
 
 

@@ -30,32 +30,32 @@ from typing import Any
 import torch
 import warp as wp
 
+from ..geometry.struct_launch import warp_struct
+
 _WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
 
 
-def _struct(name: str, fields: dict):
-    return wp.struct(type(name, (), {"__annotations__": fields, "__module__": __name__, "__qualname__": name}))
 
 
 def _struct_types(scalar, vec, mat):
     """(robot tables, world tables, kinematics call, world-update call) struct types for one float type."""
     arr, arr2, i32 = (lambda t: wp.array(dtype=t)), (lambda t: wp.array2d(dtype=t)), wp.array(dtype=wp.int32)
     suffix = scalar.__name__
-    robot = _struct(f"RobotTables_{suffix}", {
+    robot = warp_struct(f"RobotTables_{suffix}", {
         "root_index": int, "step_link": i32, "step_parent": i32, "step_joint": i32, "step_rot": arr(mat),
         "step_pos": arr(vec), "axis": arr(vec), "axis_cross": arr(mat), "axis_cross2": arr(mat), "rotational": i32,
-        "mimic_source": i32, "mimic_multiplier": arr(scalar), "mimic_offset": arr(scalar)})
-    world = _struct(f"WorldTables_{suffix}", {
+        "mimic_source": i32, "mimic_multiplier": arr(scalar), "mimic_offset": arr(scalar)}, __name__)
+    world = warp_struct(f"WorldTables_{suffix}", {
         "n_links": int, "n_bodies": int, "pi": scalar, "continuous": i32, "attach_link": i32, "offset_rot": arr(mat),
-        "offset_pos": arr(vec), "out_bytes": wp.array(dtype=wp.uint64), "slot_bytes": wp.uint64})
+        "offset_pos": arr(vec), "out_bytes": wp.array(dtype=wp.uint64), "slot_bytes": wp.uint64}, __name__)
     outputs = {"rot": arr2(mat), "pos": arr2(vec), "lin": arr2(vec), "ang": arr2(vec)}
-    kin_call = _struct(f"KinematicsCall_{suffix}", {
+    kin_call = warp_struct(f"KinematicsCall_{suffix}", {
         "q": arr2(scalar), "qd": arr2(scalar), "root_rot": arr(mat), "root_pos": arr(vec), "root_lin": arr(vec),
-        "root_ang": arr(vec), **outputs})
-    world_call = _struct(f"WorldCall_{suffix}", {
+        "root_ang": arr(vec), **outputs}, __name__)
+    world_call = warp_struct(f"WorldCall_{suffix}", {
         "q_in": arr2(scalar), "qd_in": arr2(scalar), "q": arr2(scalar), "qd": arr2(scalar), "q_prev": arr2(scalar),
         "sample_ok": arr2(wp.int32), "root_rot": arr(mat), "root_pos": arr(vec), "object_rot": arr2(mat),
-        "object_pos": arr2(vec), "sampled_lin": arr2(vec), "sampled_ang": arr2(vec), "out": arr(scalar)})
+        "object_pos": arr2(vec), "sampled_lin": arr2(vec), "sampled_ang": arr2(vec), "out": arr(scalar)}, __name__)
     return robot, world, kin_call, world_call
 
 
