@@ -140,6 +140,19 @@ def test_unbind_checked_slices_bind_and_are_still_checked_after_a_layout_change(
         launch.bind("x", strided[0])
 
 
+def test_a_launch_over_an_empty_dim_binds_any_tensor_and_does_nothing():
+    """An empty launch (e.g. a batch without probe blocks) has no struct to write into: binding a tensor already
+    checked for its layout (a state slice every sensor binds) or any other tensor is a no-op, and so is the launch."""
+    x0 = torch.zeros(1, 4, 3, dtype=torch.float64)
+    y0 = torch.zeros_like(x0)
+    launch = StructLaunch(scale_kernel, (1, 0), ScaleCall, {"x": x0, "y": y0}, [2.0], x0.device)
+    checked = unbind_checked(torch.ones(2, 1, 4, 3, dtype=torch.float64))[0]
+    for t in (checked, torch.ones(3, 3)):
+        launch.bind("x", t)
+    launch()
+    assert launch.tensors["x"] is x0 and torch.equal(y0, torch.zeros_like(y0))
+
+
 def test_checked_tensors_are_not_kept_alive_and_new_tensors_are_checked():
     """The table of checked tensors holds no tensor alive; a new tensor (possibly at the id of a dead one) is
     checked anew."""

@@ -158,13 +158,11 @@ class StructLaunch:
         already checked against this layout and unchanged in place since (same version counter) is not checked again
         (e.g. the slots of a ring, bound in turn, or the state tensors of a step, bound by several launches)."""
         ptr = t.data_ptr()
-        if t is self.tensors[name] and ptr == self.pointers[name]:
+        if t is self.tensors[name] and ptr == self.pointers[name] or self.empty:
             return
         layout, array = self._fields[name]
         entry = _CHECKED.get(id(t))  # _known(t, layout) inlined: most binds end here
         if entry is None or entry[1] is not layout or entry[2] != t._version or entry[0]() is not t:
-            if self.empty:
-                return
             if not _check(t, layout):
                 shape, dtype, device, index = layout
                 if t.shape == shape and t.dtype is dtype and t.get_device() == index:
