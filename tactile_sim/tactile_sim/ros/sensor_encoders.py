@@ -282,7 +282,7 @@ class SensorEncoder:
 class BranchEncoder(SensorEncoder):
     """A sensor whose message is its rows of its batch's branch read plus fixed layout data: one template per
     branch (measured, ground truth), written with the batch's other sensors by the batch's :class:`BranchCopy`
-    pair (:func:`batch_encoders` links them). Subclasses call :meth:`setup`."""
+    pair (:func:`node_encoders` links them). Subclasses call :meth:`setup`."""
 
     def setup(self, msg: Any, changing: tuple[str, ...], columns: list[tuple[str, int, int, float | None]]) -> None:
         """Templates of ``msg`` (its ``ground_truth`` flag, when it has one, set per branch) with the fields
