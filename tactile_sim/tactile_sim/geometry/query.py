@@ -63,6 +63,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from ..constants import EPS_LEN
 from .mesh_io import mesh_content_hash
 from .sdf_funcs import BVH_UNBOUNDED, grid_sd, mesh_exact_sd, primitive_sd
 from .sdf_grid import SdfGrid, build_sdf_grid
@@ -210,11 +211,34 @@ def nearest_shape(x: Any, e: int, g: int, cut: Any, exact: bool, unsigned_mode: 
 
 
 @wp.func
+def primitive_bound(center: Any, radius: Any, cut: Any, e: int, s: int, world_rot: wp.array2d(dtype=Any),
+                    world_pos: wp.array2d(dtype=Any), tables: Any):
+    """Cull test of shape s (env e) for the points within ``radius`` of world point ``center``: ``(keep, h, g)``.
+    keep is False only when primitive s has sd > ``cut`` at every such point (exact distance at the centre minus the
+    radius, with the query's round-off margin; primitive signed distances are exact Euclidean distances, hence
+    1-Lipschitz); True for meshes. (h, g) is the support plane of a primitive (primitives are convex, so their sd is
+    a convex function), sd(x) ≥ h + g·(x − center) for every x (g world, unit; h the centre's sd lowered by the
+    margin and 2 EPS_LEN, for the fallback direction the queries return within EPS_LEN of a centre or an axis);
+    h = −inf for a mesh (no bound)."""
+    zero = type(cut)(0.0)
+    if tables.shape_mesh[s] >= 0:
+        return True, -type(cut)(wp.inf), type(center)(zero, zero, zero)
+    rot = world_rot[e, s]
+    p = wp.transpose(rot) @ (center - world_pos[e, s])
+    sd, grad, closest = primitive_sd(tables.shape_kind[s], tables.shape_size[s], p)
+    margin = tables.round_off * (wp.length(center) + wp.length(p) + radius + wp.abs(cut) + wp.abs(sd))
+    return not sd - radius > cut + margin, sd - margin - type(cut)(2.0 * EPS_LEN), rot @ grad
+
+
+@wp.func
 def sphere_may_hit(center: Any, radius: Any, cut: Any, e: int, g: int, exact: bool, unsigned_mode: int,
-                   group_shape_mask: wp.array2d(dtype=wp.bool), world_center: wp.array2d(dtype=Any), tables: Any):
+                   group_shape_mask: wp.array2d(dtype=wp.bool), world_rot: wp.array2d(dtype=Any),
+                   world_pos: wp.array2d(dtype=Any), world_center: wp.array2d(dtype=Any), tables: Any):
     """Broad phase: False only when no candidate shape of group ``g`` can have (|)sd(|) < ``cut`` anywhere within
     ``radius`` of world point ``center`` — then :func:`nearest_shape` reports "none" for every such point whose cutoff
-    is at most ``cut``. The same bounding-sphere bounds and round-off margin as :func:`nearest_shape`."""
+    is at most ``cut``. A shape passes when its bounding sphere (the bounds and round-off margin of
+    :func:`nearest_shape`) comes within ``cut`` and, for a primitive in signed mode, when its exact distance bound
+    (:func:`primitive_bound`) does too: a flat box or a long capsule reaches far less of its bounding sphere."""
     zero = type(cut)(0.0)
     if not cut > -type(cut)(wp.inf):
         return False
@@ -224,22 +248,25 @@ def sphere_may_hit(center: Any, radius: Any, cut: Any, e: int, g: int, exact: bo
         if not group_shape_mask[g, s]:
             continue
         cull = tables.shape_cull[s]
-        if cull == _CULL_NEVER or (cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0):
-            return True
-        dc = wp.length(center - world_center[e, s])
-        near = wp.max(dc - radius, zero)  # distance bound of the nearest point of the sphere
-        r = tables.cull_radius[s]
-        lb = near - r
         m = tables.shape_mesh[s]
-        if m >= 0:
-            if not exact and tables.grid_offset[m] >= 0:
-                r = tables.grid_cull_radius[s]
-                lb = tables.grid_cull_floor[s]
-                if near > r:
-                    lb = tables.grid_cull_rim[s] + (near - r)
-        if unsigned_mode != 0:
-            lb = wp.max(lb, zero)
-        if not lb > cut + tables.round_off * (dc + radius + r + wp.abs(cut)):
+        may = True
+        if cull != _CULL_NEVER and not (cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0):
+            dc = wp.length(center - world_center[e, s])
+            near = wp.max(dc - radius, zero)  # distance bound of the nearest point of the sphere
+            r = tables.cull_radius[s]
+            lb = near - r
+            if m >= 0:
+                if not exact and tables.grid_offset[m] >= 0:
+                    r = tables.grid_cull_radius[s]
+                    lb = tables.grid_cull_floor[s]
+                    if near > r:
+                        lb = tables.grid_cull_rim[s] + (near - r)
+            if unsigned_mode != 0:
+                lb = wp.max(lb, zero)
+            may = not lb > cut + tables.round_off * (dc + radius + r + wp.abs(cut))
+        if may and m < 0 and unsigned_mode == 0:
+            may, h, gs = primitive_bound(center, radius, cut, e, s, world_rot, world_pos, tables)
+        if may:
             return True
     return False
 

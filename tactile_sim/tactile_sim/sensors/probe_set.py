@@ -9,8 +9,9 @@ Fused models (:func:`probe_kernel`) run one warp kernel per step: it places the 
 nearest candidate shape (:func:`~..geometry.query.nearest_shape`) and calls the model's per-probe function for the
 probes that found one. Probes are visited in *cells* of a few probes of one sensor that lie close together (runs of
 the sensor's probes in Morton order of their link-frame positions), grouped into *blocks* (one kernel thread each on
-the CPU); a block or cell whose bounding sphere cannot reach a candidate shape within its largest cutoff is skipped
-whole (:func:`~..geometry.query.sphere_may_hit`) — it reads "none" exactly as its probes would.
+the CPU); a block or cell that cannot reach a candidate shape within its largest cutoff (bounding spheres, and the
+exact distance bound of a primitive: :func:`~..geometry.query.sphere_may_hit`) is skipped whole — it reads "none"
+exactly as its probes would.
 """
 
 from __future__ import annotations
@@ -262,10 +263,10 @@ def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear
         ol = call.body_pos[e, link]
         exact = call.group_exact[g]
         if sphere_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
-                          call.group_shape_mask, call.world_center, tables):
+                          call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
             for c in range(first, stop):
                 if sphere_may_hit(rl @ call.cell_center[c] + ol, call.cell_radius[c], call.cell_cut[c], e, g, exact,
-                                  0, call.group_shape_mask, call.world_center, tables):
+                                  0, call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
                     for j in range(call.cell_start[c], call.cell_stop[c]):
                         i = call.probe_order[j]
                         x = rl @ call.local_pos[i] + ol

@@ -36,27 +36,8 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..constants import EPS_LEN
-from ..geometry.query import nearest_shape, sphere_may_hit, tables_type
+from ..geometry.query import nearest_shape, primitive_bound, sphere_may_hit, tables_type
 from ..geometry.sdf_funcs import primitive_sd
-
-
-@wp.func
-def primitive_bound(center: Any, radius: Any, cut: Any, e: int, s: int, world_rot: wp.array2d(dtype=Any),
-                    world_pos: wp.array2d(dtype=Any), tables: Any):
-    """Cull test of shape s (env e) for the points within ``radius`` of world point ``center``: ``(keep, h, g)``.
-    keep is False only when primitive s has sd > ``cut`` at every such point (exact distance at the centre minus the
-    radius, with the query's round-off margin); True for meshes. (h, g) is the support plane of a primitive,
-    sd(x) ≥ h + g·(x − center) for every x (g world, unit; h the centre's sd lowered by the margin and 2 EPS_LEN);
-    h = −inf for a mesh (no bound)."""
-    zero = type(cut)(0.0)
-    if tables.shape_mesh[s] >= 0:
-        return True, -type(cut)(wp.inf), type(center)(zero, zero, zero)
-    rot = world_rot[e, s]
-    p = wp.transpose(rot) @ (center - world_pos[e, s])
-    sd, grad, closest = primitive_sd(tables.shape_kind[s], tables.shape_size[s], p)
-    margin = tables.round_off * (wp.length(center) + wp.length(p) + radius + wp.abs(cut) + wp.abs(sd))
-    return not sd - radius > cut + margin, sd - margin - type(cut)(2.0 * EPS_LEN), rot @ grad
 
 
 @wp.func
@@ -120,7 +101,7 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
         exact = call.group_exact[g]
         block_center = rl @ call.block_center[k] + ol
         if not sphere_may_hit(block_center, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
-                              call.group_shape_mask, call.world_center, tables):
+                              call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
             return
         per_cell = call.cell_cull[0] != 0
         row = g
