@@ -5,9 +5,9 @@ lumped bodies of the thermal system). An *owner* is one sampled body; its sample
 order given.
 
 The sensors visit the samples in the kernel of :func:`.sample_kernel.sample_kernel`: :class:`SampleCells` presents
-them as the probes of a :class:`.probe_set.FusedProbeLaunch` (cells of a few samples of one owner close together in
-Morton order, blocks of cells, bounding spheres in the owner's body frame; one query group per owner), so that a
-fused launch skips every cell that cannot touch a candidate shape.
+them as the probes of a :class:`.probe_set.FusedProbeLaunch` (cells of a few samples of one owner close together
+(:func:`.probe_set.cluster_order`), blocks of cells, bounding spheres in the owner's body frame; one query group per
+owner), so that a fused launch skips every cell that cannot touch a candidate shape.
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ class SampleCells:
     :class:`.probe_set.FusedProbeLaunch` reads of a probe set: ``n_blocks`` and ``kernel_fields(cutoff)``).
 
     The query group of a sample is its owner: group_shape_mask [O, S] bool (candidate shapes of each owner),
-    group_exact [O] bool (meshes by BVH). Cells are runs of one owner's samples in Morton order of their body-frame
-    positions (:data:`.probe_set.CPU_CELL_PROBES` on the CPU, one on CUDA), blocks runs of one owner's cells (one
-    CPU kernel thread each).
+    group_exact [O] bool (meshes by BVH). Cells are runs of one owner's samples in :func:`.probe_set.cluster_order`
+    of their body-frame positions (:data:`.probe_set.CPU_CELL_PROBES` on the CPU, one on CUDA), blocks runs of one
+    owner's cells (one CPU kernel thread each).
     """
 
     def __init__(self, samples: BodySamples, group_shape_mask: torch.Tensor, group_exact: torch.Tensor):

@@ -8,10 +8,10 @@ a gather path otherwise), so the per-step Python work does not grow with the num
 Fused models (:func:`probe_kernel`) run one warp kernel per step: it places the probes in the world, finds their
 nearest candidate shape (:func:`~..geometry.query.nearest_shape`) and calls the model's per-probe function for the
 probes that found one. Probes are visited in *cells* of a few probes of one sensor that lie close together (runs of
-the sensor's probes in Morton order of their link-frame positions), grouped into *blocks* (one kernel thread each on
-the CPU); a block or cell that cannot reach a candidate shape within its largest cutoff (bounding spheres, and the
-exact distance bound of a primitive: :func:`~..geometry.query.sphere_may_hit`) is skipped whole — it reads "none"
-exactly as its probes would.
+the sensor's probes in :func:`cluster_order` of their link-frame positions), grouped into *blocks* (one kernel
+thread each on the CPU); a block or cell that cannot reach a candidate shape within its largest cutoff (bounding
+spheres, and the exact distance bound of a primitive: :func:`~..geometry.query.sphere_may_hit`) is skipped whole —
+it reads "none" exactly as its probes would.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class ProbeSet:
 
 class ProbeCells:
     """Broad-phase layout of P probes split into groups (one query group each, contiguous slices): *cells* are runs
-    of a group's probes in Morton order of their positions (:data:`CPU_CELL_PROBES` on the CPU, one on CUDA),
+    of a group's probes in :func:`cluster_order` of their positions (:data:`CPU_CELL_PROBES` on the CPU, one on CUDA),
     *blocks* runs of one group's cells (:data:`CPU_BLOCK_CELLS`; one CPU kernel thread each), each with a bounding
     sphere (radius padded for round-off).
 
@@ -150,7 +150,7 @@ class ProbeCells:
         order, cell_start, cell_stop, cell_center, cell_radius = [], [], [], [], []
         blocks: dict[str, list] = {k: [] for k in ("first", "count", "link", "group", "center", "radius")}
         for g, (a, b) in enumerate(slices):
-            perm = morton_order(points[a:b])
+            perm = cluster_order(points[a:b], per_cell, per_block)
             pos = points[a:b][perm]
             order.append(perm + a)
             first = len(cell_start)
@@ -196,16 +196,30 @@ class ProbeCells:
         return {**self.cells, "cell_cut": cell_cut, "block_cut": block_cut, "cutoff": cutoff.contiguous()}
 
 
-def morton_order(points: np.ndarray) -> np.ndarray:
-    """Permutation sorting ``points`` (n, 3) along a Morton (Z-order) curve over their bounding box (10 bits per
-    axis), so that runs of the order are compact clusters (a grid row-segment of 8 probes becomes a 2×4 tile)."""
-    lo, span = points.min(0), np.ptp(points, axis=0)
-    q = np.floor((points - lo) / np.where(span > 0, span, 1.0) * 1023).astype(np.uint64)
-    code = np.zeros(len(points), np.uint64)
-    for bit in range(10):
-        for axis in range(3):
-            code |= ((q[:, axis] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(3 * bit + axis)
-    return np.argsort(code, kind="stable")
+def cluster_order(points: np.ndarray, leaf: int, group: int) -> np.ndarray:
+    """Permutation of ``points`` (n, 3) whose consecutive runs of ``leaf`` points, and of ``leaf · group`` points, are
+    compact clusters: the points are halved recursively across the longest side of their bounding box, every split
+    at a whole number of runs (of ``leaf · group`` points while more than that many remain, then of ``leaf``). With
+    leaf 8, a pad of 4 × 5 taxels becomes cells of 4 × 2, 4 × 2 and 4 × 1 taxels (a Morton curve over the same grid
+    made cells that spanned the whole pad)."""
+    out = np.empty(len(points), np.int64)
+
+    def split(idx: np.ndarray, at: int) -> None:
+        n = len(idx)
+        if n <= leaf:
+            out[at:at + n] = idx
+            return
+        unit = leaf * group if n > leaf * group else leaf
+        runs = -(-n // unit)
+        left = unit * ((runs + 1) // 2)
+        pts = points[idx]
+        axis = int(np.argmax(np.ptp(pts, axis=0)))
+        idx = idx[np.argsort(pts[:, axis], kind="stable")]
+        split(idx[:left], at)
+        split(idx[left:], at + left)
+
+    split(np.arange(len(points)), 0)
+    return out
 
 
 def bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
