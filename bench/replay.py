@@ -11,7 +11,9 @@ Scenes:
 
 Baseline (same process): the same inputs through the same loop with the output thrown away (no bag reading or
 writing), which is the node core's own cost; the difference ('I/O ms' per tick) is the bag reading and writing and
-the run digest. Goal: ≥ 100× real time.
+the run digest. 'kernels ms': the time spent inside the recorded warp kernel launches of that loop (a third run,
+every launch timed), the arithmetic of the sensor models that no Python-side change removes. Goal: ≥ 100× real
+time, i.e. ≤ 0.1 ms per tick at 100 Hz.
 
     /work/venv/bin/python bench/replay.py [--seconds S]
 """
@@ -19,10 +21,12 @@ the run digest. Goal: ≥ 100× real time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
@@ -30,6 +34,7 @@ import torch
 from node_core import hand_config, hand_urdf
 from tactile_sim.config import load_config
 from tactile_sim.demo_trajectory import DEMO_CONFIG
+from tactile_sim.geometry.struct_launch import StructLaunch
 from tactile_sim.io.stamps import NS_PER_S
 from tactile_sim.offline.bag_inputs import BagInputs, open_bag
 from tactile_sim.offline.demo import demo_events
@@ -74,17 +79,28 @@ def hand_inputs(seconds: float, urdf: Path):
     return config, events()
 
 
-def core_only(bag: Path, config) -> float:
-    """Wall seconds of the same replay without bag I/O (inputs read up front, outputs dropped)."""
+def core_only(bag: Path, config, time_kernels: bool = False) -> float:
+    """Wall seconds of the same replay without bag I/O (inputs read up front, outputs dropped); with
+    ``time_kernels``, the seconds spent inside the kernel launches of that run instead."""
     with open_bag(bag) as reader:
         events = list(BagInputs(reader).events())
     core = NodeCore(config, NodeParams(update_rate=RATE, viz_rate=0.0))
     loop = RunLoop(core, lambda log_ns, items: None)
-    start = time.perf_counter()
-    for event in events:
-        loop.feed(event)
-    loop.finish()
-    return time.perf_counter() - start
+    inside = [0.0]
+    launch = StructLaunch.__call__
+
+    def timed_launch(self) -> None:
+        t = time.perf_counter()
+        launch(self)
+        inside[0] += time.perf_counter() - t
+
+    with mock.patch.object(StructLaunch, "__call__", timed_launch) if time_kernels else contextlib.nullcontext():
+        start = time.perf_counter()
+        for event in events:
+            loop.feed(event)
+        loop.finish()
+        wall = time.perf_counter() - start
+    return inside[0] if time_kernels else wall
 
 
 def bench(label: str, config, events, folder: Path) -> None:
@@ -93,12 +109,14 @@ def bench(label: str, config, events, folder: Path) -> None:
     stats = result.stats
     simulated = stats.ticks / RATE
     core_wall = core_only(bag, config)
+    kernels = core_only(bag, config, time_kernels=True)
     taxels = sum(len(s.peak_message.radii) for s in result.digest.of_type(TaxelSeries))
     messages = sum(result.counts.values())
     print(f"{label:>9} {taxels:>6} {stats.ticks:>6} {messages:>6} | {stats.wall_s:7.2f} "
           f"{1e3 * stats.wall_s / stats.ticks:8.2f} {simulated / stats.wall_s:8.3f} | "
           f"{1e3 * core_wall / stats.ticks:8.2f} {simulated / core_wall:8.3f} | "
-          f"{1e3 * (stats.wall_s - core_wall) / stats.ticks:8.3f} | {GOAL * stats.wall_s / simulated:7.0f}")
+          f"{1e3 * (stats.wall_s - core_wall) / stats.ticks:8.3f} | {1e3 * kernels / stats.ticks:10.3f} | "
+          f"{GOAL * stats.wall_s / simulated:7.0f}")
 
 
 def main() -> None:
@@ -109,7 +127,7 @@ def main() -> None:
     print(f"replay at {RATE:g} Hz, {seconds:g} s of recording per scene; x real time = simulated / wall; "
           f"'to goal' = how many times faster it must get for {GOAL:g}x real time")
     print(f"{'scene':>9} {'taxels':>6} {'ticks':>6} {'msgs':>6} | {'wall s':>7} {'ms/tick':>8} {'x real':>8} | "
-          f"{'core ms':>8} {'x real':>8} | {'I/O ms':>8} | {'to goal':>7}")
+          f"{'core ms':>8} {'x real':>8} | {'I/O ms':>8} | {'kernels ms':>10} | {'to goal':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         bench("demo", *demo_inputs(seconds), folder)
