@@ -4,7 +4,7 @@ Used by the sensors that integrate over their own body's collision surface (Cont
 lumped bodies of the thermal system). An *owner* is one sampled body; its samples are contiguous, owners in the
 order given.
 
-The sensors visit the samples in the kernel of :func:`.sample_kernel.sample_kernel`: :class:`SampleCells` presents
+The sensors visit the samples in the kernel of :func:`.cell_kernel.cell_kernel`: :class:`SampleCells` presents
 them as the probes of a :class:`.probe_set.FusedProbeLaunch` (cells of a few samples of one owner close together
 (:func:`.probe_set.cluster_order`), blocks of cells, bounding spheres in the owner's body frame; one query group per
 owner), so that a fused launch skips every cell that cannot touch a candidate shape.
@@ -69,17 +69,6 @@ class SampleCells:
     @property
     def n_blocks(self) -> int:
         return self.cell_layout.n_blocks
-
-    def cull_fields(self, n_envs: int) -> dict[str, torch.Tensor]:
-        """``cell_cull`` [1] int32 and ``cell_mask`` of :func:`.sample_kernel.sample_kernel`: two candidate rows per
-        thread, i.e. per (env, block), [2 · E · blocks, S] on the CPU; the owners' candidate rows on CUDA (no cell
-        cull)."""
-        dev = self.samples.device
-        mask = self._static["group_shape_mask"]
-        if dev.type == "cpu":
-            return {"cell_cull": torch.ones(1, dtype=torch.int32, device=dev),
-                    "cell_mask": torch.zeros(2 * n_envs * self.n_blocks, mask.shape[1], dtype=torch.bool, device=dev)}
-        return {"cell_cull": torch.zeros(1, dtype=torch.int32, device=dev), "cell_mask": mask.clone()}
 
     def kernel_fields(self, cutoff: torch.Tensor) -> dict[str, torch.Tensor]:
         """The static fields of :func:`.probe_set.probe_fields` for samples that query up to ``cutoff`` [P] m

@@ -14,7 +14,8 @@ import warp as wp
 
 from ..imperfections.latch import overlap_floor
 from .probe_sensor import FusedProbeBatch, per_probe
-from .probe_set import WP_TYPES, probe_kernel, probe_struct
+from .cell_kernel import cell_kernel
+from .probe_set import WP_TYPES, probe_struct
 
 
 @wp.func
@@ -41,7 +42,7 @@ def _depth_kernel(dtype: torch.dtype):
     call_type = probe_struct(f"DepthProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
         "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
-    return probe_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth, _no_depth), call_type
+    return cell_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth, _no_depth), call_type
 
 
 _DEPTH_KERNELS = {dt: _depth_kernel(dt) for dt in WP_TYPES}
@@ -83,7 +84,7 @@ def _overlap_kernel(dtype: torch.dtype):
     call_type = probe_struct(f"ContactProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
         "floor": wp.array(dtype=f), "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
-    return probe_kernel(f"contact_probe_{f.__name__}", call_type, dtype, _signed_overlap, _floor_overlap), call_type
+    return cell_kernel(f"contact_probe_{f.__name__}", call_type, dtype, _signed_overlap, _floor_overlap), call_type
 
 
 _OVERLAP_KERNELS = {dt: _overlap_kernel(dt) for dt in WP_TYPES}

@@ -205,7 +205,7 @@ class ContactSensorBatch(SensorBatch):
                  "area": self.samples.area, "k_c": per_body("contact_stiffness"), "c_c": per_body("contact_damping"),
                  "mu": per_body("friction_coefficient"), "v_s": per_body("slip_velocity"),
                  "exponent": per_body("contact_exponent"), "filter_mask": torch.as_tensor(filter_mask, device=dev),
-                 **self._acc, **cells.cull_fields(self.n_envs)}
+                 **self._acc}
         kernel, call_type = SAMPLE_KERNELS[dt]
         cutoff = torch.full((self.samples.n,), -EPS_D, device=dev, dtype=dt)
         self._samples_launch = FusedProbeLaunch(cells, ctx.query, self.n_envs, kernel, call_type, cutoff, model)

@@ -1,6 +1,6 @@
 """The two warp kernels of one ContactSensor batch step (spec §12): per-sample penalty loads, then per-body buffers.
 
-1. Sample kernel (:func:`.sample_kernel.sample_kernel` over the batch's surface samples,
+1. Sample kernel (:func:`.cell_kernel.cell_kernel` over the batch's surface samples,
    :class:`.body_samples.SampleCells`): every sample k whose deepest candidate body lies deeper than ε_d (query cutoff −ε_d) gets its penalty force
    fn_k + ft_k (module docstring of :mod:`.contact_sensor`), accumulated into
    ``acc_net`` [E, S, 3] vec3 (Σ fn, Σ ft, Σ (x_k − o_s) × f_k; W) and, for every filter f of its sensor body whose
@@ -20,7 +20,7 @@ import warp as wp
 
 from ..geometry.struct_launch import warp_struct
 from .probe_set import WP_TYPES, probe_struct
-from .sample_kernel import sample_kernel
+from .cell_kernel import cell_kernel
 
 
 @wp.func
@@ -62,12 +62,11 @@ def _sample_kernel(dtype: torch.dtype):
     f, v, _ = WP_TYPES[dtype]
     arr = wp.array(dtype=f)
     call_type = probe_struct(f"ContactSampleCall_{f.__name__}", dtype, {
-        "cell_cull": wp.array(dtype=wp.int32), "cell_mask": wp.array2d(dtype=wp.bool),
         "sample_owner": wp.array(dtype=wp.int32), "local_normal": wp.array(dtype=v), "area": arr,
         "k_c": arr, "c_c": arr, "mu": arr, "v_s": arr, "exponent": arr, "filter_mask": wp.array3d(dtype=wp.bool),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v),
         "acc_net": wp.array3d(dtype=v), "acc_filter": wp.array4d(dtype=v), "acc_area": wp.array3d(dtype=f)})
-    return sample_kernel(f"contact_sensor_samples_{f.__name__}", call_type, dtype, _sample_load), call_type
+    return cell_kernel(f"contact_sensor_samples_{f.__name__}", call_type, dtype, _sample_load), call_type
 
 
 def _body_kernel(dtype: torch.dtype):

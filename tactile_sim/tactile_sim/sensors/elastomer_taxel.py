@@ -3,7 +3,7 @@
 Per step, for the batch's sensors together:
 
 1. indentation depth H_i = max(0, −min over tracked shapes of sd(x_i)) and H_i^p at every active probe centre
-   (7.1) — one fused probe kernel (:func:`~.probe_set.probe_kernel`: placement, broad phase, nearest tracked shape
+   (7.1) — one fused probe kernel (:func:`~.cell_kernel.cell_kernel`: placement, broad phase, nearest tracked shape
    within cutoff 0: probes inside a tracked body get their depth, the others 0);
 2. shear anchors (7.5, :mod:`.elastomer_shear`) when any sensor has ``shear_scale`` > 0;
 3. u_dil + s: small sensors (:mod:`.elastomer_pairwise`) by per-probe pair sums in one kernel; the others by the
@@ -29,7 +29,8 @@ from .elastomer_dilation import DilationField, DilationParameters
 from .elastomer_pairwise import PairwiseField, pairwise_sensors
 from .elastomer_shear import ShearAnchors
 from .probe_sensor import ProbeSensorBatch
-from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, kernel_clears, probe_kernel, probe_struct
+from .cell_kernel import cell_kernel
+from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, kernel_clears, probe_struct
 from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 from .warp_launch import SlotLaunches, call_struct
 
@@ -68,7 +69,7 @@ def _indentation_kernel(dtype: torch.dtype):
         "exponent": wp.array(dtype=f), "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f),
         "sensor": wp.array(dtype=wp.int32), "bound_key": wp.array2d(dtype=wp.int32),
         "bounds": wp.array2d(dtype=wp.int32)})
-    return probe_kernel(f"elastomer_depth_{f.__name__}", call_type, dtype, _indentation,
+    return cell_kernel(f"elastomer_depth_{f.__name__}", call_type, dtype, _indentation,
                         _no_indentation), call_type
 
 

@@ -18,7 +18,8 @@ import warp as wp
 from ..constants import EPS_D
 from ..world.state import WorldState
 from .probe_sensor import FusedProbeBatch, per_probe
-from .probe_set import WP_TYPES, probe_kernel, probe_struct
+from .cell_kernel import cell_kernel
+from .probe_set import WP_TYPES, probe_struct
 
 
 class ForceTorque(NamedTuple):
@@ -92,7 +93,7 @@ def _taxel_kernel(dtype: torch.dtype):
         "local_normal": wp.array(dtype=v), "k_n": per_probe_f, "c_n": per_probe_f, "k_t": per_probe_f,
         "k_tw": per_probe_f, "exponent": per_probe_f, "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v),
         "ground_truth": wp.array2d(dtype=wp.types.vector(6, f)), "measured": wp.array2d(dtype=wp.types.vector(6, f))})
-    return probe_kernel(f"kinematic_taxel_{f.__name__}", call_type, dtype, _taxel, _no_wrench), call_type
+    return cell_kernel(f"kinematic_taxel_{f.__name__}", call_type, dtype, _taxel, _no_wrench), call_type
 
 
 _TAXEL_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}

@@ -1,17 +1,16 @@
-"""The probes of several sensors of one class, concatenated into one batch, and the fused probe-kernel skeleton.
+"""The probes of several sensors of one class, concatenated into one batch, their broad-phase layout and launch.
 
 Layouts are flattened row-major and concatenated in sensor order; every per-probe quantity is a tensor ``[P]`` or
 ``[P, 3]`` (P = total probes of the batch), and ``sensor_of_probe[P]`` / ``slices`` map back to the sensors. World
 positions and link motion are computed for all probes at once (one path for a batch whose sensors share one link,
 a gather path otherwise), so the per-step Python work does not grow with the number of sensors.
 
-Fused models (:func:`probe_kernel`) run one warp kernel per step: it places the probes in the world, finds their
-nearest candidate shape (:func:`~..geometry.query.nearest_shape`) and calls the model's per-probe function for the
-probes that found one. Probes are visited in *cells* of a few probes of one sensor that lie close together (runs of
-the sensor's probes in :func:`cluster_order` of their link-frame positions), grouped into *blocks* (one kernel
-thread each on the CPU); a block or cell that cannot reach a candidate shape within its largest cutoff (bounding
-spheres, and the exact distance bound of a primitive: :func:`~..geometry.query.sphere_may_hit`) is skipped whole —
-it reads "none" exactly as its probes would.
+Fused models run one warp kernel per step (:func:`.cell_kernel.cell_kernel`, launched by :class:`FusedProbeLaunch`):
+it places the probes in the world, finds their nearest candidate shape (:func:`~..geometry.query.nearest_shape`) and
+calls the model's per-probe function for the probes that found one. Probes are visited in *cells* of a few probes of
+one sensor that lie close together (runs of the sensor's probes in :func:`cluster_order` of their link-frame
+positions), grouped into *blocks* (one kernel thread each on the CPU); a block or cell that cannot reach a candidate
+shape within its largest cutoff is skipped whole — it reads "none" exactly as its probes would.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import torch
 
 import warp as wp
 
-from ..geometry.query import QueryResult, ShapeQuery, nearest_shape, sphere_may_hit, tables_type
+from ..geometry.query import QueryResult, ShapeQuery
 from ..world.state import WorldState
 from .layout import ProbeLayout
 from .warp_launch import SlotLaunches, call_struct, state_tensors
@@ -230,18 +229,20 @@ def bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
 
 
 def probe_fields(dtype: torch.dtype) -> dict:
-    """Warp array types of the struct fields every fused probe kernel reads (names as :meth:`ProbeSet.kernel_fields`
-    plus the per-step body poses ``body_rot`` [E, B], ``body_pos`` [E, B] and the shape world poses ``world_rot``,
-    ``world_pos``, ``world_center`` [E, S] of :meth:`ShapeQuery.world_poses`)."""
+    """Warp array types of the struct fields every fused kernel (:func:`.cell_kernel.cell_kernel`) reads: names as
+    :meth:`ProbeSet.kernel_fields`, the per-step body poses ``body_rot`` [E, B], ``body_pos`` [E, B], the shape world
+    poses ``world_rot``, ``world_pos``, ``world_center`` [E, S] of :meth:`ShapeQuery.world_poses` and the cell-cull
+    fields of :func:`cull_fields`."""
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
-    return {"probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": wp.array(dtype=v), "cell_radius": wp.array(dtype=f),
-            "cell_cut": wp.array(dtype=f), "block_first_cell": i32, "block_cells": i32, "block_link": i32,
+    return {"probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": wp.array(dtype=v),
+            "cell_radius": wp.array(dtype=f), "cell_cut": wp.array(dtype=f), "block_first_cell": i32, "block_cells": i32, "block_link": i32,
             "block_group": i32, "block_center": wp.array(dtype=v), "block_radius": wp.array(dtype=f),
             "block_cut": wp.array(dtype=f), "local_pos": wp.array(dtype=v), "cutoff": wp.array(dtype=f),
             "group_shape_mask": wp.array2d(dtype=wp.bool), "group_exact": wp.array(dtype=wp.bool),
             "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "world_rot": wp.array2d(dtype=m),
-            "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v)}
+            "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v), "cell_cull": i32,
+            "cell_mask": wp.array2d(dtype=wp.bool)}
 
 
 def probe_struct(name: str, dtype: torch.dtype, model_fields: dict):
@@ -249,50 +250,23 @@ def probe_struct(name: str, dtype: torch.dtype, model_fields: dict):
     return call_struct(name, {**probe_fields(dtype), **model_fields})
 
 
+def cull_fields(n_envs: int, n_blocks: int, group_shape_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``cell_cull`` [1] int32 and ``cell_mask`` of :func:`.cell_kernel.cell_kernel` for ``n_blocks`` blocks of
+    points with candidate rows ``group_shape_mask`` [G, S] bool: on the CPU (cell cull on) two candidate rows per
+    thread, i.e. per (env, block), [2 · E · blocks, S]; on CUDA (off) the groups' candidate rows."""
+    dev = group_shape_mask.device
+    if dev.type == "cpu":
+        return {"cell_cull": torch.ones(1, dtype=torch.int32, device=dev),
+                "cell_mask": torch.zeros(2 * n_envs * n_blocks, group_shape_mask.shape[1], dtype=torch.bool,
+                                         device=dev)}
+    return {"cell_cull": torch.zeros(1, dtype=torch.int32, device=dev), "cell_mask": group_shape_mask.clone()}
+
+
 def kernel_clears(n_envs: int, n_probes: int) -> bool:
-    """Whether the fused probe kernel of a batch of ``n_probes`` probes and ``n_envs`` envs writes the out-of-reach
-    readings itself (:func:`probe_kernel`); otherwise the caller fills the outputs before the launch."""
+    """Whether the fused kernel of a batch of ``n_probes`` probes and ``n_envs`` envs writes the out-of-reach
+    readings itself (:func:`.cell_kernel.cell_kernel` with a clear); otherwise the caller fills the outputs before
+    the launch."""
     return n_envs * n_probes <= KERNEL_CLEAR_LIMIT
-
-
-def probe_kernel(name: str, call_type, dtype: torch.dtype, evaluate_probe, clear_probes):
-    """The fused probe kernel ``(call, tables)`` over (E, blocks): first, when :func:`kernel_clears` (E from
-    ``body_rot``, P from ``local_pos``), ``clear_probes(call, e, first, stop)`` for the block's probes
-    (``call.probe_order[j]`` for the slots j in [first, stop): the reading of a probe out of reach; one call per
-    block, as warp passes the call struct by value), then, for every probe whose nearest candidate shape lies within
-    its cutoff, ``evaluate_probe(call, tables, e, i, x, sd, shape, normal, link, link_rot, link_pos)`` (x: world
-    probe centre; sd, shape, normal: :func:`nearest_shape`; link: body index of the probe's link, pose R_L, o_L).
-    Every probe belongs to exactly one block, so with the kernel's clears the outputs need no fill before the
-    launch."""
-
-    def kernel(call, tables):
-        e, k = wp.tid()
-        g = call.block_group[k]
-        link = call.block_link[k]
-        first = call.block_first_cell[k]
-        stop = first + call.block_cells[k]
-        if call.body_rot.shape[0] * call.local_pos.shape[0] <= KERNEL_CLEAR_LIMIT:
-            clear_probes(call, e, call.cell_start[first], call.cell_stop[stop - 1])  # the block's cells: consecutive
-        rl = call.body_rot[e, link]
-        ol = call.body_pos[e, link]
-        exact = call.group_exact[g]
-        if sphere_may_hit(rl @ call.block_center[k] + ol, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
-                          call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
-            for c in range(first, stop):
-                if sphere_may_hit(rl @ call.cell_center[c] + ol, call.cell_radius[c], call.cell_cut[c], e, g, exact,
-                                  0, call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
-                    for j in range(call.cell_start[c], call.cell_stop[c]):
-                        i = call.probe_order[j]
-                        x = rl @ call.local_pos[i] + ol
-                        sd, s, normal, closest = nearest_shape(x, e, g, call.cutoff[i], exact, 0,
-                                                               call.group_shape_mask, call.world_rot, call.world_pos,
-                                                               call.world_center, tables)
-                        if s >= 0:
-                            evaluate_probe(call, tables, e, i, x, sd, s, normal, link, rl, ol)
-
-    kernel.__name__ = name
-    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
-    return wp.kernel(kernel, enable_backward=False, module="unique")
 
 
 NO_FIELDS: Mapping[str, torch.Tensor] = MappingProxyType({})
@@ -300,7 +274,7 @@ NO_FIELDS: Mapping[str, torch.Tensor] = MappingProxyType({})
 
 
 class FusedProbeLaunch:
-    """The per-step launch of a fused probe kernel (:func:`probe_kernel`) for one batch.
+    """The per-step launch of a fused kernel (:func:`.cell_kernel.cell_kernel`) for one batch.
 
     probes: the batch's ProbeSet; query: the scene's ShapeQuery; cutoff [P] m: the batch's query cutoffs;
     model_fields: the model's static fields (name → tensor); outputs: the names of the output fields that take turns
@@ -315,8 +289,10 @@ class FusedProbeLaunch:
         self.dim = (n_envs, probes.n_blocks)
         self.outputs = tuple(outputs)
         poses = query.pose_buffers(n_envs)
-        self.fields = {**probes.kernel_fields(cutoff), "world_rot": poses.rot, "world_pos": poses.pos,
-                       "world_center": poses.cull_center, **model_fields}
+        static = probes.kernel_fields(cutoff)
+        self.fields = {**static, **cull_fields(n_envs, probes.n_blocks, static["group_shape_mask"]),
+                       "world_rot": poses.rot, "world_pos": poses.pos, "world_center": poses.cull_center,
+                       **model_fields}
         self.launches: SlotLaunches | None = None
 
     def bind_all(self, name: str, t: torch.Tensor) -> None:

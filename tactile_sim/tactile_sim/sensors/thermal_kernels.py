@@ -1,6 +1,6 @@
 """Warp kernels of the thermal system step (spec §10.2–10.3; the math is documented in :mod:`.thermal_system`).
 
-* Contact kernel (:func:`.sample_kernel.sample_kernel` over the grids' surface samples,
+* Contact kernel (:func:`.cell_kernel.cell_kernel` over the grids' surface samples,
   :class:`.body_samples.SampleCells`, query cutoff = the sample's ``contact_band``): every sample that touches a body
   B adds its area a_k to the covered area of its cell and G_k = U_k a_k (0 for a body without material) to the
   fixed-partner conductance and heat G_k T_B of its cell (``acc`` [E, Nc, 3]: covered m², G W/K, Q W). With
@@ -29,7 +29,7 @@ import warp as wp
 from ..constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
 from ..geometry.struct_launch import warp_struct
 from .probe_set import WP_TYPES, probe_struct
-from .sample_kernel import sample_kernel
+from .cell_kernel import cell_kernel
 
 FIXED, LUMPED, GRIDDED = 0, 1, 2
 _LUMPED = wp.constant(LUMPED)
@@ -85,7 +85,6 @@ def _contact_kernel(dtype: torch.dtype):
     f, v, _ = WP_TYPES[dtype]
     arr, i32 = wp.array(dtype=f), wp.array(dtype=wp.int32)
     call_type = probe_struct(f"ThermalContactCall_{f.__name__}", dtype, {
-        "cell_cull": i32, "cell_mask": wp.array2d(dtype=wp.bool),
         "area": arr, "local_normal": wp.array(dtype=v), "sample_cell": i32, "sample_grid": i32,
         "sample_surf": i32, "pair_slot": i32, "r_self": arr, "l_fixed": arr, "inv_hc": arr,
         "body_mat": arr, "body_inv_k": arr, "body_base": arr, "body_vs": arr, "body_category": i32,
@@ -93,7 +92,7 @@ def _contact_kernel(dtype: torch.dtype):
         "grid_n": wp.array(dtype=wp.vec3i), "pad": wp.array(dtype=wp.int32), "dt": arr,
         "acc": wp.array3d(dtype=f), "g_cl": wp.array3d(dtype=f), "cell_y": wp.array2d(dtype=wp.int32),
         "g_cc": wp.array2d(dtype=f)})
-    return sample_kernel(f"thermal_contact_{f.__name__}", call_type, dtype, _sample_contact), call_type
+    return cell_kernel(f"thermal_contact_{f.__name__}", call_type, dtype, _sample_contact), call_type
 
 
 @wp.func
@@ -119,11 +118,11 @@ def _lumped_kernel(dtype: torch.dtype):
     f = WP_TYPES[dtype][0]
     arr, i32 = wp.array(dtype=f), wp.array(dtype=wp.int32)
     call_type = probe_struct(f"ThermalLumpedCall_{f.__name__}", dtype, {
-        "cell_cull": i32, "cell_mask": wp.array2d(dtype=wp.bool), "sample_owner": i32, "area": arr,
+        "sample_owner": i32, "area": arr,
         "body_category": i32, "body_mat": arr, "body_inv_k": arr, "body_base": arr, "body_lumped": i32,
         "lumped_vs": arr, "lumped_vs_k": arr, "inv_hc": arr, "acc": wp.array3d(dtype=f),
         "area_ll": wp.array3d(dtype=f)})
-    return sample_kernel(f"thermal_lumped_{f.__name__}", call_type, dtype, _lumped_contact), call_type
+    return cell_kernel(f"thermal_lumped_{f.__name__}", call_type, dtype, _lumped_contact), call_type
 
 
 @wp.func

@@ -393,7 +393,6 @@ class ThermalSystem:
                                         *(torch.as_tensor(a, device=dev) for a in self._pair_runs), self.t_cell,
                                         self.t_lump, self.g_cl, self.cell_y, self.g_cc, self.area_ll, u_ll_dt)
         cells = SampleCells(self.samples, self.group_mask, torch.zeros(len(self.grids), dtype=torch.bool, device=dev))
-        model.update(cells.cull_fields(e))
         kernel, call_type = CONTACT_KERNELS[self.dtype]
         self._contact_launch = FusedProbeLaunch(cells, self.query, e, kernel, call_type, self.sample_band, model)
         scalars = [self.h, self.ambient, self.dt]
@@ -411,7 +410,7 @@ class ThermalSystem:
                      "body_inv_k": self.body_inv_k, "body_base": self.body_base,
                      "body_lumped": ints(self.body_lumped.cpu()), "lumped_vs": self.lumped_vs,
                      "lumped_vs_k": self.lumped_vs_k, "inv_hc": torch.full((1,), self.lumped_inv_hc, **f),
-                     "acc": self.acc_lump, "area_ll": self.area_ll, **cells.cull_fields(e)}
+                     "acc": self.acc_lump, "area_ll": self.area_ll}
             lumped_kernel, lumped_type = LUMPED_KERNELS[self.dtype]
             self._lump_contact = FusedProbeLaunch(cells, self.query, e, lumped_kernel, lumped_type,
                                                   self.lumped_cutoff, model)

@@ -1,32 +1,35 @@
-"""Fused kernel skeleton of the surface-sample sensors (ContactSensor, TemperatureGrid): a cell-level shape cull.
+"""Fused kernel skeleton of the sensors that query the scene at points fixed on links: taxel probes
+(KinematicTaxel, ContactDepthProbe, ContactProbe, ElastomerTaxel) and surface samples (ContactSensor,
+TemperatureGrid). Points are laid out in cells and blocks (:class:`.probe_set.ProbeCells`); a cell-level shape cull
+keeps the per-point query to the shapes that can reach the cell.
 
-Surface samples touch geometry in small patches, and a link's samples usually lie inside the bounding sphere of the
-object they touch, so a bounding-sphere test keeps nearly every sample of a touching link. Primitive signed distances
-(sphere, box, capsule, cylinder, plane) are exact Euclidean distances, hence 1-Lipschitz: for a cell of samples within
-radius r of its centre c, sd(x) ≥ sd(c) − r. A primitive whose sd(c) − r exceeds the cell's largest cutoff (plus a
-round-off margin of :data:`.geometry.query.ROUND_OFF_ULPS` ulps of the magnitudes involved) cannot be reported for any
-sample of the cell, and it cannot change the winner either (its sd is above the cutoff, which bounds every reported
-sd). Such shapes are dropped from the cell's candidate row before the per-sample query; a cell left with no candidate
-is skipped whole. Meshes stay candidates (:func:`~.geometry.query.nearest_shape` still culls them per sample by their
-bounding spheres). Results are those of :func:`~.geometry.query.nearest_shape` over the full candidate row.
+A link's points often lie inside the bounding sphere of the object they touch (or of a neighbouring link), so a
+bounding-sphere test keeps nearly every point of a touching link. Primitive signed distances (sphere, box, capsule,
+cylinder, plane) are exact Euclidean distances, hence 1-Lipschitz: for a cell of points within radius r of its
+centre c, sd(x) ≥ sd(c) − r. A primitive whose sd(c) − r exceeds the cell's largest cutoff (plus a round-off margin
+of :data:`.geometry.query.ROUND_OFF_ULPS` ulps of the magnitudes involved) cannot be reported for any point of the
+cell, and it cannot change the winner either (its sd is above the cutoff, which bounds every reported sd). Such
+shapes are dropped from the cell's candidate row before the per-point query; a cell left with no candidate is skipped
+whole. Meshes stay candidates (:func:`~.geometry.query.nearest_shape` still culls them per point by their bounding
+spheres). Results are those of :func:`~.geometry.query.nearest_shape` over the full candidate row.
 
 Primitives are convex, and the signed distance of a convex set is a convex function: with g the gradient that the
 primitive's query returns at the cell centre (a subgradient; a unit vector), sd(x) ≥ sd(c) + g·(x − c) for every x.
 When a cell keeps exactly one candidate shape and it is a primitive, this support plane (lowered by the cell test's
 round-off margin and 2 :data:`~..constants.EPS_LEN` for the fallback direction the queries return within EPS_LEN of a
-centre or an axis) is tested per sample before the query: a sample whose plane bound exceeds its cutoff cannot touch
-the shape and is skipped, as its query would report "none". The query then runs only for the samples near the
-contact patch (on a flat face against a curved body the plane removes most of a touching cell's samples). Likewise,
+centre or an axis) is tested per point before the query: a point whose plane bound exceeds its cutoff cannot touch
+the shape and is skipped, as its query would report "none". The query then runs only for the points near the
+contact patch (on a flat face against a curved body the plane removes most of a touching cell's points). Likewise,
 when a block keeps exactly one primitive, a cell whose whole sphere lies above the block's support plane by more than
 the cell's cutoff is skipped before its own exact test (and the cells test only that shape). Either bound only skips
-what the query would not report, so results and their summation order are unchanged. A sample whose cell keeps one
+what the query would not report, so results and their summation order are unchanged. A point whose cell keeps one
 primitive is queried against that shape alone (:func:`primitive_query`: the arithmetic of
 :func:`~.geometry.query.nearest_shape` for that shape, without the walk over the candidate row).
 
-On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block (:class:`.body_samples.SampleCells`) and owns
-two rows of ``cell_mask`` [2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding
-sphere), and the shapes of the current cell, tested among those; on CUDA (``cell_cull`` = 0, one sample per cell)
-``cell_mask`` is the owners' candidate rows [O, S] and every sample queries its owner's row.
+On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block and owns two rows of ``cell_mask``
+[2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding sphere), and the shapes of
+the current cell, tested among those; on CUDA (``cell_cull`` = 0, one point per cell and block) ``cell_mask`` is the
+groups' candidate rows [G, S] and every point queries its group's row (:meth:`.probe_set.ProbeCells.cull_fields`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import warp as wp
 
 from ..geometry.query import nearest_shape, primitive_bound, sphere_may_hit, tables_type
 from ..geometry.sdf_funcs import primitive_sd
+from .probe_set import KERNEL_CLEAR_LIMIT
 
 
 @wp.func
@@ -85,17 +89,26 @@ def primitive_query(x: Any, e: int, s: int, cut: Any, world_rot: wp.array2d(dtyp
     return type(cut)(wp.inf), int(-1), type(x)(zero, zero, zero)
 
 
-def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
-    """The fused sample kernel ``(call, tables)`` over (E, blocks), called like :func:`.probe_set.probe_kernel`
-    (same fields, plus ``cell_cull`` and ``cell_mask``, see the module docstring and
-    :meth:`.body_samples.SampleCells.cull_fields`): for every sample i of env e
-    whose nearest candidate shape lies within its cutoff, ``evaluate_sample(call, tables, e, i, x, sd, shape, normal,
-    link, link_rot, link_pos)``. Other samples are not visited."""
+def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
+    """The fused kernel ``(call, tables)`` over (E, blocks) of a struct type with
+    :func:`.probe_set.probe_fields` (see the module docstring): first, when ``clear`` is given and
+    :func:`.probe_set.kernel_clears` (E from ``body_rot``, P from ``local_pos``), ``clear(call, e, first, stop)``
+    for the block's points (``call.probe_order[j]`` for the slots j in [first, stop): the reading of a point out of
+    reach; one call per block, as warp passes the call struct by value); then, for every point i of env e whose
+    nearest candidate shape lies within its cutoff, ``evaluate(call, tables, e, i, x, sd, shape, normal, link,
+    link_rot, link_pos)`` (x: world point; sd, shape, normal: :func:`~.geometry.query.nearest_shape`; link: body
+    index of the point's link, pose R_L, o_L). Other points are not visited: every point belongs to exactly one
+    block, so with the kernel's clears the outputs need no fill before the launch."""
 
     def kernel(call, tables):
         e, k = wp.tid()
         g = call.block_group[k]
         link = call.block_link[k]
+        first = call.block_first_cell[k]
+        stop = first + call.block_cells[k]
+        if wp.static(clear is not None):
+            if call.body_rot.shape[0] * call.local_pos.shape[0] <= KERNEL_CLEAR_LIMIT:
+                clear(call, e, call.cell_start[first], call.cell_stop[stop - 1])  # the block's cells: consecutive
         rl = call.body_rot[e, link]
         ol = call.body_pos[e, link]
         exact = call.group_exact[g]
@@ -117,8 +130,7 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
                                                         call.world_rot, call.world_pos, tables)
             if reach == 0:
                 return
-        first = call.block_first_cell[k]
-        for c in range(first, first + call.block_cells[k]):
+        for c in range(first, stop):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
             cut = call.cell_cut[c]
@@ -156,7 +168,7 @@ def sample_kernel(name: str, call_type, dtype: torch.dtype, evaluate_sample):
                                                                    call.world_rot, call.world_pos, call.world_center,
                                                                    tables)
                         if s >= 0:
-                            evaluate_sample(call, tables, e, i, x, sd, s, normal, link, rl, ol)
+                            evaluate(call, tables, e, i, x, sd, s, normal, link, rl, ol)
 
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
