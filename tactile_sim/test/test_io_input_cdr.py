@@ -50,7 +50,9 @@ def test_names_are_reused_while_they_repeat_and_re_read_when_they_change():
     decoder = JointStateDecoder()
     first = [joint_state(rng, ["a", "bb"], (2, 2, 0)) for _ in range(3)]
     changed = joint_state(rng, ["a", "bc"], (2, 0, 0))
-    for msg in first + [changed, first[0]]:
+    grown = joint_state(rng, ["a", "bb", "c"], (3, 3, 0))  # its name bytes begin like first's but for the count
+    longer = joint_state(rng, ["a", "bbb"], (2, 2, 0), frame="base_link")  # a name grows, the block moves
+    for msg in first + [changed, first[0], grown, first[1], longer, first[2]]:
         decoded = decoder.decode(serialize_cdr(msg))
         assert_same(decoded, msg)
     decoded.name.append("x")  # a caller's change does not leak into the next message

@@ -5,8 +5,9 @@ reads every tick.
 and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :class:`DecodedMessage` (a
 :class:`~.wire_message.WireMessage` with its fields as plain attributes) that keeps the bytes (a copy to another
 bag writes them as they are). Names
-repeat from message to message: the name block's bytes are compared with the previous message's and its decoded
-tuple reused. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
+repeat from message to message: when the bytes at the name block begin with the previous message's block, they are
+that block (a count, then length-prefixed names: the block fixes its own end) and its decoded names are reused
+without walking them. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
 ``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
 the tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
 (``decode`` returns None otherwise, the caller falls back to rosbags).
@@ -77,15 +78,17 @@ class JointStateDecoder(_LittleEndianDecoder):
         frame_id = data[16:16 + size - 1].decode()
         pos = aligned(16 + size, 4)
         names_start = pos
-        (count,) = _U32.unpack_from(data, pos)
-        pos += 4
-        for _ in range(count):
-            pos = aligned(pos, 4)
-            (size,) = _U32.unpack_from(data, pos)
-            pos += 4 + size
-        block = data[names_start:pos]
-        if block != self._names_bytes:
-            self._names_bytes, self._names = block, _strings(data, names_start)
+        known = self._names_bytes
+        if known and data.startswith(known, names_start):  # a count and length-prefixed names: one end
+            pos += len(known)
+        else:
+            (count,) = _U32.unpack_from(data, pos)
+            pos += 4
+            for _ in range(count):
+                pos = aligned(pos, 4)
+                (size,) = _U32.unpack_from(data, pos)
+                pos += 4 + size
+            self._names_bytes, self._names = data[names_start:pos], _strings(data, names_start)
         arrays = []
         for _ in range(3):
             pos = aligned(pos, 4)
