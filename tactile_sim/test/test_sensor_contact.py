@@ -361,10 +361,10 @@ def _rotation(v):
     return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
 
 
-def _unculled_net_force(suite):
+def _unculled_net_force(suite, exact=False):
     """The static penetration force of sensor "cs" from the generic nearest-shape query of every sample against
-    body "obj" (no broad phase, no culls), in the suite's dtype: (k_c·depth·area per sample [E, N] float64,
-    net force [E, 3] as a NumPy float64 array)."""
+    body "obj" (no broad phase, no culls; a mesh by BVH when ``exact``, else by its SDF grid), in the suite's dtype:
+    (k_c·depth·area per sample [E, N] float64, net force [E, 3] as a NumPy float64 array)."""
     batch = suite.locate("cs")[0]
     state = suite.world.update(0.0)
     smp = batch.samples
@@ -373,7 +373,7 @@ def _unculled_net_force(suite):
     query = batch.ctx.query
     mask = query.body_shape_mask([suite.scene.body_index("obj")])[None]
     q = query.query(x.contiguous(), state.rot, state.pos, torch.zeros(smp.n, dtype=torch.int32), mask,
-                    torch.full((smp.n,), -1e-9, dtype=state.pos.dtype))
+                    torch.full((smp.n,), -1e-9, dtype=state.pos.dtype), group_exact=torch.tensor([exact]))
     depth = torch.where(q.body >= 0, -q.sd, torch.zeros_like(q.sd)).double()
     per_sample = K_C * depth * smp.area.double()
     return per_sample, (per_sample[..., None] * q.normal.double()).sum(1).numpy()
@@ -400,6 +400,34 @@ def test_culled_kernel_equals_the_unculled_query_sum(kind, envs):
     scale = max(per_sample.sum(1).max().item(), 1e-6)  # round-off of sums that may cancel
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * scale)
     np.testing.assert_allclose(data.force_matrix_w[:, 0, 0].numpy(), expected, rtol=0, atol=1e-11 * scale)
+
+
+@pytest.mark.parametrize("depth_query", ["sdf", "raycast"])
+def test_culled_kernel_equals_the_unculled_query_sum_for_a_mesh(tmp_path, depth_query):
+    """The cell cull drops a mesh from a cell's candidates when its bounding sphere cannot reach the cell: a mesh
+    object (an icosphere, by its SDF grid or its BVH) at random poses around the box surface gives the sum over the
+    generic query of every sample, as the primitives above do."""
+    trimesh = pytest.importorskip("trimesh")
+    path = tmp_path / "rock.stl"
+    trimesh.creation.icosphere(subdivisions=2, radius=0.03).export(path)
+    obj = {"name": "obj", "geometry": [{"mesh": {"file": str(path)}}]}
+    suite = SensorSuite.from_yaml({
+        "suite": {"dt": 0.01, "n_envs": 3, "dtype": "float64", "sdf_cache_dir": str(tmp_path)},
+        "objects": [box(), obj], "sensors": [sensor(filter_prim_paths_expr=["obj"], contact_depth_query=depth_query)]})
+    rng = np.random.default_rng(11)
+    box_pos = np.array([0.0, 0.0, 1.0])
+    touching = 0
+    for _ in range(4):
+        rots = np.stack([_rotation(rng.uniform(-3.0, 3.0, 3)) for _ in range(3)])
+        centres = rng.uniform(-1.0, 1.0, (3, 3)) * np.array(SIZE) / 2 * 1.1  # near the box surface
+        suite.update(0.0, object_poses={"box": (t64(np.tile(np.eye(3), (3, 1, 1))), t64(np.tile(box_pos, (3, 1)))),
+                                        "obj": (t64(rots), t64(box_pos + centres))})
+        got = suite.read("cs").net_forces_w[:, 0].numpy()
+        per_sample, expected = _unculled_net_force(suite, exact=depth_query == "raycast")
+        touching += int((per_sample.sum(1) > 0).sum())
+        scale = max(per_sample.sum(1).max().item(), 1e-6)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * scale)
+    assert touching >= 4
 
 
 def test_live_view_follows_the_buffers_and_read_is_a_copy_of_it():

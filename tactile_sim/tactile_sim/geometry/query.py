@@ -231,43 +231,56 @@ def primitive_bound(center: Any, radius: Any, cut: Any, e: int, s: int, world_ro
 
 
 @wp.func
+def shape_may_hit(center: Any, radius: Any, cut: Any, e: int, s: int, exact: bool, unsigned_mode: int,
+                  world_rot: wp.array2d(dtype=Any), world_pos: wp.array2d(dtype=Any),
+                  world_center: wp.array2d(dtype=Any), tables: Any):
+    """Broad phase of one shape s (env e): ``(may, h, g)``; may is False only when s cannot have (|)sd(|) < ``cut``
+    anywhere within ``radius`` of world point ``center``. It passes when its bounding sphere (the bounds and round-off
+    margin of :func:`nearest_shape`) comes within ``cut`` and, for a primitive in signed mode, when its exact distance
+    bound (:func:`primitive_bound`) does too: a flat box or a long capsule reaches far less of its bounding sphere.
+    (h, g): the support plane of :func:`primitive_bound` for a primitive that passes in signed mode; h = −inf
+    otherwise."""
+    zero = type(cut)(0.0)
+    no_plane = -type(cut)(wp.inf)
+    cull = tables.shape_cull[s]
+    m = tables.shape_mesh[s]
+    if cull != _CULL_NEVER and not (cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0):
+        dc = wp.length(center - world_center[e, s])
+        near = wp.max(dc - radius, zero)  # distance bound of the nearest point of the sphere
+        r = tables.cull_radius[s]
+        lb = near - r
+        if m >= 0:
+            if not exact and tables.grid_offset[m] >= 0:
+                r = tables.grid_cull_radius[s]
+                lb = tables.grid_cull_floor[s]
+                if near > r:
+                    lb = tables.grid_cull_rim[s] + (near - r)
+        if unsigned_mode != 0:
+            lb = wp.max(lb, zero)
+        if lb > cut + tables.round_off * (dc + radius + r + wp.abs(cut)):
+            return False, no_plane, center - center
+    if m < 0 and unsigned_mode == 0:
+        return primitive_bound(center, radius, cut, e, s, world_rot, world_pos, tables)
+    return True, no_plane, center - center
+
+
+@wp.func
 def sphere_may_hit(center: Any, radius: Any, cut: Any, e: int, g: int, exact: bool, unsigned_mode: int,
                    group_shape_mask: wp.array2d(dtype=wp.bool), world_rot: wp.array2d(dtype=Any),
                    world_pos: wp.array2d(dtype=Any), world_center: wp.array2d(dtype=Any), tables: Any):
     """Broad phase: False only when no candidate shape of group ``g`` can have (|)sd(|) < ``cut`` anywhere within
-    ``radius`` of world point ``center`` — then :func:`nearest_shape` reports "none" for every such point whose cutoff
-    is at most ``cut``. A shape passes when its bounding sphere (the bounds and round-off margin of
-    :func:`nearest_shape`) comes within ``cut`` and, for a primitive in signed mode, when its exact distance bound
-    (:func:`primitive_bound`) does too: a flat box or a long capsule reaches far less of its bounding sphere."""
-    zero = type(cut)(0.0)
+    ``radius`` of world point ``center`` (:func:`shape_may_hit`) — then :func:`nearest_shape` reports "none" for every
+    such point whose cutoff is at most ``cut``."""
     if not cut > -type(cut)(wp.inf):
         return False
     if not cut < type(cut)(wp.inf):
         return True
     for s in range(tables.shape_kind.shape[0]):
-        if not group_shape_mask[g, s]:
-            continue
-        cull = tables.shape_cull[s]
-        m = tables.shape_mesh[s]
-        may = True
-        if cull != _CULL_NEVER and not (cull == _CULL_UNSIGNED_ONLY and unsigned_mode == 0):
-            dc = wp.length(center - world_center[e, s])
-            near = wp.max(dc - radius, zero)  # distance bound of the nearest point of the sphere
-            r = tables.cull_radius[s]
-            lb = near - r
-            if m >= 0:
-                if not exact and tables.grid_offset[m] >= 0:
-                    r = tables.grid_cull_radius[s]
-                    lb = tables.grid_cull_floor[s]
-                    if near > r:
-                        lb = tables.grid_cull_rim[s] + (near - r)
-            if unsigned_mode != 0:
-                lb = wp.max(lb, zero)
-            may = not lb > cut + tables.round_off * (dc + radius + r + wp.abs(cut))
-        if may and m < 0 and unsigned_mode == 0:
-            may, h, gs = primitive_bound(center, radius, cut, e, s, world_rot, world_pos, tables)
-        if may:
-            return True
+        if group_shape_mask[g, s]:
+            may, h, gs = shape_may_hit(center, radius, cut, e, s, exact, unsigned_mode, world_rot, world_pos,
+                                       world_center, tables)
+            if may:
+                return True
     return False
 
 

@@ -9,9 +9,10 @@ cylinder, plane) are exact Euclidean distances, hence 1-Lipschitz: for a cell of
 centre c, sd(x) ≥ sd(c) − r. A primitive whose sd(c) − r exceeds the cell's largest cutoff (plus a round-off margin
 of :data:`.geometry.query.ROUND_OFF_ULPS` ulps of the magnitudes involved) cannot be reported for any point of the
 cell, and it cannot change the winner either (its sd is above the cutoff, which bounds every reported sd). Such
-shapes are dropped from the cell's candidate row before the per-point query; a cell left with no candidate is skipped
-whole. Meshes stay candidates (:func:`~.geometry.query.nearest_shape` still culls them per point by their bounding
-spheres). Results are those of :func:`~.geometry.query.nearest_shape` over the full candidate row.
+shapes are dropped from the cell's candidate row before the per-point query, and so is any shape whose bounding
+sphere cannot come within the cutoff (:func:`~.geometry.query.shape_may_hit`, the test of the broad phase); a cell
+left with no candidate is skipped whole. Results are those of :func:`~.geometry.query.nearest_shape` over the full
+candidate row.
 
 Primitives are convex, and the signed distance of a convex set is a convex function: with g the gradient that the
 primitive's query returns at the cell centre (a subgradient; a unit vector), sd(x) ≥ sd(c) + g·(x − c) for every x.
@@ -27,9 +28,11 @@ primitive is queried against that shape alone (:func:`primitive_query`: the arit
 :func:`~.geometry.query.nearest_shape` for that shape, without the walk over the candidate row).
 
 On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block and owns two rows of ``cell_mask``
-[2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding sphere), and the shapes of
-the current cell, tested among those; on CUDA (``cell_cull`` = 0, one point per cell and block) ``cell_mask`` is the
-groups' candidate rows [G, S] and every point queries its group's row (:meth:`.probe_set.ProbeCells.cull_fields`).
+[2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding sphere; a block that keeps
+none is skipped), and the shapes of the current cell, tested among those; on CUDA (``cell_cull`` = 0, one point per
+cell and block) ``cell_mask`` is the groups' candidate rows [G, S], a block is skipped when
+:func:`~.geometry.query.sphere_may_hit` says so and every point queries its group's row
+(:func:`.probe_set.cull_fields`).
 """
 
 from __future__ import annotations
@@ -39,27 +42,31 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.query import nearest_shape, primitive_bound, sphere_may_hit, tables_type
+from ..geometry.query import nearest_shape, primitive_bound, shape_may_hit, sphere_may_hit, tables_type
 from ..geometry.sdf_funcs import primitive_sd
 from .probe_set import KERNEL_CLEAR_LIMIT
 
 
 @wp.func
-def kept_shapes(center: Any, radius: Any, cut: Any, e: int, candidates: wp.array2d(dtype=wp.bool), from_row: int,
-                kept: wp.array2d(dtype=wp.bool), to_row: int, world_rot: wp.array2d(dtype=Any),
-                world_pos: wp.array2d(dtype=Any), tables: Any):
-    """The shapes of row ``from_row`` of ``candidates`` that :func:`primitive_bound` keeps for the points within
-    ``radius`` of ``center`` (env e), written into row ``to_row`` of ``kept``: ``(count, single, h, g)``, the number
-    kept, the kept shape when it is the only one and a primitive (else −1) and its support plane (h = −inf when
-    single is −1)."""
+def kept_shapes(center: Any, radius: Any, cut: Any, e: int, exact: bool, candidates: wp.array2d(dtype=wp.bool),
+                from_row: int, kept: wp.array2d(dtype=wp.bool), to_row: int, world_rot: wp.array2d(dtype=Any),
+                world_pos: wp.array2d(dtype=Any), world_center: wp.array2d(dtype=Any), tables: Any):
+    """The shapes of row ``from_row`` of ``candidates`` that :func:`~.geometry.query.shape_may_hit` keeps for the
+    points within ``radius`` of ``center`` (env e; exact: meshes by BVH), written into row ``to_row`` of ``kept``:
+    ``(count, single, h, g)``, the number kept, the kept shape when it is the only one and a primitive (else −1) and
+    its support plane (h = −inf when single is −1). A cutoff of −inf (fillers only) keeps none and leaves the row as
+    it was."""
     count = int(0)
     single = int(-1)
     h = -type(cut)(wp.inf)
     g = center - center
+    if not cut > h:
+        return count, single, h, g
     for s in range(candidates.shape[1]):
         keep = False
         if candidates[from_row, s]:
-            keep, hs, gs = primitive_bound(center, radius, cut, e, s, world_rot, world_pos, tables)
+            keep, hs, gs = shape_may_hit(center, radius, cut, e, s, exact, 0, world_rot, world_pos, world_center,
+                                         tables)
             if keep:
                 single = s
                 h = hs
@@ -113,9 +120,6 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
         ol = call.body_pos[e, link]
         exact = call.group_exact[g]
         block_center = rl @ call.block_center[k] + ol
-        if not sphere_may_hit(block_center, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
-                              call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
-            return
         per_cell = call.cell_cull[0] != 0
         row = g
         block_row = g
@@ -126,10 +130,13 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
             block_row = 2 * (e * call.block_group.shape[0] + k)
             row = block_row + 1
             reach, only, block_h, block_g = kept_shapes(block_center, call.block_radius[k], call.block_cut[k], e,
-                                                        call.group_shape_mask, g, call.cell_mask, block_row,
-                                                        call.world_rot, call.world_pos, tables)
+                                                        exact, call.group_shape_mask, g, call.cell_mask, block_row,
+                                                        call.world_rot, call.world_pos, call.world_center, tables)
             if reach == 0:
                 return
+        elif not sphere_may_hit(block_center, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
+                                call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
+            return
         for c in range(first, stop):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
@@ -148,9 +155,9 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
                     kept = int(1)
                     shape = only
             elif per_cell:
-                kept, shape, plane_h, plane_g = kept_shapes(center, radius, cut, e, call.cell_mask, block_row,
+                kept, shape, plane_h, plane_g = kept_shapes(center, radius, cut, e, exact, call.cell_mask, block_row,
                                                             call.cell_mask, row, call.world_rot, call.world_pos,
-                                                            tables)
+                                                            call.world_center, tables)
             if kept != 0:
                 for j in range(call.cell_start[c], call.cell_stop[c]):
                     i = call.probe_order[j]
