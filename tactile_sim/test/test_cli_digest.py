@@ -15,7 +15,7 @@ from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.stamps import time_msg, time_msg_to_seconds
 from tactile_sim.io.wire_message import WireMessage
 from tactile_sim.offline import digest as digest_module
-from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest
+from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest, equal_size_runs
 
 
 def taxels(t, channel, values, radii, ground_truth=False):
@@ -70,6 +70,24 @@ def test_thermal_series_keep_the_first_hottest_message():
     (series,) = digest.series.values()
     assert series.t_max == maxima and series.t_min == [20.0] * 4 and series.peak_index == 1
     assert series.t_mean == pytest.approx([(45.0 + m) / 3 for m in maxima])
+
+
+def test_equal_size_runs_split_where_the_size_changes():
+    assert equal_size_runs([np.zeros(n) for n in (3, 3, 5, 5, 5, 3)]) == [(0, 2), (2, 5), (5, 6)]
+    assert equal_size_runs([]) == [] and equal_size_runs(np.zeros((4, 2))) == [(0, 4)]
+
+
+def test_thermal_series_of_a_grid_that_changes_size_keep_every_message():
+    digest = RunDigest()
+    grids = [[20.0, 30.0], [21.0, 31.0], [22.0, 40.0, 23.0], [24.0, 25.0]]
+    for k, temps in enumerate(grids):
+        head = new_message("std_msgs/msg/Header", stamp=time_msg(k), frame_id="tip")
+        digest.add("/node/thermal", k, new_message(THERMAL_GRID, header=head, sensor_name="thermal", nx=len(temps),
+                                                   ny=1, nz=1, temperatures=np.array(temps, np.float32)))
+    (series,) = digest.series.values()
+    assert series.t_max == [max(g) for g in grids] and series.t_min == [min(g) for g in grids]
+    assert series.t_mean == pytest.approx([sum(g) / len(g) for g in grids]) and series.peak_index == 2
+    assert series.times == pytest.approx([0.0, 1.0, 2.0, 3.0])
 
 
 @pytest.mark.parametrize("frame, sensor, body", [("", "f", "left_foot"), ("l", "feet", "ab"), ("link_2", "s_123", "")])

@@ -148,6 +148,17 @@ def stacked_field(items: list[Any], rows: np.ndarray | None, name: str) -> list[
     return rows[:, start:start + dtype.itemsize * count].view(dtype)
 
 
+def equal_size_runs(arrays: Sequence[np.ndarray]) -> list[tuple[int, int]]:
+    """(start, stop) of the runs of consecutive ``arrays`` with equal sizes (the runs that stack), in order."""
+    runs: list[tuple[int, int]] = []
+    for i, a in enumerate(arrays):
+        if runs and a.size == arrays[runs[-1][0]].size:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
+
+
 @dataclass(eq=False, kw_only=True)
 class _ChunkedSeries:
     """What every series shares: message times and the messages not yet reduced, held back until a chunk is full;
@@ -216,15 +227,9 @@ class TaxelSeries(_PeakSeries):
         if isinstance(values, np.ndarray):  # one template: one taxel count
             self._reduce(items, values, times, values.shape[1] // CHANNEL_WIDTH[self.channel], rows)
             return
-        sizes = [v.size for v in values]
-        start = 0
-        while start < len(items):
-            stop = start + 1
-            while stop < len(items) and sizes[stop] == sizes[start]:
-                stop += 1
-            n = sizes[start] // CHANNEL_WIDTH[self.channel]
+        for start, stop in equal_size_runs(values):
+            n = values[start].size // CHANNEL_WIDTH[self.channel]
             self._reduce(items[start:stop], np.stack(values[start:stop]), times[start:stop], n, None)
-            start = stop
 
     def _reduce(self, items: list[Any], values: np.ndarray, times: list[float], n: int,
                 rows: np.ndarray | None) -> None:
@@ -263,11 +268,7 @@ class ThermalSeries(_PeakSeries):
         values = stacked_field(items, rows, "temperatures")
         temps = np.asarray(values, dtype=np.float64) if isinstance(values, np.ndarray) else \
             [np.asarray(v, dtype=np.float64) for v in values]
-        start = 0
-        while start < len(items):
-            stop = start + 1
-            while stop < len(items) and temps[stop].size == temps[start].size:
-                stop += 1
+        for start, stop in equal_size_runs(temps):
             grid = np.stack(temps[start:stop])
             hottest = grid.max(axis=1)
             best = int(np.argmax(hottest))
@@ -278,7 +279,6 @@ class ThermalSeries(_PeakSeries):
             self.t_min += grid.min(axis=1).tolist()
             self.t_mean += grid.mean(axis=1).tolist()
             self.t_max += hottest.tolist()
-            start = stop
 
 
 @dataclass(eq=False)
