@@ -4,11 +4,10 @@ reads every tick.
 :class:`JointStateDecoder` reads the header stamp, frame id, names and the three float64 sequences with ``struct``
 and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :class:`DecodedMessage` (a
 :class:`~.wire_message.WireMessage` with its fields as plain attributes) that keeps the bytes (a copy to another
-bag writes them as they are). Names
-repeat from message to message: when the bytes at the name block begin with the previous message's block, they are
-that block (a count, then length-prefixed names: the block fixes its own end) and its decoded names are reused
-without walking them. :class:`TFMessageDecoder` reads each transform's stamp, frames, translation and rotation with one
-``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
+bag writes them as they are). Names repeat from message to message: when the bytes at the name block begin with
+the previous message's block, they are that block (a count, then length-prefixed names: the block fixes its own
+end) and its decoded names are reused without walking them. :class:`TFMessageDecoder` reads each transform's stamp,
+frames, translation and rotation with one ``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
 the tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
 (``decode`` returns None otherwise, the caller falls back to rosbags).
 """
@@ -82,13 +81,8 @@ class JointStateDecoder(_LittleEndianDecoder):
         if known and data.startswith(known, names_start):  # a count and length-prefixed names: one end
             pos += len(known)
         else:
-            (count,) = _U32.unpack_from(data, pos)
-            pos += 4
-            for _ in range(count):
-                pos = aligned(pos, 4)
-                (size,) = _U32.unpack_from(data, pos)
-                pos += 4 + size
-            self._names_bytes, self._names = data[names_start:pos], _strings(data, names_start)
+            self._names, pos = _strings(data, names_start)
+            self._names_bytes = data[names_start:pos]
         arrays = []
         for _ in range(3):
             pos = aligned(pos, 4)
@@ -112,8 +106,9 @@ def aligned(pos: int, size: int) -> int:
     return 4 + ((pos - 4 + size - 1) & -size)
 
 
-def _strings(data: bytes, pos: int) -> list[str]:
-    """The string sequence at ``pos`` (count, then aligned length-prefixed NUL-terminated strings)."""
+def _strings(data: bytes, pos: int) -> tuple[list[str], int]:
+    """The string sequence at ``pos`` (count, then aligned length-prefixed NUL-terminated strings) and the position
+    just after it."""
     (count,) = _U32.unpack_from(data, pos)
     pos += 4
     out = []
@@ -122,7 +117,7 @@ def _strings(data: bytes, pos: int) -> list[str]:
         (size,) = _U32.unpack_from(data, pos)
         out.append(data[pos + 4:pos + 4 + size - 1].decode())
         pos += 4 + size
-    return out
+    return out, pos
 
 
 class TFMessageDecoder(_LittleEndianDecoder):
