@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tactile_sim.geometry.transforms import quat_to_matrix, quat_to_matrix_np
+from tactile_sim.geometry.transforms import quat_to_matrix, quat_to_matrix_np, scan_finite
 
 
 def test_quarter_turn_about_z_closed_form():
@@ -24,3 +24,13 @@ def test_host_conversion_equals_torch_and_is_a_rotation(seed):
     np.testing.assert_allclose(r, quat_to_matrix(torch.as_tensor(q)).numpy(), rtol=0, atol=1e-15)
     np.testing.assert_allclose(r.T @ r, np.eye(3), atol=1e-14)
     assert np.linalg.det(r) == pytest.approx(1.0, abs=1e-14)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_scan_finite_agrees_with_numpy(bad):
+    values = np.array([0.0, -1.5, 1e30, 2.0])
+    assert scan_finite(values) and scan_finite(np.zeros(0)) and scan_finite(values.astype(np.float32))
+    for i in range(len(values)):
+        v = values.copy()
+        v[i] = bad
+        assert not scan_finite(v) and scan_finite(v) == bool(np.isfinite(v).all())

@@ -22,7 +22,6 @@ directly with rosbags messages or plain samples (:mod:`.inputs`).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -34,6 +33,7 @@ from ..config.errors import suggest
 from ..config.schema import SuiteConfig
 from ..config.suite_checks import check_suite
 from ..errors import ConfigError, SceneError
+from ..geometry.transforms import scan_finite
 from ..io.encode import DIAGNOSTIC_ARRAY, encode_diagnostics
 from ..io.markers import MARKER_ARRAY, marker_array
 from ..io.readings import DiagnosticStatusReading
@@ -88,12 +88,6 @@ class ScheduledEncoder:
 
     encoder: SensorEncoder
     every: int
-
-
-def _finite(values: np.ndarray) -> bool:
-    """Whether every value of a joint state's (n,) array is finite (a Python loop: a joint state is short, and
-    numpy's reductions cost more for a few values)."""
-    return all(map(math.isfinite, values.tolist()))
 
 
 class NodeCore:
@@ -267,7 +261,7 @@ class NodeCore:
         if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
                               f"dropped a joint state that names a joint twice ({list(sample.names)})")
-        if not (_finite(sample.position) and (sample.velocity is None or _finite(sample.velocity))):
+        if not (scan_finite(sample.position) and (sample.velocity is None or scan_finite(sample.velocity))):
             bad = ~np.isfinite(sample.position)
             if sample.velocity is not None:
                 bad |= ~np.isfinite(sample.velocity)

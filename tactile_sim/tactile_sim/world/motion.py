@@ -20,7 +20,7 @@ import torch
 
 from ..errors import SceneError
 from ..geometry.struct_launch import StructLaunch, unbind_checked
-from ..geometry.transforms import so3_log
+from ..geometry.transforms import scan_finite, so3_log
 from .dynamics import InverseDynamics
 from .kinematics import Kinematics
 from .motion_kernel import WORLD_KERNELS, empty_robot_tables, fill_struct, struct_types
@@ -46,7 +46,7 @@ def _host_finite(flat: np.ndarray, zero: np.ndarray) -> bool:
     """Whether every value of the 1-D host array ``flat`` is finite: a Python scan of a few values, else flat·0 (zero:
     zeros of flat's size and dtype), which is 0 for finite values and NaN once one is NaN or ±inf."""
     if flat.size <= HOST_SCAN_MAX:
-        return all(map(math.isfinite, flat.tolist()))
+        return scan_finite(flat)
     with np.errstate(invalid="ignore"):  # inf·0 is the NaN looked for, not a warning
         return flat.dot(zero) == 0
 
