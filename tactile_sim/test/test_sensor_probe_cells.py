@@ -14,6 +14,35 @@ def test_the_order_is_a_permutation(n):
     assert sorted(cluster_order(points, 8, 32).tolist()) == list(range(n))
 
 
+def _bisection_reference(points, leaf, group):
+    """The definition of cluster_order, one recursive call per segment: sort a segment stably along its longest side,
+    split it at a whole number of runs (of leaf · group while more than that many points remain, then of leaf)."""
+    if len(points) == 0:
+        return np.zeros(0, np.int64)
+
+    def split(idx):
+        n = len(idx)
+        if n <= leaf:
+            return list(idx)
+        unit = leaf * group if n > leaf * group else leaf
+        left = unit * ((-(-n // unit) + 1) // 2)
+        idx = idx[np.argsort(points[idx, np.argmax(np.ptp(points[idx], axis=0))], kind="stable")]
+        return split(idx[:left]) + split(idx[left:])
+
+    return np.array(split(np.arange(len(points))))
+
+
+@pytest.mark.parametrize("leaf, group", [(8, 32), (1, 1), (3, 5), (8, 1)])
+def test_the_level_by_level_split_is_the_recursive_bisection(leaf, group):
+    """Random clouds and lattices full of ties (where only a stable sort within each segment gives one answer)."""
+    rng = np.random.default_rng(leaf * 10 + group)
+    clouds = [rng.normal(size=(n, 3)) for n in (1, 9, 300, 1500)]
+    clouds += [rng.integers(0, 4, size=(n, 3)).astype(float) for n in (50, 777)]
+    clouds += [np.zeros((40, 3)), (rng.integers(0, 10, size=(600, 3)) * 1e-3).astype(np.float32)]
+    for points in clouds:
+        assert np.array_equal(cluster_order(points, leaf, group), _bisection_reference(points, leaf, group))
+
+
 def test_points_on_a_line_come_out_sorted_along_it():
     t = np.random.default_rng(1).permutation(700).astype(float)
     points = np.outer(t, [0.3, -0.2, 0.1]) + [1.0, 2.0, 3.0]

@@ -200,25 +200,28 @@ def cluster_order(points: np.ndarray, leaf: int, group: int) -> np.ndarray:
     compact clusters: the points are halved recursively across the longest side of their bounding box, every split
     at a whole number of runs (of ``leaf · group`` points while more than that many remain, then of ``leaf``). With
     leaf 8, a pad of 4 × 5 taxels becomes cells of 4 × 2, 4 × 2 and 4 × 1 taxels (a Morton curve over the same grid
-    made cells that spanned the whole pad)."""
-    out = np.empty(len(points), np.int64)
+    made cells that spanned the whole pad).
 
-    def split(idx: np.ndarray, at: int) -> None:
-        n = len(idx)
-        if n <= leaf:
-            out[at:at + n] = idx
-            return
-        unit = leaf * group if n > leaf * group else leaf
-        runs = -(-n // unit)
-        left = unit * ((runs + 1) // 2)
-        pts = points[idx]
-        axis = int(np.argmax(np.ptp(pts, axis=0)))
-        idx = idx[np.argsort(pts[:, axis], kind="stable")]
-        split(idx[:left], at)
-        split(idx[left:], at + left)
-
-    split(np.arange(len(points)), 0)
-    return out
+    Level by level (every segment of one depth split in the same numpy calls), so that a layout of one-point cells
+    (CUDA) over 10⁵ samples builds in a fraction of a second rather than through 10⁵ recursive calls."""
+    n = len(points)
+    order = np.arange(n)
+    starts = np.zeros(min(n, 1), np.int64)
+    sizes = np.full(len(starts), n, np.int64)
+    while len(starts) and sizes.max() > leaf:
+        pts = points[order]
+        split = sizes > leaf
+        extent = np.maximum.reduceat(pts, starts) - np.minimum.reduceat(pts, starts)
+        axis = np.argmax(extent, axis=1)
+        segment = np.repeat(np.arange(len(starts)), sizes)
+        key = np.where(split[segment], pts[np.arange(n), axis[segment]], 0.0)
+        order = order[np.lexsort((key, segment))]
+        unit = np.where(sizes > leaf * group, leaf * group, leaf)
+        left = unit * ((-(-sizes // unit) + 1) // 2)
+        halves = np.stack([np.where(split, left, sizes), np.where(split, sizes - left, 0)], axis=1).ravel()
+        sizes = halves[halves > 0]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return order
 
 
 def bounding_sphere(points: np.ndarray, pad: float) -> tuple[np.ndarray, float]:
