@@ -1,7 +1,5 @@
 """ContactDepthProbe (spec §4) and ContactProbe (spec §5): closed-form checks on a pad."""
 
-import math
-
 import numpy as np
 import pytest
 import torch

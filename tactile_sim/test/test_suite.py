@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers_scenes import grid_layout, make_suite, pose, step
+from helpers_scenes import grid_layout, make_suite, step
 from tactile_sim.errors import ConfigError
 
 R = 0.002
