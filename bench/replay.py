@@ -15,6 +15,12 @@ the run digest. 'kernels ms': the time spent inside the recorded warp kernel lau
 every launch timed), the arithmetic of the sensor models that no Python-side change removes. Goal: ≥ 100× real
 time, i.e. ≤ 0.1 ms per tick at 100 Hz.
 
+Second table, the bound of a time-batched design: the same recorded joint positions, K consecutive ticks evaluated as
+the K envs of one ``SensorSuite.update`` (world posing and every sensor batch, no bag, no messages; what one suite
+step costs per tick when its launches and glue are shared by K ticks). It ignores what carries from one tick to the
+next (velocity estimates, imperfection state, thermal and filter state), so it is a bound, not a replay; ratio =
+µs per tick at K = 1 (the per-tick stepping of today) / at K.
+
     /work/venv/bin/python bench/replay.py [--seconds S]
 """
 
@@ -45,9 +51,13 @@ from tactile_sim.offline.replay import replay_bag
 from tactile_sim.offline.run_loop import InputEvent, RunLoop, tick_time_ns
 from tactile_sim.ros.node_core import NodeCore
 from tactile_sim.ros.node_params import NodeParams
+from tactile_sim.suite import SensorSuite
+from timing import time_per_call
 
 RATE = 100.0
 GOAL = 100.0
+WINDOWS = (1, 10, 100)
+"""K of the time-batched bound (ticks per suite step)."""
 
 
 def record(path: Path, events) -> Path:
@@ -119,6 +129,36 @@ def bench(label: str, config, events, folder: Path) -> None:
           f"{GOAL * stats.wall_s / simulated:7.0f}")
 
 
+def recorded_joints(events, names: list[str]) -> np.ndarray:
+    """Joint positions [ticks, n_act] (URDF order) of the joint-state events."""
+    rows = []
+    for event in events:
+        if event.kind == "joint_states":
+            position = dict(zip(event.message.name, event.message.position))
+            rows.append([position[n] for n in names])
+    return np.array(rows)
+
+
+def time_batched_bound(label: str, config, events) -> None:
+    """One row per K of :data:`WINDOWS`: µs per tick of a suite step over K recorded ticks as K envs."""
+    joints, base = None, None
+    for k in WINDOWS:
+        suite = SensorSuite(config, n_envs=k)
+        if joints is None:
+            joints = recorded_joints(events, suite.robot.actuated_joint_names)
+        windows = [torch.as_tensor(joints[i:i + k], dtype=suite.dtype) for i in range(0, len(joints) - k + 1, k)]
+        clock = iter(range(10**9))
+
+        def step() -> None:
+            for q in windows:
+                suite.update(next(clock) / RATE, joint_pos=q)
+
+        per_tick = time_per_call(step, 1, trials=3, warmup=1) / (len(windows) * k)
+        base = base or per_tick
+        print(f"{label:>9} {k:>4} {len(windows) * k:>6} | {1e6 * per_tick:9.1f} {1 / per_tick:10.0f} | "
+              f"{base / per_tick:6.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per scene (default 2)")
@@ -134,6 +174,10 @@ def main() -> None:
         urdf = folder / "hand.urdf"
         urdf.write_text(hand_urdf())
         bench("hand 368", *hand_inputs(seconds, urdf), folder)
+        print(f"\ntime-batched bound: K ticks as the K envs of one suite step (state across ticks ignored)\n"
+              f"{'scene':>9} {'K':>4} {'ticks':>6} | {'us/tick':>9} {'ticks/s':>10} | {'ratio':>6}")
+        time_batched_bound("demo", *demo_inputs(seconds))
+        time_batched_bound("hand 368", *hand_inputs(seconds, urdf))
 
 
 if __name__ == "__main__":
