@@ -187,9 +187,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             self.pairwise()
         branch = self.branch
         if self.emit is not None:
-            gain = self.new_gain()
-            if gain is not None:
-                self.emit.bind_all("gain", gain)
+            self.bind_new_gain(self.emit)
             self.emit.select(branch.staging())()
             branch.push_staged()
             return

@@ -66,14 +66,18 @@ class ProbeSensorBatch(SensorBatch):
         """Distance beyond R̃ at which a model still changes its output (ContactProbe's negative release)."""
         return 0.0
 
-    def new_gain(self) -> torch.Tensor | None:
-        """The measured branch's probe gain [E, P] when it is another tensor than at build or the last call that
-        returned it (a reset redrew it), else None: kernels that read the gain rebind it only then."""
+    def draw_radius(self) -> None:
+        """This evaluation's measured probe radius R̃ [E, P] (m) into ``radius_measured``, when radius noise is on."""
+        if self.branch.radius_varies:
+            self.branch.radius(self.probes.radius, out=self.radius_measured)
+
+    def bind_new_gain(self, launches) -> None:
+        """Bind the measured branch's probe gain [E, P] into ``launches`` (``bind_all``) when it is another tensor than
+        the one bound last (a reset redrew it): kernels that read the gain pay for the bind only then."""
         gain = self.branch.gain
-        if gain is self._bound_gain:
-            return None
-        self._bound_gain = gain
-        return gain
+        if gain is not self._bound_gain:
+            self._bound_gain = gain
+            launches.bind_all("gain", gain)
 
     def min_gain(self) -> torch.Tensor:
         """Smallest gain a probe can get on the measured branch ``[P]`` (static gain or resample range)."""
@@ -123,12 +127,9 @@ class FusedProbeBatch(ProbeSensorBatch):
         ground_truth.zero_()
 
     def evaluate(self, state: WorldState) -> None:
+        self.draw_radius()
+        self.bind_new_gain(self.launch)
         branch = self.branch
-        if branch.radius_varies:
-            branch.radius(self.probes.radius, out=self.radius_measured)
-        gain = self.new_gain()
-        if gain is not None:
-            self.launch.bind_all("gain", gain)
         staging = branch.staging()
         if self.fill_before:
             self.clear(*staging)

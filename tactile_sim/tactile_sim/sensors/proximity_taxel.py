@@ -300,12 +300,9 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         return self.clouds[i]
 
     def evaluate(self, state: WorldState) -> None:
+        self.draw_radius()
+        self.bind_new_gain(self.launches)
         branch = self.branch
-        if branch.radius_varies:
-            branch.radius(self.probes.radius, out=self.radius_measured)
-        gain = self.new_gain()
-        if gain is not None:
-            self.launches.bind_all("gain", gain)
         launch = self.launches.select(branch.staging())
         bind_state(launch, state, twists=True)
         launch()

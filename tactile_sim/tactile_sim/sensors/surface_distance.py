@@ -123,9 +123,8 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
                                      [query.tables, per_thread], ctx.device, outputs=("measured", "ground_truth"))
 
     def evaluate(self, state: WorldState) -> None:
+        self.draw_radius()
         branch = self.branch
-        if branch.radius_varies:
-            branch.radius(self.probes.radius, out=self.radius_measured)
         self.ctx.query.world_poses(state.rot, state.pos)
         launch = self.launches.select(branch.staging())
         bind_state(launch, state)
