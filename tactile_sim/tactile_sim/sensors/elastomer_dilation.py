@@ -37,12 +37,11 @@ import scipy.fft
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from .compaction import SegmentCompaction
 from .layer_profile import FAR_FIELD, layer_profile
 from .layout import ProbeLayout
 from .probe_set import WP_TYPES
-from .warp_launch import call_struct
 
 ORTHOGONAL = 1e-12
 """|t_u·t_v|, |a·t_u|, |a·t_v| at most this (unit vectors) make a grid orthogonal (Gaussians separable)."""
@@ -119,9 +118,10 @@ _F64 = {"params": wp.array2d(dtype=wp.float64), "coefficients": wp.array2d(dtype
 """Fields of the build-time table kernels (float64): the parameter table [S, 7], κ₁'s cubic pieces and their grid,
 the output tables (K_in, G)."""
 
-_PairTablesCall = call_struct("DilationPairTablesCall", {
-    "pos": wp.array(dtype=wp.vec3d), "normal": wp.array(dtype=wp.vec3d), **_F64})
-_LatticeTablesCall = call_struct("DilationLatticeTablesCall", {"offsets": wp.array2d(dtype=wp.vec3d), **_F64})
+_PairTablesCall = warp_struct("DilationPairTablesCall", {
+    "pos": wp.array(dtype=wp.vec3d), "normal": wp.array(dtype=wp.vec3d), **_F64}, __name__)
+_LatticeTablesCall = warp_struct("DilationLatticeTablesCall", {"offsets": wp.array2d(dtype=wp.vec3d), **_F64},
+                                 __name__)
 
 
 def _pair_tables(call: _PairTablesCall, at: int, s: int):
@@ -155,11 +155,11 @@ def _direct_sum_kernel(dtype: torch.dtype):
     here (direct probes only: every index is into the direct subset)."""
     f, v, _ = WP_TYPES[dtype]
     i64 = wp.array(dtype=wp.int64)
-    call_type = call_struct(f"DilationDirectSumCall_{f.__name__}", {
+    call_type = warp_struct(f"DilationDirectSumCall_{f.__name__}", {
         "pos": wp.array(dtype=v), "normal": wp.array(dtype=v), "segment": i64, "sensor": wp.array(dtype=wp.int32),
         "params": wp.array2d(dtype=f), "coefficients": wp.array2d(dtype=f), "table": wp.array(dtype=f),
         "depth": wp.array2d(dtype=f), "depth_p": wp.array2d(dtype=f), "order": wp.array2d(dtype=wp.int64),
-        "first": i64, "count": wp.array2d(dtype=wp.int64), "out": wp.array2d(dtype=v)})
+        "first": i64, "count": wp.array2d(dtype=wp.int64), "out": wp.array2d(dtype=v)}, __name__)
 
     def kernel(call: Any):
         e, i = wp.tid()

@@ -22,11 +22,10 @@ import numpy as np
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from .elastomer_dilation import orthogonal_grid, pair_tables
 from .layout import ProbeLayout
 from .probe_set import WP_TYPES
-from .warp_launch import call_struct
 
 PAIRWISE_WORK = 1 << 16
 """A sensor is evaluated here when n_envs · P_s² is at most this (P_s: its probe count)."""
@@ -43,12 +42,12 @@ def _pairwise_kernel(dtype: torch.dtype):
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ElastomerPairwiseCall_{f.__name__}"
-    call_type = call_struct(name, {
+    call_type = warp_struct(name, {
         "chunk": i32, "sensor": i32, "first": i32, "source": i32, "length": i32, "lambda_s": wp.array(dtype=f),
         "probe": i32, "normal": wp.array(dtype=v), "table_k": wp.array2d(dtype=v), "table_g": wp.array2d(dtype=f),
         "shear_pos": wp.array(dtype=v), "shear_normal": wp.array(dtype=v), "depth": wp.array2d(dtype=f),
         "depth_p": wp.array2d(dtype=f), "samples": wp.array3d(dtype=v), "drags": wp.array3d(dtype=v),
-        "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)})
+        "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)}, __name__)
 
     def kernel(call: Any):
         e, t = wp.tid()

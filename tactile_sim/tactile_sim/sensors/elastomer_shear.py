@@ -33,13 +33,13 @@ import warp as wp
 from ..constants import EPS_LEN
 from ..geometry.query import ShapeQuery, nearest_shape, tables_type
 from ..geometry.shapes import Shape, ShapeKind
-from ..geometry.struct_launch import StructLaunch
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from .elastomer_dilation import orthogonal_grid
 from .layout import ProbeLayout
 from ..world.state import WorldState
 from .probe_set import WP_TYPES
 from .tracked_cloud import PointCloud
-from .warp_launch import bind_state, call_struct
+from .warp_launch import bind_state
 
 CPU_SAMPLES_PER_THREAD = 64
 """Tracked samples per thread of the anchor kernel on the CPU (one on CUDA)."""
@@ -56,7 +56,7 @@ def _sample_kernel(dtype: torch.dtype):
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ShearSampleCall_{f.__name__}"
-    call_type = call_struct(name, {
+    call_type = warp_struct(name, {
         "points": wp.array(dtype=v), "owner": i32, "sensor": i32, "link_of_sensor": i32, "box_lo": wp.array(dtype=v),
         "box_hi": wp.array(dtype=v),
         "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "local": wp.array2d(dtype=v),
@@ -64,7 +64,7 @@ def _sample_kernel(dtype: torch.dtype):
         "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
         "world_rot": wp.array2d(dtype=m), "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v),
         "anchored": wp.array2d(dtype=wp.bool), "anchor": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v),
-        "selected": wp.array2d(dtype=wp.bool)})
+        "selected": wp.array2d(dtype=wp.bool)}, __name__)
 
     def kernel(call: Any, tables: Any, per_thread: int):
         e, t = wp.tid()
@@ -126,10 +126,10 @@ def _compact_kernel(dtype: torch.dtype):
     v = WP_TYPES[dtype][1]
     i32 = wp.array(dtype=wp.int32)
     name = f"ShearCompactCall_{v.__name__}"
-    call_type = call_struct(name, {
+    call_type = warp_struct(name, {
         "local": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v), "selected": wp.array2d(dtype=wp.bool),
         "start": i32, "length": i32, "q_out": wp.array3d(dtype=v), "c_out": wp.array3d(dtype=v),
-        "count": wp.array2d(dtype=wp.int32)})
+        "count": wp.array2d(dtype=wp.int32)}, __name__)
 
     def kernel(call: Any):
         e, s = wp.tid()

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from ..geometry.struct_launch import warp_struct
 from ..world.state import WorldState
 from .elastomer_dilation import DilationField, DilationParameters
 from .elastomer_pairwise import PairwiseField, pairwise_sensors
@@ -32,7 +33,7 @@ from .probe_sensor import ProbeSensorBatch
 from .cell_kernel import cell_kernel
 from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, kernel_clears, probe_struct
 from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
-from .warp_launch import SlotLaunches, call_struct
+from .warp_launch import SlotLaunches
 
 
 @wp.func
@@ -80,9 +81,9 @@ def _emit_kernel(dtype: torch.dtype):
     """(kernel, call struct type) over (E, runs of ``per_thread`` probes): ground truth u and measured g·u of every
     probe (``field`` [E, P] vectors, probe gain [E, P]) into the measured branch's staging buffers."""
     f, v, _ = WP_TYPES[dtype]
-    call_type = call_struct(f"ElastomerEmitCall_{f.__name__}", {
+    call_type = warp_struct(f"ElastomerEmitCall_{f.__name__}", {
         "field": wp.array2d(dtype=v), "gain": wp.array2d(dtype=f), "ground_truth": wp.array2d(dtype=v),
-        "measured": wp.array2d(dtype=v)})
+        "measured": wp.array2d(dtype=v)}, __name__)
 
     def kernel(call: Any, per_thread: int):
         e, t = wp.tid()

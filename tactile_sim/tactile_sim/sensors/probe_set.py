@@ -25,9 +25,10 @@ import torch
 import warp as wp
 
 from ..geometry.query import QueryResult, ShapeQuery
+from ..geometry.struct_launch import warp_struct
 from ..world.state import WorldState
 from .layout import ProbeLayout
-from .warp_launch import SlotLaunches, call_struct, state_tensors
+from .warp_launch import SlotLaunches, state_tensors
 
 CPU_CELL_PROBES = 8
 """Consecutive probes per broad-phase cell on the CPU (one on CUDA)."""
@@ -250,7 +251,7 @@ def probe_fields(dtype: torch.dtype) -> dict:
 
 def probe_struct(name: str, dtype: torch.dtype, model_fields: dict):
     """A warp struct type with :func:`probe_fields` and the model's own fields."""
-    return call_struct(name, {**probe_fields(dtype), **model_fields})
+    return warp_struct(name, {**probe_fields(dtype), **model_fields}, __name__)
 
 
 def cull_fields(n_envs: int, n_blocks: int, group_shape_mask: torch.Tensor) -> dict[str, torch.Tensor]:

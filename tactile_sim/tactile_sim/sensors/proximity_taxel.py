@@ -32,12 +32,13 @@ import torch
 import warp as wp
 
 from ..geometry.query import ROUND_OFF_ULPS
+from ..geometry.struct_launch import warp_struct
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
 from .probe_sensor import ProbeSensorBatch, per_probe
 from .probe_set import WP_TYPES, ProbeSensorGeometry
 from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
-from .warp_launch import SlotLaunches, bind_state, call_struct
+from .warp_launch import SlotLaunches, bind_state
 
 SAMPLES_PER_CHUNK = 16
 """Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
@@ -101,7 +102,7 @@ def _taxel_kernel(dtype: torch.dtype):
     i32, fs, vs = wp.array(dtype=wp.int32), wp.array(dtype=f), wp.array(dtype=v)
     wrench = wp.array2d(dtype=wp.types.vector(6, f))
     name = f"ProximityTaxelCall_{f.__name__}"
-    call_type = call_struct(name, {
+    call_type = warp_struct(name, {
         "probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": vs, "cell_radius": fs,
         "cell_cut": fs, "block_first_cell": i32, "block_cells": i32, "block_link": i32, "block_group": i32,
         "block_center": vs, "block_radius": fs, "block_cut": fs, "local_pos": vs, "local_normal": vs,
@@ -110,7 +111,7 @@ def _taxel_kernel(dtype: torch.dtype):
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
-        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench})
+        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench}, __name__)
 
     def kernel(call: Any, round_off: Any):
         e, k = wp.tid()

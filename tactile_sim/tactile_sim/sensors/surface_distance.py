@@ -25,13 +25,14 @@ import torch
 import warp as wp
 
 from ..geometry.query import POINTS_PER_CPU_THREAD, nearest_shape, tables_type
+from ..geometry.struct_launch import warp_struct
 from ..imperfections.spec import PER_CHANNEL_OPTIONS, SensorImperfections
 from ..world.state import WorldState
 from .base import imperfections_of
 from .probe_sensor import ProbeSensorBatch
 from .probe_set import WP_TYPES, ProbeSensorGeometry
 from .tracked_cloud import tracked_shape_mask
-from .warp_launch import SlotLaunches, bind_state, call_struct
+from .warp_launch import SlotLaunches, bind_state
 
 
 def _distance_channel_only(value, n: int):
@@ -56,13 +57,13 @@ def _distance_kernel(dtype: torch.dtype):
     f, v, m = WP_TYPES[dtype]
     i32, v4 = wp.array(dtype=wp.int32), wp.array2d(dtype=wp.types.vector(4, f))
     name = f"SurfaceDistanceCall_{f.__name__}"
-    call_type = call_struct(name, {
+    call_type = warp_struct(name, {
         "local_pos": wp.array(dtype=v), "link_of_probe": i32, "group_of_probe": i32, "cutoff": wp.array(dtype=f),
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f),
         "group_shape_mask": wp.array2d(dtype=wp.bool), "group_exact": wp.array(dtype=wp.bool),
         "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "world_rot": wp.array2d(dtype=m),
         "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v), "ground_truth": v4,
-        "measured": v4})
+        "measured": v4}, __name__)
 
     def kernel(call: Any, tables: Any, points_per_thread: int):
         e, t = wp.tid()

@@ -14,17 +14,12 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..geometry.struct_launch import StructLaunch, warp_struct
+from ..geometry.struct_launch import StructLaunch
 from ..world.state import WorldState
 
 MAX_OUTPUT_SETS = 8
 """Most launches recorded per :class:`SlotLaunches` (one per set of output buffers); beyond, one more launch serves
 every other set with its output fields rebound per call."""
-
-
-def call_struct(name: str, fields: dict):
-    """A warp struct type ``name`` with the fields ``fields`` (name → warp type), for a kernel's first parameter."""
-    return warp_struct(name, fields, __name__)
 
 
 def state_tensors(state: WorldState, twists: bool = False) -> tuple[torch.Tensor, ...]:
