@@ -2,6 +2,8 @@
 the generic ShapeQuery: several sensors on two links in one batch, every primitive kind, fillers, per-env poses and
 twists, radius noise, gains and exponents. The broad phase (blocks and cells of probes) must never change a result."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -186,3 +188,23 @@ def test_delayed_reads_cycle_through_every_staging_slot(first, kernel_clears):
         if k >= delay:
             assert valid.all() and torch.equal(measured, truths[k - delay])
     assert all(int((t > 0).sum()) > 10 for t in truths) and not torch.equal(truths[0], truths[1])
+
+
+def _strided(t: torch.Tensor) -> torch.Tensor:
+    """The values of ``t`` in a non-contiguous tensor (env axis last in memory)."""
+    return t.transpose(0, -1).contiguous().transpose(0, -1)
+
+
+def test_a_state_of_non_contiguous_tensors_reads_the_same():
+    """Poses and twists handed over as strided views (a caller's own WorldState) are made contiguous for the
+    kernels: KinematicTaxel's ground truth (poses and twists, stateless) equals that of the contiguous state."""
+    suite = _suite("KinematicTaxel", [{"normal_damping": 20.0}, {"shear_scalar": 3.0}, {}], "float64")
+    batch = suite.batches[0][1]
+    state = _state(suite, 1)
+    expected = batch.branch.read_ground_truth_batch()[0].clone()
+    assert int((expected[..., 2] != 0).sum()) > 50
+    strided = dataclasses.replace(state, rot=_strided(state.rot), pos=_strided(state.pos),
+                                  lin_vel=_strided(state.lin_vel), ang_vel=_strided(state.ang_vel))
+    assert not any(t.is_contiguous() for t in (strided.rot, strided.pos, strided.lin_vel, strided.ang_vel))
+    suite.step(strided)
+    torch.testing.assert_close(batch.branch.read_ground_truth_batch()[0], expected, rtol=0, atol=0)

@@ -20,6 +20,7 @@ from ..world.state import WorldState
 from .probe_sensor import FusedProbeBatch, per_probe
 from .cell_kernel import cell_kernel
 from .probe_set import WP_TYPES, probe_struct
+from .warp_launch import contiguous_pair
 
 
 class ForceTorque(NamedTuple):
@@ -115,9 +116,7 @@ class KinematicTaxelBatch(FusedProbeBatch):
                 "exponent": coef["normal_exponent"]}
 
     def step_inputs(self, state: WorldState) -> dict:
-        lin, ang = state.lin_vel, state.ang_vel
-        if not (lin.is_contiguous() and ang.is_contiguous()):
-            lin, ang = lin.contiguous(), ang.contiguous()
+        lin, ang = contiguous_pair(state.lin_vel, state.ang_vel)
         return {"lin_vel": lin, "ang_vel": ang}
 
     def output(self, value: torch.Tensor) -> ForceTorque:

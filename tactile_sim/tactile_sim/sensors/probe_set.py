@@ -28,7 +28,7 @@ from ..geometry.query import QueryResult, ShapeQuery
 from ..geometry.struct_launch import warp_struct
 from ..world.state import WorldState
 from .layout import ProbeLayout
-from .warp_launch import SlotLaunches, state_tensors
+from .warp_launch import SlotLaunches, bind_state, state_tensors
 
 CPU_CELL_PROBES = 8
 """Consecutive probes per broad-phase cell on the CPU (one on CUDA)."""
@@ -310,16 +310,14 @@ class FusedProbeLaunch:
         """Launch for ``state`` with ``per_step`` fields (contiguous tensors, bound by data pointer) and the output
         ``buffers`` (one persistent tensor per name of ``outputs``, in order)."""
         self.query.world_poses(state.rot, state.pos)
-        rot, pos = state_tensors(state)
         launches = self.launches
         if launches is None:
+            rot, pos = state_tensors(state)
             launches = self.launches = SlotLaunches(self.kernel, self.dim, self.call_type, {
                 **self.fields, "body_rot": rot, "body_pos": pos, **per_step}, [self.query.tables], self.query.device,
                 self.outputs)
         launch = launches.select(buffers)
-        bind = launch.bind
-        bind("body_rot", rot)
-        bind("body_pos", pos)
+        bind_state(launch, state)
         for name, t in per_step.items():
-            bind(name, t)
+            launch.bind(name, t)
         launch()

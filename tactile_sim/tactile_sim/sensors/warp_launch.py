@@ -22,18 +22,20 @@ MAX_OUTPUT_SETS = 8
 every other set with its output fields rebound per call."""
 
 
+def contiguous_pair(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` and ``b`` contiguous (copies only when one is not; the state's tensors usually are)."""
+    if a.is_contiguous() and b.is_contiguous():
+        return a, b
+    return a.contiguous(), b.contiguous()
+
+
 def state_tensors(state: WorldState, twists: bool = False) -> tuple[torch.Tensor, ...]:
     """The state's body rotations [E, B, 3, 3] and origins [E, B, 3] — and with ``twists`` its linear and angular
-    velocities [E, B, 3] — contiguous (copies only where one is not)."""
-    rot, pos = state.rot, state.pos
-    if not (rot.is_contiguous() and pos.is_contiguous()):
-        rot, pos = rot.contiguous(), pos.contiguous()
+    velocities [E, B, 3] — contiguous (:func:`contiguous_pair`)."""
+    rot, pos = contiguous_pair(state.rot, state.pos)
     if not twists:
         return rot, pos
-    lin, ang = state.lin_vel, state.ang_vel
-    if not (lin.is_contiguous() and ang.is_contiguous()):
-        lin, ang = lin.contiguous(), ang.contiguous()
-    return rot, pos, lin, ang
+    return (rot, pos, *contiguous_pair(state.lin_vel, state.ang_vel))
 
 
 def bind_state(launch: StructLaunch, state: WorldState, twists: bool = False) -> None:
