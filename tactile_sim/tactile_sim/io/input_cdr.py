@@ -7,9 +7,10 @@ and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :
 bag writes them as they are). Names repeat from message to message: when the bytes at the name block begin with
 the previous message's block, they are that block (a count, then length-prefixed names: the block fixes its own
 end) and its decoded names are reused without walking them. :class:`TFMessageDecoder` reads each transform's stamp,
-frames, translation and rotation with one ``struct`` call per field group. Message objects are built with positional arguments (rosbags' field order, which
-the tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
-(``decode`` returns None otherwise, the caller falls back to rosbags).
+frames, translation and rotation with one ``struct`` call per field group. Message objects are built with
+positional arguments (rosbags' field order, which the tests check against rosbags' deserialiser), a third cheaper
+than keywords. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller falls back to
+rosbags).
 """
 
 from __future__ import annotations

@@ -240,10 +240,11 @@ def probe_fields(dtype: torch.dtype) -> dict:
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     return {"probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": wp.array(dtype=v),
-            "cell_radius": wp.array(dtype=f), "cell_cut": wp.array(dtype=f), "block_first_cell": i32, "block_cells": i32, "block_link": i32,
-            "block_group": i32, "block_center": wp.array(dtype=v), "block_radius": wp.array(dtype=f),
-            "block_cut": wp.array(dtype=f), "local_pos": wp.array(dtype=v), "cutoff": wp.array(dtype=f),
-            "group_shape_mask": wp.array2d(dtype=wp.bool), "group_exact": wp.array(dtype=wp.bool),
+            "cell_radius": wp.array(dtype=f), "cell_cut": wp.array(dtype=f), "block_first_cell": i32,
+            "block_cells": i32, "block_link": i32, "block_group": i32, "block_center": wp.array(dtype=v),
+            "block_radius": wp.array(dtype=f), "block_cut": wp.array(dtype=f), "local_pos": wp.array(dtype=v),
+            "cutoff": wp.array(dtype=f), "group_shape_mask": wp.array2d(dtype=wp.bool),
+            "group_exact": wp.array(dtype=wp.bool),
             "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v), "world_rot": wp.array2d(dtype=m),
             "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v), "cell_cull": i32,
             "cell_mask": wp.array2d(dtype=wp.bool)}
@@ -300,7 +301,8 @@ class FusedProbeLaunch:
         self.launches: SlotLaunches | None = None
 
     def bind_all(self, name: str, t: torch.Tensor) -> None:
-        """Point the static field ``name`` (one of ``model_fields``) at ``t`` from now on (:meth:`SlotLaunches.bind_all`)."""
+        """Point the static field ``name`` (one of ``model_fields``) at ``t`` from now on
+        (:meth:`SlotLaunches.bind_all`)."""
         self.fields[name] = t
         if self.launches is not None:
             self.launches.bind_all(name, t)
