@@ -24,7 +24,7 @@ import warp as wp
 
 from timing import time_per_call
 from tactile_sim.suite import SensorSuite
-from tactile_sim.sensors.probe_sensor import per_probe
+from tactile_sim.sensors.points.probe_sensor import per_probe
 from tactile_sim.sensors.proximity_taxel import _wrench
 
 TYPICAL = {"noise": 1e-4, "bias": 1e-5, "delay": 0.01}

@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from tactile_sim.sensors.layout import generate_grid_points_on_plane
+from tactile_sim.sensors.layout.probe_layout import generate_grid_points_on_plane
 from tactile_sim.suite import SensorSuite
 
 GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend, 1 thread (issue figures)

@@ -16,8 +16,8 @@ from .errors import ConfigError
 from .geometry.mesh_io import load_mesh
 from .geometry.shapes import Shape, ShapeKind
 from .geometry.transforms import pose_from_xyz_rpy, quat_to_matrix_np, rpy_to_matrix_np
-from .sensors.layout import ProbeLayout, generate_grid_points_on_plane, load_layout_file
-from .sensors.layout_sources import conforming_layout, urdf_tactile_layouts
+from .sensors.layout.probe_layout import ProbeLayout, generate_grid_points_on_plane, load_layout_file
+from .sensors.layout.sources import conforming_layout, urdf_tactile_layouts
 from .world.objects import DeclaredObject
 from .world.scene import Scene
 from .world.urdf import RobotModel

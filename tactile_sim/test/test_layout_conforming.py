@@ -8,7 +8,7 @@ from scipy.spatial import cKDTree
 from helpers_layout import raises_config_error
 from tactile_sim.geometry.shapes import MeshData, Shape, ShapeKind
 from tactile_sim.geometry.transforms import rpy_to_matrix_np
-from tactile_sim.sensors.layout_sources import conforming_layout
+from tactile_sim.sensors.layout.sources import conforming_layout
 
 H = np.array([0.02, 0.015, 0.008])  # box half extents, m
 S = 0.003  # spacing, m

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from helpers_layout import raises_config_error
-from tactile_sim.sensors.layout import ProbeLayout, load_layout_file
+from tactile_sim.sensors.layout.probe_layout import ProbeLayout, load_layout_file
 
 W = "pads.yaml:sensors[0].probe_local_pos"
 

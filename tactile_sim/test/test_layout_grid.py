@@ -10,7 +10,7 @@ from scipy.spatial.transform import Rotation
 
 from helpers_layout import raises_config_error
 from tactile_sim.constants import GRID_FIT_ABS, GRID_FIT_REL
-from tactile_sim.sensors.layout import ProbeLayout, generate_grid_points_on_plane
+from tactile_sim.sensors.layout.probe_layout import ProbeLayout, generate_grid_points_on_plane
 
 
 # ---------------------------------------------------------------------- §14.5 helper

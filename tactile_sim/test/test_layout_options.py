@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers_layout import raises_config_error
-from tactile_sim.sensors.layout import ProbeLayout
+from tactile_sim.sensors.layout.probe_layout import ProbeLayout
 
 W = "KinematicTaxel(name='pad')"
 

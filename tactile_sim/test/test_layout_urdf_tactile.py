@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers_layout import raises_config_error
-from tactile_sim.sensors.layout_sources import urdf_tactile_layouts
+from tactile_sim.sensors.layout.sources import urdf_tactile_layouts
 
 HALF_PI = repr(math.pi / 2)
 

@@ -10,7 +10,7 @@ from tactile_sim.demo_trajectory import DEMO_URDF
 from tactile_sim.io.encode import encode_joint_torque, encode_taxel_array, encode_thermal_grid
 from tactile_sim.io.msg_types import new_message
 from tactile_sim.io.readings import JointTorqueReading, TaxelReading, ThermalReading
-from tactile_sim.cli_plot import default_picture_folder
+from tactile_sim.cli.plot import default_picture_folder
 from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest, joint_units
 from tactile_sim.offline.plots import plane_axes, slice_axis, taxel_figure, thermal_figure, write_pictures
 from tactile_sim.offline.run_loop import RunStats

@@ -12,8 +12,8 @@ from scipy import integrate, optimize, special
 
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, pad_sd, sphere, step
 from tactile_sim.errors import ConfigError
-from tactile_sim.sensors import elastomer_dilation
-from tactile_sim.sensors.layer_profile import NODES, RHO_MAX, layer_profile
+from tactile_sim.sensors.elastomer import dilation as elastomer_dilation
+from tactile_sim.sensors.elastomer.layer_profile import NODES, RHO_MAX, layer_profile
 
 
 # ---------------------------------------------------------------------------------------------- independent truth

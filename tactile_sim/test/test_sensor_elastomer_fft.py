@@ -11,8 +11,8 @@ import torch
 import warp as wp
 
 from helpers_pointcloud import lattice
-from tactile_sim.sensors.elastomer_dilation import DilationParameters, LatticeConvolution, pair_tables
-from tactile_sim.sensors.layout import ProbeLayout
+from tactile_sim.sensors.elastomer.dilation import DilationParameters, LatticeConvolution, pair_tables
+from tactile_sim.sensors.layout.probe_layout import ProbeLayout
 
 WINDOWS = [(0, 9, 0, 12), (2, 5, 3, 8), (2, 5, 3, 8), (0, 1, 11, 12), (8, 9, 0, 1), (3, 4, 4, 5), (1, 9, 0, 7),
            (0, 9, 0, 12), (4, 7, 2, 12), (2, 5, 3, 8)]

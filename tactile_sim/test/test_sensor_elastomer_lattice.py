@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
-from tactile_sim.sensors import elastomer_dilation
+from tactile_sim.sensors.elastomer import dilation as elastomer_dilation
 from test_sensor_elastomer import elastomer, replay_shear
 
 

@@ -1,5 +1,5 @@
 """ElastomerTaxel's evaluation paths chosen by size: small sensors take the per-probe pair sums
-(:mod:`tactile_sim.sensors.elastomer_pairwise`), larger ones the lattice / direct dilation paths and the shear
+(:mod:`tactile_sim.sensors.elastomer.pairwise`), larger ones the lattice / direct dilation paths and the shear
 groups. The spec checks of test_sensor_elastomer and test_sensor_elastomer_lattice run on small layouts, so here the
 path-specific ones run once more with every sensor forced onto the larger sensors' paths (``PAIRWISE_WORK = 0``),
 and both path families are compared on one scene with dilation and shear in two envs."""
@@ -13,7 +13,7 @@ import torch
 import test_sensor_elastomer as checks
 import test_sensor_elastomer_lattice as lattice_checks
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
-from tactile_sim.sensors import elastomer_pairwise, elastomer_shear
+from tactile_sim.sensors.elastomer import pairwise as elastomer_pairwise, shear as elastomer_shear
 from tactile_sim.suite import SensorSuite
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from tactile_sim.sensors.probe_set import CPU_BLOCK_CELLS, CPU_CELL_PROBES, ProbeCells, cluster_order
+from tactile_sim.sensors.points.probe_set import CPU_BLOCK_CELLS, CPU_CELL_PROBES, ProbeCells, cluster_order
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 20, 255, 256, 257, 1000])

@@ -202,7 +202,7 @@ def test_partial_contact_per_env_relaxes_with_the_covered_area(dtype, rtol):
 
 
 def test_small_grids_use_the_dense_operator_and_large_ones_the_separable_dct():
-    from tactile_sim.sensors.thermal_system import DENSE_CONDUCTION_CELLS
+    from tactile_sim.sensors.thermal.system import DENSE_CONDUCTION_CELLS
     assert 3 * 4 * 2 <= DENSE_CONDUCTION_CELLS < 5 * 4 * 4
     assert system(adiabatic((3, 4, 2), 1.0)[0]).conduction_operator is not None
     assert system(adiabatic((5, 4, 4), 1.0)[0]).conduction_operator is None

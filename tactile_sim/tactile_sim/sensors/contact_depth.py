@@ -13,9 +13,9 @@ import torch
 import warp as wp
 
 from ..imperfections.latch import overlap_floor
-from .probe_sensor import FusedProbeBatch, per_probe
-from .cell_kernel import cell_kernel
-from .probe_set import WP_TYPES, probe_struct
+from .points.probe_sensor import FusedProbeBatch, per_probe
+from .points.cell_kernel import cell_kernel
+from .points.probe_set import WP_TYPES, probe_struct
 
 
 @wp.func

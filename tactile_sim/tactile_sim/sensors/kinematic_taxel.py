@@ -17,9 +17,9 @@ import warp as wp
 
 from ..constants import EPS_D
 from ..world.state import WorldState
-from .probe_sensor import FusedProbeBatch, per_probe
-from .cell_kernel import cell_kernel
-from .probe_set import WP_TYPES, probe_struct
+from .points.probe_sensor import FusedProbeBatch, per_probe
+from .points.cell_kernel import cell_kernel
+from .points.probe_set import WP_TYPES, probe_struct
 from .warp_launch import contiguous_pair
 
 

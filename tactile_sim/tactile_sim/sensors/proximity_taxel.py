@@ -13,7 +13,7 @@ q̃_j = T u_j + t with T = R_Lᵀ R_B, t = R_Lᵀ(o_B − o_L) (u_j: its body-fr
 
 One warp kernel per evaluation does the whole step. At build every sensor's cloud is cut into *chunks* (leaves of a
 median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere);
-the probes are visited in the cells and blocks of :class:`~.probe_set.ProbeSet` (link-frame bounding spheres, the
+the probes are visited in the cells and blocks of :class:`~.points.probe_set.ProbeSet` (link-frame bounding spheres, the
 largest reach R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the
 link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, then of each
 of the cell's probes, and only then poses the chunk's samples (skipping those beyond the cell's reach) and
@@ -35,15 +35,15 @@ from ..geometry.query import ROUND_OFF_ULPS
 from ..geometry.struct_launch import warp_struct
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
-from .probe_sensor import ProbeSensorBatch, per_probe
-from .probe_set import WP_TYPES, ProbeSensorGeometry
-from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
+from .points.probe_sensor import ProbeSensorBatch, per_probe
+from .points.probe_set import WP_TYPES, ProbeSensorGeometry
+from .points.tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 from .warp_launch import SlotLaunches, bind_state
 
 SAMPLES_PER_CHUNK = 16
 """Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
 MAX_CELL_PROBES = 31
-"""Most probes a cell of :class:`~.probe_set.ProbeSet` may hold here (one bit each in an int32 mask)."""
+"""Most probes a cell of :class:`~.points.probe_set.ProbeSet` may hold here (one bit each in an int32 mask)."""
 
 
 def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_CHUNK) -> tuple[np.ndarray, list]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from .base import SensorBatch
 from .contact_depth import ContactDepthProbeBatch, ContactProbeBatch
-from .contact_sensor import ContactSensorBatch
-from .elastomer_taxel import ElastomerTaxelBatch
-from .joint_torque import JointTorqueBatch
+from .contact_sensor.sensor import ContactSensorBatch
+from .elastomer.taxel import ElastomerTaxelBatch
+from .joint_torque.sensor import JointTorqueBatch
 from .kinematic_taxel import KinematicTaxelBatch
 from .proximity_taxel import ProximityTaxelBatch
 from .surface_distance import SurfaceDistanceProbeBatch
-from .temperature_grid import TemperatureGridBatch
+from .thermal.temperature_grid import TemperatureGridBatch
 
 BATCH_CLASSES: dict[str, type[SensorBatch]] = {
     cls.sensor_type: cls

@@ -29,9 +29,9 @@ from ..geometry.struct_launch import warp_struct
 from ..imperfections.spec import PER_CHANNEL_OPTIONS, SensorImperfections
 from ..world.state import WorldState
 from .base import imperfections_of
-from .probe_sensor import ProbeSensorBatch
-from .probe_set import WP_TYPES, ProbeSensorGeometry
-from .tracked_cloud import tracked_shape_mask
+from .points.probe_sensor import ProbeSensorBatch
+from .points.probe_set import WP_TYPES, ProbeSensorGeometry
+from .points.tracked_cloud import tracked_shape_mask
 from .warp_launch import SlotLaunches, bind_state
 
 

@@ -3,12 +3,12 @@
 Per step, for the batch's sensors together:
 
 1. indentation depth H_i = max(0, −min over tracked shapes of sd(x_i)) and H_i^p at every active probe centre
-   (7.1) — one fused probe kernel (:func:`~.cell_kernel.cell_kernel`: placement, broad phase, nearest tracked shape
+   (7.1) — one fused probe kernel (:func:`~..points.cell_kernel.cell_kernel`: placement, broad phase, nearest tracked shape
    within cutoff 0: probes inside a tracked body get their depth, the others 0);
-2. shear anchors (7.5, :mod:`.elastomer_shear`) when any sensor has ``shear_scale`` > 0;
-3. u_dil + s: small sensors (:mod:`.elastomer_pairwise`) by per-probe pair sums in one kernel; the others by the
-   dilation paths of :mod:`.elastomer_dilation` (7.3–7.4: FFT or separable lattice on regular planar grids with a
-   shared normal, direct path otherwise) plus the shear sums of :mod:`.elastomer_shear`;
+2. shear anchors (7.5, :mod:`.shear`) when any sensor has ``shear_scale`` > 0;
+3. u_dil + s: small sensors (:mod:`.pairwise`) by per-probe pair sums in one kernel; the others by the
+   dilation paths of :mod:`.dilation` (7.3–7.4: FFT or separable lattice on regular planar grids with a
+   shared normal, direct path otherwise) plus the shear sums of :mod:`.shear`;
 4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages (§13.2); without
    crosstalk and hysteresis one small kernel writes u and g·u straight into the measured branch's staging buffers.
 
@@ -24,23 +24,23 @@ import numpy as np
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import warp_struct
-from ..world.state import WorldState
-from .elastomer_dilation import DilationField, DilationParameters
-from .elastomer_pairwise import PairwiseField, pairwise_sensors
-from .elastomer_shear import ShearAnchors
-from .probe_sensor import ProbeSensorBatch
-from .cell_kernel import cell_kernel
-from .probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, kernel_clears, probe_struct
-from .tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
-from .warp_launch import SlotLaunches
+from ...geometry.struct_launch import warp_struct
+from ...world.state import WorldState
+from .dilation import DilationField, DilationParameters
+from .pairwise import PairwiseField, pairwise_sensors
+from .shear import ShearAnchors
+from ..points.probe_sensor import ProbeSensorBatch
+from ..points.cell_kernel import cell_kernel
+from ..points.probe_set import WP_TYPES, FusedProbeLaunch, ProbeSensorGeometry, kernel_clears, probe_struct
+from ..points.tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
+from ..warp_launch import SlotLaunches
 
 
 @wp.func
 def _indentation(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
                  link_rot: Any, link_pos: Any):
     """H = −sd and H^p of probe i (env e), whose centre lies inside a tracked shape (sd < 0), m and m^p; raises the
-    window bounds of its sensor by the probe's key (:class:`~.elastomer_dilation.DilationField`)."""
+    window bounds of its sensor by the probe's key (:class:`~.dilation.DilationField`)."""
     h = -sd
     p = call.exponent[i]
     hp = h * h
@@ -125,7 +125,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         self.exponent = torch.as_tensor(np.repeat([o.normal_exponent for o in opts], self.counts), device=dev,
                                         dtype=dt)
         # H and H^p [E, P] as one buffer, written whole by the indentation kernel every step (large batches: zeroed
-        # before it, :func:`~.probe_set.kernel_clears`)
+        # before it, :func:`~..points.probe_set.kernel_clears`)
         self.depths = torch.zeros((2, e, p), device=dev, dtype=dt)
         self.depth, self.depth_p = self.depths.unbind(0)
         self.fill_before = not kernel_clears(e, p)

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import warp_struct
-from ..world.dynamics import WP_TYPES, rnea_row, rnea_types
+from ...geometry.struct_launch import warp_struct
+from ...world.dynamics import WP_TYPES, rnea_row, rnea_types
 
 _PI = wp.constant(math.pi)
 _TWO_PI = wp.constant(2.0 * math.pi)

@@ -1,7 +1,7 @@
-"""Warp kernels of the thermal system step (spec §10.2–10.3; the math is documented in :mod:`.thermal_system`).
+"""Warp kernels of the thermal system step (spec §10.2–10.3; the math is documented in :mod:`.system`).
 
-* Contact kernel (:func:`.cell_kernel.cell_kernel` over the grids' surface samples,
-  :class:`.body_samples.SampleCells`, query cutoff = the sample's ``contact_band``): every sample that touches a body
+* Contact kernel (:func:`..points.cell_kernel.cell_kernel` over the grids' surface samples,
+  :class:`..points.body_samples.SampleCells`, query cutoff = the sample's ``contact_band``): every sample that touches a body
   B adds its area a_k to the covered area of its cell and G_k = U_k a_k (0 for a body without material) to the
   fixed-partner conductance and heat G_k T_B of its cell (``acc`` [E, Nc, 3]: covered m², G W/K, Q W). With
   ``simulate_all_link_temperatures`` a lumped partner's G_k·dt (``dt`` [1] s) goes to ``g_cl`` [E, M, NL] (its
@@ -13,7 +13,7 @@
   orthonormal DCT-II (precomputed at build). Without pairs (step B) both run in one launch.
 * Lumped contact kernel (the same skeleton over the lumped bodies' samples, cutoff = the band): covered area and
   fixed-partner exchange per lumped body (``acc`` [E, NL, 3]) and the area of each towards every other lumped body
-  (``area_ll`` [E, NL, NL], consumed by the pair kernel of :mod:`.thermal_pairs`).
+  (``area_ll`` [E, NL, NL], consumed by the pair kernel of :mod:`.pairs`).
 * Exchange kernel over (E, NL): step D of the lumped bodies (the same relaxation), then their clamp.
 * Readout kernel over (E, P) of a TemperatureGrid batch: ground truth of its cells and the first-order sensing
   element, written into the measured branch's staging buffers.
@@ -26,10 +26,10 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
-from ..geometry.struct_launch import warp_struct
-from .probe_set import WP_TYPES, probe_struct
-from .cell_kernel import cell_kernel
+from ...constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
+from ...geometry.struct_launch import warp_struct
+from ..points.probe_set import WP_TYPES, probe_struct
+from ..points.cell_kernel import cell_kernel
 
 FIXED, LUMPED, GRIDDED = 0, 1, 2
 _LUMPED = wp.constant(LUMPED)

@@ -9,7 +9,7 @@ q̇ and q̈ come from the §11.4 estimator (message velocities or wrapped finite
 acceleration, warm-up flagged invalid). Output ``[E, (H,) n_selected]`` in N·m (revolute) or N (prismatic).
 
 The sensors of one batch are estimator "lanes" [E, S, n_mov] (each has its own velocity source, filter and contact
-sources). A step is one fused warp kernel over (E, S) (:mod:`.joint_torque_kernel`: estimator, loads, inverse
+sources). A step is one fused warp kernel over (E, S) (:mod:`.kernel`: estimator, loads, inverse
 dynamics, motor terms, output into the measured branch's staging buffers) that reads the contact sources' latest
 ground truth in place; there is no Python loop over sensors or joints in the step path (only over the few source
 batches, to point the kernel at their buffers).
@@ -24,16 +24,16 @@ import numpy as np
 import torch
 import warp as wp
 
-from ..errors import option_error
-from ..imperfections.pipeline import MeasuredBranch
-from ..world.dynamics import WP_TYPES
-from ..world.state import WorldState
-from ..world.urdf import JointType
-from .base import BuildContext, SensorBatch, imperfections_of
-from .contact_sensor import match_bodies
-from .joint_torque_kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, SOURCE_COLUMNS,
+from ...errors import option_error
+from ...imperfections.pipeline import MeasuredBranch
+from ...world.dynamics import WP_TYPES
+from ...world.state import WorldState
+from ...world.urdf import JointType
+from ..base import BuildContext, SensorBatch, imperfections_of
+from ..contact_sensor.sensor import match_bodies
+from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, SOURCE_COLUMNS,
                                   joint_torque_kernel)
-from .warp_launch import SlotLaunches
+from ..warp_launch import SlotLaunches
 
 
 class JointTorqueBatch(SensorBatch):

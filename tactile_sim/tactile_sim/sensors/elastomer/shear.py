@@ -11,7 +11,7 @@ P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel p
 link frame), finds sd_j (nearest own shape of the sensor link, culled beyond a cutoff just above the release level:
 farther samples release or stay free whatever their distance), updates the anchors and gives each sample's drag; a
 second compacts the contributing samples (anchored, D_j > 0, non-zero drag) of every (env, sensor), in sample order.
-Sensors evaluated by :mod:`.elastomer_pairwise` read the compacted samples there; for the others
+Sensors evaluated by :mod:`.pairwise` read the compacted samples there; for the others
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
   on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
@@ -30,16 +30,16 @@ import numpy as np
 import torch
 import warp as wp
 
-from ..constants import EPS_LEN
-from ..geometry.query import ShapeQuery, nearest_shape, tables_type
-from ..geometry.shapes import Shape, ShapeKind
-from ..geometry.struct_launch import StructLaunch, warp_struct
-from .elastomer_dilation import orthogonal_grid
-from .layout import ProbeLayout
-from ..world.state import WorldState
-from .probe_set import WP_TYPES
-from .tracked_cloud import PointCloud
-from .warp_launch import bind_state
+from ...constants import EPS_LEN
+from ...geometry.query import ShapeQuery, nearest_shape, tables_type
+from ...geometry.shapes import Shape, ShapeKind
+from ...geometry.struct_launch import StructLaunch, warp_struct
+from .dilation import orthogonal_grid
+from ..layout.probe_layout import ProbeLayout
+from ...world.state import WorldState
+from ..points.probe_set import WP_TYPES
+from ..points.tracked_cloud import PointCloud
+from ..warp_launch import bind_state
 
 CPU_SAMPLES_PER_THREAD = 64
 """Tracked samples per thread of the anchor kernel on the CPU (one on CUDA)."""

@@ -19,18 +19,18 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import torch
 
-from ..constants import EPS_D, TIMER_TOL, int_ceil
-from ..errors import option_error
-from ..geometry.sampling import sample_body_surface
-from ..geometry.shapes import ShapeKind
-from ..geometry.struct_launch import StructLaunch
-from ..world.scene import closest_names
-from ..world.state import WorldState
-from .base import BuildContext, SensorBatch
-from .body_samples import BodySamples, SampleCells
-from .contact_sensor_kernels import BODY_KERNELS, SAMPLE_KERNELS
-from .probe_set import FusedProbeLaunch
-from .warp_launch import state_tensors
+from ...constants import EPS_D, TIMER_TOL, int_ceil
+from ...errors import option_error
+from ...geometry.sampling import sample_body_surface
+from ...geometry.shapes import ShapeKind
+from ...geometry.struct_launch import StructLaunch
+from ...world.scene import closest_names
+from ...world.state import WorldState
+from ..base import BuildContext, SensorBatch
+from ..points.body_samples import BodySamples, SampleCells
+from .kernels import BODY_KERNELS, SAMPLE_KERNELS
+from ..points.probe_set import FusedProbeLaunch
+from ..warp_launch import state_tensors
 
 MAX_SAMPLES_PER_BODY = 200_000
 
@@ -125,7 +125,7 @@ def expected_sample_count(shapes, spacing: float) -> int:
 
 class ContactSensorBatch(SensorBatch):
     """ContactSensors of one evaluation period: all their bodies' samples in two warp launches per step
-    (:mod:`.contact_sensor_kernels`: the samples' penalty loads, then the per-body buffers).
+    (:mod:`.kernels`: the samples' penalty loads, then the per-body buffers).
 
     Internally S_tot = the bodies of all sensors, concatenated; F_max the largest filter count (matrices of a sensor
     use its first F columns).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_common import USAGE_ERROR, describe_files, fail
+from .common import USAGE_ERROR, describe_files, fail
 
 DESCRIPTION = """\
 Read a bag written by `tactile-sim demo`, `tactile-sim replay` or a recording of tactile_sim_node (one message at a
@@ -34,10 +34,10 @@ def add_plot_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_plot_command(args: argparse.Namespace) -> int:
-    from .offline.bag_inputs import BagInputError, open_bag
-    from .offline.digest import RunDigest
-    from .offline.plots import write_pictures
-    from .offline.summary import format_table
+    from ..offline.bag_inputs import BagInputError, open_bag
+    from ..offline.digest import RunDigest
+    from ..offline.plots import write_pictures
+    from ..offline.summary import format_table
 
     bag = Path(args.bag)
     digest = RunDigest(ground_truth=args.ground_truth)

@@ -1,6 +1,6 @@
 """Generated probe layouts: taxels covering a link's collision surface, and the urdf_tactile ``<sensor>`` extension.
 
-Both produce layouts in the link frame that :class:`~.layout.ProbeLayout` validates like any user layout.
+Both produce layouts in the link frame that :class:`~.probe_layout.ProbeLayout` validates like any user layout.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import trimesh
 from scipy.sparse import csr_matrix
 from scipy.spatial import cKDTree
 
-from ..constants import EPS_LEN
-from ..errors import ConfigError
-from ..geometry.shapes import Shape, ShapeKind
-from ..geometry.transforms import rpy_to_matrix_np
-from .layout import ProbeLayout
+from ...constants import EPS_LEN
+from ...errors import ConfigError
+from ...geometry.shapes import Shape, ShapeKind
+from ...geometry.transforms import rpy_to_matrix_np
+from .probe_layout import ProbeLayout
 
 # ---------------------------------------------------------------------- mesh-conforming layout
 CANDIDATES_PER_CELL = 20

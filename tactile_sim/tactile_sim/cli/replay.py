@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .cli_common import RUN_ERROR, USAGE_ERROR, check_device, fail, stderr_log
+from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, stderr_log
 
 DESCRIPTION = """\
 Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file), step the sensors of SENSORS.yaml
@@ -53,11 +53,11 @@ def run_replay_command(args: argparse.Namespace) -> int:
     problem = check_device(args.device)
     if problem:
         return fail("replay", problem)
-    from .config.loader import load_config
-    from .errors import ConfigError
-    from .offline.bag_inputs import BagInputError, InputTopics
-    from .offline.replay import replay_bag
-    from .offline.summary import format_run, format_table
+    from ..config.loader import load_config
+    from ..errors import ConfigError
+    from ..offline.bag_inputs import BagInputError, InputTopics
+    from ..offline.replay import replay_bag
+    from ..offline.summary import format_run, format_table
 
     topics = InputTopics(args.joint_states_topic, args.tf_topic, args.tf_static_topic, args.robot_description_topic)
     try:

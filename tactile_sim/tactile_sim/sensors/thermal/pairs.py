@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch, warp_struct
+from ...geometry.struct_launch import StructLaunch, warp_struct
 
 
 @wp.func

@@ -19,7 +19,7 @@ build (in float64) and is evaluated per step only by the direct path of very lar
   With c = 1 on a grid whose axes and normal are mutually orthogonal the kernels factor along the axes and the
   same lattice sum is a few Toeplitz matrix products instead (:class:`SeparableLattice`).
 * Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
-  :mod:`.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
+  :mod:`..points.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
   H^p (``embedding_bag``, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the whole
   H and H^p. Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the pairs per step instead (one thread
   per env and target).
@@ -37,11 +37,11 @@ import scipy.fft
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch, warp_struct
-from .compaction import SegmentCompaction
+from ...geometry.struct_launch import StructLaunch, warp_struct
+from ..points.compaction import SegmentCompaction
 from .layer_profile import FAR_FIELD, layer_profile
-from .layout import ProbeLayout
-from .probe_set import WP_TYPES
+from ..layout.probe_layout import ProbeLayout
+from ..points.probe_set import WP_TYPES
 
 ORTHOGONAL = 1e-12
 """|t_u·t_v|, |a·t_u|, |a·t_v| at most this (unit vectors) make a grid orthogonal (Gaussians separable)."""

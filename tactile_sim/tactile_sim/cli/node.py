@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from .node_params import SPECS, NodeParams
+from ..ros.node_params import SPECS, NodeParams
 
 NODE_NAME = "tactile_sim_node"
 TRANSPORTS = ("auto", "rclpy", "dds")
@@ -99,7 +99,7 @@ def run_node_command(args: argparse.Namespace) -> int:
 
 def run_rclpy(values: dict[str, Any], args: argparse.Namespace) -> int:
     """The rclpy node (:func:`tactile_sim.ros.node.main`) with the parameters in a temporary params file."""
-    from .node import main as rclpy_main  # imports rclpy
+    from ..ros.node import main as rclpy_main  # imports rclpy
 
     params = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
     params["use_sim_time"] = bool(args.use_sim_time)
@@ -118,8 +118,8 @@ def run_dds(params: NodeParams, args: argparse.Namespace) -> int:
     from ..config.loader import load_config  # the library (torch, warp): imported only to run a node
     from ..errors import ConfigError, SceneError
     from ..transport.dds import LOOPBACK_CONFIG, DdsTransport  # cyclonedds
-    from .node_core import NodeCore
-    from .node_runtime import NodeRuntime
+    from ..ros.node_core import NodeCore
+    from ..ros.node_runtime import NodeRuntime
 
     try:
         transport = DdsTransport(args.name, args.namespace, remaps=tuple(args.remap), domain_id=args.domain_id,

@@ -42,8 +42,8 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.query import nearest_shape, primitive_bound, shape_may_hit, sphere_may_hit, tables_type
-from ..geometry.sdf_funcs import primitive_sd
+from ...geometry.query import nearest_shape, primitive_bound, shape_may_hit, sphere_may_hit, tables_type
+from ...geometry.sdf_funcs import primitive_sd
 from .probe_set import KERNEL_CLEAR_LIMIT
 
 

@@ -1,9 +1,9 @@
 """TemperatureGrid (spec §10): temperature field of a link on a voxel grid, read through a first-order sensing element.
 
-Ground truth is the grid state of the :class:`~.thermal_system.ThermalSystem` after each evaluation, °C,
+Ground truth is the grid state of the :class:`~.system.ThermalSystem` after each evaluation, °C,
 ``[E, (H,) nx, ny, nz]`` indexed [ix, iy, iz] along the link's x, y, z. The measured branch applies the sensing lag
 T_m ← T_m + (1 − exp(−dt/τ_s))(T − T_m) (stage 4; restarts at the true temperature after a reset; state and weight
-of a :class:`~..imperfections.lag.FirstOrderLag`, advanced in the readout kernel of :mod:`.thermal_kernels`), then the
+of a :class:`~..imperfections.lag.FirstOrderLag`, advanced in the readout kernel of :mod:`.kernels`), then the
 generic noise chain (°C) and delay/jitter/history.
 
 Shared settings (merged over every TemperatureGrid of the configuration): ``properties_dict``,
@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..errors import ConfigError
-from ..imperfections.lag import FirstOrderLag
-from ..imperfections.pipeline import MeasuredBranch
-from ..world.scene import closest_names
-from ..world.state import WorldState
-from .base import BuildContext, SensorBatch, imperfections_of
-from .thermal_kernels import READOUT_KERNELS
-from .thermal_system import GridSpec, Material, ThermalSystem
-from .warp_launch import SlotLaunches
+from ...errors import ConfigError
+from ...imperfections.lag import FirstOrderLag
+from ...imperfections.pipeline import MeasuredBranch
+from ...world.scene import closest_names
+from ...world.state import WorldState
+from ..base import BuildContext, SensorBatch, imperfections_of
+from .kernels import READOUT_KERNELS
+from .system import GridSpec, Material, ThermalSystem
+from ..warp_launch import SlotLaunches
 
 DEFAULT_KEY = "default"
 DEFAULT_AMBIENT = 21.0

@@ -24,11 +24,11 @@ import torch
 
 import warp as wp
 
-from ..geometry.query import QueryResult, ShapeQuery
-from ..geometry.struct_launch import warp_struct
-from ..world.state import WorldState
-from .layout import ProbeLayout
-from .warp_launch import SlotLaunches, bind_state, state_tensors
+from ...geometry.query import QueryResult, ShapeQuery
+from ...geometry.struct_launch import warp_struct
+from ...world.state import WorldState
+from ..layout.probe_layout import ProbeLayout
+from ..warp_launch import SlotLaunches, bind_state, state_tensors
 
 CPU_CELL_PROBES = 8
 """Consecutive probes per broad-phase cell on the CPU (one on CUDA)."""

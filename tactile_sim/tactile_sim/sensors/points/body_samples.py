@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..geometry.sampling import SurfaceSamples
+from ...geometry.sampling import SurfaceSamples
 from .probe_set import ProbeCells
 
 

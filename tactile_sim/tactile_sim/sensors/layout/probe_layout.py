@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL
-from ..errors import ConfigError
-from ..geometry.transforms import euler_deg_to_matrix_np
+from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL
+from ...errors import ConfigError
+from ...geometry.transforms import euler_deg_to_matrix_np
 
 DEFAULT_NORMAL = (0.0, 0.0, 1.0)
 """Default probe normal (link frame) when `probe_local_normal` is not given (§14.4)."""

@@ -7,8 +7,8 @@ probe i (several on the CPU) adds
     u_i = Σ_{sources j of i's sensor, H_j > 0} [K(i, j) H_j − a_i G(i, j) H_j^p]
         + P_i Σ_{anchored samples k, D_k > 0} c_k exp(−λ_s ‖P_i(p_i − q̃_k)‖²)
 
-with the dense pair tables K = dilate_scale·K_in, G = dilate_scale·G of :func:`~.elastomer_dilation.dilation_pair`
-(built once in float64), and c_k the weighted drags compacted by :class:`~.elastomer_shear.ShearAnchors`. The sums
+with the dense pair tables K = dilate_scale·K_in, G = dilate_scale·G of :func:`~.dilation.dilation_pair`
+(built once in float64), and c_k the weighted drags compacted by :class:`~.shear.ShearAnchors`. The sums
 are the same as the lattice and direct paths': regular planar grids with a shared normal use the ideal lattice
 positions and that normal for the dilation (as the FFT path), orthogonal grids use the ideal lattice for the shear
 (as the separable shear), every other layout its own positions and normals.
@@ -22,10 +22,10 @@ import numpy as np
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import StructLaunch, warp_struct
-from .elastomer_dilation import orthogonal_grid, pair_tables
-from .layout import ProbeLayout
-from .probe_set import WP_TYPES
+from ...geometry.struct_launch import StructLaunch, warp_struct
+from .dilation import orthogonal_grid, pair_tables
+from ..layout.probe_layout import ProbeLayout
+from ..points.probe_set import WP_TYPES
 
 PAIRWISE_WORK = 1 << 16
 """A sensor is evaluated here when n_envs · P_s² is at most this (P_s: its probe count)."""
@@ -105,9 +105,9 @@ class PairwiseField:
     """Dilation and shear of the sensors ``members`` of a batch by per-probe pair sums, written into ``out``.
 
     layouts / starts: per sensor of the batch (link frame; first probe index); params: [S, 7] float64 table of
-    :meth:`~.elastomer_dilation.DilationParameters.row`; lambda_s: per sensor (m⁻²); depth, depth_p: the batch's
+    :meth:`~.dilation.DilationParameters.row`; lambda_s: per sensor (m⁻²); depth, depth_p: the batch's
     persistent H, H^p [E, P]; samples, drags, count: the compacted link-frame sample positions and weighted drags
-    [E, S, K, 3] and their counts [E, S] (:class:`~.elastomer_shear.ShearAnchors`; zero counts without shear);
+    [E, S, K, 3] and their counts [E, S] (:class:`~.shear.ShearAnchors`; zero counts without shear);
     out [E, P, 3]. Calling writes u of every member probe (other probes untouched).
     """
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..geometry.sampling import sample_body_surface
-from ..geometry.shapes import ShapeKind
-from ..world.scene import Scene
+from ...errors import ConfigError
+from ...geometry.sampling import sample_body_surface
+from ...geometry.shapes import ShapeKind
+from ...world.scene import Scene
 
 
 @dataclass(frozen=True, eq=False)

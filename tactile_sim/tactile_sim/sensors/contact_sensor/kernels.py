@@ -1,8 +1,8 @@
 """The two warp kernels of one ContactSensor batch step (spec §12): per-sample penalty loads, then per-body buffers.
 
-1. Sample kernel (:func:`.cell_kernel.cell_kernel` over the batch's surface samples,
-   :class:`.body_samples.SampleCells`): every sample k whose deepest candidate body lies deeper than ε_d (query cutoff −ε_d) gets its penalty force
-   fn_k + ft_k (module docstring of :mod:`.contact_sensor`), accumulated into
+1. Sample kernel (:func:`..points.cell_kernel.cell_kernel` over the batch's surface samples,
+   :class:`..points.body_samples.SampleCells`): every sample k whose deepest candidate body lies deeper than ε_d (query cutoff −ε_d) gets its penalty force
+   fn_k + ft_k (module docstring of :mod:`.sensor`), accumulated into
    ``acc_net`` [E, S, 3] vec3 (Σ fn, Σ ft, Σ (x_k − o_s) × f_k; W) and, for every filter f of its sensor body whose
    body set holds B(k), ``acc_filter`` [E, S, F, 3] vec3 (Σ fn, Σ ft, Σ a_k x_k) and ``acc_area`` [E, S, F] (Σ a_k).
    Samples out of contact add nothing (their loads and areas are zero), so the broad phase skips them whole.
@@ -18,9 +18,9 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.struct_launch import warp_struct
-from .probe_set import WP_TYPES, probe_struct
-from .cell_kernel import cell_kernel
+from ...geometry.struct_launch import warp_struct
+from ..points.probe_set import WP_TYPES, probe_struct
+from ..points.cell_kernel import cell_kernel
 
 
 @wp.func

@@ -9,13 +9,13 @@ Per step (dt = the sensors' evaluation period):
   A. every cell: exact solution of C dT/dt = −G T + Q over dt with the fixed partners (contact through the
      covered surface samples), convection h and linearised radiation through the exposed face area, generation;
   B. (simulate_all_link_temperatures) exact pairwise relaxation of (cell, lumped), (cell, cell) and
-     (lumped, lumped) pairs in the spec's fixed order (:mod:`.thermal_pairs`);
+     (lumped, lumped) pairs in the spec's fixed order (:mod:`.pairs`);
   C. interior conduction, backward Euler with zero-flux walls, diagonal in the orthonormal DCT-II basis:
      T̂_m ← T̂_m / (1 + dt α Λ_m), Λ_m = Σ_a (4/Δ_a²) sin²(π m_a/(2 n_a)); one precomputed DCT matrix per axis;
   D. (simulate_all) lumped bodies exchange with fixed partners and convect/radiate through their exposed area,
      exactly as A;
   E. clamp to ``temperature_bounds``.
-The step runs as warp launches (:mod:`.thermal_kernels`, :mod:`.thermal_pairs`) on persistent buffers: the grid and
+The step runs as warp launches (:mod:`.kernels`, :mod:`.pairs`) on persistent buffers: the grid and
 lumped contact kernels accumulate per cell / body, one cell kernel per grid does A (and C + E for grids of at most
 :data:`DENSE_CONDUCTION_CELLS` cells, through one dense operator; larger grids run C as the separable DCT in torch).
 A, B and D are exact exponentials with factors in (0, 1]; C divides every mode by a factor ≥ 1: the scheme is
@@ -32,7 +32,7 @@ Where the spec leaves a choice, this implementation takes (documented here, not 
   with U = 1/(ℓ/k_X + ℓ/k_Y + 1/h_c), ℓ = V_X/S_X (the fixed-body rule of §10.2 mirrored); lumped–lumped and
   lumped–fixed pairs use that grid's ``contact_conductance``, and lumped temperatures are clamped to the widest
   ``temperature_bounds`` of the grids;
-* (cell, cell) pairs: see :mod:`.thermal_pairs` for their order (the spec fixes none within one cell).
+* (cell, cell) pairs: see :mod:`.pairs` for their order (the spec fixes none within one cell).
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..errors import ConfigError
-from ..geometry.sampling import sample_body_surface
-from ..geometry.shapes import ShapeKind
-from ..world.state import WorldState
-from ..geometry.struct_launch import StructLaunch
-from .body_samples import BodySamples, SampleCells
-from .probe_set import FusedProbeLaunch
-from .thermal_kernels import CELL_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED, LUMPED_KERNELS
-from .thermal_pairs import PairRelaxation
+from ...errors import ConfigError
+from ...geometry.sampling import sample_body_surface
+from ...geometry.shapes import ShapeKind
+from ...world.state import WorldState
+from ...geometry.struct_launch import StructLaunch
+from ..points.body_samples import BodySamples, SampleCells
+from ..points.probe_set import FusedProbeLaunch
+from .kernels import CELL_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED, LUMPED_KERNELS
+from .pairs import PairRelaxation
 
 DENSE_CONDUCTION_CELLS = 64
 """Grids of at most this many (padded) cells conduct through one dense operator in a kernel; larger ones through
@@ -360,7 +360,7 @@ class ThermalSystem:
 
     # ------------------------------------------------------------------ build: kernels
     def _build_launches(self) -> None:
-        """Per-step buffers and the recorded launches of :mod:`.thermal_kernels` (the contact launch binds the
+        """Per-step buffers and the recorded launches of :mod:`.kernels` (the contact launch binds the
         world state per step; the others only persistent tensors)."""
         f, dev, e = self._f, self.device, self.n_envs
         ints = lambda a: torch.as_tensor(np.asarray(a), device=dev).to(torch.int32).contiguous()  # noqa: E731

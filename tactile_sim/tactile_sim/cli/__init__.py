@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__
-from .cli_demo import add_demo_command
-from .cli_plot import add_plot_command
-from .cli_replay import add_replay_command
-from .ros.node_command import add_node_command
+from .. import __version__
+from .demo import add_demo_command
+from .plot import add_plot_command
+from .replay import add_replay_command
+from .node import add_node_command
 
 
 def build_parser() -> argparse.ArgumentParser:

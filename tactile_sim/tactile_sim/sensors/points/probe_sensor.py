@@ -11,10 +11,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from ..imperfections.pipeline import MeasuredBranch
-from ..imperfections.spec import SensorImperfections
-from ..world.state import WorldState
-from .base import BuildContext, SensorBatch, imperfections_of
+from ...imperfections.pipeline import MeasuredBranch
+from ...imperfections.spec import SensorImperfections
+from ...world.state import WorldState
+from ..base import BuildContext, SensorBatch, imperfections_of
 from .probe_set import NO_FIELDS, FusedProbeLaunch, ProbeSensorGeometry, ProbeSet, kernel_clears
 
 

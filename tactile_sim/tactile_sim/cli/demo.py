@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from .cli_common import USAGE_ERROR, check_device, describe_files, fail, stderr_log
-from .demo_trajectory import CYCLE
-from .ros.node_params import NodeParams
+from .common import USAGE_ERROR, check_device, describe_files, fail, stderr_log
+from ..demo_trajectory import CYCLE
+from ..ros.node_params import NodeParams
 
 DEFAULT_OUTPUT = "tactile_sim_demo"
 
@@ -41,9 +41,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
     problem = check_device(args.device)
     if problem:
         return fail("demo", problem)
-    from .errors import ConfigError
-    from .offline.demo import run_demo
-    from .offline.summary import format_run, format_table
+    from ..errors import ConfigError
+    from ..offline.demo import run_demo
+    from ..offline.summary import format_run, format_table
 
     print(f"tactile_sim demo: gripper closing on a warm can, {args.duration:g} s at {args.rate:g} Hz")
     try:

@@ -1,0 +1,1 @@
+"""ContactSensor: net contact wrench of whole bodies from a kinematic penalty model."""
