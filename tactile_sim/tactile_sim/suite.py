@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -24,6 +24,7 @@ from .config.loader import load_config
 from .config.schema import SuiteConfig
 from .config.suite_checks import evaluation_steps
 from .errors import ConfigError
+from .imperfections.pipeline import ProbeDraws
 from .geometry.query import ShapeQuery
 from .scene_build import build_scene, load_robot, probe_layout
 from .sensors.base import BuildContext, SensorBatch
@@ -33,6 +34,20 @@ from .world.state import WorldState
 from .world.tf_buffer import TFBuffer
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def state_shape_problem(state: WorldState, envs: int, body_names: Sequence[str]) -> str | None:
+    """Why a WorldState does not fit a scene of ``envs`` envs and these bodies (None when it fits): each of pos,
+    lin_vel, ang_vel must be ``[envs, bodies, 3]`` and rot ``[envs, bodies, 3, 3]``, one row per body in scene
+    order (robot links, then declared objects)."""
+    b = len(body_names)
+    for field, tail in (("pos", (3,)), ("rot", (3, 3)), ("lin_vel", (3,)), ("ang_vel", (3,))):
+        shape = tuple(getattr(state, field).shape)
+        if shape != (envs, b) + tail:
+            shown = ", ".join(body_names[:12]) + (f", … and {b - 12} more" if b > 12 else "")
+            return (f"WorldState.{field} has shape {shape}; expected {(envs, b) + tail}: {envs} envs × {b} bodies, "
+                    f"one per scene body in scene order (robot links, then objects): {shown}")
+    return None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -96,6 +111,8 @@ class SensorSuite:
                 self._where[name] = (batch, i)
         self.batches.sort(key=lambda kb: kb[1].evaluation_order)
         self.steps = 0
+        self._pos_shape = torch.Size((self.n_envs, len(self.scene.body_names), 3))
+        self._rot_shape = self._pos_shape + (3,)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike | Mapping, **kwargs) -> "SensorSuite":
@@ -121,7 +138,14 @@ class SensorSuite:
         return batch.sensor_type
 
     def step(self, state: WorldState) -> None:
-        """Advance one engine step: evaluate every batch that is due on this step with the given world state."""
+        """Advance one engine step: evaluate every batch that is due on this step with the given world state.
+
+        ``state`` holds every body of :attr:`scene` in scene order (``scene.body_names``: robot links, then
+        objects) for :attr:`n_envs` envs; a state of another size is refused with a ValueError naming the order.
+        """
+        if state.pos.shape != self._pos_shape or state.rot.shape != self._rot_shape \
+                or state.lin_vel.shape != self._pos_shape or state.ang_vel.shape != self._pos_shape:
+            raise ValueError(state_shape_problem(state, self.n_envs, self.scene.body_names))
         for k, batch in self.batches:
             if self.steps % k == 0:
                 batch.evaluate(state)
@@ -198,6 +222,14 @@ class SensorSuite:
         """ElastomerTaxel / ProximityTaxel: the sensor's tracked point cloud (spec §2.5; read-only, body frames)."""
         batch, i = self.locate(name)
         return self._channel(batch, name, "point_cloud")(i)
+
+    def draws(self, name: str) -> ProbeDraws:
+        """The per-reset random draws of a sensor's measured branch (docs/models/imperfections.md): probe gain,
+        dead-taxel mask and dead-taxel value, each ``[n_envs,] *layout`` (copies; redrawn by :meth:`reset`)."""
+        batch, i = self.locate(name)
+        if batch.branch is None:
+            raise TypeError(f"sensor {name!r} is a {batch.sensor_type}, which has no measured-branch draws")
+        return ProbeDraws(*(self._unbatch(x) for x in batch.branch.draws(i)))
 
     @staticmethod
     def _channel(batch: SensorBatch, name: str, method: str):

@@ -110,3 +110,49 @@ def test_locate_gives_the_batch_and_index_of_a_sensor():
     assert suite.locate("k")[0].names == ["k"]
     with pytest.raises(KeyError, match="unknown sensor 'bb'"):
         suite.locate("bb")
+
+
+def _state(names, n_envs=1, extra_bodies=0):
+    from tactile_sim.world.state import WorldState
+
+    b = len(names) + extra_bodies
+    pos = torch.zeros(n_envs, b, 3, dtype=torch.float64)
+    rot = torch.eye(3, dtype=torch.float64).expand(n_envs, b, 3, 3).clone()
+    return WorldState(0.0, rot, pos, torch.zeros_like(pos), torch.zeros_like(pos))
+
+
+@pytest.mark.parametrize("extra, envs", [(1, 1), (-1, 1), (0, 2)])
+def test_a_world_state_of_another_size_names_the_expected_count_and_body_order(extra, envs):
+    suite = make_suite([depth()], [ball()])
+    names = suite.scene.body_names
+    with pytest.raises(ValueError) as err:
+        suite.step(_state(names, envs, extra))
+    text = str(err.value)
+    assert f"expected (1, {len(names)}, 3)" in text and "pad, ball" in text and "scene order" in text
+    suite.step(_state(names))  # the right size is accepted
+    assert suite.steps == 1
+
+
+def test_draws_are_the_gain_and_dead_taxels_that_the_measured_reading_applies():
+    """Measured depth = dead_value where dead, else g · ground truth (no radius noise): the draws explain it."""
+    suite = make_suite([depth(probe_gain_resample_range=[0.5, 1.5], dead_taxel_probability=0.3,
+                              dead_taxel_value_range=[0.01, 0.02])], [ball(0.012)], n_envs=3)
+    for reset in range(2):
+        suite.update(0.01 * reset)
+        gain, dead, value = suite.draws("depth")
+        assert gain.shape == dead.shape == value.shape == (3, 5, 5)
+        assert bool(((gain >= 0.5) & (gain <= 1.5)).all()) and 0 < int(dead.sum()) < 75
+        assert bool(((value >= 0.01) & (value <= 0.02)).all())
+        truth = suite.read_ground_truth("depth")
+        assert float(truth.max()) > 0
+        expected = torch.where(dead, value, gain * truth)
+        torch.testing.assert_close(suite.read("depth"), expected, rtol=1e-12, atol=0)
+        before = gain
+        suite.reset()
+    assert not torch.equal(suite.draws("depth").gain, before)  # a reset redraws
+
+
+def test_draws_of_a_sensor_without_gain_options_are_neutral_and_unbatched():
+    suite = make_suite([depth()], [ball()])
+    gain, dead, value = suite.draws("depth")
+    assert gain.shape == (5, 5) and bool((gain == 1).all()) and not bool(dead.any()) and bool((value == 0).all())

@@ -33,6 +33,8 @@ stages are active.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import warp as wp
 
@@ -199,6 +201,19 @@ def _branch_kernel(dtype: torch.dtype):
 
 _BRANCH_STRUCTS = {dt: _branch_struct(dt) for dt in WP_FLOAT}
 _BRANCH_KERNELS = {dt: _branch_kernel(dt) for dt in WP_FLOAT}
+
+
+class ProbeDraws(NamedTuple):
+    """The per-reset random draws of one sensor (redrawn at each reset of an env), each ``[E, *layout]``.
+
+    gain: probe gain g on the measured branch (1 where no gain option is set); dead: True for a dead taxel;
+    dead_value: the value the taxel reads while dead, drawn for every taxel and applied only where ``dead``
+    (0 when no dead taxels are configured). Units are those of the sensor's reading.
+    """
+
+    gain: torch.Tensor
+    dead: torch.Tensor
+    dead_value: torch.Tensor
 
 
 class MeasuredBranch:
@@ -708,6 +723,17 @@ class MeasuredBranch:
         spec = self.specs[i]
         tail = spec.layout_shape + ((self.channels,) if self.channels > 1 else ())
         return value.reshape(value.shape[:-2] + tail)
+
+    def draws(self, i: int) -> ProbeDraws:
+        """Copies of sensor i's current per-reset draws (gain, dead mask, dead value), each ``[E, *layout]``."""
+        shape = (self.n_envs,) + self.specs[i].layout_shape
+        cut = self.slices[i]
+        gain = self.gain[:, cut]
+        if self._dead is None:
+            dead, value = torch.zeros_like(gain, dtype=torch.bool), torch.zeros_like(gain)
+        else:
+            dead, value = self._dead_mask[:, cut], self._dead_value[:, cut]
+        return ProbeDraws(*(x.reshape(shape).clone() for x in (gain, dead, value)))
 
     # ---- reset --------------------------------------------------------------------------------------------------
 
