@@ -40,7 +40,7 @@ setup(
         "cyclonedds==11.0.1",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1"],
+        "test": ["pytest>=7", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1", "jsonschema>=4.18"],
     },
     zip_safe=True,
     maintainer="tactile_sim developers",

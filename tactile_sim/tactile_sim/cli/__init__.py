@@ -9,6 +9,7 @@ from .. import __version__
 from .demo import add_demo_command
 from .plot import add_plot_command
 from .replay import add_replay_command
+from .schema import add_schema_command
 from .node import add_node_command
 
 
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(commands)
     add_replay_command(commands)
     add_plot_command(commands)
+    add_schema_command(commands)
     return parser
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
 from .errors import OptionProblem
 from .paths import PathKind, resolve_path
@@ -72,6 +72,11 @@ def _walk(value: Any, index: tuple[int, ...], check: Check | None, allowed: str,
 
 
 # ---------------------------------------------------------------------------------------------- arrays
+def _array_schema(item: str, n: int, allowed: str) -> dict:
+    """JSON Schema of exactly ``n`` items of JSON type ``item``, described by the ``allowed`` text."""
+    return {"type": "array", "items": {"type": item}, "minItems": n, "maxItems": n, "description": allowed}
+
+
 def nested_floats(check: Check | None = None, allowed: str = "finite numbers", max_depth: int | None = None):
     """Scalar or (nested) list of finite numbers (NumPy arrays and tensors accepted), each passing ``check``.
 
@@ -81,7 +86,8 @@ def nested_floats(check: Check | None = None, allowed: str = "finite numbers", m
     def validate(value: Any) -> Any:
         return _walk(_as_python(value), (), check, allowed, max_depth)
 
-    return Annotated[Any, BeforeValidator(validate)]
+    return Annotated[Any, BeforeValidator(validate),
+                     WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "array"}], "description": allowed})]
 
 
 NestedFloats = nested_floats(allowed="a number or nested lists of finite numbers")
@@ -102,7 +108,7 @@ def vector(n: int, check: Check | None = None, allowed: str = ""):
             raise OptionProblem(f"expects {n} numbers", value, text)
         return tuple(_leaf(v, (i,), check, text) for i, v in enumerate(value))
 
-    return Annotated[tuple[float, ...], BeforeValidator(validate)]
+    return Annotated[tuple[float, ...], BeforeValidator(validate), WithJsonSchema(_array_schema("number", n, text))]
 
 
 Vec3 = vector(3, allowed="3 finite numbers (x, y, z)")
@@ -124,7 +130,7 @@ def int_vector(n: int, minimum: int, allowed: str):
             out.append(int(v))
         return tuple(out)
 
-    return Annotated[tuple[int, ...], BeforeValidator(validate)]
+    return Annotated[tuple[int, ...], BeforeValidator(validate), WithJsonSchema(_array_schema("integer", n, allowed))]
 
 
 def interval(strict: bool, check: Check | None = None, allowed: str = ""):
@@ -141,7 +147,7 @@ def interval(strict: bool, check: Check | None = None, allowed: str = ""):
             raise OptionProblem(f"bounds out of order (need {order})", value, text)
         return lo, hi
 
-    return Annotated[tuple[float, float], BeforeValidator(validate)]
+    return Annotated[tuple[float, float], BeforeValidator(validate), WithJsonSchema(_array_schema("number", 2, text))]
 
 
 # ---------------------------------------------------------------------------------------------- names
@@ -160,8 +166,11 @@ def _unique(values: list[str]) -> list[str]:
     return values
 
 
-Name = Annotated[str, AfterValidator(_non_empty)]
-NameList = Annotated[list[Name], AfterValidator(_unique)]
+Name = Annotated[str, AfterValidator(_non_empty),
+                 WithJsonSchema({"type": "string", "minLength": 1, "description": "a non-empty string"})]
+NameList = Annotated[list[Name], AfterValidator(_unique),
+                     WithJsonSchema({"type": "array", "items": {"type": "string", "minLength": 1},
+                                     "uniqueItems": True, "description": "a list of distinct non-empty names"})]
 
 
 def _regex(value: str) -> str:
