@@ -85,3 +85,20 @@ def test_schema_command_prints_the_shipped_schema_and_the_reference(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "tactile_sim", "schema", "-o", str(tmp_path / "no" / "x.json")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "cannot write" in bad.stderr
+
+
+def test_message_reference_lists_every_field_of_every_message():
+    page = REPO / "docs" / "reference" / "messages.md"
+    if not page.is_file():
+        pytest.skip(f"{page} not found (tests run from an installed copy)")
+    text = page.read_text(encoding="utf-8")
+    import re
+
+    for msg in sorted((PACKAGE / "data" / "msg").glob("*.msg")):
+        section = text.split(f"## {msg.stem}\n", 1)
+        assert len(section) == 2, f"no section for {msg.stem}"
+        body = section[1].split("\n## ", 1)[0]
+        for line in msg.read_text(encoding="utf-8").splitlines():
+            m = re.match(r"^([\w/]+(?:\[\])?)\s+(\w+)\s*(?:#.*)?$", line)
+            if m:
+                assert f"| `{m.group(2)}` | `{m.group(1)}` |" in body, f"{msg.stem}.{m.group(2)} is not documented"

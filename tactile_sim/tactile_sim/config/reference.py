@@ -199,8 +199,8 @@ def json_schema() -> dict:
                 unit = f" [{doc.unit}]" if doc.unit else ""
                 allowed = f" Allowed: {doc.allowed}." if doc.allowed else ""
                 prop["description"] = f"{doc.meaning}{unit}.{allowed}"
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            "title": "tactile_sim sensor configuration", **schema}
+    return {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "tactile_sim sensor configuration"}
 
 
 def json_schema_text() -> str:
