@@ -47,10 +47,9 @@ from .scene_markers import ObjectMarkers
 from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders,
                               run_index)
 from .throttled_log import LogSink, ThrottledLog
+from .topic_plan import DIAGNOSTICS_TOPIC, MARKERS_TOPIC, published_topics
 from .update_stats import UpdateStats
 
-MARKERS_TOPIC = "~/markers"
-DIAGNOSTICS_TOPIC = "/diagnostics"
 RESERVED_NAMES = ("markers",)
 """Sensor names that would clash with the node's own topics."""
 
@@ -140,6 +139,7 @@ class NodeCore:
                 raise ConfigError(f"{where}.name: the node publishes each sensor on ~/<name>; got {s.name!r}; "
                                   f"allowed: letters, digits and '_', not starting with a digit, other than "
                                   f"{', '.join(RESERVED_NAMES)}")
+        published_topics(self.config)  # two outputs on one topic: ConfigError naming the output
         names = [s.name for s in self.config.sensors]
         for name in self.params.sensor_data_qos:
             if name not in names:

@@ -1,0 +1,187 @@
+"""Output profiles (``outputs:``): the node's PointCloud2 and WrenchStamped, decoded with the standard ROS 2
+definitions, carry the sensor's TaxelArray of the same evaluation (layout order, link frame, signs, sums), in
+rosbags' CDR, on the steps the TaxelArray is published; the pure topic listing equals what the node publishes."""
+
+import numpy as np
+import pytest
+
+from helpers_ros import by_topic, config_of, demo_core, demo_dict, joint_state_msg, ns, pad_contact_truth
+from tactile_sim.demo_trajectory import SQUEEZE
+from tactile_sim.errors import ConfigError
+from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr, type_hash
+from tactile_sim.ros.inputs import decode_joint_state
+from tactile_sim.ros.topic_plan import published_topics
+
+POINT = (0.0, 0.0, 0.015)
+"""m, link frame: the wrench's second reference point (the pad's centre height)."""
+PROFILE_OUTPUTS = {
+    "pad_left": [{"profile": "pointcloud"}, {"profile": "wrench"},
+                 {"profile": "wrench", "topic": "/ft/pad_left", "point": list(POINT)}],
+    "touch_right": [{"profile": "pointcloud"}],
+    "depth_left": [{"profile": "pointcloud", "topic": "/depth_cloud"}],
+    "gel_right": [{"profile": "pointcloud", "channels": ["displacement_z", "displacement_x"]}],
+    "prox_left": [{"profile": "pointcloud", "channels": ["force_normal"]}, {"profile": "wrench"}],
+    "range_right": [{"profile": "pointcloud"}],
+}
+PROBE_RADIUS = 0.0005
+"""m: the demo pads' sensing radius."""
+DATATYPE = {7: "<f4"}
+"""PointField datatype → numpy dtype (the only one the profile uses: FLOAT32)."""
+
+
+def with_outputs(**sensor_values):
+    data = demo_dict()
+    for s in data["sensors"]:
+        s.update(sensor_values.get(s["name"], {}))
+        if s["name"] in PROFILE_OUTPUTS:
+            s["outputs"] = PROFILE_OUTPUTS[s["name"]]
+    return data
+
+
+@pytest.fixture(scope="module")
+def run():
+    """Updates open, closing and squeezed; per update the outputs by topic."""
+    core = demo_core(with_outputs())
+    runs = []
+    for k, q in enumerate([0.03, 0.022, SQUEEZE, SQUEEZE]):
+        core.on_joint_state(decode_joint_state(joint_state_msg([0.0, q, q], stamp=0.01 * k)))
+        runs.append((np.array([0.0, q, q]), by_topic(core.update(ns(1.0 + 0.01 * k)))))
+    return core, runs
+
+
+def cloud_points(msg):
+    """(height, width) array of the points of a decoded PointCloud2, read through its own field descriptions."""
+    dtype = np.dtype({"names": [f.name for f in msg.fields], "formats": [DATATYPE[f.datatype] for f in msg.fields],
+                      "offsets": [f.offset for f in msg.fields], "itemsize": msg.point_step})
+    assert not msg.is_bigendian and msg.row_step == msg.point_step * msg.width
+    return np.frombuffer(bytes(msg.data), dtype).reshape(msg.height, msg.width)
+
+
+def expected_channel(name, taxels):
+    """A channel's values straight from the TaxelArray's fields (n,)."""
+    n = len(taxels.radii)
+    force = np.asarray(taxels.force, np.float64).reshape(n, 3) if len(taxels.force) else None
+    if name.startswith(("force_", "displacement_")) and name[-2] == "_" and name[-1] in "xyz":
+        field = np.asarray(getattr(taxels, name.rsplit("_", 1)[0]), np.float64).reshape(n, 3)
+        return field[:, "xyz".index(name[-1])]
+    if name == "force_normal":
+        return -(force * np.asarray(taxels.normals, np.float64).reshape(n, 3)).sum(axis=1)
+    if name == "force_magnitude":
+        return np.sqrt((force ** 2).sum(axis=1))
+    return np.asarray(getattr(taxels, name), np.float64)
+
+
+def test_every_point_cloud_is_its_taxel_array_in_layout_order(run):
+    _, runs = run
+    checked = 0
+    for _, out in runs:
+        for sensor, outputs in PROFILE_OUTPUTS.items():
+            taxels = out[f"~/{sensor}"][0]
+            for o in outputs:
+                if o["profile"] != "pointcloud":
+                    continue
+                wire = out[o.get("topic", f"~/{sensor}/points")][0]
+                msg = deserialize_cdr(wire.cdr, "sensor_msgs/msg/PointCloud2")
+                assert msg.header == taxels.header  # same stamp, link frame
+                assert (msg.height, msg.width) == (taxels.rows, taxels.cols)  # the demo layouts are grids
+                points = cloud_points(msg).reshape(-1)  # row-major: point [r, c] is taxel r * cols + c
+                names = o.get("channels") or [f.name for f in msg.fields][3:]
+                assert [f.name for f in msg.fields] == ["x", "y", "z", *names]
+                xyz = np.stack([points[a] for a in "xyz"], axis=1)
+                np.testing.assert_array_equal(xyz, np.asarray(taxels.positions).reshape(-1, 3))
+                for name in names:
+                    np.testing.assert_allclose(points[name], expected_channel(name, taxels), rtol=1e-6,
+                                               atol=1e-9, err_msg=f"{sensor}.{name}")
+                checked += 1
+    assert checked == 4 * 6
+
+
+def test_pressing_reads_positive_normal_force_where_the_can_overlaps_the_pad(run):
+    """Independent of the TaxelArray: the closed-form overlap of the squeezed pad with the can."""
+    _, runs = run
+    q, out = runs[-1]
+    taxels = out["~/pad_left"][0]
+    sd, _ = pad_contact_truth(taxels, q)
+    points = cloud_points(deserialize_cdr(out["~/pad_left/points"][0].cdr, "sensor_msgs/msg/PointCloud2"))
+    pressing = points["force_normal"].reshape(-1)
+    inside, outside = sd < PROBE_RADIUS - 2e-4, sd > PROBE_RADIUS + 2e-5
+    assert inside.sum() >= 3 and outside.sum() >= 10
+    assert (pressing[inside] > 0.05).all()  # 500 N/m x >= 0.1 mm of overlap
+    assert (np.abs(pressing[outside]) < 0.03).all()  # noise 0.005 N
+    assert (points["force_magnitude"].reshape(-1) >= np.abs(pressing) - 1e-6).all()
+
+
+def test_wrench_is_the_sum_of_the_taxel_loads_about_its_point(run):
+    _, runs = run
+    for _, out in runs:
+        taxels = out["~/pad_left"][0]
+        force = np.asarray(taxels.force, np.float64).reshape(-1, 3).sum(axis=0)
+        torque = np.asarray(taxels.torque, np.float64).reshape(-1, 3).sum(axis=0)
+        origin = deserialize_cdr(out["~/pad_left/wrench"][0].cdr, "geometry_msgs/msg/WrenchStamped")
+        moved = deserialize_cdr(out["/ft/pad_left"][0].cdr, "geometry_msgs/msg/WrenchStamped")
+        for msg, point in ((origin, np.zeros(3)), (moved, np.asarray(POINT))):
+            assert msg.header == taxels.header
+            w = msg.wrench
+            np.testing.assert_allclose([w.force.x, w.force.y, w.force.z], force, rtol=1e-9, atol=1e-12)
+            # moment about p of loads whose moment about the origin is `torque`: torque - p x F
+            np.testing.assert_allclose([w.torque.x, w.torque.y, w.torque.z], torque - np.cross(point, force),
+                                       rtol=1e-9, atol=1e-12)
+    squeezed = deserialize_cdr(runs[-1][1]["~/pad_left/wrench"][0].cdr, "geometry_msgs/msg/WrenchStamped")
+    assert squeezed.wrench.force.y > 1.0  # the can pushes the left pad outwards (+y of fingertip_left)
+
+
+def test_profile_messages_are_rosbags_cdr_of_their_fields(run):
+    _, runs = run
+    kinds = set()
+    for _, out in runs:
+        for topic, msgs in out.items():
+            for msg in msgs:
+                if msg.__msgtype__ in ("sensor_msgs/msg/PointCloud2", "geometry_msgs/msg/WrenchStamped"):
+                    assert serialize_cdr(deserialize_cdr(msg.cdr, msg.__msgtype__)) == msg.cdr, topic
+                    assert serialize_cdr(msg.message) == msg.cdr, topic  # the fields read back from the bytes
+                    kinds.add(msg.__msgtype__)
+    assert len(kinds) == 2
+
+
+def test_type_hashes_are_the_ones_rosidl_generates():
+    """Values of a ROS 2 Jazzy build: PointCloud2 is rcl's golden hash of its type-hash test; WrenchStamped as
+    ``ros2 topic info -v`` reports it."""
+    assert type_hash("sensor_msgs/msg/PointCloud2") == \
+        "RIHS01_9198cabf7da3796ae6fe19c4cb3bdd3525492988c70522628af5daa124bae2b5"
+    assert type_hash("geometry_msgs/msg/WrenchStamped") == \
+        "RIHS01_8dc3deaf06b2ab281f9f9a742a8961c328ca7cec16e3fd6586d3a5c83fa78f77"
+
+
+def test_profiles_publish_on_the_steps_their_sensor_is_evaluated():
+    core = demo_core(with_outputs(pad_left={"update_period": 0.02}), update_rate=100.0)
+    core.on_joint_state(decode_joint_state(joint_state_msg([0.0, SQUEEZE, SQUEEZE])))
+    seen = []
+    for k in range(6):
+        out = by_topic(core.update(ns(1.0 + 0.01 * k)))
+        seen.append(tuple(sorted(t for t in out if t.startswith(("~/pad_left", "/ft/")))))
+    assert seen[0::2] == [("/ft/pad_left", "~/pad_left", "~/pad_left/points", "~/pad_left/wrench")] * 3
+    assert seen[1::2] == [()] * 3
+
+
+@pytest.mark.parametrize("ground_truth, viz_rate", [(False, 10.0), (True, 0.0)])
+def test_the_topic_listing_is_what_the_node_publishes(ground_truth, viz_rate):
+    core = demo_core(with_outputs(), publish_ground_truth=ground_truth, viz_rate=viz_rate)
+    bodies = {"palm_contact": ["palm"]}
+    listed = published_topics(core.config, ground_truth=ground_truth, markers=viz_rate > 0, contact_bodies=bodies)
+    assert listed == [(t.name, t.message_type) for t in core.topics()]
+    assert ("~/palm_contact/<body>/wrench", "geometry_msgs/msg/WrenchStamped") in published_topics(core.config)
+
+
+@pytest.mark.parametrize("topic, taken", [("~/pad_right", "the node's own topics"), ("/diagnostics", "own"),
+                                          ("/ft/pad_left", "outputs[2]")])
+def test_an_output_on_a_published_topic_is_refused_before_the_suite_is_built(topic, taken):
+    data = with_outputs()
+    data["sensors"][-1]["outputs"] = [{"profile": "pointcloud", "topic": topic}]
+    with pytest.raises(ConfigError) as err:
+        demo_core(data)
+    message = str(err.value)
+    assert message.startswith(f"<dict>:sensors[{len(data['sensors']) - 1}].outputs[0].topic: topic already "
+                              f"published; got '{topic}'; allowed: ")
+    assert taken in message
+    with pytest.raises(ConfigError):
+        published_topics(config_of(data))
