@@ -4,11 +4,14 @@ rosbags' CDR, on the steps the TaxelArray is published; the pure topic listing e
 
 import numpy as np
 import pytest
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from helpers_ros import by_topic, config_of, demo_core, demo_dict, joint_state_msg, ns, pad_contact_truth
 from tactile_sim.demo_trajectory import SQUEEZE
 from tactile_sim.errors import ConfigError
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr, type_hash
+from tactile_sim.offline.output_bag import OutputBag
 from tactile_sim.ros.inputs import decode_joint_state
 from tactile_sim.ros.topic_plan import published_topics
 
@@ -185,3 +188,21 @@ def test_an_output_on_a_published_topic_is_refused_before_the_suite_is_built(top
     assert taken in message
     with pytest.raises(ConfigError):
         published_topics(config_of(data))
+
+
+def test_the_output_bag_carries_the_profiles_with_their_definitions(run, tmp_path):
+    _, runs = run
+    with OutputBag(tmp_path / "profiles.mcap", node_name="tactile_sim_node") as bag:
+        for k, (_, out) in enumerate(runs):
+            bag.write_all(ns(1.0 + 0.01 * k), [(topic, m) for topic, msgs in out.items() for m in msgs])
+    with Reader(tmp_path / "profiles") as reader:  # rosbags directly, types from the bag's own definitions
+        connections = {c.topic: c for c in reader.connections}
+        store = get_typestore(Stores.EMPTY)
+        for c in reader.connections:
+            store.register(get_types_from_msg(c.msgdef.data, c.msgtype))
+        for topic, msgtype in (("/tactile_sim_node/pad_left/points", "sensor_msgs/msg/PointCloud2"),
+                               ("/ft/pad_left", "geometry_msgs/msg/WrenchStamped")):
+            assert connections[topic].msgtype == msgtype
+            assert connections[topic].digest == type_hash(msgtype) == store.hash_rihs01(msgtype)
+        read = [(c.topic, raw) for c, _, raw in reader.messages() if c.topic == "/ft/pad_left"]
+    assert [raw for _, raw in read] == [out["/ft/pad_left"][0].cdr for _, out in runs]
