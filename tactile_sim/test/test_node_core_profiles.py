@@ -2,11 +2,15 @@
 definitions, carry the sensor's TaxelArray of the same evaluation (layout order, link frame, signs, sums), in
 rosbags' CDR, on the steps the TaxelArray is published; the pure topic listing equals what the node publishes."""
 
+import copy
+
 import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
+from helpers_rihs import (CHANNEL_FLOAT32, HEADER, NESTED, POINT_CLOUD2, POINT_CLOUD2_RCL, POINT_FIELD, TIME,
+                          UNBOUNDED, description, field, rihs01)
 from helpers_ros import by_topic, config_of, demo_core, demo_dict, joint_state_msg, ns, pad_contact_truth
 from tactile_sim.demo_trajectory import SQUEEZE
 from tactile_sim.errors import ConfigError
@@ -17,15 +21,21 @@ from tactile_sim.ros.topic_plan import published_topics
 
 POINT = (0.0, 0.0, 0.015)
 """m, link frame: the wrench's second reference point (the pad's centre height)."""
+RAW = {"rest": 200.0, "gain": 300.0, "saturation": 255, "invert": True}
+"""Counts of pad_left's tactile_state: 200 at rest, 300 counts/N fewer when pressed, 8 bits."""
 PROFILE_OUTPUTS = {
     "pad_left": [{"profile": "pointcloud"}, {"profile": "wrench"},
-                 {"profile": "wrench", "topic": "/ft/pad_left", "point": list(POINT)}],
-    "touch_right": [{"profile": "pointcloud"}],
+                 {"profile": "wrench", "topic": "/ft/pad_left", "point": list(POINT)},
+                 {"profile": "tactile_state", "raw": RAW}],
+    "pad_right": [{"profile": "tactile_state", "channel_name": "right_pad", "value": "force_magnitude"}],
+    "touch_right": [{"profile": "pointcloud"}, {"profile": "tactile_state"}],
     "depth_left": [{"profile": "pointcloud", "topic": "/depth_cloud"}],
     "gel_right": [{"profile": "pointcloud", "channels": ["displacement_z", "displacement_x"]}],
     "prox_left": [{"profile": "pointcloud", "channels": ["force_normal"]}, {"profile": "wrench"}],
-    "range_right": [{"profile": "pointcloud"}],
+    "range_right": [{"profile": "pointcloud"}, {"profile": "tactile_state", "topic": "/range_states"}],
 }
+TACTILE_STATE_DEFINITION = "std_msgs/Header header\nsensor_msgs/ChannelFloat32[] sensors\n"
+"""The fields of tactile_toolbox's tactile_msgs/msg/TactileState.msg (its comments left out)."""
 PROBE_RADIUS = 0.0005
 """m: the demo pads' sensing radius."""
 DATATYPE = {7: "<f4"}
@@ -37,14 +47,14 @@ def with_outputs(**sensor_values):
     for s in data["sensors"]:
         s.update(sensor_values.get(s["name"], {}))
         if s["name"] in PROFILE_OUTPUTS:
-            s["outputs"] = PROFILE_OUTPUTS[s["name"]]
+            s["outputs"] = copy.deepcopy(PROFILE_OUTPUTS[s["name"]])
     return data
 
 
 @pytest.fixture(scope="module")
 def run():
     """Updates open, closing and squeezed; per update the outputs by topic."""
-    core = demo_core(with_outputs())
+    core = demo_core(with_outputs(range_right={"delay": 0.01}), update_rate=100.0)  # range_right: first read invalid
     runs = []
     for k, q in enumerate([0.03, 0.022, SQUEEZE, SQUEEZE]):
         core.on_joint_state(decode_joint_state(joint_state_msg([0.0, q, q], stamp=0.01 * k)))
@@ -67,8 +77,13 @@ def expected_channel(name, taxels):
     if name.startswith(("force_", "displacement_")) and name[-2] == "_" and name[-1] in "xyz":
         field = np.asarray(getattr(taxels, name.rsplit("_", 1)[0]), np.float64).reshape(n, 3)
         return field[:, "xyz".index(name[-1])]
+    normals = np.asarray(taxels.normals, np.float64).reshape(n, 3)
     if name == "force_normal":
-        return -(force * np.asarray(taxels.normals, np.float64).reshape(n, 3)).sum(axis=1)
+        return -(force * normals).sum(axis=1)
+    if name == "indentation":
+        return -(np.asarray(taxels.displacement, np.float64).reshape(n, 3) * normals).sum(axis=1)
+    if name == "proximity":  # how far inside the range cap the nearest surface is; nothing before a valid read
+        return (np.asarray(taxels.radii, np.float64) - np.asarray(taxels.distance, np.float64)) * taxels.valid
     if name == "force_magnitude":
         return np.sqrt((force ** 2).sum(axis=1))
     return np.asarray(getattr(taxels, name), np.float64)
@@ -156,13 +171,16 @@ def test_type_hashes_are_the_ones_rosidl_generates():
 
 
 def test_profiles_publish_on_the_steps_their_sensor_is_evaluated():
-    core = demo_core(with_outputs(pad_left={"update_period": 0.02}), update_rate=100.0)
+    data = with_outputs(pad_left={"update_period": 0.02})
+    data["sensors"][0]["outputs"][3]["topic"] = "/ft/left_states"  # alone: not in step with the other skins
+    core = demo_core(data, update_rate=100.0)
     core.on_joint_state(decode_joint_state(joint_state_msg([0.0, SQUEEZE, SQUEEZE])))
     seen = []
     for k in range(6):
         out = by_topic(core.update(ns(1.0 + 0.01 * k)))
         seen.append(tuple(sorted(t for t in out if t.startswith(("~/pad_left", "/ft/")))))
-    assert seen[0::2] == [("/ft/pad_left", "~/pad_left", "~/pad_left/points", "~/pad_left/wrench")] * 3
+    assert seen[0::2] == [("/ft/left_states", "/ft/pad_left", "~/pad_left", "~/pad_left/points",
+                           "~/pad_left/wrench")] * 3
     assert seen[1::2] == [()] * 3
 
 
@@ -175,7 +193,7 @@ def test_the_topic_listing_is_what_the_node_publishes(ground_truth, viz_rate):
     assert ("~/palm_contact/<body>/wrench", "geometry_msgs/msg/WrenchStamped") in published_topics(core.config)
 
 
-@pytest.mark.parametrize("topic, taken", [("~/pad_right", "the node's own topics"), ("/diagnostics", "own"),
+@pytest.mark.parametrize("topic, taken", [("~/pad_right", "the node itself"), ("/diagnostics", "the node itself"),
                                           ("/ft/pad_left", "outputs[2]")])
 def test_an_output_on_a_published_topic_is_refused_before_the_suite_is_built(topic, taken):
     data = with_outputs()
@@ -201,8 +219,75 @@ def test_the_output_bag_carries_the_profiles_with_their_definitions(run, tmp_pat
         for c in reader.connections:
             store.register(get_types_from_msg(c.msgdef.data, c.msgtype))
         for topic, msgtype in (("/tactile_sim_node/pad_left/points", "sensor_msgs/msg/PointCloud2"),
-                               ("/ft/pad_left", "geometry_msgs/msg/WrenchStamped")):
+                               ("/ft/pad_left", "geometry_msgs/msg/WrenchStamped"),
+                               ("/tactile_states", "tactile_msgs/msg/TactileState")):
             assert connections[topic].msgtype == msgtype
             assert connections[topic].digest == type_hash(msgtype) == store.hash_rihs01(msgtype)
         read = [(c.topic, raw) for c, _, raw in reader.messages() if c.topic == "/ft/pad_left"]
     assert [raw for _, raw in read] == [out["/ft/pad_left"][0].cdr for _, out in runs]
+
+
+def vendor_store():
+    """A fresh typestore with TactileState built from the vendor's field list (not from tactile_sim's copy)."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register(get_types_from_msg(TACTILE_STATE_DEFINITION, "tactile_msgs/msg/TactileState"))
+    return store
+
+
+def counts(values, rest, gain, saturation, invert):
+    """Raw counts of an 8-bit inverted skin, element by element."""
+    return np.array([min(max(round(rest - gain * v if invert else rest + gain * v), 0), saturation)
+                     for v in values.tolist()], dtype=np.float64)
+
+
+def test_tactile_states_carry_every_sensor_of_the_topic_in_one_message(run):
+    _, runs = run
+    store = vendor_store()
+    expected = {  # channel name → (sensor, value from its TaxelArray)
+        "pad_left": ("pad_left", lambda t: counts(expected_channel("force_normal", t), **RAW)),
+        "right_pad": ("pad_right", lambda t: expected_channel("force_magnitude", t)),
+        "touch_right": ("touch_right", lambda t: expected_channel("contact", t)),
+    }
+    for _, out in runs:
+        (wire,) = out["/tactile_states"]
+        msg = store.deserialize_cdr(wire.cdr, "tactile_msgs/msg/TactileState")
+        assert bytes(store.serialize_cdr(msg, "tactile_msgs/msg/TactileState")) == wire.cdr
+        assert msg.header.stamp == out["~/pad_left"][0].header.stamp
+        assert [c.name for c in msg.sensors] == list(expected)  # the configuration's sensor order
+        for channel in msg.sensors:
+            sensor, value = expected[channel.name]
+            taxels = out[f"~/{sensor}"][0]
+            np.testing.assert_allclose(channel.values, value(taxels), rtol=1e-6, atol=1e-6, err_msg=channel.name)
+        (ranges,) = out["/range_states"]
+        ranges = store.deserialize_cdr(ranges.cdr, "tactile_msgs/msg/TactileState")
+        assert [c.name for c in ranges.sensors] == ["range_right"]
+        np.testing.assert_allclose(ranges.sensors[0].values, expected_channel("proximity", out["~/range_right"][0]),
+                                   rtol=1e-6, atol=1e-9)
+    assert [out["~/range_right"][0].valid for _, out in runs] == [False, True, True, True]
+    squeezed = store.deserialize_cdr(runs[-1][1]["/tactile_states"][0].cdr, "tactile_msgs/msg/TactileState")
+    left = np.asarray(squeezed.sensors[0].values)
+    assert left.min() < RAW["rest"] - 50 and left.max() <= RAW["rest"] + 3  # pressed taxels read fewer counts
+
+
+def test_tactile_state_hash_is_rosidls_hash_of_the_vendor_definition():
+    """A second RIHS01 implementation, first checked on rcl's pinned PointCloud2 hash, then on TactileState."""
+    assert rihs01(POINT_CLOUD2, TIME, HEADER, POINT_FIELD) == POINT_CLOUD2_RCL
+    state = description("tactile_msgs/msg/TactileState", field("header", NESTED, HEADER["type_name"]),
+                        field("sensors", NESTED + UNBOUNDED, CHANNEL_FLOAT32["type_name"]))
+    expected = "RIHS01_aa4e427c112eb4d54e0b5d6b941953667103adac4dfde243b564b2a5035a9da1"
+    assert rihs01(state, TIME, HEADER, CHANNEL_FLOAT32) == expected
+    assert type_hash("tactile_msgs/msg/TactileState") == expected == vendor_store().hash_rihs01(
+        "tactile_msgs/msg/TactileState")
+
+
+@pytest.mark.parametrize("edit, option, allowed", [
+    ({"update_period": 0.02}, "topic", "a sensor with update_period 0.0 s"),
+    ({"outputs": [{"profile": "tactile_state", "channel_name": "pad_left"}]}, "channel_name", "other than 'pad_left'"),
+])
+def test_tactile_state_topics_are_shared_only_in_step_and_with_distinct_channels(edit, option, allowed):
+    data = with_outputs()
+    data["sensors"][1].update(edit)  # pad_right
+    with pytest.raises(ConfigError) as err:
+        published_topics(config_of(data))
+    assert str(err.value).startswith(f"<dict>:sensors[1].outputs[0].{option}: ")
+    assert allowed in str(err.value)

@@ -1,7 +1,7 @@
 """Output profiles over real DDS: ``tactile-sim node --transport dds`` (a subprocess) with pointcloud and wrench
 outputs on the demo pads; this process holds the gripper squeezed and subscribes to the profiles with readers of
 the standard ROS 2 types (cyclonedds' own codec of the IDL that rosidl generates, the RIHS01 hash in USER_DATA, as
-a ROS 2 subscriber built with sensor_msgs / geometry_msgs would). Checked: the messages arrive at the configured
+a ROS 2 subscriber built with sensor_msgs / geometry_msgs / tactile_msgs would). Checked: the messages arrive at the configured
 rate, decode to the same values as rosbags' decoding of the node's TaxelArray of the same stamp, and are rosbags'
 CDR byte for byte."""
 
@@ -29,9 +29,12 @@ from tactile_sim.transport.names import dds_topic_name
 DOMAIN = isolated_domain_id(offset=7)
 RATE = 25.0
 NODE = "/tactile_sim_node"
-POINTS, WRENCH, TAXELS = f"{NODE}/pad_left/points", "/ft/pad_left", f"{NODE}/pad_left"
+POINTS, WRENCH, STATES = f"{NODE}/pad_left/points", "/ft/pad_left", "/tactile_states"
+TAXELS, RIGHT = f"{NODE}/pad_left", f"{NODE}/pad_right"
+PROFILES = (POINTS, WRENCH, STATES)
 TYPES = {POINTS: "sensor_msgs/msg/PointCloud2", WRENCH: "geometry_msgs/msg/WrenchStamped",
-         TAXELS: "tactile_sim_msgs/msg/TaxelArray"}
+         STATES: "tactile_msgs/msg/TactileState", TAXELS: "tactile_sim_msgs/msg/TaxelArray",
+         RIGHT: "tactile_sim_msgs/msg/TaxelArray"}
 START_TIMEOUT = 90.0
 LISTEN = 2.0
 """s of messages recorded once the node publishes."""
@@ -42,7 +45,8 @@ def profile_config(tmp_path):
     data["robot"]["urdf"] = str(DEMO_YAML.parent.parent / "tactile_sim" / "data" / "demo" / "gripper.urdf")
     data["sensors"] = [s for s in data["sensors"] if s["name"] in ("pad_left", "pad_right")]
     data["sensors"][0]["outputs"] = [{"profile": "pointcloud", "channels": ["force_normal"]},
-                                     {"profile": "wrench", "topic": WRENCH}]
+                                     {"profile": "wrench", "topic": WRENCH}, {"profile": "tactile_state"}]
+    data["sensors"][1]["outputs"] = [{"profile": "tactile_state"}]
     path = tmp_path / "profiles.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -58,7 +62,7 @@ def run(tmp_path_factory):
         t.create_subscription(topic, typ, lambda data, k=topic: raw[k].append(bytes(data)), DEFAULT, raw=True)
     vendor = DomainParticipant(DOMAIN)  # readers of the standard types, decoded by cyclonedds itself
     readers = {topic: DataReader(vendor, Topic(vendor, dds_topic_name(topic), idl_struct(TYPES[topic])),
-                                 endpoint_qos(DEFAULT, type_hash(TYPES[topic]))) for topic in (POINTS, WRENCH)}
+                                 endpoint_qos(DEFAULT, type_hash(TYPES[topic]))) for topic in PROFILES}
     decoded = {topic: [] for topic in readers}
     t.create_publisher("/tf_static", "tf2_msgs/msg/TFMessage", TF_STATIC_QOS).publish(
         tf_msg(("world", "base_link", (0, 0, 0), (0, 0, 0, 1), time.time())))
@@ -91,7 +95,7 @@ def stamp_ns(msg):
 
 def test_standard_type_readers_receive_the_profiles_at_the_update_rate(run):
     raw, decoded, _ = run
-    for topic in (POINTS, WRENCH):
+    for topic in PROFILES:
         stamps = np.array([stamp_ns(m) for m in decoded[topic]]) * 1e-9
         assert len(stamps) >= 0.5 * RATE * LISTEN, topic
         assert np.all(np.diff(stamps) > 0)
@@ -101,12 +105,12 @@ def test_standard_type_readers_receive_the_profiles_at_the_update_rate(run):
 
 def test_profiles_decoded_by_cyclonedds_match_the_taxel_array_of_their_stamp(run):
     raw, decoded, _ = run
-    taxels = {stamp_ns(m): m for m in (deserialize_cdr(r, TYPES[TAXELS]) for r in raw[TAXELS])}
+    taxels, right = ({stamp_ns(m): m for m in (deserialize_cdr(r, TYPES[k]) for r in raw[k])} for k in (TAXELS, RIGHT))
     matched = 0
-    for cloud, wrench in zip(decoded[POINTS], decoded[WRENCH]):
-        assert stamp_ns(cloud) == stamp_ns(wrench)
+    for cloud, wrench, states in zip(decoded[POINTS], decoded[WRENCH], decoded[STATES]):
+        assert stamp_ns(cloud) == stamp_ns(wrench) == stamp_ns(states)
         ref = taxels.get(stamp_ns(cloud))
-        if ref is None:
+        if ref is None or stamp_ns(cloud) not in right:
             continue
         matched += 1
         n = len(ref.radii)
@@ -119,13 +123,18 @@ def test_profiles_decoded_by_cyclonedds_match_the_taxel_array_of_their_stamp(run
         np.testing.assert_allclose(points[:, 3], pressing, rtol=1e-6, atol=1e-9)
         w = wrench.wrench
         np.testing.assert_allclose([w.force.x, w.force.y, w.force.z], force.sum(axis=0), rtol=1e-9, atol=1e-12)
+        assert [c.name for c in states.sensors] == ["pad_left", "pad_right"]
+        np.testing.assert_array_equal(states.sensors[0].values, points[:, 3])  # the default value: force_normal
+        other = right[stamp_ns(cloud)]
+        pressing = -(np.asarray(other.force).reshape(n, 3) * np.asarray(other.normals).reshape(n, 3)).sum(axis=1)
+        np.testing.assert_allclose(states.sensors[1].values, pressing, rtol=1e-6, atol=1e-9)
     assert matched >= 0.5 * RATE * LISTEN
     assert max(decoded[WRENCH], key=stamp_ns).wrench.force.y > 1.0  # squeezed: the can pushes the pad outwards
 
 
 def test_profile_samples_are_rosbags_cdr(run):
     raw, _, _ = run
-    for topic in (POINTS, WRENCH):
+    for topic in PROFILES:
         assert raw[topic]
         for data in raw[topic]:
             assert data == padded(serialize_cdr(deserialize_cdr(data, TYPES[topic])))

@@ -8,6 +8,7 @@ have (:data:`POINTCLOUD_CHANNELS`, :data:`WRENCH_SENSORS`)::
     outputs:
       - {profile: pointcloud, topic: ~/pad/points, channels: [force_normal, force_z]}
       - {profile: wrench, topic: /ft_sensor/wrench, point: [0.0, 0.0, 0.01]}
+      - {profile: tactile_state, value: force_normal, raw: {rest: 255, gain: 100, saturation: 255, invert: true}}
 
 Topics are ROS names: ``~/x`` (under the node) or ``/abs/x``; every one is remappable like the node's own topics. No torch or warp here (the configuration is importable without them).
 """
@@ -21,7 +22,7 @@ from pydantic import AfterValidator, Field
 
 from .base import ConfigModel
 from .errors import OptionProblem
-from .fields import Vec3
+from .fields import Name, PosInt, Vec3
 
 TOPIC_ALLOWED = ("a ROS topic name '~/a/b' (under the node) or '/a/b' (absolute); tokens of letters, digits and '_', "
                  "not starting with a digit")
@@ -45,10 +46,13 @@ POINTCLOUD_CHANNELS: dict[str, dict[str, str]] = {
                        "force_magnitude": "|f|, N"},
     "ElastomerTaxel": {"displacement_x": "marker displacement x, link frame",
                        "displacement_y": "marker displacement y, link frame",
-                       "displacement_z": "marker displacement z, link frame"},
-    "SurfaceDistanceProbe": {"distance": "distance to the nearest tracked surface, m"},
+                       "displacement_z": "marker displacement z, link frame",
+                       "indentation": "-(d . n): the displacement into the gel along the taxel normal"},
+    "SurfaceDistanceProbe": {"distance": "distance to the nearest tracked surface, m",
+                             "proximity": "range cap - distance, m (0: nothing within the cap)"},
 }
-"""Taxel sensor type → the float32 fields a ``pointcloud`` output may carry after x, y, z (name → meaning)."""
+"""Taxel sensor type → the per-taxel values (float32) its outputs can carry: the fields of a ``pointcloud`` after
+x, y, z, the ``value`` of a ``tactile_state`` (name → meaning)."""
 POINTCLOUD_CHANNELS["ProximityTaxel"] = POINTCLOUD_CHANNELS["KinematicTaxel"]
 
 WRENCH_SENSORS = ("KinematicTaxel", "ProximityTaxel")
@@ -73,7 +77,39 @@ class WrenchOutput(ConfigModel):
     point: Vec3 = (0.0, 0.0, 0.0)
 
 
-OUTPUT_MODELS = (PointCloudOutput, WrenchOutput)
+TACTILE_STATE_DEFAULT = {"ContactProbe": "contact", "ContactDepthProbe": "depth", "KinematicTaxel": "force_normal",
+                         "ProximityTaxel": "force_normal", "ElastomerTaxel": "indentation",
+                         "SurfaceDistanceProbe": "proximity"}
+"""Sensor type → the default ``value`` of its ``tactile_state`` output."""
+
+TACTILE_STATE_TOPIC = "/tactile_states"
+"""Default topic of ``tactile_state`` (the topic tactile_toolbox's state publisher merges its sources into)."""
+
+
+class RawCounts(ConfigModel):
+    """Counts as a real skin's ADC reports them, from a value v: rest + gain·v (``invert``: rest − gain·v), rounded
+    to the nearest integer and clamped to [0, saturation]. rest: counts at v = 0; gain: counts per unit of v."""
+
+    rest: float = 0.0
+    gain: float = 1.0
+    saturation: PosInt = 255
+    invert: bool = False
+
+
+class TactileStateOutput(ConfigModel):
+    """``tactile_msgs/TactileState``: one ``sensor_msgs/ChannelFloat32`` (``channel_name``, default the sensor
+    name; one value per taxel in layout order) per sensor on the topic; sensors with ``tactile_state`` outputs on
+    one topic share one message. ``value``: a name of :data:`POINTCLOUD_CHANNELS` (default
+    :data:`TACTILE_STATE_DEFAULT`); ``raw``: optional count encoding (:class:`RawCounts`)."""
+
+    profile: Literal["tactile_state"]
+    topic: TopicName | None = None
+    value: str | None = None
+    channel_name: Name | None = None
+    raw: RawCounts | None = None
+
+
+OUTPUT_MODELS = (PointCloudOutput, WrenchOutput, TactileStateOutput)
 OutputProfile = Annotated[Union[OUTPUT_MODELS], Field(discriminator="profile")]
 """One entry of a sensor's ``outputs:``, selected by its ``profile:``."""
 
@@ -83,21 +119,29 @@ DEFAULT_SUFFIX = {"pointcloud": "points", "wrench": "wrench"}
 
 def output_topic(sensor: str, output: Any) -> str:
     """The topic of ``output`` (one of a sensor's ``outputs``): its ``topic`` or the profile's default."""
-    return output.topic or f"~/{sensor}/{DEFAULT_SUFFIX[output.profile]}"
+    if output.topic:
+        return output.topic
+    return TACTILE_STATE_TOPIC if output.profile == "tactile_state" else f"~/{sensor}/{DEFAULT_SUFFIX[output.profile]}"
 
 
 def check_outputs(sensor_type: str, outputs: list[Any]) -> None:
-    """Raise OptionProblem (at ``outputs[j].<option>``) for a profile or channel the sensor type cannot have."""
+    """Raise OptionProblem (at ``outputs[j].<option>``) for a profile or value the sensor type cannot have."""
+    allowed = list(POINTCLOUD_CHANNELS[sensor_type])
     for j, out in enumerate(outputs):
         if out.profile == "wrench" and sensor_type not in WRENCH_SENSORS:
             raise OptionProblem(f"{sensor_type} has no force channel to sum", out.profile,
-                                f"pointcloud (wrench needs one of {', '.join(WRENCH_SENSORS)})",
+                                f"pointcloud or tactile_state (wrench needs one of {', '.join(WRENCH_SENSORS)})",
                                 f"outputs[{j}].profile")
-        if out.profile == "pointcloud":
-            allowed = list(POINTCLOUD_CHANNELS[sensor_type])
-            if out.channels is not None:
-                bad = [c for c in out.channels if c not in allowed]
-                if bad or not out.channels or len(set(out.channels)) != len(out.channels):
-                    raise OptionProblem(f"not channels of {sensor_type}" if bad else "empty or repeated channels",
-                                        out.channels, f"distinct names among {', '.join(allowed)}",
-                                        f"outputs[{j}].channels")
+        if out.profile == "tactile_state" and out.value is not None and out.value not in allowed:
+            raise OptionProblem(f"not a value of {sensor_type}", out.value, ", ".join(allowed), f"outputs[{j}].value")
+        if out.profile == "pointcloud" and out.channels is not None:
+            bad = [c for c in out.channels if c not in allowed]
+            if bad or not out.channels or len(set(out.channels)) != len(out.channels):
+                raise OptionProblem(f"not channels of {sensor_type}" if bad else "empty or repeated channels",
+                                    out.channels, f"distinct names among {', '.join(allowed)}",
+                                    f"outputs[{j}].channels")
+
+
+def tactile_state_value(sensor_type: str, output: Any) -> str:
+    """The value a ``tactile_state`` output carries: its ``value`` or the sensor type's default."""
+    return output.value or TACTILE_STATE_DEFAULT[sensor_type]

@@ -234,7 +234,8 @@ class NodeCore:
         out = []
         for s in self.schedule:
             fast = s.encoder.name in self.params.sensor_data_qos
-            out += [TopicSpec(t, m, fast) for t, m in s.encoder.topics(self.params.publish_ground_truth)]
+            out += [TopicSpec(t, m, fast) for t, m in s.encoder.topics(self.params.publish_ground_truth)
+                    if all(t != o.name for o in out)]  # sensors share a tactile_state topic
         if self.params.viz_rate > 0:
             out.append(TopicSpec(MARKERS_TOPIC, MARKER_ARRAY))
         out.append(TopicSpec(DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY))

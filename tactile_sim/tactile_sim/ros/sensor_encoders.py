@@ -58,7 +58,7 @@ from ..io.readings import (
     TaxelReading,
     ThermalReading,
 )
-from .profile_encoders import profile_encoders
+from .profile_encoders import link_groups, profile_encoders
 
 Output = tuple[str, Any]
 """(topic relative to the node, e.g. ``~/pad``; :class:`~tactile_sim.io.wire_message.WireMessage`: the CDR bytes
@@ -401,7 +401,7 @@ class TaxelEncoder(BranchEncoder):
         if ground_truth or not self.profiles:
             return out
         stamp = self.templates[0].view("header.stamp")
-        return out + [p.encode(stamp, out[0][1]) for p in self.profiles]
+        return out + [o for p in self.profiles for o in p.encode(stamp, out[0][1])]
 
     def markers(self, settings):
         if not self.last:
@@ -556,6 +556,10 @@ def node_encoders(suite, world_frame: str) -> tuple[list[tuple[SensorEncoder, in
     batches = [(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame)
                                for i in range(len(batch.names))]) for every, batch in suite.batches]
     memory = TemplateMemory([t for _, _, encoders in batches for e in encoders for t in e.templates])
+    order = {name: k for k, name in enumerate(suite.sensor_names)}  # shared messages list sensors in this order
+    taxel = sorted((e for _, _, encoders in batches for e in encoders if isinstance(e, TaxelEncoder)),
+                   key=lambda e: order[e.name])
+    link_groups([p for e in taxel for p in e.profiles])
     for _, batch, encoders in batches:
         for e in encoders:
             e.place(memory)

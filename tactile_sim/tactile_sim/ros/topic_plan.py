@@ -11,6 +11,7 @@ diagnostics.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..config.errors import config_error
@@ -27,7 +28,8 @@ SENSOR_MESSAGE = {
 }
 """Sensor type → message type of its ``~/<name>`` topic."""
 
-PROFILE_MESSAGE = {"pointcloud": "sensor_msgs/msg/PointCloud2", "wrench": WRENCH_STAMPED}
+PROFILE_MESSAGE = {"pointcloud": "sensor_msgs/msg/PointCloud2", "wrench": WRENCH_STAMPED,
+                   "tactile_state": "tactile_msgs/msg/TactileState"}
 """Output profile → its message type."""
 
 MARKERS_TOPIC = "~/markers"
@@ -36,40 +38,65 @@ BODY = "<body>"
 """Stands for a ContactSensor's body names where they are not given (they come from the robot description)."""
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One topic a sensor or the node publishes: ``where`` locates an output entry (None: the node's own topics);
+    ``shared``: (update period s, channel name) of a ``tactile_state`` output, which may share its topic with the
+    ``tactile_state`` outputs of other sensors of the same period."""
+
+    topic: str
+    message_type: str
+    where: str | None = None
+    shared: tuple[float, str] | None = None
+
+
 def published_topics(config: Any, *, ground_truth: bool = False, markers: bool = True,
                      contact_bodies: Mapping[str, Sequence[str]] | None = None) -> list[tuple[str, str]]:
     """(topic, message type) of every topic the node publishes for ``config`` (a validated
-    :class:`~tactile_sim.config.schema.SuiteConfig`), in publishing order; topics under the node start with
-    ``~/``. ground_truth / markers: the node parameters ``publish_ground_truth`` and ``viz_rate > 0``;
+    :class:`~tactile_sim.config.schema.SuiteConfig`), once each, in publishing order; topics under the node start
+    with ``~/``. ground_truth / markers: the node parameters ``publish_ground_truth`` and ``viz_rate > 0``;
     contact_bodies: ContactSensor name → its body names (else one ``~/<name>/<body>/wrench`` entry stands for them).
 
-    Raises ConfigError (``file:sensors[i].outputs[j].topic``) when an output's topic is already published."""
-    entries: list[tuple[str, str, str | None]] = []  # (topic, type, location of the output entry or None)
+    Raises ConfigError (``file:sensors[i].outputs[j].<option>``) when an output's topic is already published (other
+    than ``tactile_state`` outputs of one period sharing a topic with distinct channel names)."""
+    entries: list[Entry] = []
     for i, s in enumerate(config.sensors):
         where = s.where or f"{config.source}:sensors[{i}]"
-        entries.append((f"~/{s.name}", SENSOR_MESSAGE[s.type], None))
+        entries.append(Entry(f"~/{s.name}", SENSOR_MESSAGE[s.type]))
         if ground_truth and s.type != "ContactSensor":
-            entries.append((f"~/{s.name}/ground_truth", SENSOR_MESSAGE[s.type], None))
+            entries.append(Entry(f"~/{s.name}/ground_truth", SENSOR_MESSAGE[s.type]))
         if s.type == "ContactSensor":
-            entries += [(f"~/{s.name}/{body}/wrench", WRENCH_STAMPED, None)
+            entries += [Entry(f"~/{s.name}/{body}/wrench", WRENCH_STAMPED)
                         for body in (contact_bodies or {}).get(s.name, [BODY])]
-        entries += [(output_topic(s.name, o), PROFILE_MESSAGE[o.profile], f"{where}.outputs[{j}]")
-                    for j, o in enumerate(getattr(s, "outputs", ()))]
+        for j, o in enumerate(getattr(s, "outputs", ())):
+            shared = (s.update_period, o.channel_name or s.name) if o.profile == "tactile_state" else None
+            entries.append(Entry(output_topic(s.name, o), PROFILE_MESSAGE[o.profile], f"{where}.outputs[{j}]", shared))
     if markers:
-        entries.append((MARKERS_TOPIC, MARKER_ARRAY, None))
-    entries.append((DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY, None))
+        entries.append(Entry(MARKERS_TOPIC, MARKER_ARRAY))
+    entries.append(Entry(DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY))
     _check_unique(entries)
-    return [(topic, message_type) for topic, message_type, _ in entries]
+    return list(dict.fromkeys((e.topic, e.message_type) for e in entries))
 
 
-def _check_unique(entries: list[tuple[str, str, str | None]]) -> None:
-    """Raise at the first output entry whose topic the node's own topics or an earlier output already use (sensor
-    names are unique tokens, so only outputs can collide)."""
-    taken = {topic: "the node's own topics" for topic, _, where in entries if where is None}
-    for topic, _, where in entries:
-        if where is None:
+def _check_unique(entries: list[Entry]) -> None:
+    """Raise at the first output entry whose topic the node's own topics or an earlier output already use, unless
+    both share it (sensor names are unique tokens, so only outputs can collide)."""
+    taken = {e.topic: e for e in entries if e.where is None}
+    for e in entries:
+        if e.where is None:
             continue
-        if topic in taken:
-            raise config_error(where, "topic", "topic already published", topic,
-                               f"a topic the node does not publish otherwise (used by {taken[topic]})")
-        taken[topic] = where
+        first = taken.setdefault(e.topic, e)
+        if first is e:
+            continue
+        if first.shared is None or e.shared is None:
+            raise config_error(e.where, "topic", "topic already published", e.topic,
+                               "a topic the node does not publish otherwise (used by "
+                               f"{first.where or 'the node itself'}); only tactile_state outputs share a topic")
+        if first.shared[0] != e.shared[0]:
+            raise config_error(e.where, "topic", "tactile_state outputs on one topic need one update_period",
+                               e.topic, f"a sensor with update_period {first.shared[0]!r} s (as {first.where}), or "
+                               "another topic")
+        names = [x.shared[1] for x in entries[:entries.index(e)] if x.topic == e.topic and x.shared]
+        if e.shared[1] in names:
+            raise config_error(e.where, "channel_name", "channel name used twice on one tactile_state topic",
+                               e.shared[1], f"a name other than {', '.join(repr(n) for n in names)}")
