@@ -17,7 +17,7 @@ from tactile_sim.errors import ConfigError
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr, type_hash
 from tactile_sim.offline.output_bag import OutputBag
 from tactile_sim.ros.inputs import decode_joint_state
-from tactile_sim.ros.topic_plan import published_topics
+from tactile_sim.ros.topic_plan import check_interface_packages, published_topics
 
 POINT = (0.0, 0.0, 0.015)
 """m, link frame: the wrench's second reference point (the pad's centre height)."""
@@ -291,3 +291,13 @@ def test_tactile_state_topics_are_shared_only_in_step_and_with_distinct_channels
         published_topics(config_of(data))
     assert str(err.value).startswith(f"<dict>:sensors[1].outputs[0].{option}: ")
     assert allowed in str(err.value)
+
+
+def test_a_missing_vendor_interface_package_is_named():
+    """Under rclpy the vendor's own package is needed; without ROS here, find_spec finds none of tactile_msgs."""
+    topics = published_topics(config_of(with_outputs()))
+    with pytest.raises(ConfigError) as err:
+        check_interface_packages(topics, find=lambda package: None if package == "tactile_msgs" else object())
+    assert str(err.value).startswith("the ROS 2 interface package 'tactile_msgs' is not installed; it is needed "
+                                     "for /tactile_states (tactile_msgs/msg/TactileState), /range_states (")
+    check_interface_packages(topics, find=lambda package: object())  # all installed: nothing to say

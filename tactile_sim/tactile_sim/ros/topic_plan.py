@@ -1,6 +1,7 @@
 """Every topic the node would publish for a validated configuration, and its message type, without building
 anything (no torch, no warp, no robot description): for listings such as ``tactile-sim check CONFIG`` and to refuse
-two outputs on one topic before the suite is built.
+two outputs on one topic before the suite is built; and the check that the ROS interface packages of those types
+are installed (under rclpy).
 
 Per sensor ``~/<name>`` (its message type by sensor type, :data:`SENSOR_MESSAGE`), ``~/<name>/ground_truth`` when
 ground truth is published (not for ContactSensor), a ContactSensor's ``~/<name>/<body>/wrench`` per sensed body,
@@ -10,12 +11,14 @@ diagnostics.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..config.errors import config_error
 from ..config.outputs import output_topic
+from ..errors import ConfigError
 from ..io.encode import DIAGNOSTIC_ARRAY, JOINT_STATE, LINK_CONTACT, TAXEL_ARRAY, THERMAL_GRID, WRENCH_STAMPED
 from ..io.markers import MARKER_ARRAY
 
@@ -100,3 +103,20 @@ def _check_unique(entries: list[Entry]) -> None:
         if e.shared[1] in names:
             raise config_error(e.where, "channel_name", "channel name used twice on one tactile_state topic",
                                e.shared[1], f"a name other than {', '.join(repr(n) for n in names)}")
+
+
+def check_interface_packages(topics: Sequence[tuple[str, str]],
+                             find: Callable[[str], Any] = importlib.util.find_spec) -> None:
+    """Raise ConfigError naming every ROS interface package that the (topic, message type) pairs need and that
+    cannot be imported (``find(package)`` is None): under rclpy a vendor's messages are published with the
+    vendor's own package (the one a stack written for the real skin is built with)."""
+    missing: dict[str, list[str]] = {}
+    for topic, message_type in topics:
+        package = message_type.split("/")[0]
+        if find(package) is None:
+            missing.setdefault(package, []).append(f"{topic} ({message_type})")
+    if missing:
+        raise ConfigError("; ".join(
+            f"the ROS 2 interface package {package!r} is not installed; it is needed for {', '.join(uses)}; "
+            f"allowed: install {package} (as for the real driver) and source its workspace, or remove these outputs"
+            for package, uses in missing.items()))
