@@ -110,16 +110,17 @@ class WrenchEncoder(ProfileEncoder):
 
     def __init__(self, sensor, sensor_type, link, layout, output):
         super().__init__(sensor, sensor_type, link, layout, output)
-        self.point = np.asarray(output.point, dtype=np.float64)
+        self.point = tuple(float(v) for v in output.point)
         zeros = np.zeros(3)
         self.template = CdrTemplate(encode_wrench_stamped(WrenchReading(link, 0.0, zeros, zeros)),
                                     ("header.stamp", "wrench"))
 
     def write(self, msg):
-        force = np.asarray(msg.force, dtype=np.float64).reshape(-1, 3).sum(axis=0)
-        torque = np.asarray(msg.torque, dtype=np.float64).reshape(-1, 3).sum(axis=0) - np.cross(self.point, force)
         view = self.template.view("wrench")
-        view[:3], view[3:] = force, torque
+        view[:3] = fx, fy, fz = np.asarray(msg.force).reshape(-1, 3).sum(axis=0, dtype=np.float64)
+        px, py, pz = self.point
+        view[3:] = np.asarray(msg.torque).reshape(-1, 3).sum(axis=0, dtype=np.float64) - (
+            py * fz - pz * fy, pz * fx - px * fz, px * fy - py * fx)  # minus p x F (np.cross costs 70 us)
 
 
 def raw_counts(values: np.ndarray, raw: Any) -> np.ndarray:
