@@ -1,22 +1,22 @@
-"""Output profiles over real DDS: ``tactile-sim node --transport dds`` (a subprocess) with pointcloud and wrench
-outputs on the demo pads; this process holds the gripper squeezed and subscribes to the profiles with readers of
-the standard ROS 2 types (cyclonedds' own codec of the IDL that rosidl generates, the RIHS01 hash in USER_DATA, as
-a ROS 2 subscriber built with sensor_msgs / geometry_msgs / tactile_msgs would). Checked: the messages arrive at the configured
-rate, decode to the same values as rosbags' decoding of the node's TaxelArray of the same stamp, and are rosbags'
-CDR byte for byte."""
+"""Output profiles over real DDS: ``tactile-sim node --transport dds`` (a subprocess) with pointcloud, wrench and
+tactile_state outputs on the demo pads; this process holds the gripper squeezed and subscribes to the profiles with
+readers of the standard and vendor ROS 2 types (cyclonedds' own codec of the IDL that rosidl generates, the RIHS01
+hash in USER_DATA, as a ROS 2 subscriber built with sensor_msgs / geometry_msgs / tactile_msgs would). Checked: the
+messages arrive at the configured rate, decode to the same values as rosbags' decoding of the node's TaxelArrays of
+the same stamp, and are rosbags' CDR byte for byte."""
 
 import time
 
 import numpy as np
 import pytest
-import yaml
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
-from helpers_ros import DEMO_YAML, tf_msg
+from helpers_config import write_yaml
+from helpers_ros import demo_dict, sensors_only, tf_msg
 from helpers_transport import isolated_domain_id, padded, start_dds_node
-from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
+from tactile_sim.demo_trajectory import DEMO_URDF, JOINT_NAMES, SQUEEZE
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr, type_hash
 from tactile_sim.io.stamps import time_msg, time_msg_to_ns
 from tactile_sim.ros.node_runtime import TF_STATIC_QOS
@@ -41,15 +41,13 @@ LISTEN = 2.0
 
 
 def profile_config(tmp_path):
-    data = yaml.safe_load(DEMO_YAML.read_text())
-    data["robot"]["urdf"] = str(DEMO_YAML.parent.parent / "tactile_sim" / "data" / "demo" / "gripper.urdf")
-    data["sensors"] = [s for s in data["sensors"] if s["name"] in ("pad_left", "pad_right")]
+    """The demo's two pads (robot URDF by absolute path), with outputs."""
+    data = sensors_only(demo_dict(), {"pad_left", "pad_right"})
+    data["robot"]["urdf"] = str(DEMO_URDF)
     data["sensors"][0]["outputs"] = [{"profile": "pointcloud", "channels": ["force_normal"]},
                                      {"profile": "wrench", "topic": WRENCH}, {"profile": "tactile_state"}]
     data["sensors"][1]["outputs"] = [{"profile": "tactile_state"}]
-    path = tmp_path / "profiles.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_yaml(tmp_path, data, "profiles.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ have (:data:`POINTCLOUD_CHANNELS`, :data:`WRENCH_SENSORS`)::
       - {profile: wrench, topic: /ft_sensor/wrench, point: [0.0, 0.0, 0.01]}
       - {profile: tactile_state, value: force_normal, raw: {rest: 255, gain: 100, saturation: 255, invert: true}}
 
-Topics are ROS names: ``~/x`` (under the node) or ``/abs/x``; every one is remappable like the node's own topics. No torch or warp here (the configuration is importable without them).
+Topics are ROS names: ``~/x`` (under the node) or ``/abs/x``; every one is remappable like the node's own topics.
+No torch or warp here (the configuration is importable without them).
 """
 
 from __future__ import annotations

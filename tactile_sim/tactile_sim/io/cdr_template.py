@@ -12,9 +12,10 @@ primitive sequence as a read-only numpy view of them, a nested message rebuilt f
 message costs one copy of the bytes whatever it holds.
 
 A changing field is named by a dotted path (``force``, ``valid``, ``header.stamp``, ``wrench``, ``force_matrix``;
-``sensors[1].values`` for a field of one element of a message sequence): a primitive, a primitive sequence or array, a nested message or a sequence of messages. Its view is a writable
-numpy array over the template's buffer, one element per primitive in wire order, of the primitives' dtype (a
-message of mixed primitive types, e.g. ``builtin_interfaces/Time``, is a raw uint8 view of its bytes).
+``sensors[1].values`` for a field of one element of a message sequence): a primitive, a primitive sequence or
+array, a nested message or a sequence of messages. Its view is a writable numpy array over the template's buffer,
+one element per primitive in wire order, of the primitives' dtype (a message of mixed primitive types, e.g.
+``builtin_interfaces/Time``, is a raw uint8 view of its bytes).
 """
 
 from __future__ import annotations

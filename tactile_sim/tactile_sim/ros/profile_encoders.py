@@ -1,17 +1,20 @@
 """Output profiles of a taxel sensor (``outputs:``, :mod:`tactile_sim.config.outputs`): further messages made from
 the sensor's measured TaxelArray of the same evaluation, published on the same steps.
 
-| profile | message | values |
-|---|---|---|
-| ``pointcloud`` | ``sensor_msgs/PointCloud2`` | x, y, z: taxel centres (m, link frame); one float32 field per channel (:data:`CHANNEL_VALUES`); organised as the layout's rows × cols (row-major, the TaxelArray's taxel order) or 1 × n |
-| ``wrench`` | ``geometry_msgs/WrenchStamped`` | force: Σ f_k (N); torque: Σ τ_k − p × Σ f_k about ``point`` p (N·m); link frame |
-| ``tactile_state`` | ``tactile_msgs/TactileState`` | per sensor on the topic one ``ChannelFloat32`` (its channel name; one value per taxel in layout order: a :data:`CHANNEL_VALUES` entry, or its raw counts) |
+* ``pointcloud`` — ``sensor_msgs/PointCloud2``: x, y, z the taxel centres (m, link frame), then one float32 field
+  per channel (:data:`CHANNEL_VALUES`); organised as the layout's rows × cols (row-major, the TaxelArray's taxel
+  order) or 1 × n.
+* ``wrench`` — ``geometry_msgs/WrenchStamped``: force Σ f_k (N), torque Σ τ_k − p × Σ f_k about ``point`` p
+  (N·m); link frame.
+* ``tactile_state`` — ``tactile_msgs/TactileState``: per sensor on the topic one ``ChannelFloat32`` (its channel
+  name; one value per taxel in layout order: a :data:`CHANNEL_VALUES` entry, or its raw counts).
 
 Each profile keeps one :class:`~tactile_sim.io.cdr_template.CdrTemplate` (frame, layout and field descriptions
 fixed); an evaluation writes the TaxelArray's stamp and the values into it. The ``tactile_state`` outputs on one
 topic share a :class:`TactileStateGroup` (their sensors have one update period, so they are evaluated on the same
-steps): the message goes out once the last of them has written its channel (:func:`link_groups`). While the TaxelArray is not valid
-(before the first evaluation, a delay filling) its channels are zeros and so are the profile's values.
+steps): the message goes out once the last of them has written its channel (:func:`link_groups`). While the
+TaxelArray is not valid (before the first evaluation, a delay filling) its channels are zeros and so are the
+profile's values.
 """
 
 from __future__ import annotations
