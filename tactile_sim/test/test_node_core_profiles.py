@@ -66,7 +66,8 @@ def cloud_points(msg):
     """(height, width) array of the points of a decoded PointCloud2, read through its own field descriptions."""
     dtype = np.dtype({"names": [f.name for f in msg.fields], "formats": [DATATYPE[f.datatype] for f in msg.fields],
                       "offsets": [f.offset for f in msg.fields], "itemsize": msg.point_step})
-    assert not msg.is_bigendian and msg.row_step == msg.point_step * msg.width
+    assert not msg.is_bigendian and msg.row_step == msg.point_step * msg.width and msg.is_dense
+    assert all(f.count == 1 for f in msg.fields) and len(msg.data) == msg.row_step * msg.height
     return np.frombuffer(bytes(msg.data), dtype).reshape(msg.height, msg.width)
 
 
@@ -252,7 +253,7 @@ def test_tactile_states_carry_every_sensor_of_the_topic_in_one_message(run):
         (wire,) = out["/tactile_states"]
         msg = store.deserialize_cdr(wire.cdr, "tactile_msgs/msg/TactileState")
         assert bytes(store.serialize_cdr(msg, "tactile_msgs/msg/TactileState")) == wire.cdr
-        assert msg.header.stamp == out["~/pad_left"][0].header.stamp
+        assert msg.header.stamp == out["~/pad_left"][0].header.stamp and msg.header.frame_id == ""
         assert [c.name for c in msg.sensors] == list(expected)  # the configuration's sensor order
         for channel in msg.sensors:
             sensor, value = expected[channel.name]
