@@ -3,15 +3,18 @@ definitions, carry the sensor's TaxelArray of the same evaluation (layout order,
 rosbags' CDR, on the steps the TaxelArray is published; the pure topic listing equals what the node publishes."""
 
 import copy
+import re
 
 import numpy as np
 import pytest
+import yaml
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from helpers_rihs import (CHANNEL_FLOAT32, HEADER, NESTED, POINT_CLOUD2, POINT_CLOUD2_RCL, POINT_FIELD, TIME,
                           UNBOUNDED, description, field, rihs01)
-from helpers_ros import by_topic, config_of, demo_core, demo_dict, joint_state_msg, ns, pad_contact_truth
+from helpers_ros import (PACKAGE_ROOT, by_topic, config_of, demo_core, demo_dict, joint_state_msg, ns,
+                         pad_contact_truth)
 from tactile_sim.demo_trajectory import SQUEEZE
 from tactile_sim.errors import ConfigError
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr, type_hash
@@ -302,3 +305,22 @@ def test_a_missing_vendor_interface_package_is_named():
     assert str(err.value).startswith("the ROS 2 interface package 'tactile_msgs' is not installed; it is needed "
                                      "for /tactile_states (tactile_msgs/msg/TactileState), /range_states (")
     check_interface_packages(topics, find=lambda package: object())  # all installed: nothing to say
+
+
+def test_the_readme_example_is_a_valid_sensor_entry():
+    """The YAML of the README's "Replace a real skin" section, completed with the demo pad's layout, validates and
+    publishes the topics the section says."""
+    readme = PACKAGE_ROOT.parent / "README.md"
+    if not readme.is_file():
+        pytest.skip(f"README.md not found at {readme}")
+    section = readme.read_text().split("## Replace a real skin", 1)[1]
+    (example,) = re.findall(r"```yaml\n(.*?)```", section.split("\n## ", 1)[0], flags=re.S)
+    (sensor,) = yaml.safe_load(example)["sensors"]
+    data = demo_dict()
+    data["sensors"] = [{**data["sensors"][0], **sensor}]
+    topics = published_topics(config_of(data), markers=False)
+    assert topics == [("~/pad_left", "tactile_sim_msgs/msg/TaxelArray"),
+                      ("/tactile_states", "tactile_msgs/msg/TactileState"),
+                      ("~/pad_left/points", "sensor_msgs/msg/PointCloud2"),
+                      ("/ft/pad_left", "geometry_msgs/msg/WrenchStamped"),
+                      ("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")]
