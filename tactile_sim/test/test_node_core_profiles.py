@@ -324,3 +324,12 @@ def test_the_readme_example_is_a_valid_sensor_entry():
                       ("~/pad_left/points", "sensor_msgs/msg/PointCloud2"),
                       ("/ft/pad_left", "geometry_msgs/msg/WrenchStamped"),
                       ("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")]
+
+
+@pytest.mark.parametrize("topic", ["~/pad_left/ground_truth", "~/palm_contact/palm/wrench"])
+def test_outputs_may_not_take_ground_truth_or_contact_body_topics(topic):
+    """Ground truth may be switched on at run time; a ContactSensor's bodies are known once the robot is."""
+    data = with_outputs()
+    data["sensors"][-1]["outputs"] = [{"profile": "pointcloud", "topic": topic}]
+    with pytest.raises(ConfigError, match=r"outputs\[0\]\.topic: topic already published"):
+        demo_core(data)

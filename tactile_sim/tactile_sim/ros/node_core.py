@@ -139,7 +139,7 @@ class NodeCore:
                 raise ConfigError(f"{where}.name: the node publishes each sensor on ~/<name>; got {s.name!r}; "
                                   f"allowed: letters, digits and '_', not starting with a digit, other than "
                                   f"{', '.join(RESERVED_NAMES)}")
-        published_topics(self.config)  # two outputs on one topic: ConfigError naming the output
+        published_topics(self.config, ground_truth=True)  # two outputs on one topic: ConfigError naming the output
         names = [s.name for s in self.config.sensors]
         for name in self.params.sensor_data_qos:
             if name not in names:
@@ -167,6 +167,8 @@ class NodeCore:
                             n_envs=0, tf=self.tf, root_from_tf=root is not None and root != self.world_frame)
         encoders, self._templates = node_encoders(suite, self.world_frame)
         schedule = [ScheduledEncoder(e, every) for e, every in encoders]
+        published_topics(config, ground_truth=True,  # an output on a ContactSensor body's topic, now known
+                         contact_bodies={e.name: e.bodies for e, _ in encoders if hasattr(e, "bodies")})
         order = {name: k for k, name in enumerate(suite.sensor_names)}
         schedule.sort(key=lambda s: order[s.encoder.name])
         self.suite, self.schedule, self.build_error = suite, schedule, None
