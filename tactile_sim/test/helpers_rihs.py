@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-NESTED, UINT8, INT32, UINT32, FLOAT32, BOOL, STRING = 1, 3, 6, 7, 10, 15, 17
+NESTED, UINT8, INT32, UINT32, FLOAT32, FLOAT64, BOOL, STRING = 1, 3, 6, 7, 10, 11, 15, 17
 """type ids of type_description_interfaces/msg/FieldType."""
 UNBOUNDED = 144
 """Added to an element's type id for an unbounded sequence of it."""
@@ -41,5 +41,10 @@ POINT_CLOUD2 = description(
     field("width", UINT32), field("fields", NESTED + UNBOUNDED, POINT_FIELD["type_name"]),
     field("is_bigendian", BOOL), field("point_step", UINT32), field("row_step", UINT32),
     field("data", UINT8 + UNBOUNDED), field("is_dense", BOOL))
+VECTOR3 = description("geometry_msgs/msg/Vector3", *(field(a, FLOAT64) for a in "xyz"))
+WRENCH = description("geometry_msgs/msg/Wrench", field("force", NESTED, VECTOR3["type_name"]),
+                     field("torque", NESTED, VECTOR3["type_name"]))
+WRENCH_STAMPED = description("geometry_msgs/msg/WrenchStamped", field("header", NESTED, HEADER["type_name"]),
+                             field("wrench", NESTED, WRENCH["type_name"]))
 POINT_CLOUD2_RCL = "RIHS01_9198cabf7da3796ae6fe19c4cb3bdd3525492988c70522628af5daa124bae2b5"
 """The hash rcl's type-hash test copies from the code rosidl generates for sensor_msgs/msg/PointCloud2."""

@@ -12,7 +12,7 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from helpers_rihs import (CHANNEL_FLOAT32, HEADER, NESTED, POINT_CLOUD2, POINT_CLOUD2_RCL, POINT_FIELD, TIME,
-                          UNBOUNDED, description, field, rihs01)
+                          UNBOUNDED, VECTOR3, WRENCH, WRENCH_STAMPED, description, field, rihs01)
 from helpers_ros import (PACKAGE_ROOT, by_topic, config_of, demo_core, demo_dict, joint_state_msg, ns,
                          pad_contact_truth)
 from tactile_sim.demo_trajectory import SQUEEZE
@@ -166,12 +166,12 @@ def test_profile_messages_are_rosbags_cdr_of_their_fields(run):
 
 
 def test_type_hashes_are_the_ones_rosidl_generates():
-    """Values of a ROS 2 Jazzy build: PointCloud2 is rcl's golden hash of its type-hash test; WrenchStamped as
-    ``ros2 topic info -v`` reports it."""
-    assert type_hash("sensor_msgs/msg/PointCloud2") == \
-        "RIHS01_9198cabf7da3796ae6fe19c4cb3bdd3525492988c70522628af5daa124bae2b5"
-    assert type_hash("geometry_msgs/msg/WrenchStamped") == \
-        "RIHS01_8dc3deaf06b2ab281f9f9a742a8961c328ca7cec16e3fd6586d3a5c83fa78f77"
+    """PointCloud2: the hash rcl's type-hash test pins (copied from generated code); WrenchStamped: the second
+    RIHS01 implementation of helpers_rihs, itself checked on that PointCloud2 hash."""
+    assert type_hash("sensor_msgs/msg/PointCloud2") == POINT_CLOUD2_RCL
+    expected = "RIHS01_8dc3deaf06b2ab281f9f9a742a8961c328ca7cec16e3fd6586d3a5c83fa78f77"
+    assert rihs01(WRENCH_STAMPED, TIME, HEADER, WRENCH, VECTOR3) == expected
+    assert type_hash("geometry_msgs/msg/WrenchStamped") == expected
 
 
 def test_profiles_publish_on_the_steps_their_sensor_is_evaluated():
