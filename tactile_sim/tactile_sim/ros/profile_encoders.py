@@ -55,6 +55,18 @@ depth, distance m; ``proximity`` cap − distance m (0 while the message is not 
 normal); ``force_magnitude`` |f| N; displacement components and ``indentation`` −d·n (the TaxelArray's units)."""
 
 
+class TaxelFields:
+    """The fields of a TaxelArray message, each read from its bytes once (a WireMessage reads them on access)."""
+
+    def __init__(self, msg: Any):
+        self._msg = msg
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._msg, name)
+        setattr(self, name, value)
+        return value
+
+
 class ProfileEncoder:
     """One output of a taxel sensor. sensor, sensor_type: its name and type; link: its frame; layout: its taxel
     layout (:class:`~tactile_sim.sensors.layout.ProbeLayout`); output: the validated ``outputs`` entry."""
@@ -101,8 +113,9 @@ class PointCloudEncoder(ProfileEncoder):
         self.values = self.points[:, 3:]
 
     def write(self, msg):
+        fields = TaxelFields(msg)
         for k, name in enumerate(self.channels):
-            self.values[:, k] = CHANNEL_VALUES[name](msg, self.normals)
+            self.values[:, k] = CHANNEL_VALUES[name](fields, self.normals)
         self.template.view("data")[:] = self.points.view(np.uint8).reshape(-1)
 
 
