@@ -9,6 +9,9 @@ through per-sensor templates); taking the CDR bytes that the node publishes is t
 * ``demo #6``: the same gripper with the sensors issue #6 names for it: the two 30-taxel KinematicTaxel pads, the
   palm ContactSensor, the 2×2×3 thermal fingertip and the 3-joint JointTorque;
 * ``demo pads``: the same gripper with only its two KinematicTaxel pads;
+* ``pads+out``: the two pads, each also publishing the output profiles of issue #15 that exist (a PointCloud2 of
+  all its channels, a WrenchStamped and its channel of one shared TactileState): their cost is the difference to
+  ``demo pads``, run in the same process;
 * ``hand 368``: an Allegro-like hand (16 revolute joints) with 15 KinematicTaxel pads of 20–30 taxels (368 in all)
   grasping a sphere.
 
@@ -106,13 +109,19 @@ def hand_config(urdf_path: Path) -> dict:
 
 # ------------------------------------------------------------------ scenes
 ISSUE_6_TYPES = ("KinematicTaxel", "ContactSensor", "TemperatureGrid", "JointTorque")
+PROFILES = ({"profile": "pointcloud"}, {"profile": "wrench"}, {"profile": "tactile_state"})
+"""The output profiles of the ``pads+out`` scene (every KinematicTaxel)."""
 
 
-def demo_config(types: tuple[str, ...] | None = None):
-    """The demo configuration, keeping only the sensors of ``types`` (None: every sensor)."""
+def demo_config(types: tuple[str, ...] | None = None, outputs: tuple[dict, ...] = ()):
+    """The demo configuration, keeping only the sensors of ``types`` (None: every sensor), each KinematicTaxel with
+    ``outputs``."""
     data = yaml.safe_load(DEMO_YAML.read_text())
     if types is not None:
         data["sensors"] = [s for s in data["sensors"] if s["type"] in types]
+    for s in data["sensors"]:
+        if s["type"] == "KinematicTaxel" and outputs:
+            s["outputs"] = list(outputs)
     return load_config(data, base_dir=DEMO_YAML.parent)
 
 
@@ -176,7 +185,7 @@ def bench_scene(label: str, core: NodeCore, joint_msg, repeats: int) -> dict:
     results["world+step"] = time_per_call(world_and_step, repeats, trials=5, warmup=5)  # a fresh state each step
     stamp = time_msg_from_ns(clock["ns"])
     results["encode"] = time_per_call(lambda: core._encode(stamp, 0), repeats, warmup=5)
-    if all(s.encoder.sensor_type == "KinematicTaxel" for s in core.schedule):
+    if all(s.encoder.sensor_type == "KinematicTaxel" and not s.encoder.profiles for s in core.schedule):
         results["naive encode"] = time_per_call(lambda: naive_encode(core, 1.0), max(10, repeats // 4), warmup=5)
     results["messages"] = len(update())
     results["taxels"] = n_taxels
@@ -203,6 +212,8 @@ def main() -> None:
     bench_scene("demo", make_core(demo_config(), "world"), squeeze, 100)
     bench_scene("demo #6", make_core(demo_config(ISSUE_6_TYPES), "world"), squeeze, 200)
     bench_scene("demo pads", make_core(demo_config(("KinematicTaxel",)), "world"), squeeze, 200)
+    bench_scene("pads+out", make_core(demo_config(("KinematicTaxel",), PROFILES), "world"), squeeze, 200)
+    bench_scene("demo pads", make_core(demo_config(("KinematicTaxel",)), "world"), squeeze, 200)  # A/B/A
     with tempfile.TemporaryDirectory() as tmp:
         urdf = Path(tmp) / "hand.urdf"
         urdf.write_text(hand_urdf())

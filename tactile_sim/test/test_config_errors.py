@@ -218,6 +218,24 @@ CASES = [
     ("ContactSensor", {"filter_shape_prim_expr": "x"}, "filter_shape_prim_expr", "'x'", "whole bodies"),
     ("ContactSensor", {"draw_debug": True}, "draw_debug", "True", "debug_vis"),
     ("ContactSensor", {"link": "foot"}, "link", "'foot'", "prim_path"),
+    # output profiles (outputs:)
+    ("KinematicTaxel", {"outputs": [{"profile": "pointclod"}]}, "outputs[0].profile", "'pointclod'",
+     "pointcloud, wrench"),
+    ("KinematicTaxel", {"outputs": [{"topic": "~/x"}]}, "outputs[0].profile", "nothing", "pointcloud, wrench"),
+    ("KinematicTaxel", {"outputs": [{"profile": "wrench"}, {"profile": "wrench", "frame": "x"}]},
+     "outputs[1].frame", "'x'", "point, profile, topic"),
+    ("KinematicTaxel", {"outputs": [{"profile": "wrench", "topic": "wrench"}]}, "outputs[0].topic", "'wrench'",
+     "'~/a/b' (under the node) or '/a/b'"),
+    ("KinematicTaxel", {"outputs": [{"profile": "wrench", "point": [0, 0]}]}, "outputs[0].point", "[0, 0]",
+     "3 finite numbers"),
+    ("KinematicTaxel", {"outputs": [{"profile": "pointcloud", "channels": ["force_z", "depth"]}]},
+     "outputs[0].channels", "['force_z', 'depth']", "force_x, force_y, force_z, force_normal, force_magnitude"),
+    ("ContactProbe", {"outputs": [{"profile": "pointcloud", "channels": ["contact", "contact"]}]},
+     "outputs[0].channels", "['contact', 'contact']", "distinct names among contact"),
+    ("ElastomerTaxel", {"outputs": [{"profile": "wrench"}]}, "outputs[0].profile", "'wrench'",
+     "wrench needs one of KinematicTaxel, ProximityTaxel"),
+    *[(kind, {"outputs": []}, "outputs", "[]", "remove it (ContactProbe") for kind in (
+        "TemperatureGrid", "JointTorque", "ContactSensor")],
 ]
 
 

@@ -86,7 +86,7 @@ COMMON = {"name", "update_period", "history_length"}
 PIPELINE = COMMON | {"delay", "jitter", "noise", "bias", "resolution", "random_walk", "seed", "draw_debug"}
 LINK = PIPELINE | {"link", "pos_offset", "euler_offset"}
 PROBE = LINK | {"probe_local_pos", "probe_radius", "probe_local_normal", "probe_radius_noise", "debug_probe_color",
-                "debug_probe_center_radius", "debug_probe_sphere_opacity"}
+                "debug_probe_center_radius", "debug_probe_sphere_opacity", "outputs"}
 TACTILE = PROBE | {"ignore", "probe_gain", "probe_gain_resample_range", "dead_taxel_probability",
                    "dead_taxel_value_range", "hysteresis_strength", "hysteresis_tau", "contact_depth_query",
                    "debug_contact_color"}
@@ -121,7 +121,7 @@ EXPECTED_OPTIONS = {
 PIPELINE_DEFAULTS = dict(update_period=0.0, history_length=0, delay=0.0, jitter=0.0, noise=0.0, bias=0.0,
                          resolution=0.0, random_walk=0.0, seed=None, draw_debug=False)
 LINK_DEFAULTS = dict(PIPELINE_DEFAULTS, pos_offset=(0.0, 0.0, 0.0), euler_offset=(0.0, 0.0, 0.0))
-TACTILE_DEFAULTS = dict(LINK_DEFAULTS, ignore=[], probe_local_pos=[[0.0, 0.0, 0.0]], probe_radius=0.01,
+TACTILE_DEFAULTS = dict(LINK_DEFAULTS, ignore=[], outputs=[], probe_local_pos=[[0.0, 0.0, 0.0]], probe_radius=0.01,
                         probe_local_normal=[0.0, 0.0, 1.0], probe_radius_noise=0.0, probe_gain=1.0,
                         probe_gain_resample_range=None, dead_taxel_probability=0.0, dead_taxel_value_range=(0.0, 0.0),
                         hysteresis_strength=0.0, hysteresis_tau=0.0, contact_depth_query="sdf",
@@ -141,7 +141,7 @@ EXPECTED_DEFAULTS = {
     "pt": dict(TACTILE_DEFAULTS, **CROSSTALK_DEFAULTS, **CLOUD_DEFAULTS, stiffness=100.0, shear_coupling=0.0,
                twist_scalar=1.0, density_scalar=100),
     "sdp": dict(LINK_DEFAULTS, probe_local_pos=[[0.0, 0.0, 0.0]], probe_radius=0.5, probe_local_normal=[0.0, 0.0, 1.0],
-                probe_radius_noise=0.0, track=[]),
+                probe_radius_noise=0.0, track=[], outputs=[]),
     "tg": dict(LINK_DEFAULTS, ignore=[], properties_dict={}, ambient_temperature=None, convection_coefficient=None,
                simulate_all_link_temperatures=False, grid_size=(1, 1, 1), heat_generation=None,
                sensor_time_constant=0.0, contact_band=1e-4, contact_conductance=None, contact_sample_spacing=None,

@@ -11,7 +11,7 @@ import pytest
 
 from tactile_sim.io.cdr_template import CdrTemplate
 from tactile_sim.io.encode import JOINT_STATE, LINK_CONTACT, TAXEL_ARRAY, THERMAL_GRID, WRENCH_STAMPED
-from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr, typestore
+from tactile_sim.io.msg_types import deserialize_cdr, message_class, new_message, serialize_cdr, typestore
 from tactile_sim.io.readings import TAXEL_CHANNELS
 from tactile_sim.io.wire_message import WireMessage
 from tactile_sim.ros.sensor_encoders import TAXEL_CHANNELS_OF
@@ -137,6 +137,29 @@ def test_a_template_refuses_strings_unknown_fields_and_paths_through_primitives(
         CdrTemplate(msg, ("force.x",))
     with pytest.raises(ValueError, match="string"):
         CdrTemplate(msg, ("header",))  # the frame id is part of the header
+
+
+def test_an_element_of_a_message_sequence_changes_alone():
+    """``channels[1].values``: the values of one named channel (its name is a string, so the whole channels field
+    could not change); written and read back, equal to rosbags' serialisation of the edited message."""
+    channel = message_class("sensor_msgs/msg/ChannelFloat32")
+    point = message_class("geometry_msgs/msg/Point32")
+    base = new_message("sensor_msgs/msg/PointCloud", header=header("pad"), points=[point(0.0, 0.0, 0.0)] * 2,
+                       channels=[channel(name="a", values=np.zeros(3, np.float32)),
+                                 channel(name="bé", values=np.zeros(2, np.float32))])
+    template = CdrTemplate(base, ("channels[1].values", "points[1]"))
+    template.view("channels[1].values")[:] = [1.5, -2.0]
+    template.view("points[1]")[:] = [1.0, 2.0, 3.0]
+    channels = [base.channels[0], channel(name="bé", values=np.array([1.5, -2.0], np.float32))]
+    expected = dataclasses.replace(base, channels=channels, points=[point(0.0, 0.0, 0.0), point(1.0, 2.0, 3.0)])
+    assert template.cdr() == serialize_cdr(expected)
+    msg = template.wire()
+    assert [c.name for c in msg.channels] == ["a", "bé"] and msg.channels[1].values.tolist() == [1.5, -2.0]
+    assert msg.points[1].z == 3.0 and msg.points[0].z == 0.0
+    assert bytes(typestore().serialize_cdr(msg.message, "sensor_msgs/msg/PointCloud")) == msg.cdr
+    for path in ("channels[2].values", "channels[0].values[1]", "header[0]"):
+        with pytest.raises(ValueError, match="not an element of a message sequence"):
+            CdrTemplate(base, (path,))
 
 
 def test_a_wire_message_reads_like_its_rosbags_message_and_serialises_to_its_bytes():

@@ -24,7 +24,7 @@ NODE_TYPES = ["tactile_sim_msgs/msg/TaxelArray", "tactile_sim_msgs/msg/ThermalGr
               "sensor_msgs/msg/JointState", "tf2_msgs/msg/TFMessage", "std_msgs/msg/String",
               "geometry_msgs/msg/WrenchStamped", "visualization_msgs/msg/MarkerArray",
               "diagnostic_msgs/msg/DiagnosticArray", "rmw_dds_common/msg/ParticipantEntitiesInfo",
-              "rosgraph_msgs/msg/Clock"]
+              "rosgraph_msgs/msg/Clock", "sensor_msgs/msg/PointCloud2", "tactile_msgs/msg/TactileState"]
 INT_DTYPES = {"byte": np.uint8, "char": np.uint8, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
               "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64}
 

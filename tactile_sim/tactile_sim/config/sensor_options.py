@@ -43,6 +43,7 @@ from .fields import (
 )
 from .layouts import LayoutPositions
 from .materials import AboveAbsoluteZero, MaterialRef
+from .outputs import OutputProfile, check_outputs
 
 AtLeastOne = Annotated[float, Field(ge=1.0)]
 
@@ -169,6 +170,9 @@ PROBE_KEYS = ("probe_local_pos", "probe_radius", "probe_local_normal", "probe_ra
 TACTILE_KEYS = ("probe_gain", "probe_gain_resample_range", "dead_taxel_probability", "dead_taxel_value_range",
                 "hysteresis_strength", "hysteresis_tau", "contact_depth_query")
 PIPELINE_KEYS = ("noise", "bias", "resolution", "random_walk", "delay", "jitter")
+NO_OUTPUTS = _reject(("outputs",), "output profiles exist only on the taxel sensors",
+                     "remove it (ContactProbe, ContactDepthProbe, KinematicTaxel, ElastomerTaxel, ProximityTaxel and "
+                     "SurfaceDistanceProbe accept outputs)")
 
 
 # ------------------------------------------------------------------------------------------------ bases
@@ -233,6 +237,12 @@ class ProbeOptions(LinkOptions):
     debug_probe_color: Color3 = (0.2, 0.4, 1.0)
     debug_probe_center_radius: NonNegFloat = 0.0008
     debug_probe_sphere_opacity: UnitFloat = 0.3
+    outputs: list[OutputProfile] = []
+
+    @model_validator(mode="after")
+    def _outputs_fit_type(self):
+        check_outputs(type(self).__name__, self.outputs)
+        return self
 
 
 class TactileOptions(ProbeOptions, CandidateOptions):
@@ -415,9 +425,9 @@ class TemperatureGrid(LinkOptions, CandidateOptions):
     contact_depth_weight: float = 1.0
     debug_temperature_range: interval(True) = (0.0, 100.0)
 
-    rejected_options: ClassVar = _reject(
+    rejected_options: ClassVar = {**_reject(
         PROBE_KEYS + TACTILE_KEYS + CROSSTALK_KEYS,
-        "not accepted by TemperatureGrid (it has no probes; its cells come from grid_size)")
+        "not accepted by TemperatureGrid (it has no probes; its cells come from grid_size)"), **NO_OUTPUTS}
 
     @model_validator(mode="after")
     def _thermal_rules(self):
@@ -457,6 +467,7 @@ class JointTorque(PipelineOptions):
                   "remove it; select joints with 'joints' (names) or 'dofs_idx_local'"),
         **_reject(PROBE_KEYS + TACTILE_KEYS + CROSSTALK_KEYS + ("ignore",),
                   "not accepted by JointTorque (it has no probes)"),
+        **NO_OUTPUTS,
     }
 
     @model_validator(mode="after")
@@ -503,6 +514,7 @@ class ContactSensor(SensorOptions, CandidateOptions):
                   "remove it; sense and filter whole bodies with prim_path / filter_prim_paths_expr"),
         "draw_debug": ("ContactSensor names this option debug_vis", "debug_vis (true/false)"),
         "link": ("ContactSensor selects its bodies with prim_path", "prim_path (a body name or regular expression)"),
+        **NO_OUTPUTS,
     }
 
     @model_validator(mode="after")

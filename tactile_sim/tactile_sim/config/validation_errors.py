@@ -59,13 +59,21 @@ def _union_members(annotation: Any) -> list[Any]:
     return []
 
 
+def _literal_tags(model: Any) -> list[str]:
+    """The values of a model's one-value ``Literal`` fields (the discriminator tags it answers to)."""
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return []
+    return [typing.get_args(f.annotation)[0] for f in model.model_fields.values()
+            if typing.get_origin(f.annotation) is typing.Literal and len(typing.get_args(f.annotation)) == 1]
+
+
 def _member_for_tag(members: list[Any], tag: str) -> Any | None:
-    """The union member that a pydantic location segment (a Tag, or the class name of a discriminated member)
-    selects."""
+    """The union member that a pydantic location segment (a Tag, or the class name or discriminator value of a
+    discriminated member) selects."""
     for member in members:
         tags = [m.tag for m in getattr(member, "__metadata__", ()) if isinstance(m, Tag)]
         base = _strip(member)
-        if tag in tags or (isinstance(base, type) and base.__name__ == tag):
+        if tag in tags or (isinstance(base, type) and base.__name__ == tag) or tag in _literal_tags(base):
             return member
     return None
 
@@ -120,11 +128,14 @@ def _bounds_text(field: FieldInfo | None, ctx: dict) -> str:
     return " and ".join(parts)
 
 
-def _expected_tags(annotation: Any) -> list[str]:
+def _expected_tags(annotation: Any, key: str) -> list[str]:
+    """The tags of a discriminated union: each member's value of the discriminator ``key``."""
     names = []
     for member in _union_members(_strip(annotation)):
         base = _strip(member)
-        names.append(base.__name__ if isinstance(base, type) else str(base))
+        field = base.model_fields.get(key) if isinstance(base, type) and issubclass(base, BaseModel) else None
+        literal = field is not None and typing.get_origin(field.annotation) is typing.Literal
+        names.append(typing.get_args(field.annotation)[0] if literal else getattr(base, "__name__", str(base)))
     return names
 
 
@@ -146,12 +157,13 @@ def describe_error(error: dict, root: type[BaseModel]) -> tuple[str, str, Any, s
         allowed = where.field.description if where.field is not None and where.field.description else "a value"
         return path, "required option is missing", Got("nothing"), allowed, ""
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        tags = _expected_tags(where.annotation)
-        path = join_location(path, "type")
+        key = str(ctx.get("discriminator", "type")).strip("'")
+        tags = _expected_tags(where.annotation, key)
+        path = join_location(path, key)
         if kind == "union_tag_not_found":
-            return path, "missing type", Got("nothing"), ", ".join(tags), ""
+            return path, f"missing {key}", Got("nothing"), ", ".join(tags), ""
         tag = ctx.get("tag")
-        return path, "unknown type", tag, ", ".join(tags), suggest(str(tag), tags, cutoff=0.6)
+        return path, f"unknown {key}", tag, ", ".join(tags), suggest(str(tag), tags, cutoff=0.6)
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         return path, "out of range", got, _bounds_text(where.field, ctx), ""
     if kind == "literal_error":

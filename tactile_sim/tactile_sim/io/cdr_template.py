@@ -11,10 +11,11 @@ A message taken with :meth:`CdrTemplate.wire` reads its changing fields back fro
 primitive sequence as a read-only numpy view of them, a nested message rebuilt from its primitives), so taking a
 message costs one copy of the bytes whatever it holds.
 
-A changing field is named by a dotted path (``force``, ``valid``, ``header.stamp``, ``wrench``, ``force_matrix``):
-a primitive, a primitive sequence or array, a nested message or a sequence of messages. Its view is a writable
-numpy array over the template's buffer, one element per primitive in wire order, of the primitives' dtype (a
-message of mixed primitive types, e.g. ``builtin_interfaces/Time``, is a raw uint8 view of its bytes).
+A changing field is named by a dotted path (``force``, ``valid``, ``header.stamp``, ``wrench``, ``force_matrix``;
+``sensors[1].values`` for a field of one element of a message sequence): a primitive, a primitive sequence or
+array, a nested message or a sequence of messages. Its view is a writable numpy array over the template's buffer,
+one element per primitive in wire order, of the primitives' dtype (a message of mixed primitive types, e.g.
+``builtin_interfaces/Time``, is a raw uint8 view of its bytes).
 """
 
 from __future__ import annotations
@@ -69,19 +70,44 @@ def _patterned(desc: tuple, value: Any, fill: int) -> tuple[Any, list[str]]:
     return [v for v, _ in items], [b for _, bases in items for b in bases]
 
 
-def _replaced(msg: Any, path: Sequence[str], fill: int) -> tuple[Any, list[str]]:
-    """A copy of ``msg`` with the field at ``path`` patterned (see :func:`_patterned`), and its base types."""
-    name, rest = path[0], path[1:]
-    fielddefs = dict(typestore().fielddefs[msg.__msgtype__][1])
-    if name not in fielddefs:
-        raise ValueError(f"CdrTemplate({msg.__msgtype__}): no field {name!r}; allowed: {list(fielddefs)}")
-    if rest:
-        if fielddefs[name][0] != Nodetype.NAME:
-            raise ValueError(f"CdrTemplate({msg.__msgtype__}): field {name!r} is not a message; cannot reach {rest}")
-        value, bases = _replaced(getattr(msg, name), rest, fill)
-    else:
-        value, bases = _patterned(fielddefs[name], getattr(msg, name), fill)
-    return dataclasses.replace(msg, **{name: value}), bases
+Segment = str | int
+"""One step of a changing field's path: a field name, or an element index of a message sequence."""
+
+
+def _segments(path: str) -> list[Segment]:
+    """``"sensors[1].values"`` → ``["sensors", 1, "values"]``."""
+    out: list[Segment] = []
+    for part in path.split("."):
+        name, *indices = part.split("[")
+        out.append(name)
+        out += [int(index.rstrip("]")) for index in indices]
+    return out
+
+
+def _step(desc: tuple, value: Any, seg: Segment, msgtype: str) -> tuple[tuple, Any]:
+    """(description, value) one segment below the value ``value`` of description ``desc``."""
+    kind, arg = desc
+    if isinstance(seg, int):
+        if kind not in (Nodetype.ARRAY, Nodetype.SEQUENCE) or arg[0][0] != Nodetype.NAME \
+                or not 0 <= seg < len(value):
+            raise ValueError(f"CdrTemplate({msgtype}): [{seg}] is not an element of a message sequence here")
+        return arg[0], value[seg]
+    if kind != Nodetype.NAME:
+        raise ValueError(f"CdrTemplate({msgtype}): {seg!r} is below a field that is not a message")
+    fielddefs = dict(typestore().fielddefs[arg][1])
+    if seg not in fielddefs:
+        raise ValueError(f"CdrTemplate({arg}): no field {seg!r}; allowed: {list(fielddefs)}")
+    return fielddefs[seg], getattr(value, seg)
+
+
+def _replaced(desc: tuple, value: Any, path: Sequence[Segment], fill: int, msgtype: str) -> tuple[Any, list[str]]:
+    """A copy of ``value`` (description ``desc``) with the field at ``path`` patterned (see :func:`_patterned`),
+    and its base types."""
+    if not path:
+        return _patterned(desc, value, fill)
+    sub_desc, sub = _step(desc, value, path[0], msgtype)
+    new, bases = _replaced(sub_desc, sub, path[1:], fill, msgtype)
+    return _with_leaf(value, path[:1], new), bases
 
 
 _STRUCT_CODES = {"bool": "?", "byte": "B", "char": "B", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
@@ -102,17 +128,23 @@ def _rebuilt(desc: tuple, value: Any, primitives: Any) -> Any:
     return [_rebuilt((subkind, subarg), v, primitives) for v in value]
 
 
-def _leaf(msg: Any, path: Sequence[str]) -> tuple[tuple, Any]:
+def _leaf(msg: Any, path: Sequence[Segment]) -> tuple[tuple, Any]:
     """(field description, value) of the field at ``path`` of ``msg``."""
-    for name in path[:-1]:
-        msg = getattr(msg, name)
-    return dict(typestore().fielddefs[msg.__msgtype__][1])[path[-1]], getattr(msg, path[-1])
+    desc, value = (Nodetype.NAME, msg.__msgtype__), msg
+    for seg in path:
+        desc, value = _step(desc, value, seg, msg.__msgtype__)
+    return desc, value
 
 
-def _with_leaf(value: Any, path: Sequence[str], leaf: Any) -> Any:
-    """A copy of the message ``value`` with the field at ``path`` (non-empty) set to ``leaf``."""
-    name, rest = path[0], path[1:]
-    return dataclasses.replace(value, **{name: _with_leaf(getattr(value, name), rest, leaf) if rest else leaf})
+def _with_leaf(value: Any, path: Sequence[Segment], leaf: Any) -> Any:
+    """A copy of ``value`` (a message, or a list of messages when ``path`` starts with an index) with the field at
+    ``path`` (non-empty) set to ``leaf``."""
+    seg, rest = path[0], path[1:]
+    if isinstance(seg, int):
+        items = list(value)
+        items[seg] = _with_leaf(items[seg], rest, leaf) if rest else leaf
+        return items
+    return dataclasses.replace(value, **{seg: _with_leaf(getattr(value, seg), rest, leaf) if rest else leaf})
 
 
 class CdrTemplate:
@@ -131,17 +163,18 @@ class CdrTemplate:
                              f"{bytes(self.buffer[:4])!r}")
         self._views: dict[str, np.ndarray] = {}
         self._spans: dict[str, slice] = {}
-        leaves: dict[str, list[tuple[list[str], Callable[[bytes], Any]]]] = {}
+        leaves: dict[str, list[tuple[list[Segment], Callable[[bytes], Any]]]] = {}
         for path in changing:
             bases = self._locate(msg, path)
-            names = path.split(".")
-            leaves.setdefault(names[0], []).append((names[1:], self._leaf_reader(msg, names, bases)))
+            names = _segments(path)
+            leaves.setdefault(names[0], []).append((names[1:], self._leaf_reader(msg, path, bases)))
         self._readers = {name: self._field_reader(name, paths) for name, paths in leaves.items()}
 
     def _locate(self, msg: Any, path: str) -> list[str]:
         """Find the byte range of ``path`` (:meth:`span`, :meth:`view`); returns its primitives' base types."""
-        first, bases = _replaced(msg, path.split("."), _PATTERNS[0])
-        second, _ = _replaced(msg, path.split("."), _PATTERNS[1])
+        top = (Nodetype.NAME, msg.__msgtype__)
+        first, bases = _replaced(top, msg, _segments(path), _PATTERNS[0], self.msgtype)
+        second, _ = _replaced(top, msg, _segments(path), _PATTERNS[1], self.msgtype)
         a = np.frombuffer(serialize_cdr(first), np.uint8)
         b = np.frombuffer(serialize_cdr(second), np.uint8)
         where = f"CdrTemplate({self.msgtype}).{path}"
@@ -170,11 +203,11 @@ class CdrTemplate:
         self._views = {path: np.frombuffer(memory, v.dtype, count=v.size, offset=self._spans[path].start)
                        for path, v in self._views.items()}
 
-    def _leaf_reader(self, msg: Any, path: list[str], bases: list[str]) -> Callable[[bytes], Any]:
+    def _leaf_reader(self, msg: Any, path: str, bases: list[str]) -> Callable[[bytes], Any]:
         """cdr bytes → the value of the changing field at ``path`` in them (a primitive sequence or array: a
         read-only numpy view; a primitive: its Python value; a message or a message sequence: rebuilt)."""
-        desc, value = _leaf(msg, path)
-        start = self._spans[".".join(path)].start
+        desc, value = _leaf(msg, _segments(path))
+        start = self._spans[path].start
         kind, arg = desc
         if kind not in (Nodetype.BASE, Nodetype.NAME) and arg[0][0] == Nodetype.BASE:
             dtype, count = np.dtype(NUMPY_DTYPES[arg[0][1][0]]).newbyteorder("<"), len(bases)
@@ -184,7 +217,7 @@ class CdrTemplate:
             return lambda cdr: unpack(cdr, start)[0]
         return lambda cdr: _rebuilt(desc, value, iter(unpack(cdr, start)))
 
-    def _field_reader(self, name: str, leaves: list[tuple[list[str], Callable[[bytes], Any]]]) \
+    def _field_reader(self, name: str, leaves: list[tuple[list[Segment], Callable[[bytes], Any]]]) \
             -> Callable[[bytes], Any]:
         """cdr bytes → the top-level field ``name`` (the template's value with its changing leaves read back)."""
         if len(leaves) == 1 and not leaves[0][0]:

@@ -1,4 +1,5 @@
-"""Message types without ROS: a rosbags typestore of ROS 2 Jazzy plus the types of ``tactile_sim_msgs/msg/*.msg``.
+"""Message types without ROS: a rosbags typestore of ROS 2 Jazzy plus the types of ``tactile_sim_msgs/msg/*.msg``
+and the vendor message definitions the output profiles publish (``data/vendor_msg/<package>/msg/*.msg``).
 
 The ``.msg`` files are the single source of truth for our message layouts; they are parsed at run time. They are
 found in the source tree (``<repo>/tactile_sim_msgs/msg``) and, for a pip installation, as package data
@@ -29,6 +30,9 @@ SOURCE_MSG_DIR = Path(__file__).resolve().parents[3] / MSG_PACKAGE / "msg"
 
 SHIPPED_MSG_DIR = Path(__file__).resolve().parents[1] / "data" / "msg"
 """Copies of the ``.msg`` files shipped as package data."""
+
+VENDOR_MSG_DIR = Path(__file__).resolve().parents[1] / "data" / "vendor_msg"
+"""Our copies of vendor message definitions, ``<package>/msg/<Type>.msg`` (sources: ``SOURCES.md`` there)."""
 
 NUMPY_DTYPES = {
     "bool": np.bool_,
@@ -72,11 +76,29 @@ def register_own_types(store: Typestore) -> None:
     store.register(types)
 
 
+def vendor_type_names() -> tuple[str, ...]:
+    """Full names (``pkg/msg/X``) of the vendor types in :data:`VENDOR_MSG_DIR`, sorted."""
+    return tuple(sorted(f"{path.parents[1].name}/msg/{path.stem}" for path in VENDOR_MSG_DIR.glob("*/msg/*.msg")))
+
+
+def register_vendor_types(store: Typestore) -> None:
+    """Parse the vendor ``.msg`` files and register their types in ``store`` (which must know the standard
+    types)."""
+    types: dict[str, Any] = {}
+    for name in vendor_type_names():
+        pkg, _, stem = name.split("/")
+        path = VENDOR_MSG_DIR / pkg / "msg" / f"{stem}.msg"
+        types.update(get_types_from_msg(path.read_text(encoding="utf-8"), name))
+    store.register(types)
+
+
 @cache
 def typestore() -> Typestore:
-    """The shared typestore: every ROS 2 Jazzy standard type plus ours. Do not register more types in it."""
+    """The shared typestore: every ROS 2 Jazzy standard type plus ours and the vendor types. Do not register more
+    types in it."""
     store = get_typestore(Stores.ROS2_JAZZY)
     register_own_types(store)
+    register_vendor_types(store)
     return store
 
 

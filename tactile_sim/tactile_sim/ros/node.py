@@ -4,7 +4,8 @@ core; the topics, QoS and timers are :class:`~.node_runtime.NodeRuntime`'s (shar
 
 Publishes what the core returns, serialised by the rclpy-free io layer
 (:func:`tactile_sim.io.msg_types.serialize_cdr`) and sent as raw CDR bytes on publishers of the registered ROS
-types. Exit status 2 when the configuration or a parameter is invalid at start-up.
+types. Exit status 2 when the configuration or a parameter is invalid at start-up, or when an output profile's
+message type belongs to an interface package that is not installed (the message names the package).
 
 Threads: inputs, the update timer and diagnostics share the node's mutually exclusive callback group (they touch
 the core's state); the markers (a ``concurrent`` timer) run in their own group on a second executor thread, reading
@@ -35,6 +36,7 @@ from ..transport.base import QosProfile as TransportQos
 from .node_core import NodeCore
 from .node_params import PARAMETERS, SPECS, NodeParams, check_value
 from .node_runtime import NodeRuntime
+from .topic_plan import check_interface_packages
 
 NODE_NAME = "tactile_sim_node"
 
@@ -127,6 +129,7 @@ class TactileSimNode(Node):
         config = load_config(params.config_file)
         self.transport = RclpyTransport(self)
         self.core = NodeCore(config, params, log=self.transport.log, name=self.get_name())
+        check_interface_packages([(t.name, t.message_type) for t in self.core.topics()])  # exit 2 names them
         self.runtime = NodeRuntime(self.core, self.transport)
         self.add_on_set_parameters_callback(self._set_parameters)
         self.add_post_set_parameters_callback(self._restart_timers)

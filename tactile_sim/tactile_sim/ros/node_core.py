@@ -47,10 +47,9 @@ from .scene_markers import ObjectMarkers
 from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders,
                               run_index)
 from .throttled_log import LogSink, ThrottledLog
+from .topic_plan import DIAGNOSTICS_TOPIC, MARKERS_TOPIC, published_topics
 from .update_stats import UpdateStats
 
-MARKERS_TOPIC = "~/markers"
-DIAGNOSTICS_TOPIC = "/diagnostics"
 RESERVED_NAMES = ("markers",)
 """Sensor names that would clash with the node's own topics."""
 
@@ -140,6 +139,7 @@ class NodeCore:
                 raise ConfigError(f"{where}.name: the node publishes each sensor on ~/<name>; got {s.name!r}; "
                                   f"allowed: letters, digits and '_', not starting with a digit, other than "
                                   f"{', '.join(RESERVED_NAMES)}")
+        published_topics(self.config, ground_truth=True)  # two outputs on one topic: ConfigError naming the output
         names = [s.name for s in self.config.sensors]
         for name in self.params.sensor_data_qos:
             if name not in names:
@@ -167,6 +167,8 @@ class NodeCore:
                             n_envs=0, tf=self.tf, root_from_tf=root is not None and root != self.world_frame)
         encoders, self._templates = node_encoders(suite, self.world_frame)
         schedule = [ScheduledEncoder(e, every) for e, every in encoders]
+        published_topics(config, ground_truth=True,  # an output on a ContactSensor body's topic, now known
+                         contact_bodies={e.name: e.bodies for e, _ in encoders if hasattr(e, "bodies")})
         order = {name: k for k, name in enumerate(suite.sensor_names)}
         schedule.sort(key=lambda s: order[s.encoder.name])
         self.suite, self.schedule, self.build_error = suite, schedule, None
@@ -234,7 +236,8 @@ class NodeCore:
         out = []
         for s in self.schedule:
             fast = s.encoder.name in self.params.sensor_data_qos
-            out += [TopicSpec(t, m, fast) for t, m in s.encoder.topics(self.params.publish_ground_truth)]
+            out += [TopicSpec(t, m, fast) for t, m in s.encoder.topics(self.params.publish_ground_truth)
+                    if all(t != o.name for o in out)]  # sensors share a tactile_state topic
         if self.params.viz_rate > 0:
             out.append(TopicSpec(MARKERS_TOPIC, MARKER_ARRAY))
         out.append(TopicSpec(DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY))

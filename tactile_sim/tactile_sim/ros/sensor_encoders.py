@@ -58,6 +58,7 @@ from ..io.readings import (
     TaxelReading,
     ThermalReading,
 )
+from .profile_encoders import link_groups, profile_encoders
 
 Output = tuple[str, Any]
 """(topic relative to the node, e.g. ``~/pad``; :class:`~tactile_sim.io.wire_message.WireMessage`: the CDR bytes
@@ -390,6 +391,17 @@ class TaxelEncoder(BranchEncoder):
         self.setup(encode_taxel_array(reading), ("header.stamp", *channels, "valid", "ground_truth"),
                    [(name, a, b, CONTACT_ON if name == "contact" else None) for name, (a, b) in columns.items()])
         self.sphere_diameter = default_sphere_diameter(layout.flat_positions, layout.flat_radius)
+        self.profiles = profile_encoders(self.name, self.sensor_type, self.options.link, layout, self.options.outputs)
+
+    def topics(self, ground_truth):
+        return super().topics(ground_truth) + [(p.topic, p.message_type) for p in self.profiles]
+
+    def encode(self, reads, ground_truth):
+        out = super().encode(reads, ground_truth)
+        if ground_truth or not self.profiles:
+            return out
+        stamp = self.templates[0].view("header.stamp")
+        return out + [o for p in self.profiles for o in p.encode(stamp, out[0][1])]
 
     def markers(self, settings):
         if not self.last:
@@ -544,6 +556,10 @@ def node_encoders(suite, world_frame: str) -> tuple[list[tuple[SensorEncoder, in
     batches = [(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame)
                                for i in range(len(batch.names))]) for every, batch in suite.batches]
     memory = TemplateMemory([t for _, _, encoders in batches for e in encoders for t in e.templates])
+    order = {name: k for k, name in enumerate(suite.sensor_names)}  # shared messages list sensors in this order
+    taxel = sorted((e for _, _, encoders in batches for e in encoders if isinstance(e, TaxelEncoder)),
+                   key=lambda e: order[e.name])
+    link_groups([p for e in taxel for p in e.profiles])
     for _, batch, encoders in batches:
         for e in encoders:
             e.place(memory)
