@@ -152,6 +152,25 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "debug_probe_center_radius": OptionDoc("m", "radius of the probe centre markers in the visualisation"),
     "debug_probe_sphere_opacity": OptionDoc("", "opacity of the sensing spheres in the visualisation"),
     "debug_contact_color": OptionDoc("", "RGB colour of probes in contact in the visualisation"),
+    # ---- output profiles (taxel sensors)
+    "outputs": OptionDoc("", "further messages published from each evaluation, shaped like other drivers' (a list "
+                             "of profiles; the TaxelArray is always published)",
+                         "a list of pointcloud, wrench or tactile_state mappings"),
+    "profile": OptionDoc("", "which message the output publishes"),
+    "topic": OptionDoc("", "topic of the output (default: the profile's); `~/x` is under the node, remappable",
+                       "'~/a/b' or '/a/b' (ROS name tokens), or null for the default"),
+    "channels": OptionDoc("", "per-taxel fields after x, y, z (default: every channel of the sensor type)",
+                          "distinct channel names of the sensor type (see the message reference)"),
+    "point": OptionDoc("m", "point of the link frame about which the summed torque is taken"),
+    "value": OptionDoc("", "the per-taxel value in the channel (default by type: contact, depth, force_normal, "
+                           "indentation or proximity)", "a channel name of the sensor type, or null"),
+    "channel_name": OptionDoc("", "name of the sensor's ChannelFloat32 (default: the sensor name, as the URDF "
+                                  "`<sensor>`)"),
+    "raw": OptionDoc("", "encode the value as raw counts, as a real skin's ADC reports it"),
+    "rest": OptionDoc("counts", "counts at value 0", "a finite number"),
+    "RawCounts.gain": OptionDoc("counts per unit", "counts per unit of the value", "a finite number"),
+    "saturation": OptionDoc("counts", "largest count; counts are rounded and clamped to [0, saturation]"),
+    "invert": OptionDoc("", "counts fall as the value grows (rest − gain·value)"),
     # ---- per model
     "contact_threshold": OptionDoc("m", "overlap depth at which a probe switches to contact"),
     "release_threshold": OptionDoc("m", "overlap depth below which a probe in contact is released (≤ "

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from .layouts import ConformingSpec, FileLayout, PlanarGridSpec, UrdfTactileLayout
 from .materials import TemperatureProperties
+from .outputs import PointCloudOutput, RawCounts, TactileStateOutput, WrenchOutput
 from .option_docs import SENSOR_PURPOSE, OptionDoc, option_doc
 from .schema import (BoxSpec, CapsuleSpec, CylinderSpec, MeshSpec, ObjectConfig, OriginConfig, PoseConfig,
                      RobotConfig, ShapeConfig, SphereSpec, SuiteConfig, SuiteSettings, TwistConfig)
@@ -43,6 +44,10 @@ SECTIONS: tuple[tuple[str, str, type[BaseModel]], ...] = (
     ("layout: grid", "`probe_local_pos: {grid: {…}}`", PlanarGridSpec),
     ("layout: conforming", "`probe_local_pos: {conforming: {…}}`", ConformingSpec),
     ("layout: urdf_tactile", "`probe_local_pos: {urdf_tactile: …}`", UrdfTactileLayout),
+    ("output: pointcloud", "`outputs: [{profile: pointcloud, …}]` of a taxel sensor", PointCloudOutput),
+    ("output: wrench", "`outputs: [{profile: wrench, …}]` of a KinematicTaxel or ProximityTaxel", WrenchOutput),
+    ("output: tactile_state", "`outputs: [{profile: tactile_state, …}]` of a taxel sensor", TactileStateOutput),
+    ("raw", "`raw:` of a tactile_state output", RawCounts),
 )
 """(title, where it appears in the YAML, model) of every non-sensor section, in reference order."""
 
