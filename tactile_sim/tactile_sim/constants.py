@@ -53,6 +53,11 @@ def int_ceil(x: float) -> int:
     return math.ceil(x - INT_RATIO_TOL * max(1.0, abs(x)))
 
 
+MAX_PROBES = 4_000_000
+"""Probes of one sensor's layout above which the layout is refused before it is read or built
+(``config.budget.CAPS['probes']``)."""
+
+
 def int_floor(x: float) -> int:
     """floor of a real ratio that may be an integer up to round-off (spec preamble)."""
     import math

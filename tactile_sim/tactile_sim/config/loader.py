@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .errors import OptionProblem, combined_error, config_error, suggest
+from .budget import check_budget
+from .errors import Got, OptionProblem, combined_error, config_error, suggest
 from .paths import resolve_path
 from .schema import SuiteConfig
 from .sensor_options import SENSOR_TYPES, SensorOptions
@@ -29,9 +30,63 @@ _FLOAT = re.compile(r"""^[-+]?(?:
 )$""", re.X)
 
 
+MAX_YAML_DEPTH = 64
+"""Deepest nesting of sequences and mappings a configuration may have (also after alias expansion)."""
+
+MAX_YAML_NODES = 1_000_000
+"""Most scalars, sequences and mappings a configuration may expand to, aliases counted at every use."""
+
+
+def _mark_where(node: yaml.Node) -> str:
+    return f"{node.start_mark.name}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+
+
 class ConfigYamlLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that also reads exponent floats without a dot (``1e-3``, YAML 1.2) and refuses duplicate
-    keys in a mapping (the later one would otherwise silently win)."""
+    """``yaml.SafeLoader`` that also reads exponent floats without a dot (``1e-3``, YAML 1.2), refuses duplicate
+    keys in a mapping (the later one would otherwise silently win), and refuses, before anything is constructed,
+    nesting deeper than :data:`MAX_YAML_DEPTH` and documents whose aliases expand beyond :data:`MAX_YAML_NODES`
+    nodes (a "billion laughs" document is a few lines long)."""
+
+    def compose_node(self, parent, index):
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise config_error(f"{mark.name}:{mark.line + 1}:{mark.column + 1}", "", "YAML nested too deeply",
+                                   Got(f"more than {MAX_YAML_DEPTH} levels"), f"at most {MAX_YAML_DEPTH} nested levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_document(self, node):
+        self._expanded(node, 1, {})
+        return super().construct_document(node)
+
+    def _expanded(self, node: yaml.Node, depth: int, seen: dict[int, tuple[int, int]]) -> tuple[int, int]:
+        """(nodes, height) of ``node`` with every alias expanded; ConfigError when over the bounds."""
+        if id(node) in seen:
+            size, height = seen[id(node)]
+            if size < 0:
+                raise config_error(_mark_where(node), "", "recursive YAML alias", Got(f"an alias inside its anchor {node.tag}"),
+                                   "anchors that do not contain their own aliases")
+        elif isinstance(node, yaml.ScalarNode):
+            size, height = 1, 1
+        else:
+            seen[id(node)] = (-1, 0)
+            children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+            size, height = 1, 1
+            for child in children:
+                n, h = self._expanded(child, depth + 1, seen)
+                size, height = size + n, max(height, h + 1)
+                if size > MAX_YAML_NODES:
+                    raise config_error(_mark_where(node), "", "YAML aliases expand too far",
+                                       Got(f"more than {MAX_YAML_NODES} nodes"),
+                                       f"a document of at most {MAX_YAML_NODES} nodes, aliases counted at each use")
+            seen[id(node)] = (size, height)
+        if depth + height - 1 > MAX_YAML_DEPTH:
+            raise config_error(_mark_where(node), "", "YAML nested too deeply (aliases expanded)",
+                               Got(f"more than {MAX_YAML_DEPTH} levels"), f"at most {MAX_YAML_DEPTH} nested levels")
+        return size, height
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -81,7 +136,7 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
 
     Relative paths inside resolve against ``base_dir``, by default the YAML file's folder (the working directory
     for a mapping). Errors name ``<file>:<yaml.path>`` (``<dict>:<yaml.path>`` for a mapping). Runs the
-    cross-section checks of :mod:`.suite_checks`; scene-dependent names are left to the suite.
+    cross-section checks of :mod:`.suite_checks` and the resource budget of :mod:`.budget`; scene-dependent names are left to the suite.
     """
     if isinstance(source, Mapping):
         label, data = "<dict>", source
@@ -109,6 +164,7 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     for i, obj in enumerate(config.objects):
         obj.located(f"{label}:objects[{i}]")
     check_suite(config)
+    check_budget(config)
     return config
 
 

@@ -2,7 +2,8 @@
 
 A YAML file maps onto :class:`SuiteConfig`::
 
-    suite:     {dt: 0.005 | rate: 200, device, dtype, n_envs, seed, world_frame, gravity, sdf_*, lumped_sample_spacing}
+    suite:     {dt: 0.005 | rate: 200, device, dtype, n_envs, seed, world_frame, gravity, sdf_*, lumped_sample_spacing,
+               max_memory}
     robot:     {urdf: path | package://pkg/rel, search_paths: [folders]}
     materials: {steel: {base_temperature, conductivity, density, specific_heat, emissivity}}
     objects:   [{name, geometry: [{sphere: {radius}, origin: {xyz, rpy}}, ...], pose | follow, frame, material,
@@ -23,6 +24,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_
 
 from ..constants import DEFAULT_GRAVITY, QUAT_NORM_TOL
 from .base import ConfigModel, Located
+from .budget import parse_memory
 from .errors import OptionProblem
 from .fields import AnyPath, DirPath, FilePath, Name, NonNegFloat, NonNegInt, PosFloat, Vec3, vector
 from .materials import MaterialRef, TemperatureProperties
@@ -186,7 +188,9 @@ class RobotConfig(ConfigModel):
 
 # ------------------------------------------------------------------------------------------------ suite
 class SuiteSettings(ConfigModel):
-    """Engine-wide settings. Exactly one of ``dt`` (s) and ``rate`` (Hz) sets the engine step."""
+    """Engine-wide settings. Exactly one of ``dt`` (s) and ``rate`` (Hz) sets the engine step. ``max_memory``
+    (bytes, or a text such as ``'8 GB'``; default half the machine's memory) bounds the estimated allocation
+    (:mod:`.budget`)."""
 
     dt: PosFloat | None = None
     rate: PosFloat | None = None
@@ -201,6 +205,7 @@ class SuiteSettings(ConfigModel):
     sdf_padding: NonNegFloat = 0.01
     sdf_cache_dir: AnyPath | None = None
     lumped_sample_spacing: PosFloat = 5e-3
+    max_memory: Annotated[int, BeforeValidator(parse_memory)] | None = None
 
     @model_validator(mode="after")
     def _dt_or_rate(self):
