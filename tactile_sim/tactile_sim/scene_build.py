@@ -87,7 +87,8 @@ def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius
     normal = options.probe_local_normal if "probe_local_normal" in options.model_fields_set else None
     common = dict(pos_offset=options.pos_offset, euler_offset=options.euler_offset, where=where)
     if isinstance(src, UrdfTactileLayout):
-        decls = urdf_tactile_layouts(urdf_text or "", source=urdf_source, max_probes=CAPS["probes"]) if urdf_text else {}
+        decls = (urdf_tactile_layouts(urdf_text, source=urdf_source, max_probes=CAPS["probes"]) if urdf_text
+                 else {})
         if src.urdf_tactile not in decls:
             raise ConfigError(f"{where}.probe_local_pos.urdf_tactile: no <sensor> with a <tactile> child named "
                               f"{src.urdf_tactile!r} in {urdf_source}; got {src.urdf_tactile!r}; allowed: "

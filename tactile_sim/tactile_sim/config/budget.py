@@ -10,8 +10,8 @@ Two kinds of limit, both refused with the usual ``<file>:<yaml.path>: problem; g
 The estimate is an upper-side guess of the engine's working set (state, readings, imperfection rings, point
 clouds, cells), not an exact account; it exists to turn an absurd size into an error in milliseconds. Layout sizes
 that only a file or the robot description knows (``{file: …}``, ``{urdf_tactile: …}``, ``{conforming: …}``)
-count as one probe here; the suite repeats the check with the real counts once the layouts are read (:func:`check_budget`
-with ``probe_counts``), before any sensor is built. Pure Python: importable without torch, warp or numpy.
+count as one probe here; the suite repeats the check with the real counts once the layouts are read
+(:func:`check_budget` with ``probe_counts``), before any sensor is built. Pure Python: importable without torch, warp or numpy.
 """
 
 from __future__ import annotations
@@ -163,6 +163,11 @@ def sensor_items(opt: Any, engine_dt: float, probe_counts: Mapping[str, int]) ->
     return items
 
 
+def estimated_bytes(items: list[Item], n_envs: int) -> int:
+    """The estimated total in bytes: the items' bytes per env times max(1, ``n_envs``)."""
+    return max(1, n_envs) * sum(it.per_env for it in items)
+
+
 _CAP_TEXT = {"probes": "probes per sensor", "samples": "sampled points per sensor", "cells": "grid cells",
              "ring_slots": "ring slots (engine steps)"}
 
@@ -195,7 +200,7 @@ def budget_problems(config: Any, *, n_envs: int | None = None, probe_counts: Map
         return lines
     limit = s.max_memory if s.max_memory is not None else default_max_memory()
     per_env = sum(it.per_env for it in items)
-    total = max(1, envs) * per_env
+    total = estimated_bytes(items, envs)
     if total > limit:
         top = max(items, key=lambda it: it.per_env)
         default = "" if s.max_memory is not None else f" (default: {DEFAULT_MEMORY_FRACTION:g} of the machine's memory)"

@@ -67,7 +67,8 @@ class ConfigYamlLoader(yaml.SafeLoader):
         if id(node) in seen:
             size, height = seen[id(node)]
             if size < 0:
-                raise config_error(_mark_where(node), "", "recursive YAML alias", Got(f"an alias inside its anchor {node.tag}"),
+                raise config_error(_mark_where(node), "", "recursive YAML alias",
+                                   Got(f"an alias inside its anchor {node.tag}"),
                                    "anchors that do not contain their own aliases")
         elif isinstance(node, yaml.ScalarNode):
             size, height = 1, 1
@@ -136,7 +137,8 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
 
     Relative paths inside resolve against ``base_dir``, by default the YAML file's folder (the working directory
     for a mapping). Errors name ``<file>:<yaml.path>`` (``<dict>:<yaml.path>`` for a mapping). Runs the
-    cross-section checks of :mod:`.suite_checks` and the resource budget of :mod:`.budget`; scene-dependent names are left to the suite.
+    cross-section checks of :mod:`.suite_checks` and the resource budget of :mod:`.budget`; scene-dependent names
+    are left to the suite.
     """
     if isinstance(source, Mapping):
         label, data = "<dict>", source
