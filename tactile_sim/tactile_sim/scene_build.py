@@ -61,12 +61,13 @@ def load_robot(robot: RobotConfig | None, description: str | None = None) -> tup
     """The robot model and its URDF text: from a description string (ROS ``robot_description``) when given,
     else the configured URDF file. Returns (None, None) for a scene without a robot."""
     search = [Path(p) for p in robot.search_paths] if robot is not None else []
+    check = robot.inertia_check if robot is not None else "error"
     if description is not None:
-        return RobotModel.from_urdf(description, search_paths=search), description
+        return RobotModel.from_urdf(description, search_paths=search, inertia_check=check), description
     if robot is None:
         return None, None
     path = Path(robot.urdf)
-    return RobotModel.from_urdf(path, search_paths=search), path.read_text()
+    return RobotModel.from_urdf(path, search_paths=search, inertia_check=check), path.read_text()
 
 
 def build_scene(objects: list[ObjectConfig], robot: RobotModel | None, world_frame: str) -> Scene:

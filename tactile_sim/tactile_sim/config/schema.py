@@ -4,7 +4,7 @@ A YAML file maps onto :class:`SuiteConfig`::
 
     suite:     {dt: 0.005 | rate: 200, device, dtype, n_envs, seed, world_frame, gravity, sdf_*, lumped_sample_spacing,
                max_memory}
-    robot:     {urdf: path | package://pkg/rel, search_paths: [folders]}
+    robot:     {urdf: path | package://pkg/rel, search_paths: [folders], inertia_check: error | warn}
     materials: {steel: {base_temperature, conductivity, density, specific_heat, emissivity}}
     objects:   [{name, geometry: [{sphere: {radius}, origin: {xyz, rpy}}, ...], pose | follow, frame, material,
                  velocity}]
@@ -180,10 +180,12 @@ class ObjectConfig(ConfigModel, Located):
 
 
 class RobotConfig(ConfigModel):
-    """The robot description: a URDF file, and folders searched for ``package://`` meshes inside it."""
+    """The robot description: a URDF file, and folders searched for ``package://`` meshes inside it.
+    ``inertia_check``: a physically invalid ``<inertial>`` is an error (default) or, with ``warn``, a warning."""
 
     urdf: FilePath = Field(description="an existing URDF file (path, file:// or package://)")
     search_paths: list[DirPath] = []
+    inertia_check: Literal["error", "warn"] = "error"
 
 
 # ------------------------------------------------------------------------------------------------ suite

@@ -190,9 +190,9 @@ class NodeCore:
     def _root_link(self, config: SuiteConfig) -> str | None:
         """The robot's root link name (None without a robot)."""
         if self._description is not None:
-            return RobotModel.from_urdf(self._description, geometry=()).root_link
+            return RobotModel.from_urdf(self._description, geometry=(), inertia_check="off").root_link
         if config.robot is not None:
-            return RobotModel.from_urdf(config.robot.urdf, geometry=()).root_link
+            return RobotModel.from_urdf(config.robot.urdf, geometry=(), inertia_check="off").root_link
         return None
 
     def set_robot_description(self, text: str) -> bool:
