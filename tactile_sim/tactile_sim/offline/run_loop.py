@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple
 
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD
 from ..io.stamps import NS_PER_S
-from ..ros.inputs import decode_joint_state, decode_robot_description, decode_tf_message
+from ..ros.inputs import decode_joint_state, decode_robot_description
 from ..ros.node_core import MARKERS_TOPIC, NodeCore
 
 InputKind = Literal["joint_states", "tf", "tf_static", "robot_description"]
@@ -157,7 +157,7 @@ class RunLoop:
         if event.kind == "joint_states":
             core.on_joint_state(decode_joint_state(msg))
         elif event.kind in ("tf", "tf_static"):
-            core.on_tf(decode_tf_message(msg), static=event.kind == "tf_static")
+            core.on_tf_message(msg, static=event.kind == "tf_static")
         elif event.kind == "robot_description":
             core.set_robot_description(decode_robot_description(msg))
         else:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..io.encode import JOINT_STATE
 from ..transport.base import DEFAULT, LATCHED, SENSOR_DATA, Publisher, QosProfile, Transport
-from .inputs import decode_joint_state, decode_robot_description, decode_tf_message
+from .inputs import decode_joint_state, decode_robot_description
 from .node_core import MARKERS_TOPIC, NodeCore
 
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
@@ -114,10 +114,10 @@ class NodeRuntime:
         self.core.on_joint_state(decode_joint_state(msg))
 
     def _on_tf(self, msg: Any) -> None:
-        self.core.on_tf(decode_tf_message(msg), static=False)
+        self.core.on_tf_message(msg, static=False)
 
     def _on_tf_static(self, msg: Any) -> None:
-        self.core.on_tf(decode_tf_message(msg), static=True)
+        self.core.on_tf_message(msg, static=True)
 
     def _on_description(self, msg: Any) -> None:
         if self.core.set_robot_description(decode_robot_description(msg)):
