@@ -401,7 +401,12 @@ def _load_npy(p: Path, where: str, max_probes: int) -> LayoutFileData:
         a = np.load(p, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise ConfigError(f"{src}: cannot be read ({e}); allowed: a NumPy .npy float array") from None
-    return _split_columns(a.astype(np.float64))
+    a = a.astype(np.float64)
+    bad = np.argwhere(~np.isfinite(a))
+    if bad.size:
+        raise ConfigError(f"{src}: non-finite value at index {bad[0].tolist()}; got {float(a[tuple(bad[0])])!r}; "
+                          "allowed: finite numbers")
+    return _split_columns(a)
 
 
 def _load_csv(p: Path, where: str) -> LayoutFileData:
@@ -446,6 +451,8 @@ def _load_csv(p: Path, where: str) -> LayoutFileData:
             data[k] = [float(f) for f in fields]
         except ValueError:
             raise ConfigError(f"{src}: line {lineno} has a non-numeric field; got {fields}; allowed: numbers") from None
+        if not np.all(np.isfinite(data[k])):
+            raise ConfigError(f"{src}: line {lineno} has a non-finite value; got {fields}; allowed: finite numbers")
     if header is None:
         return _split_columns(data)
 
