@@ -9,6 +9,7 @@ import gc
 import tracemalloc
 
 import numpy as np
+import pytest
 
 from helpers_ros import JOINT_NAMES, LogRecorder, demo_core, ns, tf_msg
 from tactile_sim.io.msg_types import serialize_cdr
@@ -120,3 +121,20 @@ def test_bounded_lines_for_the_other_joint_state_drops():
                                              "joint_states.non_finite")] == [1, 1, 1]
     assert len(log.lines) >= 3 and all(len(text) < 1000 for _, text in log.lines)
     assert any("… and 99995 more" in text for _, text in log.lines)
+
+
+def test_tf_bytes_over_the_cap_are_dropped_without_decoding(monkeypatch):
+    core = demo_core()
+    monkeypatch.setattr(core._tf_decoder, "decode", lambda data: pytest.fail("decoded an oversized message"))
+    assert core.on_tf_cdr(serialize_cdr(identity_tf(MAX_TRANSFORMS_PER_MESSAGE + 1))) == 0
+    assert core.stats.dropped["tf.too_many_transforms"] == 1
+
+
+def test_tf_bytes_within_the_cap_are_stored_as_the_decoded_message_is():
+    by_bytes, by_message = demo_core(), demo_core()
+    msg = identity_tf(3, stamp=0.5)
+    assert by_bytes.on_tf_cdr(serialize_cdr(msg)) == by_message.on_tf_message(msg) == 3
+    assert by_bytes.tf_frames() == by_message.tf_frames()
+    assert by_bytes.tf.has_frame("frame_2")
+    assert by_bytes.on_tf_cdr(serialize_cdr(msg)[:20]) == 0  # cut short
+    assert by_bytes.stats.dropped["tf.invalid_cdr"] == 1

@@ -35,7 +35,9 @@ from ..config.suite_checks import check_suite
 from ..errors import ConfigError, SceneError
 from ..geometry.transforms import scan_finite
 from ..io.encode import DIAGNOSTIC_ARRAY, encode_diagnostics
+from ..io.input_cdr import TF_MESSAGE, TFMessageDecoder, sequence_count
 from ..io.markers import MARKER_ARRAY, marker_array
+from ..io.msg_types import deserialize_cdr
 from ..io.readings import DiagnosticStatusReading
 from ..io.stamps import ns_to_seconds, time_msg_from_ns
 from ..suite import SensorSuite
@@ -133,6 +135,7 @@ class NodeCore:
         self._pending_joints = False
         self._last_t: float | None = None
         self._ignored_joint_names = NameTally()
+        self._tf_decoder = TFMessageDecoder()
         if self._description is not None or config.robot is not None:
             self._build()
         else:
@@ -316,15 +319,33 @@ class NodeCore:
             self._plan = plan
         return plan
 
+    def _too_many_transforms(self, n: int) -> bool:
+        """Drop and count a TF message of ``n`` transforms when n > :data:`MAX_TRANSFORMS_PER_MESSAGE`."""
+        if n <= MAX_TRANSFORMS_PER_MESSAGE:
+            return False
+        self._drop("tf.too_many_transforms", f"dropped a TF message with {n} transforms; allowed: at most "
+                                             f"{MAX_TRANSFORMS_PER_MESSAGE} per message")
+        return True
+
     def on_tf_message(self, msg: Any, static: bool = False) -> int:
-        """Decode and store a ``tf2_msgs/TFMessage`` (see :meth:`on_tf`); one with more than
-        :data:`MAX_TRANSFORMS_PER_MESSAGE` transforms is dropped whole before decoding (``tf.too_many_transforms``)."""
-        n = len(msg.transforms)
-        if n > MAX_TRANSFORMS_PER_MESSAGE:
-            self._drop("tf.too_many_transforms", f"dropped a TF message with {n} transforms; allowed: at most "
-                                                 f"{MAX_TRANSFORMS_PER_MESSAGE} per message")
+        """Store the transforms of a ``tf2_msgs/TFMessage`` object (see :meth:`on_tf`); one with more than
+        :data:`MAX_TRANSFORMS_PER_MESSAGE` transforms is dropped whole (``tf.too_many_transforms``)."""
+        if self._too_many_transforms(len(msg.transforms)):
             return 0
         return self.on_tf(decode_tf_message(msg), static)
+
+    def on_tf_cdr(self, data: bytes, static: bool = False) -> int:
+        """:meth:`on_tf_message` of TFMessage CDR bytes: the transform count is read first, so that an oversized
+        message costs no decoding; bytes that do not decode are dropped (``tf.invalid_cdr``)."""
+        n = sequence_count(data)
+        if n is not None and self._too_many_transforms(n):
+            return 0
+        try:
+            msg = self._tf_decoder.decode(data) or deserialize_cdr(data, TF_MESSAGE)
+        except Exception as exc:  # noqa: BLE001 - foreign bytes that fail to decode are a drop, not a crash
+            self._drop("tf.invalid_cdr", f"dropped TF bytes that are not a valid {TF_MESSAGE} ({exc!r})")
+            return 0
+        return self.on_tf_message(msg, static)
 
     def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:
         """Store transforms (``/tf`` or ``/tf_static``); returns how many were stored. Invalid ones (NaN,
