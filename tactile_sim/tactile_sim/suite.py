@@ -55,8 +55,8 @@ class SensorSuite:
                  dtype: str | None = None, n_envs: int | None = None, tf: TFBuffer | None = None,
                  root_from_tf: bool = False):
         s = config.suite
-        if n_envs is not None:
-            check_budget(config, n_envs=n_envs, n_envs_where="SensorSuite(n_envs=...)")
+        # also for a configuration validated without load_config (model_validate in Python), before any allocation
+        check_budget(config, n_envs=n_envs, n_envs_where="SensorSuite(n_envs=...)" if n_envs is not None else "")
         self.config = config
         self.device = resolve_device(device or s.device)
         self.dtype = DTYPES[dtype or s.dtype]

@@ -194,3 +194,11 @@ def test_urdf_tactile_array_size_is_checked_before_building(tmp_path):
     msg = str(info.value)
     assert msg.startswith(f"{urdf}:sensor[name='s'].tactile.array: 100000 x 100000 taxels exceed the cap"), msg
     assert math.prod((100_000, 100_000)) > CAPS["probes"]
+
+
+def test_a_config_validated_without_the_loader_is_checked_by_the_suite():
+    from tactile_sim.config import SuiteConfig
+
+    cfg = SuiteConfig.model_validate(doc({**PAD, "probe_local_pos": grid(100_000, 100_000)}))
+    with pytest.raises(ConfigError, match=r"^ContactProbe\(name='p'\).probe_local_pos.grid: 10000000000 probes"):
+        SensorSuite(cfg)
