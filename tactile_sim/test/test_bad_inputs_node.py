@@ -138,3 +138,34 @@ def test_tf_bytes_within_the_cap_are_stored_as_the_decoded_message_is():
     assert by_bytes.tf.has_frame("frame_2")
     assert by_bytes.on_tf_cdr(serialize_cdr(msg)[:20]) == 0  # cut short
     assert by_bytes.stats.dropped["tf.invalid_cdr"] == 1
+
+
+def test_new_frames_beyond_the_buffer_cap_are_dropped_and_counted():
+    core = demo_core()
+    core.tf.max_frames = 3  # the demo's world -> base_link edge, then room for 2 more
+    assert core.on_tf_message(identity_tf(5)) == 2
+    assert [f for f in core.tf.frames if core.tf.parent(f) is not None] == ["base_link", "frame_0", "frame_1"]
+    assert core.stats.dropped["tf.too_many_frames"] == 3
+    assert core.on_tf_message(identity_tf(1, stamp=1.0)) == 1  # a known frame still updates
+
+
+def test_a_dynamic_edge_keeps_at_most_max_samples():
+    from tactile_sim.world.tf_buffer import TFBuffer
+
+    tf = TFBuffer(cache_time=1e9, max_samples=100)
+    for k in range(1000):
+        tf.set_transform("world", "x", (k, 0.0, 0.0), float(k), quat=(0.0, 0.0, 0.0, 1.0))
+    assert tf.lookup("world", "x", 950.5).trans[0] == pytest.approx(950.5)  # interpolated in the kept span
+    assert not tf.can_transform("world", "x", 899.0)  # older than the 100 kept samples
+    with pytest.raises(ValueError, match="max_samples and max_frames must be >= 2"):
+        TFBuffer(max_samples=1)
+
+
+def test_log_lines_are_cut_whatever_the_input_names():
+    from tactile_sim.ros.throttled_log import MAX_LINE_CHARS
+
+    log = LogRecorder()
+    core = demo_core(log=log)
+    core.on_tf_message(tf_msg(("world", "w" * 100_000, (0.0, 0.0, float("nan")), (0.0, 0.0, 0.0, 1.0), 0.0)))
+    (_, line), = log.matching("dropped a transform")
+    assert len(line) <= MAX_LINE_CHARS + 40 and line.endswith("more characters)")

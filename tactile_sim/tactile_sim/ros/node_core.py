@@ -41,7 +41,7 @@ from ..io.msg_types import deserialize_cdr
 from ..io.readings import DiagnosticStatusReading
 from ..io.stamps import ns_to_seconds, time_msg_from_ns
 from ..suite import SensorSuite
-from ..world.tf_buffer import TFBuffer, TFError
+from ..world.tf_buffer import TFBuffer, TFError, TFFull
 from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample, decode_tf_message
 from .name_tally import NAMES_SHOWN, NameTally, listed
@@ -355,6 +355,9 @@ class NodeCore:
             try:
                 ok = self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation,
                                            static=static)
+            except TFFull as exc:
+                self._drop("tf.too_many_frames", f"dropped a transform: {exc}")
+                continue
             except TFError as exc:
                 self._drop("tf.invalid", f"dropped a transform: {exc}")
                 continue
