@@ -59,6 +59,9 @@ JUMP_THRESHOLD = 0.1
 GAP_THRESHOLD = 10.0
 """s: a step forward of the input clock larger than this starts a new time line instead of being ticked through."""
 
+MAX_RESTARTS = 100
+"""Restarts of the sensors (time-line changes) a replay accepts before it stops: each rebuilds the sensors."""
+
 MAX_DEMO_DURATION = 3600.0
 """s: the longest simulated time ``tactile-sim demo`` runs (its bag grows with it)."""
 

@@ -56,6 +56,18 @@ def test_a_gap_shorter_than_the_threshold_is_still_held(tmp_path):
     assert pad_ticks(tmp_path / "restarted") == 22 and "not ticked through" in err
 
 
+def test_inputs_jumping_back_and_forth_stop_after_max_restarts(tmp_path):
+    stamps = [100.0 * (k % 2) + 0.01 * k + 0.01 * j for k in range(6) for j in range(2)]  # 6 time lines,
+    # 0, 100 (a jump forward beyond --gap-threshold 10), 0.02 (back), ...: 5 restarts; received in this order
+    items = [static_tf()] + [joints(t, Q, receive=1.0 + 0.01 * i) for i, t in enumerate(stamps)]
+    bag = write_bag(tmp_path / "zigzag", items)
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", "--max-restarts", "5")
+    assert status == 0, err
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", "--max-restarts", "4",
+                            out="stopped.mcap")
+    assert status == 2 and "more than 4 restarts of the sensors" in err and "--max-restarts" in err, err
+
+
 def test_an_empty_bag_exits_2(tmp_path):
     with BagWriter(tmp_path / "empty", "mcap") as writer:
         writer.add_topic("/joint_states", "sensor_msgs/msg/JointState")
@@ -64,14 +76,17 @@ def test_an_empty_bag_exits_2(tmp_path):
 
 
 BAD_NUMBERS = ["nan", "inf", "-inf", "-1", "0", "abc", "1e400"]
+BAD_OPTIONS = ([(o, v, "a finite number") for o in ("--jump-threshold", "--gap-threshold", "--rate")
+                for v in BAD_NUMBERS]
+               + [("--rate", "0.5", "a finite number")]
+               + [("--max-restarts", v, "an integer") for v in ("-1", "2.5", "abc", "nan", "1e3")])
 
 
-@pytest.mark.parametrize("option", ["--jump-threshold", "--gap-threshold", "--rate"])
-@pytest.mark.parametrize("value", BAD_NUMBERS)
-def test_numeric_replay_options_are_validated(tmp_path, option, value):
+@pytest.mark.parametrize("option, value, allowed", BAD_OPTIONS)
+def test_numeric_replay_options_are_validated(tmp_path, option, value, allowed):
     status, _, err = replay(tmp_path, tmp_path / "never_read", pads_yaml(tmp_path), f"{option}={value}")
     assert status == 2
-    assert f"argument {option}: " in err and f"got {value!r}; allowed: a finite number" in err, err
+    assert f"argument {option}: " in err and f"got {value!r}; allowed: {allowed}" in err, err
 
 
 @pytest.mark.parametrize("option, value", [("--rate", "1e9"), ("--rate", "0.99"), ("--duration", "1e9"),
@@ -81,11 +96,15 @@ def test_numeric_demo_options_are_validated(tmp_path, option, value):
     assert status == 2 and f"argument {option}: " in err and f"got {value!r}" in err, err
 
 
-@pytest.mark.parametrize("name", ["jump_threshold", "gap_threshold"])
-@pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, 0.0, "1", True])
-def test_python_api_thresholds_are_validated(tmp_path, name, value):
+BAD_API_VALUES = ([(n, v, "not a finite duration > 0") for n in ("jump_threshold", "gap_threshold")
+                   for v in (math.nan, math.inf, -1.0, 0.0, "1", True)]
+                  + [("max_restarts", v, "not an integer >= 0") for v in (-1, 2.5, "1", True, math.nan)])
+
+
+@pytest.mark.parametrize("name, value, problem", BAD_API_VALUES)
+def test_python_api_thresholds_are_validated(tmp_path, name, value, problem):
     config = load_config(pads_yaml(tmp_path))
-    with pytest.raises(ValueError, match=f"^{name}: not a finite duration > 0; got {value!r}"):
+    with pytest.raises(ValueError, match=f"^{name}: {problem}; got {value!r}"):
         replay_bag(tmp_path / "never_read", config, tmp_path / "out.mcap", **{name: value})
 
 

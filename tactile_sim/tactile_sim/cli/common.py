@@ -31,15 +31,17 @@ def fail(command: str, message: str, status: int = USAGE_ERROR) -> int:
     return status
 
 
-def number_arg(low: float, high: float, unit: str, *, low_inclusive: bool = False) -> Callable[[str], float]:
-    """An argparse ``type`` for a finite number in (low, high] (``[low, high]`` with ``low_inclusive``), in ``unit``:
-    anything else is a usage error (exit 2) that argparse prefixes with the option's name."""
+def number_arg(low: float, high: float, unit: str, *, low_inclusive: bool = False,
+               kind: type = float) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number in (low, high] (``[low, high]`` with ``low_inclusive``), in ``unit``
+    (``kind`` int: an integer): anything else is a usage error (exit 2) that argparse prefixes with the option's
+    name."""
     bound = ">=" if low_inclusive else ">"
-    allowed = f"a finite number {bound} {low:g} and <= {high:g} ({unit})"
+    allowed = f"{'an integer' if kind is int else 'a finite number'} {bound} {low:g} and <= {high:g} ({unit})"
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number; got {text!r}; allowed: {allowed}") from None
         inside = (value >= low if low_inclusive else value > low) and value <= high

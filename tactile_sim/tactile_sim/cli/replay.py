@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, number_arg, stderr_log
-from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..ros.node_params import SPECS
 
 DESCRIPTION = """\
@@ -17,8 +17,9 @@ rosbag2 bags are folders: out.mcap gives out/out.mcap. The bag is read and writt
 
 Clock: `header` (default) uses the joint states' header stamps (simulation time and resets replay exactly; a step
 back of more than --jump-threshold restarts the sensors, and so does a step forward of more than --gap-threshold,
-which is not ticked through); `receive` uses the bag's receive times (for unstamped publishers). Inputs the node rejects (NaN, bad lengths, unknown joint names, invalid transforms) are skipped and
-counted."""
+which is not ticked through; more than --max-restarts restarts stop the replay); `receive` uses the bag's receive
+times (for unstamped publishers). Inputs the node rejects (NaN, bad lengths, unknown joint names, invalid
+transforms) are skipped and counted."""
 
 
 def add_replay_command(commands: argparse._SubParsersAction) -> None:
@@ -43,6 +44,9 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--gap-threshold", type=number_arg(0.0, 1e9, "s"), default=GAP_THRESHOLD, metavar="S",
                    help="a clock step forward larger than this restarts the sensors instead of running every step "
                         f"of the gap (default: {GAP_THRESHOLD:g} s)")
+    p.add_argument("--max-restarts", type=number_arg(0, 10**9, "restarts", low_inclusive=True, kind=int),
+                   default=MAX_RESTARTS, metavar="N",
+                   help=f"stop with an error after this many restarts of the sensors (default: {MAX_RESTARTS})")
     for kind, default in (("joint-states", "/joint_states"), ("tf", "/tf"), ("tf-static", "/tf_static"),
                           ("robot-description", "/robot_description")):
         p.add_argument(f"--{kind}-topic", default=default, metavar="TOPIC", help=f"default: {default}")
@@ -72,6 +76,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
                             topics=topics, clock=args.clock, copy_inputs=args.copy_inputs,
                             ground_truth=args.ground_truth, markers=args.markers,
                             jump_threshold=args.jump_threshold, gap_threshold=args.gap_threshold,
+                            max_restarts=args.max_restarts,
                             overwrite=args.overwrite,
                             progress=not args.no_progress, log=stderr_log(args.verbose))
     except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:

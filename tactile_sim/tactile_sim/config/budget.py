@@ -11,7 +11,8 @@ The estimate is an upper-side guess of the engine's working set (state, readings
 clouds, cells), not an exact account; it exists to turn an absurd size into an error in milliseconds. Layout sizes
 that only a file or the robot description knows (``{file: …}``, ``{urdf_tactile: …}``, ``{conforming: …}``)
 count as one probe here; the suite repeats the check with the real counts once the layouts are read
-(:func:`check_budget` with ``probe_counts``), before any sensor is built. Pure Python: importable without torch, warp or numpy.
+(:func:`check_budget` with ``probe_counts``), before any sensor is built. Pure Python: importable without torch,
+warp or numpy.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ forgotten) and ticks restart at the new time. A smaller step back is reordering 
 clock stays (counted in ``RunStats.reordered``). A clock input more than ``gap_threshold`` later than the latest one
 is not ticked through either (a recording paused, or one wrong stamp far ahead): the old line ends, the core restarts
 with a warning that names the threshold, and ticks restart at the new time (counted in ``RunStats.skipped_gaps``).
+Each restart rebuilds the sensors; more than ``max_restarts`` of them raise :class:`TooManyRestarts` (inputs that
+jump back and forth would otherwise cost one rebuild per message).
 
 Outputs are written with the tick time as header stamp (the core's doing) and, as bag receive time, the tick time
 carried over to the receive clock of the latest clock input (``receive + (T − clock)``; equal to T when the bag's
@@ -29,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import decode_joint_state, decode_robot_description
 from ..ros.node_core import MARKERS_TOPIC, NodeCore
@@ -38,11 +40,22 @@ InputKind = Literal["joint_states", "tf", "tf_static", "robot_description"]
 INPUT_KINDS: tuple[str, ...] = ("joint_states", "tf", "tf_static", "robot_description")
 
 
+class TooManyRestarts(ValueError):
+    """The inputs changed time line more often than the loop's ``max_restarts``."""
+
+
 def check_threshold(name: str, value: float) -> float:
     """``value`` (s) as a float when it is a finite number > 0; ValueError naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name}: not a finite duration > 0; got {value!r}; allowed: a finite number of seconds > 0")
     return float(value)
+
+
+def check_count(name: str, value: int) -> int:
+    """``value`` when it is an integer >= 0; ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}: not an integer >= 0; got {value!r}; allowed: an integer >= 0")
+    return value
 
 
 class InputEvent(NamedTuple):
@@ -86,7 +99,8 @@ copied input) in one call (``OutputBag.write_all``)."""
 class RunLoop:
     """Drive ``core`` from inputs (see the module docstring) at its ``update_rate`` (Hz; the suite's engine step is
     its inverse). write: the output; copy_inputs: also write every input. jump_threshold, gap_threshold: s, finite
-    and > 0 (ValueError naming them otherwise). on_tick(clock_ns): called after every tick (progress).
+    and > 0; max_restarts: an integer >= 0 (ValueError naming them otherwise). on_tick(clock_ns): called after
+    every tick (progress).
 
     Markers are written every round(update_rate / viz_rate) ticks when the core's ``viz_rate`` > 0, as the node's
     visualisation timer does.
@@ -94,13 +108,14 @@ class RunLoop:
 
     def __init__(self, core: NodeCore, write: Writer, *, copy_inputs: bool = False,
                  jump_threshold: float = JUMP_THRESHOLD, gap_threshold: float = GAP_THRESHOLD,
-                 on_tick: Callable[[int], None] | None = None):
+                 max_restarts: int = MAX_RESTARTS, on_tick: Callable[[int], None] | None = None):
         self.core = core
         self.rate = core.params.update_rate
         self.write = write
         self.copy_inputs = copy_inputs
         self.jump_threshold_ns = round(check_threshold("jump_threshold", jump_threshold) * NS_PER_S)
         self.gap_threshold_ns = round(check_threshold("gap_threshold", gap_threshold) * NS_PER_S)
+        self.max_restarts = check_count("max_restarts", max_restarts)
         self.on_tick = on_tick
         viz = core.params.viz_rate
         self.markers_every = max(1, round(self.rate / viz)) if viz > 0 else 0
@@ -170,6 +185,10 @@ class RunLoop:
     def _new_line(self, t0: int, reason: str) -> None:
         """Run the rest of the current time line, restart the core (logging ``reason``) and start one at t0."""
         self._flush()
+        if self.stats.restarts >= self.max_restarts:
+            raise TooManyRestarts(f"{reason}: more than {self.max_restarts} restarts of the sensors; allowed: "
+                                  f"max_restarts (--max-restarts) = {self.max_restarts}, raise it for a recording "
+                                  "with more resets; the output holds everything before this input")
         if self.core.ready:
             self.core.restart(reason)
         self.stats.restarts += 1
