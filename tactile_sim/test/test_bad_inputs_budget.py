@@ -202,3 +202,17 @@ def test_a_config_validated_without_the_loader_is_checked_by_the_suite():
     cfg = SuiteConfig.model_validate(doc({**PAD, "probe_local_pos": grid(100_000, 100_000)}))
     with pytest.raises(ConfigError, match=r"^ContactProbe\(name='p'\).probe_local_pos.grid: 10000000000 probes"):
         SensorSuite(cfg)
+
+
+@pytest.mark.parametrize("section, entry", [("sensors", lambda i: {**PAD, "name": f"p{i}"}),
+                                            ("objects", lambda i: {"name": f"o{i}"})])
+def test_sensor_and_object_counts_are_capped_before_validation(tmp_path, section, entry):
+    data = doc()
+    data[section] = [entry(i) for i in range(CAPS[section])]
+    if section == "objects":
+        data["objects"][0] = pad_object()
+    budget_problems(load_config(data, base_dir=tmp_path))
+    data[section].append(entry(CAPS[section]))
+    path = write_yaml(tmp_path, data)
+    assert config_error_message(path) == (f"{path}:{section}: too many {section}; got {CAPS[section] + 1} entries; "
+                                          f"allowed: at most {CAPS[section]} entries")

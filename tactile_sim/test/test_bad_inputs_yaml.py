@@ -96,3 +96,17 @@ def test_the_command_line_exits_2_naming_the_file(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert f"error: {path}:" in proc.stderr and "YAML aliases expand too far" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_an_integer_python_cannot_read_is_a_config_error(tmp_path):
+    path = write(tmp_path, "suite: {dt: 0.01, n_envs: " + "9" * 5000 + "}\n")
+    msg = config_error_message(path)
+    assert msg.startswith(f"{path}:1:") and "integer too long; got 5000 characters" in msg
+
+
+def test_a_configuration_file_over_the_size_cap_is_not_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(loader, "MAX_YAML_BYTES", 100)
+    assert read_yaml(write(tmp_path, "a: " + "1" * 90 + "\n"))  # 94 bytes
+    path = write(tmp_path, "a: " + "1" * 100 + "\n")
+    with pytest.raises(ConfigError, match=rf"^{path}: configuration file too large; got 104 bytes; allowed: at most "):
+        read_yaml(path)

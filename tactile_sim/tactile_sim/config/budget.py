@@ -35,10 +35,13 @@ CAPS: Mapping[str, int] = {
     "ring_slots": 1_000_000,
     "n_envs": 1_000_000,
     "sdf_max_nodes": 512,
+    "sensors": 1000,
+    "objects": 1000,
 }
 """Per-option caps: probes per sensor (layout), sampled points per sensor (``n_sample_points`` summed over the
 tracked bodies), cells per TemperatureGrid (nx·ny·nz), ring slots per sensor (``history_length``, ``delay``/dt),
-``suite.n_envs``, ``suite.sdf_max_nodes`` (nodes per axis of one mesh SDF grid)."""
+``suite.n_envs``, ``suite.sdf_max_nodes`` (nodes per axis of one mesh SDF grid), entries of ``sensors`` and of
+``objects`` (each is built on its own)."""
 
 BYTES: Mapping[str, int] = {
     "probe": 512,
@@ -173,6 +176,18 @@ _CAP_TEXT = {"probes": "probes per sensor", "samples": "sampled points per senso
              "ring_slots": "ring slots (engine steps)"}
 
 
+def entry_problems(label: str, sections: Mapping[str, Any]) -> list[str]:
+    """Problem lines for ``sensors`` / ``objects`` lists longer than their caps, in a raw mapping (checked before
+    validation, which would build every entry) or a validated configuration's."""
+    lines = []
+    for section in ("sensors", "objects"):
+        entries = sections.get(section)
+        if isinstance(entries, (list, tuple)) and len(entries) > CAPS[section]:
+            lines.append(format_problem(f"{label}:{section}", "", f"too many {section}", Got(f"{len(entries)} entries"),
+                                        f"at most {CAPS[section]} entries"))
+    return lines
+
+
 def budget_problems(config: Any, *, n_envs: int | None = None, probe_counts: Mapping[str, int] | None = None,
                     n_envs_where: str = "") -> list[str]:
     """Problem lines of a :class:`~.schema.SuiteConfig` against :data:`CAPS` and ``suite.max_memory``.
@@ -192,6 +207,7 @@ def budget_problems(config: Any, *, n_envs: int | None = None, probe_counts: Map
     if s.sdf_max_nodes > CAPS["sdf_max_nodes"]:
         lines.append(format_problem(f"{label}:suite.sdf_max_nodes", "", "SDF grid too fine", s.sdf_max_nodes,
                                     f"2 <= sdf_max_nodes <= {CAPS['sdf_max_nodes']} nodes per axis"))
+    lines += entry_problems(label, {"sensors": config.sensors, "objects": config.objects})
     items = [it for opt in config.sensors for it in sensor_items(opt, s.step_dt, probe_counts or {})]
     for it in items:
         if it.cap and it.count > CAPS[it.cap]:

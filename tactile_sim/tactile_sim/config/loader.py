@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .budget import check_budget
+from .budget import check_budget, entry_problems
 from .errors import Got, OptionProblem, combined_error, config_error, suggest
 from .paths import resolve_path
 from .schema import SuiteConfig
@@ -36,6 +36,9 @@ MAX_YAML_DEPTH = 64
 MAX_YAML_NODES = 1_000_000
 """Most scalars, sequences and mappings a configuration may expand to, aliases counted at every use."""
 
+MAX_YAML_BYTES = 16 * 2**20
+"""Largest configuration file read (large arrays belong in layout files: ``probe_local_pos: {file: …}``)."""
+
 
 def _mark_where(node: yaml.Node) -> str:
     return f"{node.start_mark.name}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
@@ -57,6 +60,13 @@ class ConfigYamlLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_yaml_int(self, node):
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError as exc:  # Python refuses int strings of more than 4300 digits
+            raise config_error(_mark_where(node), "", "integer too long", Got(f"{len(node.value)} characters"),
+                               f"an integer Python can read ({exc})") from None
 
     def construct_document(self, node):
         self._expanded(node, 1, {})
@@ -104,6 +114,7 @@ class ConfigYamlLoader(yaml.SafeLoader):
 
 
 ConfigYamlLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+ConfigYamlLoader.add_constructor("tag:yaml.org,2002:int", ConfigYamlLoader.construct_yaml_int)
 
 
 class _NamedText(io.StringIO):
@@ -115,8 +126,14 @@ class _NamedText(io.StringIO):
 
 
 def read_yaml(path: str | os.PathLike) -> Any:
-    """The document of a YAML file (``ConfigYamlLoader``); ConfigError naming the file on I/O or syntax errors."""
+    """The document of a YAML file (``ConfigYamlLoader``); ConfigError naming the file on I/O or syntax errors and
+    for a file larger than :data:`MAX_YAML_BYTES` (before reading it)."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise config_error(str(path), "", "configuration file too large", Got(f"{size} bytes"),
+                               f"at most {MAX_YAML_BYTES} bytes; put large arrays in layout files "
+                               "(probe_local_pos: {file: ...})")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise config_error(str(path), "", f"cannot read the configuration file ({exc})", str(path),
@@ -156,6 +173,8 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     if not isinstance(data, Mapping):
         raise config_error(label, "", "the configuration is not a mapping", data,
                            "a mapping with suite, robot, materials, objects, sensors")
+    if entry_problems(label, data):
+        raise combined_error(entry_problems(label, data))
     try:
         config = SuiteConfig.model_validate(data, context={"base_dir": base})
     except ValidationError as exc:
