@@ -112,8 +112,23 @@ def test_max_memory_admits_its_estimate_and_refuses_one_byte_less(tmp_path):
 
 
 def test_the_default_max_memory_is_half_the_machine():
-    assert machine_memory() > 0
+    import os
+
+    assert 0 < machine_memory() <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert default_max_memory() == machine_memory() // 2
+
+
+def test_a_container_limit_below_the_machine_memory_is_the_machine_memory(tmp_path, monkeypatch):
+    from tactile_sim.config import budget
+
+    unlimited, limited = tmp_path / "v2", tmp_path / "v1"
+    unlimited.write_text("max\n")
+    limited.write_text(f"{2**30}\n")
+    monkeypatch.setattr(budget, "CGROUP_LIMITS", (str(unlimited), str(tmp_path / "absent")))
+    physical = machine_memory()
+    monkeypatch.setattr(budget, "CGROUP_LIMITS", (str(unlimited), str(limited)))
+    assert machine_memory() == min(physical, 2**30)
+    assert default_max_memory() == min(physical, 2**30) // 2
 
 
 @pytest.mark.parametrize("value, expected", [(1000, 1000), ("8 GB", 8 * 10**9), ("512 MiB", 512 * 2**20),

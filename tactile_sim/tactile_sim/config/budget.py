@@ -5,7 +5,7 @@ Two kinds of limit, both refused with the usual ``<file>:<yaml.path>: problem; g
 * a cap per option (:data:`CAPS`): probes per sensor, sampled points per sensor, TemperatureGrid cells, ring slots
   (``history_length`` and ``delay`` in engine steps), ``n_envs`` and ``sdf_max_nodes``;
 * a total: the estimated bytes of every sensor per env (:data:`BYTES`) times the number of envs, against
-  ``suite.max_memory`` (default :data:`DEFAULT_MEMORY_FRACTION` of this machine's physical memory).
+  ``suite.max_memory`` (default :data:`DEFAULT_MEMORY_FRACTION` of this machine's memory, or of a container's limit).
 
 The estimate is an upper-side guess of the engine's working set (state, readings, imperfection rings, point
 clouds, cells), not an exact account; it exists to turn an absurd size into an error in milliseconds. Layout sizes
@@ -88,12 +88,26 @@ def parse_memory(value: Any) -> int:
     return int(number)
 
 
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+"""Files holding a container's memory limit (cgroup v2, v1); "max" or a huge number means none."""
+
+
 def machine_memory() -> int:
-    """Physical memory of this machine in bytes (0 when the OS does not tell)."""
+    """Memory this process may use, bytes: the machine's physical memory, or a smaller container (cgroup) limit;
+    0 when the OS does not tell."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
-        return 0
+        total = 0
+    for path in CGROUP_LIMITS:
+        try:
+            with open(path) as f:
+                limit = int(f.read().strip())
+        except (OSError, ValueError):  # absent, or "max"
+            continue
+        if 0 < limit < total or total == 0:
+            total = limit
+    return total
 
 
 def default_max_memory() -> int:
