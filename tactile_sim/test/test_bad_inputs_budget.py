@@ -231,3 +231,17 @@ def test_sensor_and_object_counts_are_capped_before_validation(tmp_path, section
     path = write_yaml(tmp_path, data)
     assert config_error_message(path) == (f"{path}:{section}: too many {section}; got {CAPS[section] + 1} entries; "
                                           f"allowed: at most {CAPS[section]} entries")
+
+
+def test_a_gaussian_crosstalk_kernel_is_capped_at_its_taps():
+    from tactile_sim.imperfections.crosstalk import MAX_KERNEL_TAPS
+
+    spacing = 0.02 / 3  # the 4 x 4 grid below
+    sensor = {"type": "KinematicTaxel", "name": "k", "link": "pad", "crosstalk_strength": 0.1,
+              "probe_local_pos": {"grid": {"lo": [-0.01, -0.01, 0], "hi": [0.01, 0.01, 0], "nx": 4, "ny": 4}}}
+    assert (2 * 500 + 1) ** 2 <= MAX_KERNEL_TAPS < (2 * 501 + 1) ** 2
+    SensorSuite(load_config(doc({**sensor, "crosstalk_sigma": 500 * spacing / 3})))  # h = 3 sigma / spacing = 500
+    with pytest.raises(ConfigError) as info:
+        SensorSuite(load_config(doc({**sensor, "crosstalk_sigma": 500.5 * spacing / 3})))
+    assert str(info.value).startswith("<dict>:sensors[0].crosstalk_sigma: a Gaussian over taxels")
+    assert "needs a 1003 x 1003 kernel" in str(info.value)
