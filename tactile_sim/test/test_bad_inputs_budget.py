@@ -245,3 +245,25 @@ def test_a_gaussian_crosstalk_kernel_is_capped_at_its_taps():
         SensorSuite(load_config(doc({**sensor, "crosstalk_sigma": 500.5 * spacing / 3})))
     assert str(info.value).startswith("<dict>:sensors[0].crosstalk_sigma: a Gaussian over taxels")
     assert "needs a 1003 x 1003 kernel" in str(info.value)
+
+
+def thermal_doc(grid_options: dict, **suite) -> dict:
+    """A TemperatureGrid on a 0.1 x 0.1 x 0.02 m pad beside a second body (lumped with simulate_all)."""
+    material = {"base_temperature": 20.0, "emissivity": 0.0}
+    block = {"name": "block", "geometry": [{"box": {"size": [0.1, 0.1, 0.1]}}], "pose": {"xyz": [0, 0, 1]}}
+    return {"suite": {"dt": 0.01, **suite}, "objects": [pad_object(), block],
+            "sensors": [{"type": "TemperatureGrid", "name": "tg", "link": "pad",
+                         "properties_dict": {"pad": material, "block": material}, **grid_options}]}
+
+
+def test_sample_spacings_are_capped_before_sampling():
+    from tactile_sim.geometry.sampling import MAX_SAMPLES_PER_BODY
+
+    with pytest.raises(ConfigError) as info:
+        SensorSuite(load_config(thermal_doc({"contact_sample_spacing": 1e-6})))
+    assert str(info.value).startswith("<dict>:sensors[0].contact_sample_spacing: ") and \
+        f"exceed {MAX_SAMPLES_PER_BODY}" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        SensorSuite(load_config(thermal_doc({"simulate_all_link_temperatures": True}, lumped_sample_spacing=1e-6)))
+    assert str(info.value).startswith("<dict>:suite.lumped_sample_spacing: ") and "on body 'block'" in str(info.value)
+    SensorSuite(load_config(thermal_doc({"simulate_all_link_temperatures": True, "contact_sample_spacing": 0.01})))
