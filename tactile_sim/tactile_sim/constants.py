@@ -65,6 +65,9 @@ MAX_RESTARTS = 100
 MAX_DEMO_DURATION = 3600.0
 """s: the longest simulated time ``tactile-sim demo`` runs (its bag grows with it)."""
 
+MAX_TEXT_FILE_BYTES = 64 * 2**20
+"""Largest text input read whole (a CSV layout, a URDF file): a larger one is refused before it is read."""
+
 MAX_PROBES = 4_000_000
 """Probes of one sensor's layout above which the layout is refused before it is read or built
 (``config.budget.CAPS['probes']``)."""

@@ -67,3 +67,22 @@ def test_an_unwritable_sdf_cache_warns_and_still_builds(tmp_path):
         grid = build_sdf_grid(md, cell_size=0.01, cache_dir=blocker)
     reference = build_sdf_grid(md, cell_size=0.01, cache_dir=tmp_path / "ok")
     np.testing.assert_array_equal(grid.values, reference.values)
+
+
+def test_text_inputs_over_the_size_cap_are_not_read(tmp_path, monkeypatch):
+    from tactile_sim.sensors.layout import probe_layout
+    from tactile_sim.world import urdf
+    from tactile_sim.world.urdf import RobotModel
+
+    monkeypatch.setattr(probe_layout, "MAX_TEXT_FILE_BYTES", 20)
+    monkeypatch.setattr(urdf, "MAX_TEXT_FILE_BYTES", 40)
+    csv = tmp_path / "taxels.csv"
+    csv.write_text("0, 0, 0\n0.01, 0, 0\n")  # 20 bytes: read
+    assert probe_layout.load_layout_file(csv, "w").positions.shape == (2, 3)
+    csv.write_text("0, 0, 0\n0.01, 0, 0\n0.02, 0, 0\n")
+    with pytest.raises(ConfigError, match=f"w: layout file '{csv}': too large to read; got 30 bytes"):
+        probe_layout.load_layout_file(csv, "w")
+    big = tmp_path / "big.urdf"
+    big.write_text('<robot name="r"><link name="base"/></robot>')
+    with pytest.raises(ConfigError, match=f"{big}: URDF file too large; got 43 bytes; allowed: at most 40"):
+        RobotModel.from_urdf(big)

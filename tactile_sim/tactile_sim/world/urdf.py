@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from ..constants import MAX_TEXT_FILE_BYTES
 from ..errors import SceneError
 from ..geometry.shapes import MeshData, Shape, ShapeKind
 from ..geometry.transforms import rpy_to_matrix_np
@@ -253,6 +254,9 @@ def _read_source(urdf) -> tuple[bytes, str, Path | None]:
     path = Path(urdf).expanduser()
     if not path.is_file():
         raise SceneError(f"URDF file {str(path)!r} not found; pass an existing file path or the URDF XML text")
+    if path.stat().st_size > MAX_TEXT_FILE_BYTES:
+        raise SceneError(f"{path}: URDF file too large; got {path.stat().st_size} bytes; allowed: at most "
+                         f"{MAX_TEXT_FILE_BYTES} bytes")
     return path.read_bytes(), str(path), path.parent.resolve()
 
 

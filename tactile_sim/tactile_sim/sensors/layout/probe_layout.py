@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES
+from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES, MAX_TEXT_FILE_BYTES
 from ...errors import ConfigError
 from ...geometry.transforms import euler_deg_to_matrix_np
 
@@ -350,7 +350,8 @@ def load_layout_file(path, where: str, max_probes: int = MAX_PROBES) -> LayoutFi
     comment. Without a header the columns are ``x y z [radius [nx ny nz]]`` (3, 4 or 7 per line). With a header line
     (the first non-comment line, any non-numeric field) the columns are named, in any order, from
     ``x y z radius nx ny nz row col``: x, y, z are required, nx/ny/nz come together, and ``row`` + ``col`` (integers
-    ≥ 0) place every probe in an (M, N) grid that they must fill exactly once. Errors name ``where`` and the file;
+    ≥ 0) place every probe in an (M, N) grid that they must fill exactly once; at most ``MAX_TEXT_FILE_BYTES``.
+    Errors name ``where`` and the file;
     a .npy header is checked (shape, dtype, data length, at most ``max_probes`` probes) before its data is read.
     """
     p = Path(path)
@@ -412,6 +413,9 @@ def _load_npy(p: Path, where: str, max_probes: int) -> LayoutFileData:
 def _load_csv(p: Path, where: str) -> LayoutFileData:
     src = f"{where}: layout file '{p}'"
     try:
+        if p.stat().st_size > MAX_TEXT_FILE_BYTES:
+            raise ConfigError(f"{src}: too large to read; got {p.stat().st_size} bytes; allowed: at most "
+                              f"{MAX_TEXT_FILE_BYTES} bytes (a .npy layout for more probes)")
         text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{src}: cannot be read ({e}); allowed: a readable text file") from None
