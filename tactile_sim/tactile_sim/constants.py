@@ -53,6 +53,26 @@ def int_ceil(x: float) -> int:
     return math.ceil(x - INT_RATIO_TOL * max(1.0, abs(x)))
 
 
+JUMP_THRESHOLD = 0.1
+"""s: a step back of the input clock larger than this starts a new time line (replay, demo)."""
+
+GAP_THRESHOLD = 10.0
+"""s: a step forward of the input clock larger than this starts a new time line instead of being ticked through."""
+
+MAX_RESTARTS = 100
+"""Restarts of the sensors (time-line changes) a replay accepts before it stops: each rebuilds the sensors."""
+
+MAX_DEMO_DURATION = 3600.0
+"""s: the longest simulated time ``tactile-sim demo`` runs (its bag grows with it)."""
+
+MAX_TEXT_FILE_BYTES = 64 * 2**20
+"""Largest text input read whole (a CSV layout, a URDF file): a larger one is refused before it is read."""
+
+MAX_PROBES = 4_000_000
+"""Probes of one sensor's layout above which the layout is refused before it is read or built
+(``config.budget.CAPS['probes']``)."""
+
+
 def int_floor(x: float) -> int:
     """floor of a real ratio that may be an integer up to round-off (spec preamble)."""
     import math

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .config.budget import CAPS
 from .config.layouts import ConformingLayout, FileLayout, GridLayout, UrdfTactileLayout
 from .config.schema import ObjectConfig, RobotConfig, ShapeConfig
 from .errors import ConfigError
@@ -60,12 +61,13 @@ def load_robot(robot: RobotConfig | None, description: str | None = None) -> tup
     """The robot model and its URDF text: from a description string (ROS ``robot_description``) when given,
     else the configured URDF file. Returns (None, None) for a scene without a robot."""
     search = [Path(p) for p in robot.search_paths] if robot is not None else []
+    check = robot.inertia_check if robot is not None else "error"
     if description is not None:
-        return RobotModel.from_urdf(description, search_paths=search), description
+        return RobotModel.from_urdf(description, search_paths=search, inertia_check=check), description
     if robot is None:
         return None, None
     path = Path(robot.urdf)
-    return RobotModel.from_urdf(path, search_paths=search), path.read_text()
+    return RobotModel.from_urdf(path, search_paths=search, inertia_check=check), path.read_text()
 
 
 def build_scene(objects: list[ObjectConfig], robot: RobotModel | None, world_frame: str) -> Scene:
@@ -74,8 +76,11 @@ def build_scene(objects: list[ObjectConfig], robot: RobotModel | None, world_fra
 
 
 def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius: float,
-                 allow_fillers: bool = True) -> ProbeLayout:
-    """The resolved probe layout of one probe sensor (array, file, planar grid, conforming or urdf_tactile)."""
+                 allow_fillers: bool = True, urdf_source: str = "robot description") -> ProbeLayout:
+    """The resolved probe layout of one probe sensor (array, file, planar grid, conforming or urdf_tactile).
+
+    ``urdf_source`` names the robot description (its file) in errors; files and ``<tactile>`` arrays larger than
+    the probe cap of :mod:`.config.budget` are refused before they are read or built."""
     where = options.where
     src = options.probe_local_pos
     given_radius = "probe_radius" in options.model_fields_set
@@ -83,10 +88,11 @@ def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius
     normal = options.probe_local_normal if "probe_local_normal" in options.model_fields_set else None
     common = dict(pos_offset=options.pos_offset, euler_offset=options.euler_offset, where=where)
     if isinstance(src, UrdfTactileLayout):
-        decls = urdf_tactile_layouts(urdf_text or "", source="robot description") if urdf_text else {}
+        decls = (urdf_tactile_layouts(urdf_text, source=urdf_source, max_probes=CAPS["probes"]) if urdf_text
+                 else {})
         if src.urdf_tactile not in decls:
             raise ConfigError(f"{where}.probe_local_pos.urdf_tactile: no <sensor> with a <tactile> child named "
-                              f"{src.urdf_tactile!r} in the robot description; got {src.urdf_tactile!r}; allowed: "
+                              f"{src.urdf_tactile!r} in {urdf_source}; got {src.urdf_tactile!r}; allowed: "
                               f"{', '.join(decls) or 'none declared'}")
         decl = decls[src.urdf_tactile]
         if decl.link != options.link:
@@ -102,7 +108,7 @@ def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius
                                         normal if normal is not None else lay.normals,
                                         default_radius=default_radius, allow_fillers=allow_fillers, **common)
     if isinstance(src, FileLayout):
-        data = load_layout_file(src.file, where)
+        data = load_layout_file(src.file, where, CAPS["probes"])
         positions = data.positions
         radius = radius if radius is not None else data.radius
         normal = normal if normal is not None else data.normals

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from .config.budget import check_budget
 from .config.loader import load_config
 from .config.schema import SuiteConfig
 from .config.suite_checks import evaluation_steps
@@ -69,6 +70,8 @@ class SensorSuite:
                  dtype: str | None = None, n_envs: int | None = None, tf: TFBuffer | None = None,
                  root_from_tf: bool = False):
         s = config.suite
+        # also for a configuration validated without load_config (model_validate in Python), before any allocation
+        check_budget(config, n_envs=n_envs, n_envs_where="SensorSuite(n_envs=...)" if n_envs is not None else "")
         self.config = config
         self.device = resolve_device(device or s.device)
         self.dtype = DTYPES[dtype or s.dtype]
@@ -76,6 +79,7 @@ class SensorSuite:
         self.n_envs = max(1, s.n_envs if n_envs is None else n_envs)
         self.dt = s.step_dt
         self.robot, self.urdf_text = load_robot(config.robot, robot_description)
+        urdf_source = str(config.robot.urdf) if robot_description is None and config.robot else "robot_description"
         self.scene = build_scene(config.objects, self.robot, s.world_frame)
         self.tf = tf
         self.world = WorldModel(self.scene, n_envs=self.n_envs, device=self.device, dtype=self.dtype,
@@ -98,9 +102,10 @@ class SensorSuite:
                 self.layouts[opt.name] = probe_layout(
                     opt, self.scene, self.urdf_text,
                     default_radius=0.5 if opt.type == "SurfaceDistanceProbe" else 0.01,
-                    allow_fillers=opt.type != "SurfaceDistanceProbe")
+                    allow_fillers=opt.type != "SurfaceDistanceProbe", urdf_source=urdf_source)
             groups[(opt.type, evaluation_steps(opt.update_period, self.dt))].append(opt)
             self._types[opt.name] = opt.type
+        check_budget(config, n_envs=self.n_envs, probe_counts={k: v.n for k, v in self.layouts.items()})
         for (type_name, k), options in groups.items():
             ctx = BuildContext(self.scene, self.query, self.device, self.dtype, self.n_envs, k * self.dt,
                                scene_seed=s.seed, where={o.name: o.where for o in options}, layouts=self.layouts,

@@ -33,10 +33,14 @@ DEMO_SENSORS = ("pad_left", "pad_right", "palm_contact", "thermal_left", "joint_
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of ``tactile-sim <args>`` run in this process."""
+    """(exit status, stdout, stderr) of ``tactile-sim <args>`` run in this process (argparse's exit on a bad
+    option is its status)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(args))
+        try:
+            status = main(list(args))
+        except SystemExit as exc:
+            status = exc.code
     return status, out.getvalue(), err.getvalue()
 
 

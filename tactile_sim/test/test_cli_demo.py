@@ -141,8 +141,8 @@ def test_the_pictures_are_written():
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--duration", "-1"), "demo duration: got -1.0 s"),
-    (("--rate", "0.5"), "parameter 'update_rate': got 0.5"),
+    (("--duration", "-1"), "argument --duration: out of range; got '-1'; allowed: a finite number > 0"),
+    (("--rate", "0.5"), "argument --rate: out of range; got '0.5'; allowed: a finite number >= 1 and <= 10000 (Hz)"),
 ])
 def test_bad_options_exit_2_with_the_reason(tmp_path, args, message):
     status, _, err = run_cli("demo", "-o", str(tmp_path), "--no-progress", *args)

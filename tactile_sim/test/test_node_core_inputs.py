@@ -84,7 +84,8 @@ def test_unknown_joint_names_are_ignored_counted_and_logged_once_per_period():
     lines = log.matching("'elbow'")
     assert len(lines) == 2 and "(9 more like this" in lines[1][1]
     values = {kv.key: kv.value for kv in core.diagnostics(ns(1.0)).status[0].values}
-    assert values["ignored_joint_names"] == "elbow" and values["dropped.joint_states.unknown_names"] == "11"
+    assert values["ignored_joint_names"] == "['elbow']" and values["ignored_joint_names_count"] == "1"
+    assert values["dropped.joint_states.unknown_names"] == "11"
 
 
 @pytest.mark.parametrize("bad, reason", [

@@ -95,7 +95,7 @@ def pendulum() -> RobotModel:
     return RobotModel.from_urdf(f"""<robot name="pendulum">
       <link name="base"/>
       <link name="arm"><inertial><origin xyz="0 0 {-LC}"/><mass value="{M}"/>
-        <inertia ixx="{IXX}" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.004"/></inertial></link>
+        <inertia ixx="{IXX}" ixy="0" ixz="0" iyy="0.024" iyz="0" izz="0.004"/></inertial></link>
       <joint name="hinge" type="continuous"><parent link="base"/><child link="arm"/><axis xyz="1 0 0"/></joint>
     </robot>""")
 

@@ -3,6 +3,8 @@ the list of written files."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +29,27 @@ def fail(command: str, message: str, status: int = USAGE_ERROR) -> int:
     """Print ``tactile-sim <command>: error: <message>`` to stderr; returns ``status``."""
     print(f"tactile-sim {command}: error: {message}", file=sys.stderr)
     return status
+
+
+def number_arg(low: float, high: float, unit: str, *, low_inclusive: bool = False,
+               kind: type = float) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number in (low, high] (``[low, high]`` with ``low_inclusive``), in ``unit``
+    (``kind`` int: an integer): anything else is a usage error (exit 2) that argparse prefixes with the option's
+    name."""
+    bound = ">=" if low_inclusive else ">"
+    allowed = f"{'an integer' if kind is int else 'a finite number'} {bound} {low:g} and <= {high:g} ({unit})"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number; got {text!r}; allowed: {allowed}") from None
+        inside = (value >= low if low_inclusive else value > low) and value <= high
+        if not (math.isfinite(value) and inside):
+            raise argparse.ArgumentTypeError(f"out of range; got {text!r}; allowed: {allowed}")
+        return value
+
+    return parse
 
 
 def check_device(device: str) -> str | None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from .common import USAGE_ERROR, check_device, describe_files, fail, stderr_log
+from .common import USAGE_ERROR, check_device, describe_files, fail, number_arg, stderr_log
+from ..constants import MAX_DEMO_DURATION
 from ..demo_trajectory import CYCLE
-from ..ros.node_params import NodeParams
+from ..ros.node_params import SPECS, NodeParams
 
 DEFAULT_OUTPUT = "tactile_sim_demo"
 
@@ -24,9 +25,10 @@ def add_demo_command(commands: argparse._SubParsersAction) -> None:
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", default=DEFAULT_OUTPUT, metavar="DIR",
                    help=f"output folder (default: ./{DEFAULT_OUTPUT}); its gripper_demo/ bag is replaced")
-    p.add_argument("--duration", type=float, default=CYCLE, metavar="S",
+    p.add_argument("--duration", type=number_arg(0.0, MAX_DEMO_DURATION, "s"), default=CYCLE, metavar="S",
                    help=f"simulated seconds (default: {CYCLE:g}, one trajectory cycle)")
-    p.add_argument("--rate", type=float, default=NodeParams().update_rate, metavar="HZ",
+    p.add_argument("--rate", type=number_arg(*SPECS["update_rate"].range, "Hz", low_inclusive=True),
+                   default=NodeParams().update_rate, metavar="HZ",
                    help=f"update rate (default: {NodeParams().update_rate:g}, the ROS demo's)")
     p.add_argument("--device", default="", metavar="DEVICE",
                    help="cpu, cuda, cuda:<i> or auto (default: the configuration's, cpu)")

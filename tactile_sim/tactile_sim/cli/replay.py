@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, stderr_log
+from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, number_arg, stderr_log
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
+from ..ros.node_params import SPECS
 
 DESCRIPTION = """\
 Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file), step the sensors of SENSORS.yaml
@@ -14,9 +16,10 @@ topics /tactile_sim_node/<sensor> to a new bag. -o out.mcap (or a folder name) w
 rosbag2 bags are folders: out.mcap gives out/out.mcap. The bag is read and written one message at a time.
 
 Clock: `header` (default) uses the joint states' header stamps (simulation time and resets replay exactly; a step
-back of more than --jump-threshold restarts the sensors); `receive` uses the bag's receive times (for unstamped
-publishers). Inputs the node rejects (NaN, bad lengths, unknown joint names, invalid transforms) are skipped and
-counted."""
+back of more than --jump-threshold restarts the sensors, and so does a step forward of more than --gap-threshold,
+which is not ticked through; more than --max-restarts restarts stop the replay); `receive` uses the bag's receive
+times (for unstamped publishers). Inputs the node rejects (NaN, bad lengths, unknown joint names, invalid
+transforms) are skipped and counted."""
 
 
 def add_replay_command(commands: argparse._SubParsersAction) -> None:
@@ -30,13 +33,20 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
                    help="robot URDF file (default: the configuration's robot.urdf, else the bag's "
                         "/robot_description)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output bag (OUT.mcap, OUT.db3 or a folder)")
-    p.add_argument("--rate", type=float, metavar="HZ", help="update rate (default: the configuration's suite rate)")
+    p.add_argument("--rate", type=number_arg(*SPECS["update_rate"].range, "Hz", low_inclusive=True), metavar="HZ",
+                   help="update rate (default: the configuration's suite rate)")
     p.add_argument("--device", default="", metavar="DEVICE",
                    help="cpu, cuda, cuda:<i> or auto (default: the configuration's)")
     p.add_argument("--clock", choices=("header", "receive"), default="header",
                    help="time source (default: header)")
-    p.add_argument("--jump-threshold", type=float, default=0.1, metavar="S",
-                   help="a clock step back larger than this restarts the sensors (default: 0.1 s)")
+    p.add_argument("--jump-threshold", type=number_arg(0.0, 1e9, "s"), default=JUMP_THRESHOLD, metavar="S",
+                   help=f"a clock step back larger than this restarts the sensors (default: {JUMP_THRESHOLD:g} s)")
+    p.add_argument("--gap-threshold", type=number_arg(0.0, 1e9, "s"), default=GAP_THRESHOLD, metavar="S",
+                   help="a clock step forward larger than this restarts the sensors instead of running every step "
+                        f"of the gap (default: {GAP_THRESHOLD:g} s)")
+    p.add_argument("--max-restarts", type=number_arg(0, 10**9, "restarts", low_inclusive=True, kind=int),
+                   default=MAX_RESTARTS, metavar="N",
+                   help=f"stop with an error after this many restarts of the sensors (default: {MAX_RESTARTS})")
     for kind, default in (("joint-states", "/joint_states"), ("tf", "/tf"), ("tf-static", "/tf_static"),
                           ("robot-description", "/robot_description")):
         p.add_argument(f"--{kind}-topic", default=default, metavar="TOPIC", help=f"default: {default}")
@@ -65,7 +75,9 @@ def run_replay_command(args: argparse.Namespace) -> int:
         result = replay_bag(args.input, config, args.output, robot=args.robot, rate=args.rate, device=args.device,
                             topics=topics, clock=args.clock, copy_inputs=args.copy_inputs,
                             ground_truth=args.ground_truth, markers=args.markers,
-                            jump_threshold=args.jump_threshold, overwrite=args.overwrite,
+                            jump_threshold=args.jump_threshold, gap_threshold=args.gap_threshold,
+                            max_restarts=args.max_restarts,
+                            overwrite=args.overwrite,
                             progress=not args.no_progress, log=stderr_log(args.verbose))
     except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
         return fail("replay", str(exc), USAGE_ERROR)
@@ -73,5 +85,5 @@ def run_replay_command(args: argparse.Namespace) -> int:
     print(format_run(result.stats, result.rate, result.dropped))
     print(f"wrote {result.data_file} ({sum(result.counts.values())} messages on {len(result.counts)} topics)")
     if result.error:
-        return fail("replay", result.error, RUN_ERROR)
+        return fail("replay", result.error, RUN_ERROR if result.read_failed else USAGE_ERROR)
     return 0

@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .errors import OptionProblem, combined_error, config_error, suggest
+from .budget import check_budget, entry_problems
+from .errors import Got, OptionProblem, combined_error, config_error, suggest
 from .paths import resolve_path
 from .schema import SuiteConfig
 from .sensor_options import SENSOR_TYPES, SensorOptions
@@ -29,9 +30,74 @@ _FLOAT = re.compile(r"""^[-+]?(?:
 )$""", re.X)
 
 
+MAX_YAML_DEPTH = 64
+"""Deepest nesting of sequences and mappings a configuration may have (also after alias expansion)."""
+
+MAX_YAML_NODES = 1_000_000
+"""Most scalars, sequences and mappings a configuration may expand to, aliases counted at every use."""
+
+MAX_YAML_BYTES = 16 * 2**20
+"""Largest configuration file read (large arrays belong in layout files: ``probe_local_pos: {file: …}``)."""
+
+
+def _mark_where(node: yaml.Node) -> str:
+    return f"{node.start_mark.name}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+
+
 class ConfigYamlLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that also reads exponent floats without a dot (``1e-3``, YAML 1.2) and refuses duplicate
-    keys in a mapping (the later one would otherwise silently win)."""
+    """``yaml.SafeLoader`` that also reads exponent floats without a dot (``1e-3``, YAML 1.2), refuses duplicate
+    keys in a mapping (the later one would otherwise silently win), and refuses, before anything is constructed,
+    nesting deeper than :data:`MAX_YAML_DEPTH` and documents whose aliases expand beyond :data:`MAX_YAML_NODES`
+    nodes (a "billion laughs" document is a few lines long)."""
+
+    def compose_node(self, parent, index):
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise config_error(f"{mark.name}:{mark.line + 1}:{mark.column + 1}", "", "YAML nested too deeply",
+                                   Got(f"more than {MAX_YAML_DEPTH} levels"), f"at most {MAX_YAML_DEPTH} nested levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_yaml_int(self, node):
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError as exc:  # Python refuses int strings of more than 4300 digits
+            raise config_error(_mark_where(node), "", "integer too long", Got(f"{len(node.value)} characters"),
+                               f"an integer Python can read ({exc})") from None
+
+    def construct_document(self, node):
+        self._expanded(node, 1, {})
+        return super().construct_document(node)
+
+    def _expanded(self, node: yaml.Node, depth: int, seen: dict[int, tuple[int, int]]) -> tuple[int, int]:
+        """(nodes, height) of ``node`` with every alias expanded; ConfigError when over the bounds."""
+        if id(node) in seen:
+            size, height = seen[id(node)]
+            if size < 0:
+                raise config_error(_mark_where(node), "", "recursive YAML alias",
+                                   Got(f"an alias inside its anchor {node.tag}"),
+                                   "anchors that do not contain their own aliases")
+        elif isinstance(node, yaml.ScalarNode):
+            size, height = 1, 1
+        else:
+            seen[id(node)] = (-1, 0)
+            children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+            size, height = 1, 1
+            for child in children:
+                n, h = self._expanded(child, depth + 1, seen)
+                size, height = size + n, max(height, h + 1)
+                if size > MAX_YAML_NODES:
+                    raise config_error(_mark_where(node), "", "YAML aliases expand too far",
+                                       Got(f"more than {MAX_YAML_NODES} nodes"),
+                                       f"a document of at most {MAX_YAML_NODES} nodes, aliases counted at each use")
+            seen[id(node)] = (size, height)
+        if depth + height - 1 > MAX_YAML_DEPTH:
+            raise config_error(_mark_where(node), "", "YAML nested too deeply (aliases expanded)",
+                               Got(f"more than {MAX_YAML_DEPTH} levels"), f"at most {MAX_YAML_DEPTH} nested levels")
+        return size, height
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -48,6 +114,7 @@ class ConfigYamlLoader(yaml.SafeLoader):
 
 
 ConfigYamlLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+ConfigYamlLoader.add_constructor("tag:yaml.org,2002:int", ConfigYamlLoader.construct_yaml_int)
 
 
 class _NamedText(io.StringIO):
@@ -59,8 +126,14 @@ class _NamedText(io.StringIO):
 
 
 def read_yaml(path: str | os.PathLike) -> Any:
-    """The document of a YAML file (``ConfigYamlLoader``); ConfigError naming the file on I/O or syntax errors."""
+    """The document of a YAML file (``ConfigYamlLoader``); ConfigError naming the file on I/O or syntax errors and
+    for a file larger than :data:`MAX_YAML_BYTES` (before reading it)."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise config_error(str(path), "", "configuration file too large", Got(f"{size} bytes"),
+                               f"at most {MAX_YAML_BYTES} bytes; put large arrays in layout files "
+                               "(probe_local_pos: {file: ...})")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise config_error(str(path), "", f"cannot read the configuration file ({exc})", str(path),
@@ -81,7 +154,8 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
 
     Relative paths inside resolve against ``base_dir``, by default the YAML file's folder (the working directory
     for a mapping). Errors name ``<file>:<yaml.path>`` (``<dict>:<yaml.path>`` for a mapping). Runs the
-    cross-section checks of :mod:`.suite_checks`; scene-dependent names are left to the suite.
+    cross-section checks of :mod:`.suite_checks` and the resource budget of :mod:`.budget`; scene-dependent names
+    are left to the suite.
     """
     if isinstance(source, Mapping):
         label, data = "<dict>", source
@@ -99,6 +173,8 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     if not isinstance(data, Mapping):
         raise config_error(label, "", "the configuration is not a mapping", data,
                            "a mapping with suite, robot, materials, objects, sensors")
+    if entry_problems(label, data):
+        raise combined_error(entry_problems(label, data))
     try:
         config = SuiteConfig.model_validate(data, context={"base_dir": base})
     except ValidationError as exc:
@@ -109,6 +185,7 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     for i, obj in enumerate(config.objects):
         obj.located(f"{label}:objects[{i}]")
     check_suite(config)
+    check_budget(config)
     return config
 
 

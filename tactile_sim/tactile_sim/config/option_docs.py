@@ -51,8 +51,13 @@ OPTION_DOCS: dict[str, OptionDoc] = {
                                    "`TACTILE_SIM_CACHE` environment variable, else no cache)",
                              "a folder path (created when missing), or null"),
     "lumped_sample_spacing": OptionDoc("m", "surface sample spacing of bodies whose temperature is lumped (thermal)"),
+    "max_memory": OptionDoc("bytes", "cap on the estimated memory of all sensors × n_envs, checked before anything "
+                                     "is allocated (default: half of the machine's or the container's memory)",
+                            "an integer > 0 or a text such as '8 GB' or '512 MiB', or null for the default"),
     # ---- robot
     "urdf": OptionDoc("", "the robot's URDF file (path relative to the YAML file, `file://` or `package://`)"),
+    "inertia_check": OptionDoc("", "what a physically invalid URDF `<inertial>` is: an error naming file:line, or a "
+                                   "warning (the values are used as given)"),
     "search_paths": OptionDoc("", "extra folders searched for `package://` meshes of the URDF",
                               "a list of existing folders"),
     # ---- materials

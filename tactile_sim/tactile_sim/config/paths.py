@@ -23,7 +23,8 @@ PACKAGE_PATH_ENV = "TACTILE_SIM_PACKAGE_PATH"
 """Environment variable: os.pathsep-separated roots holding ROS package folders (used without ROS)."""
 
 PathKind = Literal["file", "dir", "any"]
-"""What a resolved path must be: an existing file, an existing folder, or anything (may not exist yet)."""
+"""What a resolved path must be: an existing file, an existing folder, or a folder that may not exist yet (caches;
+refused where a file is in the way)."""
 
 
 def _bundled_roots() -> list[Path]:
@@ -79,7 +80,8 @@ def resolve_package_uri(uri: str) -> Path:
 def resolve_path(value: Any, base_dir: str | os.PathLike | None, kind: PathKind = "file") -> Path:
     """Resolve a configured path: ``package://``, ``file://``, ``~``, absolute, or relative to ``base_dir``
     (the YAML file's folder; the working directory when None). ``kind`` "file"/"dir" require an existing
-    file/folder; "any" accepts a path that does not exist yet (caches). Raises OptionProblem."""
+    file/folder; "any" accepts a folder that does not exist yet (caches) unless a file is in its place or in its
+    parents' places. Raises OptionProblem."""
     if not isinstance(value, (str, os.PathLike)) or not str(value):
         raise OptionProblem("not a path", value, "a non-empty path string, file:// or package://<pkg>/<path>")
     text = str(value)
@@ -100,4 +102,9 @@ def resolve_path(value: Any, base_dir: str | os.PathLike | None, kind: PathKind 
     if kind == "dir" and not path.is_dir():
         raise OptionProblem(f"folder not found (resolved to {path})", text,
                             "an existing folder; relative paths resolve against the YAML file's folder")
+    if kind == "any":
+        blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise OptionProblem(f"not a folder: {blocking} is a file", text,
+                                "a folder, existing or to be created (not a regular file)")
     return path

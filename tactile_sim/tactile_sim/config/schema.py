@@ -2,8 +2,9 @@
 
 A YAML file maps onto :class:`SuiteConfig`::
 
-    suite:     {dt: 0.005 | rate: 200, device, dtype, n_envs, seed, world_frame, gravity, sdf_*, lumped_sample_spacing}
-    robot:     {urdf: path | package://pkg/rel, search_paths: [folders]}
+    suite:     {dt: 0.005 | rate: 200, device, dtype, n_envs, seed, world_frame, gravity, sdf_*, lumped_sample_spacing,
+               max_memory}
+    robot:     {urdf: path | package://pkg/rel, search_paths: [folders], inertia_check: error | warn}
     materials: {steel: {base_temperature, conductivity, density, specific_heat, emissivity}}
     objects:   [{name, geometry: [{sphere: {radius}, origin: {xyz, rpy}}, ...], pose | follow, frame, material,
                  velocity}]
@@ -19,10 +20,11 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema, model_validator
 
 from ..constants import DEFAULT_GRAVITY, QUAT_NORM_TOL
 from .base import ConfigModel, Located
+from .budget import parse_memory
 from .errors import OptionProblem
 from .fields import AnyPath, DirPath, FilePath, Name, NonNegFloat, NonNegInt, PosFloat, Vec3, vector
 from .materials import MaterialRef, TemperatureProperties
@@ -178,15 +180,19 @@ class ObjectConfig(ConfigModel, Located):
 
 
 class RobotConfig(ConfigModel):
-    """The robot description: a URDF file, and folders searched for ``package://`` meshes inside it."""
+    """The robot description: a URDF file, and folders searched for ``package://`` meshes inside it.
+    ``inertia_check``: a physically invalid ``<inertial>`` is an error (default) or, with ``warn``, a warning."""
 
     urdf: FilePath = Field(description="an existing URDF file (path, file:// or package://)")
     search_paths: list[DirPath] = []
+    inertia_check: Literal["error", "warn"] = "error"
 
 
 # ------------------------------------------------------------------------------------------------ suite
 class SuiteSettings(ConfigModel):
-    """Engine-wide settings. Exactly one of ``dt`` (s) and ``rate`` (Hz) sets the engine step."""
+    """Engine-wide settings. Exactly one of ``dt`` (s) and ``rate`` (Hz) sets the engine step. ``max_memory``
+    (bytes, or a text such as ``'8 GB'``; default half the machine's memory) bounds the estimated allocation
+    (:mod:`.budget`)."""
 
     dt: PosFloat | None = None
     rate: PosFloat | None = None
@@ -201,6 +207,9 @@ class SuiteSettings(ConfigModel):
     sdf_padding: NonNegFloat = 0.01
     sdf_cache_dir: AnyPath | None = None
     lumped_sample_spacing: PosFloat = 5e-3
+    max_memory: Annotated[int, BeforeValidator(parse_memory),
+                          WithJsonSchema({"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"type": "string"}]})] \
+        | None = None
 
     @model_validator(mode="after")
     def _dt_or_rate(self):

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..constants import int_ceil, int_floor
-from ..errors import SceneError
+from ..errors import SceneError, option_error
 from .shapes import Shape, ShapeKind
 
 MIN_CANDIDATES = 256
@@ -65,6 +65,32 @@ def apportion(total: int, weights: Sequence[float]) -> np.ndarray:
     order = np.lexsort((np.arange(len(w)), -remainder))  # largest remainder first, earlier entry on ties
     base[order[:extra]] += 1
     return np.maximum(base, 1)
+
+
+MAX_SAMPLES_PER_BODY = 200_000
+"""Most surface samples one body may get from a sample spacing (ContactSensor, TemperatureGrid contact and lumped
+samples); a finer spacing is refused before sampling."""
+
+
+def surface_sample_count(shapes: Sequence[Shape], spacing: float) -> int:
+    """Samples that :func:`sample_body_surface` draws for ``shapes`` at ``spacing`` m (§2.5 counts)."""
+    total = 0
+    for s in shapes:
+        if s.kind == ShapeKind.BOX:
+            lx, ly, lz = (2 * h for h in s.size)
+            total += 2 * sum(int_ceil(a / spacing) * int_ceil(b / spacing) for a, b in ((ly, lz), (lx, lz), (lx, ly)))
+        else:
+            total += int_ceil(s.area / spacing**2)
+    return total
+
+
+def check_sample_spacing(shapes: Sequence[Shape], spacing: float, where: str, option: str, body: str) -> None:
+    """ConfigError naming ``where``.``option`` when ``spacing`` (m) gives body ``body`` more than
+    :data:`MAX_SAMPLES_PER_BODY` samples."""
+    n = surface_sample_count(shapes, spacing)
+    if n > MAX_SAMPLES_PER_BODY:
+        raise option_error(where, option, f"{n} samples on body {body!r} exceed {MAX_SAMPLES_PER_BODY}", spacing,
+                           f"a spacing giving at most {MAX_SAMPLES_PER_BODY} samples per body")
 
 
 def sample_body_surface(shapes: Sequence[Shape], n: int | None = None, spacing: float | None = None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,14 +87,21 @@ def build_sdf_grid(mesh: MeshData, cell_size: float = 2e-3, max_nodes: int = 128
                    cache_dir=None) -> SdfGrid:
     """The SDF grid of ``mesh`` (shape frame), read from the cache when present, else computed and cached.
 
-    A cache file that cannot be read, or whose lattice does not match, is recomputed and replaced.
+    A cache file that cannot be read, or whose lattice does not match, is recomputed and replaced; a cache folder
+    that cannot be written (a file in its place, no permission) gives a warning naming it, and the grid is used
+    uncached.
     """
     lo, spacing, dims = lattice(mesh, cell_size, max_nodes, padding)
     path = cache_path(mesh, cell_size, max_nodes, padding, cache_dir)
     values = _read_cache(path, lo, spacing, dims)
     if values is None:
         values = node_values(mesh, lo, spacing, dims)
-        _write_cache(path, lo, spacing, values)
+        try:
+            _write_cache(path, lo, spacing, values)
+        except OSError as exc:
+            warnings.warn(f"SDF cache folder {str(path.parent)!r} cannot be written ({exc.strerror or exc}); the grid "
+                          "is computed again next time; set suite.sdf_cache_dir or $TACTILE_SIM_CACHE to a writable "
+                          "folder", stacklevel=2)
     gradients = np.stack(np.gradient(values, *spacing, edge_order=1), axis=-1)
     return SdfGrid(lo=lo, spacing=spacing, values=values, gradients=gradients)
 

@@ -17,6 +17,10 @@ import torch.nn.functional as F
 from ..constants import int_ceil
 from ..errors import ConfigError
 
+MAX_KERNEL_TAPS = 1001 * 1001
+"""Most taps a Gaussian crosstalk kernel may have (1001 × 1001): a larger σ relative to the taxel spacing is
+refused before the kernel is built."""
+
 SPLIT_CHANNELS = 9
 """Channels of a split (normal / shear / torque) force-torque filter: P_n f (3), (I − P_n) f (3), torque (3)."""
 
@@ -44,11 +48,15 @@ def gaussian_crosstalk_kernel(
     return g / g.sum()
 
 
+def gaussian_half_sizes(sigma: float, delta_u: float, delta_v: float) -> tuple[int, int]:
+    """Half sizes (h_r, h_c) = (max(1, ⌈3σ/Δv⌉), max(1, ⌈3σ/Δu⌉)) (integer-tolerant ceil) of the Gaussian kernel."""
+    return max(1, int_ceil(3.0 * sigma / delta_v)), max(1, int_ceil(3.0 * sigma / delta_u))
+
+
 def gaussian_option_kernel(strength: float, sigma: float, delta_u: float, delta_v: float) -> np.ndarray:
-    """Kernel of the Gaussian options: K = s·G + (1 − s)·δ_centre, G on half sizes h_r = max(1, ⌈3σ/Δv⌉),
-    h_c = max(1, ⌈3σ/Δu⌉) (integer-tolerant ceil), float64 (2h_r + 1, 2h_c + 1). σ, Δu, Δv in m."""
-    h_r = max(1, int_ceil(3.0 * sigma / delta_v))
-    h_c = max(1, int_ceil(3.0 * sigma / delta_u))
+    """Kernel of the Gaussian options: K = s·G + (1 − s)·δ_centre, G on the half sizes of
+    :func:`gaussian_half_sizes`, float64 (2h_r + 1, 2h_c + 1). σ, Δu, Δv in m."""
+    h_r, h_c = gaussian_half_sizes(sigma, delta_u, delta_v)
     k = strength * gaussian_crosstalk_kernel(2 * h_r + 1, 2 * h_c + 1, sigma, spacing=(delta_v, delta_u))
     k[h_r, h_c] += 1.0 - strength
     return k
@@ -98,6 +106,12 @@ def crosstalk_kernel_from_options(
     """Validate and build a sensor's kernel; None when it is an exact identity (strength 0 or a delta kernel), so
     the filter is skipped and the stage is an exact no-op. Raises ConfigError (§2.6 format) for bad kernels; warns
     when a kernel plane does not sum to 1."""
+    if kernel is None and strength > 0:
+        h_r, h_c = gaussian_half_sizes(sigma, delta_u, delta_v)
+        if (2 * h_r + 1) * (2 * h_c + 1) > MAX_KERNEL_TAPS:
+            raise ConfigError(f"{where}.crosstalk_sigma: a Gaussian over taxels {delta_u:g} x {delta_v:g} m apart "
+                              f"needs a {2 * h_r + 1} x {2 * h_c + 1} kernel; got {sigma!r}; allowed: a sigma whose "
+                              f"kernel (2 ceil(3 sigma / spacing) + 1 per axis) has at most {MAX_KERNEL_TAPS} taps")
     if kernel is None:
         planes = gaussian_option_kernel(strength, sigma, delta_u, delta_v)[None] if strength > 0 else None
     else:

@@ -121,6 +121,14 @@ def _strings(data: bytes, pos: int) -> tuple[list[str], int]:
     return out, pos
 
 
+def sequence_count(data: bytes) -> int | None:
+    """The length of the leading sequence of little-endian CDR bytes (a TFMessage's number of transforms), read
+    without decoding anything else; None for big-endian or too short bytes."""
+    if len(data) < 8 or data[1] != 1:
+        return None
+    return _U32.unpack_from(data, 4)[0]
+
+
 class TFMessageDecoder(_LittleEndianDecoder):
     """Decodes TFMessage CDR bytes into a :class:`DecodedMessage` whose ``transforms`` are rosbags
     ``geometry_msgs/TransformStamped`` objects; raises ValueError for bytes that end early."""

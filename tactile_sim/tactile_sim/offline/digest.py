@@ -63,7 +63,7 @@ def joint_units(robot_description: str | None, joints: Sequence[str]) -> list[st
     types = {}
     if robot_description:
         try:
-            robot = RobotModel.from_urdf(robot_description, geometry=())
+            robot = RobotModel.from_urdf(robot_description, geometry=(), inertia_check="off")
             types = {j.name: j.type for j in robot.joints}
         except (ValueError, OSError):
             types = {}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.schema import SuiteConfig
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..errors import ConfigError
 from ..ros.node_core import NodeCore
 from ..ros.node_params import NodeParams
@@ -22,7 +23,7 @@ from .bag_inputs import BagInputError, BagInputs, Clock, InputTopics, open_bag
 from .digest import RunDigest
 from .output_bag import OutputBag, bag_location
 from .progress import ClockProgress
-from .run_loop import RunLoop, RunStats
+from .run_loop import RunLoop, RunStats, check_count, check_threshold
 
 VIZ_RATE = 10.0
 """Hz of the markers when they are asked for."""
@@ -32,7 +33,8 @@ VIZ_RATE = 10.0
 class ReplayResult:
     """What :func:`replay_bag` did: output bag folder and data file, the loop's stats, the per-sensor digest,
     messages written per topic, the rate (Hz), inputs the core dropped or partly ignored (reason → count), and
-    ``error``: why reading stopped early (None when the whole bag was replayed) or why nothing was produced."""
+    ``error``: why reading stopped early (None when the whole bag was replayed) or why nothing was produced;
+    ``read_failed``: True when the error is a bag that stopped being readable (False: the inputs produced nothing)."""
 
     bag: Path
     data_file: Path
@@ -42,6 +44,7 @@ class ReplayResult:
     rate: float
     dropped: dict[str, int]
     error: str | None
+    read_failed: bool = False
 
 
 def default_rate(config: SuiteConfig) -> float:
@@ -52,15 +55,21 @@ def default_rate(config: SuiteConfig) -> float:
 def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, robot: str | Path | None = None,
                rate: float | None = None, device: str = "", topics: InputTopics = InputTopics(),
                clock: Clock = "header", copy_inputs: bool = False, ground_truth: bool = False,
-               markers: bool = False, jump_threshold: float = 0.1, overwrite: bool = False, progress: bool = True,
-               log: LogSink | None = None) -> ReplayResult:
+               markers: bool = False, jump_threshold: float = JUMP_THRESHOLD,
+               gap_threshold: float = GAP_THRESHOLD, max_restarts: int = MAX_RESTARTS, overwrite: bool = False,
+               progress: bool = True, log: LogSink | None = None) -> ReplayResult:
     """Replay ``source`` (rosbag2 folder or .mcap / .db3 file) with ``config`` into a new bag ``output`` (see
     :func:`~.output_bag.bag_location`). copy_inputs: also write the inputs; ground_truth: also the ground-truth
-    topics; markers: also ``~/markers`` at 10 Hz. jump_threshold: s (see :mod:`.run_loop`).
+    topics; markers: also ``~/markers`` at 10 Hz. jump_threshold, gap_threshold: s; max_restarts: see
+    :mod:`.run_loop`.
 
     Raises BagInputError (bag unusable), ConfigError (no robot description, configuration does not fit the
-    robot), FileExistsError (output exists and not ``overwrite``), ValueError (rate out of range).
+    robot), FileExistsError (output exists and not ``overwrite``), ValueError (rate or a threshold out of range;
+    ``run_loop.TooManyRestarts``).
     """
+    check_threshold("jump_threshold", jump_threshold)
+    check_threshold("gap_threshold", gap_threshold)
+    check_count("max_restarts", max_restarts)
     rate = float(rate) if rate is not None else default_rate(config)
     source_folder = Path(source).resolve()
     source_folder = source_folder.parent if source_folder.is_file() else source_folder
@@ -89,6 +98,7 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
             if core.ready:
                 digest.expect_node(core, bag.resolve)
             loop = RunLoop(core, bag.write_all, copy_inputs=copy_inputs, jump_threshold=jump_threshold,
+                           gap_threshold=gap_threshold, max_restarts=max_restarts,
                            on_tick=bar.update if bar.active else None)
             try:
                 for event in inputs.events():
@@ -96,9 +106,10 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
             except BagInputError as exc:
                 error = f"{exc}; the output holds everything before that"
             stats = loop.finish()
+    read_failed = error is not None
     if error is None and stats.productive_ticks == 0:
         reason = core.build_error or (f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf else None) \
             or ("no robot description arrived" if not core.ready else "no tick produced a message")
         error = f"replay of {str(source)!r} produced no sensor messages ({stats.ticks} ticks): {reason}"
     return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate, dict(core.stats.dropped),
-                        error)
+                        error, read_failed)

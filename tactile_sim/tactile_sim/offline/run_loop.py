@@ -11,7 +11,11 @@ one period apart give exactly N ticks.
 A clock input more than ``jump_threshold`` earlier than the latest clock time starts a new time line (a simulation
 reset in the recording): the remaining ticks of the old line run, the core restarts (fresh sensors, dynamic TF
 forgotten) and ticks restart at the new time. A smaller step back is reordering jitter: the input is used, the
-clock stays (counted in ``RunStats.reordered``).
+clock stays (counted in ``RunStats.reordered``). A clock input more than ``gap_threshold`` later than the latest one
+is not ticked through either (a recording paused, or one wrong stamp far ahead): the old line ends, the core restarts
+with a warning that names the threshold, and ticks restart at the new time (counted in ``RunStats.skipped_gaps``).
+Each restart rebuilds the sensors; more than ``max_restarts`` of them raise :class:`TooManyRestarts` (inputs that
+jump back and forth would otherwise cost one rebuild per message).
 
 Outputs are written with the tick time as header stamp (the core's doing) and, as bag receive time, the tick time
 carried over to the receive clock of the latest clock input (``receive + (T − clock)``; equal to T when the bag's
@@ -21,17 +25,37 @@ time.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..io.stamps import NS_PER_S
-from ..ros.inputs import decode_joint_state, decode_robot_description, decode_tf_message
+from ..ros.inputs import decode_joint_state, decode_robot_description
 from ..ros.node_core import MARKERS_TOPIC, NodeCore
 
 InputKind = Literal["joint_states", "tf", "tf_static", "robot_description"]
 INPUT_KINDS: tuple[str, ...] = ("joint_states", "tf", "tf_static", "robot_description")
+
+
+class TooManyRestarts(ValueError):
+    """The inputs changed time line more often than the loop's ``max_restarts``."""
+
+
+def check_threshold(name: str, value: float) -> float:
+    """``value`` (s) as a float when it is a finite number > 0; ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: not a finite duration > 0; got {value!r}; allowed: a finite number of seconds > 0")
+    return float(value)
+
+
+def check_count(name: str, value: int) -> int:
+    """``value`` when it is an integer >= 0; ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}: not an integer >= 0; got {value!r}; allowed: an integer >= 0")
+    return value
 
 
 class InputEvent(NamedTuple):
@@ -49,8 +73,8 @@ class InputEvent(NamedTuple):
 @dataclass
 class RunStats:
     """What a run did: ticks run, ticks that returned messages, restarts at backwards jumps, inputs used by kind,
-    clock inputs that stepped back less than the jump threshold, the longest interval between clock inputs (ns) and
-    the wall time of the run (s)."""
+    clock inputs that stepped back less than the jump threshold, the longest interval between clock inputs that was
+    ticked through (ns), forward gaps longer than the gap threshold (each a restart too) and the wall time (s)."""
 
     ticks: int = 0
     productive_ticks: int = 0
@@ -58,6 +82,7 @@ class RunStats:
     inputs: dict[str, int] = field(default_factory=dict)
     reordered: int = 0
     longest_gap_ns: int = 0
+    skipped_gaps: int = 0
     wall_s: float = 0.0
 
 
@@ -73,20 +98,24 @@ copied input) in one call (``OutputBag.write_all``)."""
 
 class RunLoop:
     """Drive ``core`` from inputs (see the module docstring) at its ``update_rate`` (Hz; the suite's engine step is
-    its inverse). write: the output; copy_inputs: also write every input. jump_threshold: s. on_tick(clock_ns):
-    called after every tick (progress).
+    its inverse). write: the output; copy_inputs: also write every input. jump_threshold, gap_threshold: s, finite
+    and > 0; max_restarts: an integer >= 0 (ValueError naming them otherwise). on_tick(clock_ns): called after
+    every tick (progress).
 
     Markers are written every round(update_rate / viz_rate) ticks when the core's ``viz_rate`` > 0, as the node's
     visualisation timer does.
     """
 
-    def __init__(self, core: NodeCore, write: Writer, *, copy_inputs: bool = False, jump_threshold: float = 0.1,
-                 on_tick: Callable[[int], None] | None = None):
+    def __init__(self, core: NodeCore, write: Writer, *, copy_inputs: bool = False,
+                 jump_threshold: float = JUMP_THRESHOLD, gap_threshold: float = GAP_THRESHOLD,
+                 max_restarts: int = MAX_RESTARTS, on_tick: Callable[[int], None] | None = None):
         self.core = core
         self.rate = core.params.update_rate
         self.write = write
         self.copy_inputs = copy_inputs
-        self.jump_threshold_ns = round(jump_threshold * NS_PER_S)
+        self.jump_threshold_ns = round(check_threshold("jump_threshold", jump_threshold) * NS_PER_S)
+        self.gap_threshold_ns = round(check_threshold("gap_threshold", gap_threshold) * NS_PER_S)
+        self.max_restarts = check_count("max_restarts", max_restarts)
         self.on_tick = on_tick
         viz = core.params.viz_rate
         self.markers_every = max(1, round(self.rate / viz)) if viz > 0 else 0
@@ -114,12 +143,13 @@ class RunLoop:
             if self._clock is None:
                 self._start_line(c)
             elif c < self._clock - self.jump_threshold_ns:
-                self._flush()
-                if self.core.ready:
-                    self.core.restart(f"input time went backwards from {self._clock / NS_PER_S:.6f} s to "
-                                      f"{c / NS_PER_S:.6f} s ({event.topic})")
-                self.stats.restarts += 1
-                self._start_line(c)
+                self._new_line(c, f"input time went backwards from {self._clock / NS_PER_S:.6f} s to "
+                                  f"{c / NS_PER_S:.6f} s ({event.topic})")
+            elif c > self._clock + self.gap_threshold_ns:
+                self.stats.skipped_gaps += 1
+                self._new_line(c, f"input time jumped forward by {(c - self._clock) / NS_PER_S:.6g} s from "
+                                  f"{self._clock / NS_PER_S:.6f} s ({event.topic}), more than the gap threshold "
+                                  f"{self.gap_threshold_ns / NS_PER_S:g} s (--gap-threshold); not ticked through")
             elif c < self._clock:
                 self.stats.reordered += 1
                 c = self._clock
@@ -142,7 +172,7 @@ class RunLoop:
         if event.kind == "joint_states":
             core.on_joint_state(decode_joint_state(msg))
         elif event.kind in ("tf", "tf_static"):
-            core.on_tf(decode_tf_message(msg), static=event.kind == "tf_static")
+            core.on_tf_message(msg, static=event.kind == "tf_static")
         elif event.kind == "robot_description":
             core.set_robot_description(decode_robot_description(msg))
         else:
@@ -152,6 +182,18 @@ class RunLoop:
             self.write(event.log_ns, [(event.topic, msg)])
 
     # ------------------------------------------------------------------ ticks
+    def _new_line(self, t0: int, reason: str) -> None:
+        """Run the rest of the current time line, restart the core (logging ``reason``) and start one at t0."""
+        self._flush()
+        if self.stats.restarts >= self.max_restarts:
+            raise TooManyRestarts(f"{reason}: more than {self.max_restarts} restarts of the sensors; allowed: "
+                                  f"max_restarts (--max-restarts) = {self.max_restarts}, raise it for a recording "
+                                  "with more resets; the output holds everything before this input")
+        if self.core.ready:
+            self.core.restart(reason)
+        self.stats.restarts += 1
+        self._start_line(t0)
+
     def _start_line(self, t0: int) -> None:
         self._t0, self._k = t0, 0
 

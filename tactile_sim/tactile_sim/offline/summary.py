@@ -94,8 +94,12 @@ def format_run(stats: RunStats, rate: float, dropped: dict[str, int] | None = No
     lines = [f"{stats.ticks} steps at {rate:g} Hz = {simulated:.2f} s simulated in {wall:.1f} s wall ({speed})"]
     if stats.longest_gap_ns > GAP_PERIODS * NS_PER_S / rate:
         lines.append(f"inputs paused for up to {stats.longest_gap_ns / NS_PER_S:.3f} s; the last ones were held")
-    if stats.restarts:
-        lines.append(f"time jumped backwards {stats.restarts} time(s): the sensors restarted each time")
+    if stats.restarts - stats.skipped_gaps:
+        lines.append(f"time jumped backwards {stats.restarts - stats.skipped_gaps} time(s): the sensors restarted "
+                     "each time")
+    if stats.skipped_gaps:
+        lines.append(f"time jumped forward beyond the gap threshold {stats.skipped_gaps} time(s): the sensors "
+                     "restarted each time")
     if stats.reordered:
         lines.append(f"{stats.reordered} clock input(s) slightly out of order were used without moving the clock")
     if dropped:

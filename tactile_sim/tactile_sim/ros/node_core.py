@@ -35,13 +35,16 @@ from ..config.suite_checks import check_suite
 from ..errors import ConfigError, SceneError
 from ..geometry.transforms import scan_finite
 from ..io.encode import DIAGNOSTIC_ARRAY, encode_diagnostics
+from ..io.input_cdr import TF_MESSAGE, TFMessageDecoder, sequence_count
 from ..io.markers import MARKER_ARRAY, marker_array
+from ..io.msg_types import deserialize_cdr
 from ..io.readings import DiagnosticStatusReading
 from ..io.stamps import ns_to_seconds, time_msg_from_ns
 from ..suite import SensorSuite
-from ..world.tf_buffer import TFBuffer, TFError
+from ..world.tf_buffer import TFBuffer, TFError, TFFull
 from ..world.urdf import RobotModel
-from .inputs import JointStateSample, TransformSample
+from .inputs import JointStateSample, TransformSample, decode_tf_message
+from .name_tally import NAMES_SHOWN, NameTally, listed
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .scene_markers import ObjectMarkers
 from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders,
@@ -54,6 +57,12 @@ RESERVED_NAMES = ("markers",)
 """Sensor names that would clash with the node's own topics."""
 
 OK, WARN, ERROR = 0, 1, 2
+
+MAX_TRANSFORMS_PER_MESSAGE = 1000
+"""A TF message with more transforms is dropped whole and counted (bounded work per input message)."""
+
+PLAN_CACHE_NAMES = 1024
+"""Joint states with more names are planned per message instead of cached (their names are not kept)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +133,8 @@ class NodeCore:
         self._have_joints = False
         self._pending_joints = False
         self._last_t: float | None = None
-        self._ignored_joint_names: set[str] = set()
+        self._ignored_joint_names = NameTally()
+        self._tf_decoder = TFMessageDecoder()
         if self._description is not None or config.robot is not None:
             self._build()
         else:
@@ -192,9 +202,9 @@ class NodeCore:
     def _root_link(self, config: SuiteConfig) -> str | None:
         """The robot's root link name (None without a robot)."""
         if self._description is not None:
-            return RobotModel.from_urdf(self._description, geometry=()).root_link
+            return RobotModel.from_urdf(self._description, geometry=(), inertia_check="off").root_link
         if config.robot is not None:
-            return RobotModel.from_urdf(config.robot.urdf, geometry=()).root_link
+            return RobotModel.from_urdf(config.robot.urdf, geometry=(), inertia_check="off").root_link
         return None
 
     def set_robot_description(self, text: str) -> bool:
@@ -255,7 +265,7 @@ class NodeCore:
         if sample.position.shape != (n,):
             return self._drop("joint_states.length_mismatch",
                               f"dropped a joint state with {sample.position.size} positions for {n} names "
-                              f"({list(sample.names)[:6]}); every name needs one position")
+                              f"({listed(sample.names)}); every name needs one position")
         if sample.velocity is not None and sample.velocity.shape != (n,):
             return self._drop("joint_states.length_mismatch",
                               f"dropped a joint state with {sample.velocity.size} velocities for {n} names; "
@@ -263,21 +273,22 @@ class NodeCore:
         plan = self._joint_plan(sample.names)
         if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
-                              f"dropped a joint state that names a joint twice ({list(sample.names)})")
+                              f"dropped a joint state that names a joint twice ({listed(sample.names)})")
         if not (scan_finite(sample.position) and (sample.velocity is None or scan_finite(sample.velocity))):
             bad = ~np.isfinite(sample.position)
             if sample.velocity is not None:
                 bad |= ~np.isfinite(sample.velocity)
-            return self._drop("joint_states.non_finite",
-                              f"dropped a joint state with NaN/inf values for {[sample.names[i] for i in np.flatnonzero(bad)]}")
+            bad = np.flatnonzero(bad)
+            return self._drop("joint_states.non_finite", f"dropped a joint state with NaN/inf values for "
+                              f"{listed([sample.names[i] for i in bad[:NAMES_SHOWN]], bad.size)}")
         if not self.ready:
             return False
         if plan.unknown:
             self.stats.drop("joint_states.unknown_names")
-            self._ignored_joint_names.update(plan.unknown)
+            self._ignored_joint_names.add(plan.unknown)
             self.log("warn", "joint_states.unknown_names",
-                     f"{self.name}: ignoring joint names the robot does not have: {plan.unknown}; robot joints: "
-                     f"{list(self._joint_index)}")
+                     f"{self.name}: ignoring joint names the robot does not have: {listed(plan.unknown)}; robot "
+                     f"joints: {listed(list(self._joint_index))}")
         if not plan.count:
             return True
         self._q[plan.target] = sample.position[plan.source]
@@ -306,8 +317,38 @@ class NodeCore:
         unknown = [name for name in names if name not in self._joint_index and name not in self._derived_joints]
         count = len(target)
         target, source = (run_index(np.array(indices, dtype=np.intp)) for indices in (target, source))
-        self._plan = JointPlan(tuple(names), len(set(names)) != len(names), target, source, count, unknown)
-        return self._plan
+        plan = JointPlan(tuple(names), len(set(names)) != len(names), target, source, count, unknown)
+        if len(names) <= PLAN_CACHE_NAMES:  # a flood of names is not kept after its message
+            self._plan = plan
+        return plan
+
+    def _too_many_transforms(self, n: int) -> bool:
+        """Drop and count a TF message of ``n`` transforms when n > :data:`MAX_TRANSFORMS_PER_MESSAGE`."""
+        if n <= MAX_TRANSFORMS_PER_MESSAGE:
+            return False
+        self._drop("tf.too_many_transforms", f"dropped a TF message with {n} transforms; allowed: at most "
+                                             f"{MAX_TRANSFORMS_PER_MESSAGE} per message")
+        return True
+
+    def on_tf_message(self, msg: Any, static: bool = False) -> int:
+        """Store the transforms of a ``tf2_msgs/TFMessage`` object (see :meth:`on_tf`); one with more than
+        :data:`MAX_TRANSFORMS_PER_MESSAGE` transforms is dropped whole (``tf.too_many_transforms``)."""
+        if self._too_many_transforms(len(msg.transforms)):
+            return 0
+        return self.on_tf(decode_tf_message(msg), static)
+
+    def on_tf_cdr(self, data: bytes, static: bool = False) -> int:
+        """:meth:`on_tf_message` of TFMessage CDR bytes: the transform count is read first, so that an oversized
+        message costs no decoding; bytes that do not decode are dropped (``tf.invalid_cdr``)."""
+        n = sequence_count(data)
+        if n is not None and self._too_many_transforms(n):
+            return 0
+        try:
+            msg = self._tf_decoder.decode(data) or deserialize_cdr(data, TF_MESSAGE)
+        except Exception as exc:  # noqa: BLE001 - foreign bytes that fail to decode are a drop, not a crash
+            self._drop("tf.invalid_cdr", f"dropped TF bytes that are not a valid {TF_MESSAGE} ({exc!r})")
+            return 0
+        return self.on_tf_message(msg, static)
 
     def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:
         """Store transforms (``/tf`` or ``/tf_static``); returns how many were stored. Invalid ones (NaN,
@@ -317,6 +358,9 @@ class NodeCore:
             try:
                 ok = self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation,
                                            static=static)
+            except TFFull as exc:
+                self._drop("tf.too_many_frames", f"dropped a transform: {exc}")
+                continue
             except TFError as exc:
                 self._drop("tf.invalid", f"dropped a transform: {exc}")
                 continue
@@ -462,8 +506,9 @@ class NodeCore:
             "sensors": str(len(self.schedule)),
         }
         values.update({f"dropped.{k}": str(v) for k, v in sorted(self.stats.dropped.items())})
-        if self._ignored_joint_names:
-            values["ignored_joint_names"] = ", ".join(sorted(self._ignored_joint_names))
+        if len(self._ignored_joint_names):
+            values["ignored_joint_names_count"] = self._ignored_joint_names.count_text()
+            values["ignored_joint_names"] = self._ignored_joint_names.sample_text()
         status = DiagnosticStatusReading(f"{self.name}: update loop", level, "; ".join(problems) or "OK",
                                          "tactile_sim", values)
         return encode_diagnostics(t, [status])

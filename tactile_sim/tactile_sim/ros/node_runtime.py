@@ -4,7 +4,8 @@
 (rclpy under ROS, DDS without ROS), so both run the same node:
 
 * subscribes ``/joint_states`` (best effort, so that reliable and best-effort publishers both connect), ``/tf``
-  (reliable, keep last 100, as tf2), ``/tf_static`` (reliable, keep last 100, transient local) and, while no robot
+  (reliable, keep last 100, as tf2), ``/tf_static`` (reliable, keep last 100, transient local; both as CDR bytes
+  where the transport offers them, so that an oversized TF message is dropped before decoding) and, while no robot
   description is at hand, the latched ``/robot_description`` (dropped once a description is taken);
 * publishes what the core returns on the update timer (``update_rate``), the markers on their own timer
   (``viz_rate``; a transport may run it concurrently, see :meth:`Transport.create_timer`) and ``/diagnostics`` at
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..io.encode import JOINT_STATE
 from ..transport.base import DEFAULT, LATCHED, SENSOR_DATA, Publisher, QosProfile, Transport
-from .inputs import decode_joint_state, decode_robot_description, decode_tf_message
+from .inputs import decode_joint_state, decode_robot_description
 from .node_core import MARKERS_TOPIC, NodeCore
 
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
@@ -43,9 +44,10 @@ class NodeRuntime:
         self._pubs: dict[str, Publisher] = {}
         transport.create_subscription("/joint_states", JOINT_STATE, self.guard("joint_states", self._on_joint_state),
                                       JOINT_STATES_QOS)
-        transport.create_subscription("/tf", TF_MESSAGE, self.guard("tf", self._on_tf), TF_QOS)
-        transport.create_subscription("/tf_static", TF_MESSAGE, self.guard("tf_static", self._on_tf_static),
-                                      TF_STATIC_QOS)
+        raw = {"raw": True} if transport.raw_samples else {}  # TF bytes: the count is checked before decoding
+        for topic, static, qos in (("/tf", False, TF_QOS), ("/tf_static", True, TF_STATIC_QOS)):
+            callback = self.guard(topic[1:], self._tf_callback(static, bool(raw)))
+            transport.create_subscription(topic, TF_MESSAGE, callback, qos, **raw)
         self._description_sub = None
         if not core.ready:
             self._description_sub = transport.create_subscription(
@@ -113,11 +115,10 @@ class NodeRuntime:
     def _on_joint_state(self, msg: Any) -> None:
         self.core.on_joint_state(decode_joint_state(msg))
 
-    def _on_tf(self, msg: Any) -> None:
-        self.core.on_tf(decode_tf_message(msg), static=False)
-
-    def _on_tf_static(self, msg: Any) -> None:
-        self.core.on_tf(decode_tf_message(msg), static=True)
+    def _tf_callback(self, static: bool, raw: bool) -> Callable[[Any], None]:
+        """The callback of ``/tf`` or ``/tf_static``: CDR bytes (``raw``) or a decoded TFMessage to the core."""
+        take = self.core.on_tf_cdr if raw else self.core.on_tf_message
+        return lambda msg: take(msg, static)
 
     def _on_description(self, msg: Any) -> None:
         if self.core.set_robot_description(decode_robot_description(msg)):

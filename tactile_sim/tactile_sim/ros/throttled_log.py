@@ -6,8 +6,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+MAX_LINE_CHARS = 1000
+"""A longer log line is cut (inputs may carry names of any length)."""
+
 LogSink = Callable[[str, str], None]
 """(level, text) → None; levels "debug", "info", "warn", "error" (the rclpy node maps them to its logger)."""
+
+
+def cut(text: str) -> str:
+    """``text`` cut to :data:`MAX_LINE_CHARS` characters, saying how many were left out."""
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    return f"{text[:MAX_LINE_CHARS]} … ({len(text) - MAX_LINE_CHARS} more characters)"
 
 
 class ThrottledLog:
@@ -35,10 +45,10 @@ class ThrottledLog:
         self._last[key] = now
         if self.sink is not None:
             suffix = f" ({held} more like this in the last {now - last:.1f} s)" if held else ""
-            self.sink(level, text + suffix)
+            self.sink(level, cut(text) + suffix)
         return True
 
     def always(self, level: str, text: str) -> None:
         """Log once, unthrottled (state changes such as a rebuild)."""
         if self.sink is not None:
-            self.sink(level, text)
+            self.sink(level, cut(text))

@@ -55,7 +55,10 @@ class Publisher(ABC):
 
 class Transport(ABC):
     """A node on a middleware (see the module docstring). Topic names are ROS names (absolute, relative to the
-    node's namespace, or ``~/`` private), resolved and remapped as ROS does; ``message_type`` is ``pkg/msg/Name``."""
+    node's namespace, or ``~/`` private), resolved and remapped as ROS does; ``message_type`` is ``pkg/msg/Name``.
+    ``raw_samples``: :meth:`create_subscription` also takes ``raw=True`` (the callback gets the CDR bytes)."""
+
+    raw_samples = False
 
     @property
     @abstractmethod

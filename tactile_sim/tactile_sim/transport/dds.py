@@ -206,6 +206,8 @@ class DdsTransport(Transport):
     domain ids.
     """
 
+    raw_samples = True
+
     def __init__(self, name: str = "tactile_sim_node", namespace: str = "/", *, remaps: tuple[str, ...] = (),
                  domain_id: int | None = None, config: str | None = None, use_sim_time: bool = False,
                  log: Callable[[str, str], None] | None = None, enclave: str = "/"):

@@ -2,9 +2,10 @@
 
 Frames form a forest: every frame has at most one parent. An edge parent → child stores the pose of the child
 frame in the parent frame (``x_parent = R x_child + t``), either **static** (one value, valid at every time) or
-**dynamic** (time-stamped samples kept for ``cache_time`` seconds behind the newest one). Between two samples the
-translation is interpolated linearly and the rotation by slerp; outside the stored span a lookup is an
-extrapolation error. Quaternions are (x, y, z, w); their norm must be 1 ± 1e-3 (spec §16.3) and they are normalised.
+**dynamic** (time-stamped samples kept for ``cache_time`` seconds behind the newest one, at most ``max_samples``).
+Between two samples the translation is interpolated linearly and the rotation by slerp; outside the stored span a
+lookup is an extrapolation error. Quaternions are (x, y, z, w); their norm must be 1 ± 1e-3 (spec §16.3) and they
+are normalised.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_qu
 
 class TFError(ValueError):
     """A transform cannot be stored or looked up (unknown frame, disconnected trees, loop, bad value)."""
+
+
+class TFFull(TFError):
+    """A transform of a new frame cannot be stored: the buffer holds its ``max_frames`` already."""
 
 
 class ExtrapolationError(TFError):
@@ -102,12 +107,17 @@ def _where(parent: str, child: str) -> str:
 
 class TFBuffer:
     """Time-stamped transforms between named frames; see the module docstring. cache_time: seconds of dynamic
-    samples kept behind the newest sample of each edge (> 0)."""
+    samples kept behind the newest sample of each edge (> 0); max_samples: the most samples one edge keeps (the
+    oldest go first); max_frames: the most child frames (edges) stored, a new one beyond is refused (TFFull), so
+    that a flood of samples or frame names cannot grow the buffer without bound."""
 
-    def __init__(self, cache_time: float = 10.0):
+    def __init__(self, cache_time: float = 10.0, max_samples: int = 10_000, max_frames: int = 10_000):
         if not (math.isfinite(cache_time) and cache_time > 0):
             raise ValueError(f"TFBuffer: cache_time must be finite and > 0 s; got {cache_time}")
+        if min(max_samples, max_frames) < 2:
+            raise ValueError(f"TFBuffer: max_samples and max_frames must be >= 2; got {max_samples}, {max_frames}")
         self.cache_time = float(cache_time)
+        self.max_samples, self.max_frames = int(max_samples), int(max_frames)
         self._edges: dict[str, _Edge] = {}
         self.revision = 0
         """Counts the changes of the stored transforms: equal revisions give equal lookups (callers cache by it)."""
@@ -139,6 +149,9 @@ class TFBuffer:
         q, r = self._rotation(rot, quat, parent, child)
         edge = self._edges.get(child)
         if edge is None:
+            if len(self._edges) >= self.max_frames:
+                raise TFFull(f"{_where(parent, child)}: the buffer already holds {len(self._edges)} frames; allowed: "
+                             f"at most {self.max_frames} frames")
             edge = self._add_edge(parent, child, static)
         elif edge.parent != parent:
             raise TFError(f"{_where(parent, child)}: frame {child!r} already has parent {edge.parent!r}; a frame has "
@@ -170,8 +183,8 @@ class TFBuffer:
                 edge.rots.insert(i, r)
                 edge.trans.insert(i, t)
         oldest = stamps[-1] - self.cache_time
-        if stamps[0] < oldest:
-            cut = bisect.bisect_left(stamps, oldest)
+        if stamps[0] < oldest or len(stamps) > self.max_samples:
+            cut = max(bisect.bisect_left(stamps, oldest), len(stamps) - self.max_samples)
             del stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
         return True
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import math
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +22,19 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from ..constants import MAX_TEXT_FILE_BYTES
 from ..errors import SceneError
 from ..geometry.shapes import MeshData, Shape, ShapeKind
 from ..geometry.transforms import rpy_to_matrix_np
 from .resources import PackageResolver, resolve_resource
 
 GEOMETRY_GROUPS = ("collision", "visual")
+
+INERTIA_CHECKS = ("error", "warn", "off")
+"""What :meth:`RobotModel.from_urdf` does with a physically invalid ``<inertial>``: raise, warn, or nothing."""
+
+INERTIA_REL_TOL = 1e-6
+"""Relative tolerance (of the largest principal moment) of the inertia checks: rounding in a URDF passes."""
 
 
 class JointType(str, enum.Enum):
@@ -156,20 +164,24 @@ class RobotModel:
     @classmethod
     def from_urdf(cls, urdf: str | os.PathLike, *, search_paths: Iterable = (),
                   package_resolver: PackageResolver | None = None,
-                  geometry: Iterable[str] = GEOMETRY_GROUPS) -> RobotModel:
+                  geometry: Iterable[str] = GEOMETRY_GROUPS, inertia_check: str = "error") -> RobotModel:
         """Parse a URDF given as an XML string or a file path.
 
         search_paths: folders searched for ``package://pkg/…`` (as ``<sp>/pkg/…`` and ``<sp>/…``) and for relative
         mesh paths; package_resolver: package name → share folder, tried first. geometry: which groups of
         ``<collision>`` / ``<visual>`` shapes to build (a group left out is None on every link: no meshes are read
-        for it). Raises SceneError naming the file, line and element for every problem.
+        for it). inertia_check: "error" (default), "warn" or "off" for a physically invalid ``<inertial>`` (see
+        :meth:`_UrdfReader.check_inertia`). Raises SceneError naming the file, line and element for every problem.
         """
         groups = tuple(geometry)
         bad = [g for g in groups if g not in GEOMETRY_GROUPS]
         if bad:
             raise ValueError(f"RobotModel.from_urdf: geometry: unknown group(s) {bad}; allowed: {list(GEOMETRY_GROUPS)}")
+        if inertia_check not in INERTIA_CHECKS:
+            raise ValueError(f"RobotModel.from_urdf: inertia_check: got {inertia_check!r}; allowed: {INERTIA_CHECKS}")
         text, source, base_dir = _read_source(urdf)
-        return _UrdfReader(text, source, base_dir, tuple(search_paths), package_resolver, groups).read()
+        return _UrdfReader(text, source, base_dir, tuple(search_paths), package_resolver, groups,
+                           inertia_check).read()
 
     # ------------------------------------------------------------------ look-ups
     def link_index(self, name: str) -> int:
@@ -215,6 +227,26 @@ class RobotModel:
 
 
 # ---------------------------------------------------------------------------------------------------- parsing
+def inertia_problem(mass: float, inertia: np.ndarray) -> str:
+    """Why a link's (mass kg, inertia (3, 3) kg·m² about the COM) is not a rigid body's, or "" when it is one.
+
+    An all-zero inertia (point mass or massless link) is accepted; otherwise the mass must be > 0 and the
+    principal moments λ1 ≤ λ2 ≤ λ3 must be > 0 and satisfy λ1 + λ2 ≥ λ3, both within :data:`INERTIA_REL_TOL` λ3.
+    """
+    if not np.any(inertia):
+        return ""
+    moments = np.linalg.eigvalsh(inertia)
+    tol = INERTIA_REL_TOL * max(abs(moments[-1]), abs(moments[0]))
+    got = f"got mass {mass:g}, principal moments {', '.join(f'{m:.6g}' for m in moments)}"
+    if moments[0] <= tol:
+        return f"inertia not positive definite; {got}"
+    if moments[0] + moments[1] < moments[2] - tol:
+        return f"principal moments break the triangle inequality (l1 + l2 >= l3); {got}"
+    if mass <= 0:
+        return f"an inertia without mass; {got}"
+    return ""
+
+
 def _read_source(urdf) -> tuple[bytes, str, Path | None]:
     """(XML bytes, name for messages, folder for relative paths or None for a string)."""
     if isinstance(urdf, str) and urdf.lstrip().startswith("<"):
@@ -222,6 +254,9 @@ def _read_source(urdf) -> tuple[bytes, str, Path | None]:
     path = Path(urdf).expanduser()
     if not path.is_file():
         raise SceneError(f"URDF file {str(path)!r} not found; pass an existing file path or the URDF XML text")
+    if path.stat().st_size > MAX_TEXT_FILE_BYTES:
+        raise SceneError(f"{path}: URDF file too large; got {path.stat().st_size} bytes; allowed: at most "
+                         f"{MAX_TEXT_FILE_BYTES} bytes")
     return path.read_bytes(), str(path), path.parent.resolve()
 
 
@@ -229,8 +264,9 @@ class _UrdfReader:
     """One strict pass over a URDF document."""
 
     def __init__(self, text: bytes, source: str, base_dir: Path | None, search_paths: tuple,
-                 package_resolver: PackageResolver | None, groups: tuple[str, ...]):
+                 package_resolver: PackageResolver | None, groups: tuple[str, ...], inertia_check: str = "error"):
         self.text, self.source, self.base_dir = text, source, base_dir
+        self.inertia_check = inertia_check
         self.search_paths, self.package_resolver, self.groups = search_paths, package_resolver, groups
         self._meshes: dict[tuple[Path, tuple[float, float, float]], MeshData] = {}
 
@@ -383,6 +419,13 @@ class _UrdfReader:
         inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]],
                             [v["ixy"], v["iyy"], v["iyz"]],
                             [v["ixz"], v["iyz"], v["izz"]]], dtype=np.float64)
+        problem = inertia_problem(mass, inertia)
+        if problem and self.inertia_check == "error":
+            self.fail(inertia_el, f"{what} <inertia>", f"{problem}; allowed: a positive definite inertia whose "
+                      "principal moments satisfy the triangle inequality, with mass > 0 (all zero for a point "
+                      "mass); or set robot.inertia_check: warn")
+        if problem and self.inertia_check == "warn":
+            warnings.warn(f"{self.where(inertia_el, what + ' <inertia>')}: {problem}; used as given", stacklevel=2)
         return Inertial(mass, com, rot, inertia)
 
     def shape(self, elem, link: str, label: str) -> Shape:

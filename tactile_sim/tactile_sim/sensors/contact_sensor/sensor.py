@@ -19,9 +19,9 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import torch
 
-from ...constants import EPS_D, TIMER_TOL, int_ceil
+from ...constants import EPS_D, TIMER_TOL
 from ...errors import option_error
-from ...geometry.sampling import sample_body_surface
+from ...geometry.sampling import check_sample_spacing, sample_body_surface
 from ...geometry.shapes import ShapeKind
 from ...geometry.struct_launch import StructLaunch
 from ...world.scene import closest_names
@@ -31,8 +31,6 @@ from ..points.body_samples import BodySamples, SampleCells
 from .kernels import BODY_KERNELS, SAMPLE_KERNELS
 from ..points.probe_set import FusedProbeLaunch
 from ..warp_launch import state_tensors
-
-MAX_SAMPLES_PER_BODY = 200_000
 
 
 @dataclass
@@ -109,18 +107,6 @@ def match_bodies(pattern: str, names: tuple[str, ...]) -> list[int]:
     except re.error:
         return [i for i, n in enumerate(names) if n == pattern]
     return [i for i, n in enumerate(names) if n == pattern or regex.fullmatch(n)]
-
-
-def expected_sample_count(shapes, spacing: float) -> int:
-    """Samples that :func:`sample_body_surface` draws for ``shapes`` at ``spacing`` (§2.5 counts)."""
-    total = 0
-    for s in shapes:
-        if s.kind == ShapeKind.BOX:
-            lx, ly, lz = (2 * h for h in s.size)
-            total += 2 * sum(int_ceil(a / spacing) * int_ceil(b / spacing) for a, b in ((ly, lz), (lx, lz), (lx, ly)))
-        else:
-            total += int_ceil(s.area / spacing**2)
-    return total
 
 
 class ContactSensorBatch(SensorBatch):
@@ -218,11 +204,7 @@ class ContactSensorBatch(SensorBatch):
             raise option_error(where, "prim_path", f"body {body.name!r} has no sampleable collision geometry "
                                f"({'a plane' if shapes else 'no collision shapes'})", o.prim_path,
                                "bodies with sphere, box, capsule, cylinder or mesh collision shapes")
-        n = expected_sample_count(shapes, o.surface_sample_spacing)
-        if n > MAX_SAMPLES_PER_BODY:
-            raise option_error(where, "surface_sample_spacing", f"{n} samples on body {body.name!r} exceed "
-                               f"{MAX_SAMPLES_PER_BODY}", o.surface_sample_spacing,
-                               f"a spacing giving at most {MAX_SAMPLES_PER_BODY} samples per body")
+        check_sample_spacing(shapes, o.surface_sample_spacing, where, "surface_sample_spacing", body.name)
         return sample_body_surface(shapes, spacing=o.surface_sample_spacing, seed=o.sample_seed)
 
     # ------------------------------------------------------------------ state

@@ -7,6 +7,7 @@ float64 NumPy at build time; sensors turn it into tensors on their own device. A
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL
+from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES, MAX_TEXT_FILE_BYTES
 from ...errors import ConfigError
 from ...geometry.transforms import euler_deg_to_matrix_np
 
@@ -341,7 +342,7 @@ class LayoutFileData:
 _CSV_COLUMNS = ("x", "y", "z", "radius", "nx", "ny", "nz", "row", "col")
 
 
-def load_layout_file(path, where: str) -> LayoutFileData:
+def load_layout_file(path, where: str, max_probes: int = MAX_PROBES) -> LayoutFileData:
     """Read a probe layout stored in a file (positions in the link frame, m).
 
     **NPY** (``.npy``): a float array of shape (N, C) or (M, N, C), C ∈ {3, 4, 7}: x, y, z [, radius [, nx, ny, nz]].
@@ -349,11 +350,13 @@ def load_layout_file(path, where: str) -> LayoutFileData:
     comment. Without a header the columns are ``x y z [radius [nx ny nz]]`` (3, 4 or 7 per line). With a header line
     (the first non-comment line, any non-numeric field) the columns are named, in any order, from
     ``x y z radius nx ny nz row col``: x, y, z are required, nx/ny/nz come together, and ``row`` + ``col`` (integers
-    ≥ 0) place every probe in an (M, N) grid that they must fill exactly once. Errors name ``where`` and the file.
+    ≥ 0) place every probe in an (M, N) grid that they must fill exactly once; at most ``MAX_TEXT_FILE_BYTES``.
+    Errors name ``where`` and the file;
+    a .npy header is checked (shape, dtype, data length, at most ``max_probes`` probes) before its data is read.
     """
     p = Path(path)
     if p.suffix.lower() == ".npy":
-        return _load_npy(p, where)
+        return _load_npy(p, where, max_probes)
     if p.suffix.lower() in (".csv", ".txt"):
         return _load_csv(p, where)
     raise ConfigError(f"{where}: layout file '{p}' has an unsupported extension; got '{p.suffix}'; "
@@ -367,21 +370,52 @@ def _split_columns(a: np.ndarray) -> LayoutFileData:
                           normals=a[..., 4:7].copy() if c == 7 else None)
 
 
-def _load_npy(p: Path, where: str) -> LayoutFileData:
+_NPY_ALLOWED = "(N, C) or (M, N, C) numbers with C = 3 (x y z), 4 (+ radius) or 7 (+ nx ny nz)"
+
+
+def _check_npy_header(p: Path, src: str, max_probes: int) -> None:
+    """Read only the .npy header and refuse, before any data is read, an array of the wrong shape or dtype, one
+    whose data is shorter than the header claims, or one with more than ``max_probes`` probes."""
+    try:
+        with p.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(f)
+            data_bytes = p.stat().st_size - f.tell()
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{src}: cannot be read ({e}); allowed: a NumPy .npy float array") from None
+    if dtype.kind not in "fiu" or len(shape) not in (2, 3) or shape[-1] not in (3, 4, 7):
+        raise ConfigError(f"{src}: wrong array; got shape {shape} dtype {dtype}; allowed: {_NPY_ALLOWED}")
+    probes = math.prod(shape[:-1])
+    if probes > max_probes:
+        raise ConfigError(f"{src}: {probes} probes exceed the cap; got shape {shape}; "
+                          f"allowed: at most {max_probes} probes per sensor")
+    if math.prod(shape) * dtype.itemsize > data_bytes:
+        raise ConfigError(f"{src}: truncated file, the header announces {math.prod(shape) * dtype.itemsize} bytes "
+                          f"of data; got {data_bytes} bytes; allowed: a complete .npy file")
+
+
+def _load_npy(p: Path, where: str, max_probes: int) -> LayoutFileData:
     src = f"{where}: layout file '{p}'"
+    _check_npy_header(p, src, max_probes)
     try:
         a = np.load(p, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise ConfigError(f"{src}: cannot be read ({e}); allowed: a NumPy .npy float array") from None
-    if a.dtype.kind not in "fiu" or a.ndim not in (2, 3) or a.shape[-1] not in (3, 4, 7):
-        raise ConfigError(f"{src}: wrong array; got shape {a.shape} dtype {a.dtype}; "
-                          "allowed: (N, C) or (M, N, C) numbers with C = 3 (x y z), 4 (+ radius) or 7 (+ nx ny nz)")
-    return _split_columns(a.astype(np.float64))
+    a = a.astype(np.float64)
+    bad = np.argwhere(~np.isfinite(a))
+    if bad.size:
+        raise ConfigError(f"{src}: non-finite value at index {bad[0].tolist()}; got {float(a[tuple(bad[0])])!r}; "
+                          "allowed: finite numbers")
+    return _split_columns(a)
 
 
 def _load_csv(p: Path, where: str) -> LayoutFileData:
     src = f"{where}: layout file '{p}'"
     try:
+        if p.stat().st_size > MAX_TEXT_FILE_BYTES:
+            raise ConfigError(f"{src}: too large to read; got {p.stat().st_size} bytes; allowed: at most "
+                              f"{MAX_TEXT_FILE_BYTES} bytes (a .npy layout for more probes)")
         text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{src}: cannot be read ({e}); allowed: a readable text file") from None
@@ -421,6 +455,8 @@ def _load_csv(p: Path, where: str) -> LayoutFileData:
             data[k] = [float(f) for f in fields]
         except ValueError:
             raise ConfigError(f"{src}: line {lineno} has a non-numeric field; got {fields}; allowed: numbers") from None
+        if not np.all(np.isfinite(data[k])):
+            raise ConfigError(f"{src}: line {lineno} has a non-finite value; got {fields}; allowed: finite numbers")
     if header is None:
         return _split_columns(data)
 

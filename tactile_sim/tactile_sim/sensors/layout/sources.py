@@ -15,7 +15,7 @@ import trimesh
 from scipy.sparse import csr_matrix
 from scipy.spatial import cKDTree
 
-from ...constants import EPS_LEN
+from ...constants import EPS_LEN, MAX_PROBES
 from ...errors import ConfigError
 from ...geometry.shapes import Shape, ShapeKind
 from ...geometry.transforms import rpy_to_matrix_np
@@ -299,12 +299,16 @@ def _taxel_radius(taxel: ET.Element, where: str) -> float:
     return math.nan
 
 
-def _parse_array(arr: ET.Element, where: str):
+def _parse_array(arr: ET.Element, where: str, max_probes: int):
     """rows × cols grid in the sensor frame: taxel [r, c] at (r·dx − ox, c·dy − oy, 0) (spacing dx dy, offset ox oy).
 
-    Returns (positions (rows, cols, 3), radius (rows, cols), data_index (rows, cols), order).
+    Returns (positions (rows, cols, 3), radius (rows, cols), data_index (rows, cols), order). More than
+    ``max_probes`` taxels are refused before anything is allocated.
     """
     rows, cols = _int(arr, "rows", where, 1), _int(arr, "cols", where, 1)
+    if rows * cols > max_probes:
+        raise ConfigError(f"{where}: {rows} x {cols} taxels exceed the cap; got rows={rows}, cols={cols}; "
+                          f"allowed: at most {max_probes} taxels per sensor")
     size = _vec(arr, "size", 2, where)
     if np.any(size <= 0):
         raise ConfigError(f"{where}.size: must be > 0; got {arr.get('size')!r}; allowed: 2 lengths > 0 m")
@@ -323,7 +327,8 @@ def _parse_array(arr: ET.Element, where: str):
     return q, np.full((rows, cols), min(size) / 2), data_index.astype(np.int64), order
 
 
-def urdf_tactile_layouts(urdf_xml: str, source: str = "robot_description") -> dict[str, TactileSensorDecl]:
+def urdf_tactile_layouts(urdf_xml: str, source: str = "robot_description",
+                         max_probes: int = MAX_PROBES) -> dict[str, TactileSensorDecl]:
     """Tactile sensors declared with ubi-agni's urdf_tactile extension, by sensor name (document order).
 
     Reads every ``<sensor>`` child of ``<robot>`` that has a ``<tactile>`` child (other sensors are ignored):
@@ -338,7 +343,7 @@ def urdf_tactile_layouts(urdf_xml: str, source: str = "robot_description") -> di
 
     Other attributes and elements are ignored. Errors (ConfigError, naming ``source`` and the sensor): XML that does
     not parse, no ``<robot>`` root, a missing name or parent link, duplicate sensor names, malformed numbers, both
-    an array and taxels, more than one array, or no taxel at all.
+    an array and taxels, more than one array, no taxel at all, or an array of more than ``max_probes`` taxels.
     """
     try:
         root = ET.fromstring(urdf_xml)
@@ -382,7 +387,7 @@ def urdf_tactile_layouts(urdf_xml: str, source: str = "robot_description") -> di
         if len(arrays) > 1:
             raise ConfigError(f"{tw}.array: more than one <array>; got {len(arrays)}; allowed: exactly one")
         if arrays:
-            q, radius, data_index, order = _parse_array(arrays[0], f"{tw}.array")
+            q, radius, data_index, order = _parse_array(arrays[0], f"{tw}.array", max_probes)
             pos = q @ rot_s.T + pos_s
             normals = np.broadcast_to(rot_s[:, 2], pos.shape).copy()
         elif taxels:

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from ...errors import ConfigError
-from ...geometry.sampling import sample_body_surface
+from ...geometry.sampling import check_sample_spacing, sample_body_surface
 from ...geometry.shapes import ShapeKind
 from ...world.state import WorldState
 from ...geometry.struct_launch import StructLaunch
@@ -146,7 +146,8 @@ class ThermalSystem:
     """Grids and (optionally) lumped bodies of the scene, advanced together (see the module docstring).
 
     grids: the TemperatureGrid specs (one per link); materials: per scene body a :class:`Material` or None;
-    ambient °C; convection W/(m²K); simulate_all: lumped bodies on; lumped_spacing m; dt s.
+    ambient °C; convection W/(m²K); simulate_all: lumped bodies on; lumped_spacing m (named ``lumped_where`` in
+    errors); dt s.
     Grids are kept in scene order of their links; ``grid_of_spec[i]`` is the system index of the i-th given spec.
     Public after build: ``n_cells`` (per grid), ``lo`` / ``delta`` (per grid (3,) arrays, link frame, m),
     ``cell_index`` (per grid: flat padded indices of its real cells, row-major over (nx, ny, nz)), ``lumped_names``.
@@ -155,13 +156,13 @@ class ThermalSystem:
 
     def __init__(self, grids: Sequence[GridSpec], materials: Sequence[Material | None], scene, query, *,
                  ambient: float, convection: float, simulate_all: bool, lumped_spacing: float, dt: float,
-                 n_envs: int, device, dtype):
+                 n_envs: int, device, dtype, lumped_where: str = "suite"):
         self.scene, self.query = scene, query
         self.dt, self.n_envs = float(dt), n_envs
         self.device, self.dtype = torch.device(device), dtype
         self.ambient, self.h = float(ambient), float(convection)
         self.simulate_all = simulate_all
-        self.lumped_spacing = float(lumped_spacing)
+        self.lumped_spacing, self.lumped_where = float(lumped_spacing), lumped_where
         order = sorted(range(len(grids)), key=lambda i: grids[i].link)  # scene order of the links
         self.grids = [grids[i] for i in order]
         self.grid_of_spec = [order.index(i) for i in range(len(grids))]
@@ -264,6 +265,7 @@ class ThermalSystem:
             for a in range(3):
                 mats[a][g, : n[a], : n[a]] = dct_matrix(int(n[a]))
             spacing = spec.sample_spacing if spec.sample_spacing is not None else float(delta.min()) / 4
+            check_sample_spacing(body.shapes, spacing, spec.where, "contact_sample_spacing", body.name)
             cloud = sample_body_surface(body.shapes, spacing=spacing, seed=0)
             samples.append(cloud)
             cell = np.clip(np.floor((cloud.points - lo) / delta).astype(np.int64), 0, n - 1)
@@ -329,6 +331,9 @@ class ThermalSystem:
             return
         if n_l:
             shape_body = np.array([b for b, _ in scene.shape_table()], dtype=np.int64)
+            for b in lumped:
+                check_sample_spacing(scene.bodies[b].shapes, self.lumped_spacing, self.lumped_where,
+                                     "lumped_sample_spacing", scene.bodies[b].name)
             clouds = [sample_body_surface(scene.bodies[b].shapes, spacing=self.lumped_spacing, seed=0)
                       for b in lumped]
             self.lumped_samples = BodySamples(lumped, clouds, self.device, self.dtype)

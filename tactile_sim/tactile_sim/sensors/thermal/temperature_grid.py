@@ -94,7 +94,7 @@ class TemperatureGridBatch(SensorBatch):
             specs, materials, scene, ctx.query, ambient=ambient, convection=convection,
             simulate_all=any(g.simulate_all_link_temperatures for g in every),
             lumped_spacing=config.suite.lumped_sample_spacing, dt=ctx.dt, n_envs=ctx.n_envs, device=ctx.device,
-            dtype=ctx.dtype)
+            dtype=ctx.dtype, lumped_where=f"{config.source or '<config>'}:suite")
         sys_ = self.system
         self._grid = sys_.grid_of_spec
         self._cells = torch.cat([sys_.cell_index[g] for g in self._grid])

@@ -1,0 +1,124 @@
+"""Bad replay inputs cost no more than a clear answer: a clock gap longer than ``--gap-threshold`` is not ticked
+through (a restart with a warning naming the option; the ticks are those of the two time lines replayed apart),
+an empty bag exits 2, and numeric options of ``replay`` and ``demo`` are validated like configuration options
+(finite, in range, the option named), through the command line (in process and as a subprocess) and the Python API.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers_offline import NODE, read_bag, run_cli, write_bag
+from test_cli_replay import PADS, SQUEEZE, joints, pads_yaml, replay, static_tf
+from tactile_sim.config import load_config
+from tactile_sim.constants import GAP_THRESHOLD
+from tactile_sim.io.bag import BagWriter
+from tactile_sim.offline.replay import replay_bag
+
+Q = [0.0, SQUEEZE, SQUEEZE]
+
+
+def line(t0: float, n: int, rate: float = 100.0):
+    """n joint states one period apart from t0 (s): a time line of exactly n ticks at ``rate``."""
+    return [joints(t0 + k / rate, Q) for k in range(n)]
+
+
+def pad_ticks(path) -> int:
+    return len(read_bag(path)[f"{NODE}/{PADS[0]}"])
+
+
+@pytest.mark.parametrize("far", [1e6, 2.0**31 - 10])  # the latter near the last representable stamp
+def test_a_far_future_stamp_restarts_instead_of_ticking_through(tmp_path, far):
+    bag = write_bag(tmp_path / "far", [static_tf()] + line(0.0, 11) + line(far, 3))
+    start = time.perf_counter()
+    status, out, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100")
+    assert status == 0, err
+    assert time.perf_counter() - start < 60  # ticking 1e8 steps through the gap would take hours
+    # the two lines, nothing in between (near 2**31 s a float64 stamp is ~256 ns off: its last tick may fall after it)
+    assert 11 + 3 - (far > 1e9) <= pad_ticks(tmp_path / "out") <= 11 + 3
+    assert "--gap-threshold" in err and "not ticked through" in err
+    assert "time jumped forward beyond the gap threshold 1 time(s)" in out
+
+
+def test_a_gap_shorter_than_the_threshold_is_still_held(tmp_path):
+    bag = write_bag(tmp_path / "gap", [static_tf()] + line(0.0, 11) + line(0.5, 11))
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", "--gap-threshold", "1")
+    assert status == 0, err
+    assert pad_ticks(tmp_path / "out") == 61  # 0 … 0.60 s held through the gap
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", "--gap-threshold", "0.2",
+                            out="restarted.mcap")
+    assert status == 0, err
+    assert pad_ticks(tmp_path / "restarted") == 22 and "not ticked through" in err
+
+
+def test_inputs_jumping_back_and_forth_stop_after_max_restarts(tmp_path):
+    stamps = [100.0 * (k % 2) + 0.01 * k + 0.01 * j for k in range(6) for j in range(2)]  # 6 time lines,
+    # 0, 100 (a jump forward beyond --gap-threshold 10), 0.02 (back), ...: 5 restarts; received in this order
+    items = [static_tf()] + [joints(t, Q, receive=1.0 + 0.01 * i) for i, t in enumerate(stamps)]
+    bag = write_bag(tmp_path / "zigzag", items)
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", "--max-restarts", "5")
+    assert status == 0, err
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", "--max-restarts", "4",
+                            out="stopped.mcap")
+    assert status == 2 and "more than 4 restarts of the sensors" in err and "--max-restarts" in err, err
+
+
+def test_an_empty_bag_exits_2(tmp_path):
+    with BagWriter(tmp_path / "empty", "mcap") as writer:
+        writer.add_topic("/joint_states", "sensor_msgs/msg/JointState")
+    status, _, err = replay(tmp_path, tmp_path / "empty", pads_yaml(tmp_path))
+    assert status == 2 and "produced no sensor messages" in err, err
+
+
+BAD_NUMBERS = ["nan", "inf", "-inf", "-1", "0", "abc", "1e400"]
+BAD_OPTIONS = ([(o, v, "a finite number") for o in ("--jump-threshold", "--gap-threshold", "--rate")
+                for v in BAD_NUMBERS]
+               + [("--rate", "0.5", "a finite number")]
+               + [("--max-restarts", v, "an integer") for v in ("-1", "2.5", "abc", "nan", "1e3")])
+
+
+@pytest.mark.parametrize("option, value, allowed", BAD_OPTIONS)
+def test_numeric_replay_options_are_validated(tmp_path, option, value, allowed):
+    status, _, err = replay(tmp_path, tmp_path / "never_read", pads_yaml(tmp_path), f"{option}={value}")
+    assert status == 2
+    assert f"argument {option}: " in err and f"got {value!r}; allowed: {allowed}" in err, err
+
+
+@pytest.mark.parametrize("option, value", [("--rate", "1e9"), ("--rate", "0.99"), ("--duration", "1e9"),
+                                           ("--duration", "nan"), ("--duration", "0"), ("--rate", "inf")])
+def test_numeric_demo_options_are_validated(tmp_path, option, value):
+    status, _, err = run_cli("demo", "-o", str(tmp_path), "--no-progress", option, value)
+    assert status == 2 and f"argument {option}: " in err and f"got {value!r}" in err, err
+
+
+BAD_API_VALUES = ([(n, v, "not a finite duration > 0") for n in ("jump_threshold", "gap_threshold")
+                   for v in (math.nan, math.inf, -1.0, 0.0, "1", True)]
+                  + [("max_restarts", v, "not an integer >= 0") for v in (-1, 2.5, "1", True, math.nan)])
+
+
+@pytest.mark.parametrize("name, value, problem", BAD_API_VALUES)
+def test_python_api_thresholds_are_validated(tmp_path, name, value, problem):
+    config = load_config(pads_yaml(tmp_path))
+    with pytest.raises(ValueError, match=f"^{name}: {problem}; got {value!r}"):
+        replay_bag(tmp_path / "never_read", config, tmp_path / "out.mcap", **{name: value})
+
+
+def test_the_default_gap_threshold_is_documented_in_the_help():
+    status, out, _ = run_cli("replay", "--help")
+    assert status == 0 and f"(default: {GAP_THRESHOLD:g} s)" in out
+
+
+def test_subprocess_gap_and_bad_option_exit_codes(tmp_path):
+    bag = write_bag(tmp_path / "far", [static_tf()] + line(0.0, 3) + line(1e6, 2))
+    base = [sys.executable, "-m", "tactile_sim", "replay", str(bag), "--config", str(pads_yaml(tmp_path)),
+            "--no-progress", "--rate", "100"]
+    ok = subprocess.run(base + ["-o", str(tmp_path / "o.mcap")], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(base + ["-o", str(tmp_path / "p.mcap"), "--jump-threshold", "nan"], capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode == 2 and "argument --jump-threshold: out of range; got 'nan'" in bad.stderr
