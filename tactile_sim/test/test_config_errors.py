@@ -4,6 +4,7 @@ names the file, the YAML path, the value received and what is allowed — in tha
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -513,3 +514,14 @@ def test_suggest_lists_up_to_five_closest_names():
     assert text.count("'") == 10  # five names
     assert suggest("zzz", ["a"], cutoff=0.6) == ""
     assert suggest("palm", ["palm", "plam"], cutoff=0.6) == "did you mean 'palm', 'plam'?"
+
+
+def test_fallback_messages_send_the_reader_to_the_option_reference_that_ships():
+    """An error pydantic describes without allowed values points at a page the user has (it once named a file
+    outside the repository)."""
+    from tactile_sim.config.validation_errors import OPTION_REFERENCE
+
+    assert "docs/reference/options.md" in OPTION_REFERENCE and "tactile-sim schema" in OPTION_REFERENCE
+    repo = Path(__file__).resolve().parents[2]
+    if (repo / "docs").is_dir():
+        assert (repo / "docs" / "reference" / "options.md").is_file()

@@ -81,7 +81,7 @@ sensors:
   - {type: ContactSensor, name: cs, prim_path: "finger_.*"}
 """
 
-# --- independent truth: the option tables of spec/models.md (and the seeds' debug options), typed by hand ------
+# --- independent truth: the option tables of the model specification (and the seeds' debug options), typed by hand ------
 COMMON = {"name", "update_period", "history_length"}
 PIPELINE = COMMON | {"delay", "jitter", "noise", "bias", "resolution", "random_walk", "seed", "draw_debug"}
 LINK = PIPELINE | {"link", "pos_offset", "euler_offset"}

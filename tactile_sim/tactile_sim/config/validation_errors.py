@@ -139,6 +139,10 @@ def _expected_tags(annotation: Any, key: str) -> list[str]:
     return names
 
 
+OPTION_REFERENCE = "see the option reference (docs/reference/options.md, or `tactile-sim schema --markdown`)"
+"""Where a message sends the reader when pydantic's own error names no allowed values."""
+
+
 def describe_error(error: dict, root: type[BaseModel]) -> tuple[str, str, Any, str, str]:
     """(path, problem, got, allowed, hint) for one pydantic error dict, ``path`` relative to ``root``."""
     kind, ctx, got = error["type"], error.get("ctx") or {}, error.get("input")
@@ -152,7 +156,7 @@ def describe_error(error: dict, root: type[BaseModel]) -> tuple[str, str, Any, s
         if model is not None:
             problem, allowed, hint = model.explain_unknown(str(where.last_key))
             return path, problem, got, allowed, hint
-        return path, "unknown option", got, "see the option table of spec/models.md", ""
+        return path, "unknown option", got, OPTION_REFERENCE, ""
     if kind == "missing":
         allowed = where.field.description if where.field is not None and where.field.description else "a value"
         return path, "required option is missing", Got("nothing"), allowed, ""
@@ -175,7 +179,7 @@ def describe_error(error: dict, root: type[BaseModel]) -> tuple[str, str, Any, s
     if kind in _TYPE_PROBLEMS:
         problem, allowed = _TYPE_PROBLEMS[kind]
         return path, problem, got, allowed, ""
-    return path, error["msg"], got, "see the option table of spec/models.md", ""
+    return path, error["msg"], got, OPTION_REFERENCE, ""
 
 
 def problem_lines(exc: ValidationError, root: type[BaseModel], where: str) -> list[str]:
