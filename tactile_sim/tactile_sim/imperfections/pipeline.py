@@ -37,6 +37,7 @@ import torch
 import warp as wp
 
 from ..geometry.struct_launch import StructLaunch, warp_struct
+from ..geometry.warp_kernels import unique_kernel
 from .crosstalk import CrosstalkMember, GridCrosstalk
 from .latch import SchmittLatch
 from .rng import (
@@ -194,7 +195,7 @@ def _branch_kernel(dtype: torch.dtype):
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "evaluation": wp.int64, "flags": int, "chunk": int,
                               "channels": int}
-    return wp.kernel(kernel, enable_backward=False, module=__name__)
+    return unique_kernel(kernel)
 
 
 _BRANCH_STRUCTS = {dt: _branch_struct(dt) for dt in WP_FLOAT}
