@@ -25,6 +25,8 @@ from .config.schema import SuiteConfig
 from .config.suite_checks import evaluation_steps
 from .errors import ConfigError
 from .geometry.query import ShapeQuery
+from .geometry.warp_kernels import prepare_kernels, table_kernels
+from .imperfections.pipeline import MeasuredBranch
 from .scene_build import build_scene, load_robot, probe_layout
 from .sensors.base import BuildContext, SensorBatch
 from .sensors.registry import BATCH_CLASSES, PROBE_SENSOR_TYPES
@@ -40,6 +42,14 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
+
+
+def suite_kernels(config: SuiteConfig, dtype: torch.dtype) -> list:
+    """The kernels that every suite of ``config`` launches in working dtype ``dtype`` (those of the world model, the
+    shape query, the measured branches and each sensor type's batch class: ``kernel_tables``)."""
+    tables = WorldModel.kernel_tables + ShapeQuery.kernel_tables + MeasuredBranch.kernel_tables
+    types = dict.fromkeys(opt.type for opt in config.sensors if opt.type in BATCH_CLASSES)
+    return table_kernels(tables, dtype) + [k for t in types for k in BATCH_CLASSES[t].launched_kernels(dtype)]
 
 
 class SensorSuite:
@@ -60,6 +70,7 @@ class SensorSuite:
         self.unbatched = (s.n_envs if n_envs is None else n_envs) == 0
         self.n_envs = max(1, s.n_envs if n_envs is None else n_envs)
         self.dt = s.step_dt
+        prepare_kernels(suite_kernels(config, self.dtype), self.device)
         self.robot, self.urdf_text = load_robot(config.robot, robot_description)
         self.scene = build_scene(config.objects, self.robot, s.world_frame)
         self.tf = tf

@@ -33,7 +33,8 @@ def add_demo_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--ground-truth", action="store_true", help="also write each sensor's ground-truth topic")
     p.add_argument("--no-pictures", action="store_true", help="write the bag and the summary only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("-v", "--verbose", action="store_true", help="also print the node core's info messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print the node core's info messages and Warp's own output")
     p.set_defaults(func=run_demo_command)
 
 
@@ -42,9 +43,11 @@ def run_demo_command(args: argparse.Namespace) -> int:
     if problem:
         return fail("demo", problem)
     from ..errors import ConfigError
+    from ..geometry.warp_kernels import set_verbose
     from ..offline.demo import run_demo
     from ..offline.summary import format_run, format_table
 
+    set_verbose(args.verbose)
     print(f"tactile_sim demo: gripper closing on a warm can, {args.duration:g} s at {args.rate:g} Hz")
     try:
         result = run_demo(args.output, duration=args.duration, rate=args.rate, device=args.device,

@@ -45,7 +45,8 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--markers", action="store_true", help="also write /tactile_sim_node/markers at 10 Hz")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output bag")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("-v", "--verbose", action="store_true", help="also print the node core's info messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print the node core's info messages and Warp's own output")
     p.set_defaults(func=run_replay_command)
 
 
@@ -55,10 +56,12 @@ def run_replay_command(args: argparse.Namespace) -> int:
         return fail("replay", problem)
     from ..config.loader import load_config
     from ..errors import ConfigError
+    from ..geometry.warp_kernels import set_verbose
     from ..offline.bag_inputs import BagInputError, InputTopics
     from ..offline.replay import replay_bag
     from ..offline.summary import format_run, format_table
 
+    set_verbose(args.verbose)
     topics = InputTopics(args.joint_states_topic, args.tf_topic, args.tf_static_topic, args.robot_description_topic)
     try:
         config = load_config(args.config)

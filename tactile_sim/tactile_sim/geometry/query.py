@@ -69,7 +69,7 @@ from .sdf_funcs import BVH_UNBOUNDED, grid_sd, mesh_exact_sd, primitive_sd
 from .sdf_grid import SdfGrid, build_sdf_grid
 from .shapes import Shape, ShapeKind
 from .struct_launch import StructLaunch, warp_device, warp_struct
-from .warp_kernels import typed_kernel
+from .warp_kernels import init_warp, typed_kernel
 
 _CULL_NEVER = wp.constant(0)
 _CULL_ALWAYS = wp.constant(1)
@@ -351,6 +351,10 @@ class ShapeQuery:
     ``shape_body`` [S] int64 owning body per shape (on ``device``), ``device``, ``dtype``.
     """
 
+    kernel_tables = (_POSE_KERNELS,)
+    """Tables (working dtype → kernel) of the kernels every query launches (its shape poses), compiled before a suite
+    is built (:func:`.warp_kernels.prepare_kernels`)."""
+
     def __init__(self, shapes: Sequence[tuple[int, Shape]], *, device="cpu", dtype: torch.dtype = torch.float32,
                  sdf_cell_size: float = 2e-3, sdf_max_nodes: int = 128, sdf_padding: float = 0.01, cache_dir=None,
                  exact_only: bool = False):
@@ -359,7 +363,7 @@ class ShapeQuery:
         device = warp_device(device)
         self.device, self.dtype = device, dtype
         self._device_index = -1 if device.type == "cpu" else device.index
-        wp.init()
+        init_warp()
         self._wp_device = wp.device_from_torch(device)
         self._kernel = _KERNELS[dtype]
         bodies = [int(b) for b, _ in shapes]

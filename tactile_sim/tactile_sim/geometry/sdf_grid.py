@@ -26,7 +26,7 @@ from ..constants import int_ceil
 from .mesh_io import mesh_content_hash
 from .sdf_funcs import BVH_UNBOUNDED, mesh_exact_sd
 from .shapes import MeshData
-from .warp_kernels import unique_kernel
+from .warp_kernels import init_warp, unique_kernel
 
 CACHE_FORMAT = 1
 """Bumped whenever the node values of a given key would change, so stale cache files are never read."""
@@ -105,7 +105,7 @@ def node_values(mesh: MeshData, lo: np.ndarray, spacing: np.ndarray, dims: tuple
     Computed with warp on one CPU core, a few µs per node (a full 128³ lattice takes some seconds; then cached).
     """
     device = "cpu"
-    wp.init()
+    init_warp()
     wp_mesh = wp.Mesh(points=wp.array(mesh.vertices, dtype=wp.vec3f, device=device),
                       indices=wp.array(mesh.faces.astype(np.int32).reshape(-1), dtype=wp.int32, device=device),
                       support_winding_number=True)

@@ -214,6 +214,10 @@ class MeasuredBranch:
     :meth:`staging`). Build ends with a reset of every env.
     """
 
+    kernel_tables = (_BRANCH_KERNELS,)
+    """Tables (working dtype → kernel) of the kernels every branch launches, compiled before a suite is built
+    (:func:`~..geometry.warp_kernels.prepare_kernels`)."""
+
     def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32,
                  latch_thresholds: tuple[torch.Tensor, torch.Tensor] | None = None):
         if not specs:

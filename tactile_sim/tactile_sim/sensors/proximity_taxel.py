@@ -225,6 +225,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
 
     sensor_type = "ProximityTaxel"
     channels = 6
+    kernel_tables = (_KERNELS,)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)

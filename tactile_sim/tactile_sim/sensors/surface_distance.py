@@ -92,6 +92,7 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
 
     sensor_type = "SurfaceDistanceProbe"
     channels = 4
+    kernel_tables = (_KERNELS,)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)

@@ -30,7 +30,7 @@ import warp as wp
 
 from ..constants import DEFAULT_GRAVITY
 from ..geometry.struct_launch import StructLaunch, warp_struct
-from ..geometry.warp_kernels import typed_kernel
+from ..geometry.warp_kernels import init_warp, typed_kernel
 from .kinematics import Kinematics
 
 WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f, wp.types.vector(6, wp.float32)),
@@ -173,7 +173,7 @@ class InverseDynamics:
         com = np.array([link.inertial.com for link in robot.links], dtype=np.float64).reshape(-1, 3)
         inertia = np.array([link.inertial.inertia_link_axes for link in robot.links]).reshape(-1, 3, 3)
         _, v, m, _ = WP_TYPES[dt]
-        wp.init()
+        init_warp()
 
         def array(x, dtype, wtype=None):
             t = torch.as_tensor(x, device=dev, dtype=dtype).contiguous()

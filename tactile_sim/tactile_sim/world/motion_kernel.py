@@ -31,7 +31,7 @@ import torch
 import warp as wp
 
 from ..geometry.struct_launch import warp_struct
-from ..geometry.warp_kernels import typed_kernel
+from ..geometry.warp_kernels import init_warp, typed_kernel
 
 _WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
 
@@ -225,7 +225,7 @@ def empty_robot_tables(dtype: torch.dtype, device: torch.device):
 def fill_struct(struct_type, tensors: dict[str, torch.Tensor]):
     """A new instance of a warp struct type whose array fields point at contiguous torch tensors (the caller keeps
     them alive as long as the struct is used)."""
-    wp.init()
+    init_warp()
     struct = struct_type()
     for name, t in tensors.items():
         if t.numel() == 0:  # no data to alias; fresh strides that warp accepts

@@ -107,6 +107,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
 
     sensor_type = "ElastomerTaxel"
     channels = 3
+    kernel_tables = (_DEPTH_KERNELS, _EMIT_KERNELS) + ShearAnchors.kernel_tables  # shear: on by default
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)
