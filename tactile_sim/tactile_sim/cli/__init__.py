@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .. import __version__
+from .check import add_check_command
 from .demo import add_demo_command
 from .plot import add_plot_command
 from .replay import add_replay_command
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(commands)
     add_replay_command(commands)
     add_plot_command(commands)
+    add_check_command(commands)
     return parser
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from .check import early_config
 from .common import USAGE_ERROR, check_device, describe_files, fail, stderr_log
-from ..demo_trajectory import CYCLE
+from ..demo_trajectory import CYCLE, DEMO_CONFIG
 from ..ros.node_params import NodeParams
 
 DEFAULT_OUTPUT = "tactile_sim_demo"
@@ -42,6 +43,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
     problem = check_device(args.device)
     if problem:
         return fail("demo", problem)
+    status = early_config("demo", DEMO_CONFIG)
+    if status is not None:
+        return status
     from ..errors import ConfigError
     from ..geometry.warp_kernels import set_verbose
     from ..offline.demo import run_demo

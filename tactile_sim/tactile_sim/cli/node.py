@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from ..ros.node_params import SPECS, NodeParams
+from .check import early_config
 
 NODE_NAME = "tactile_sim_node"
 TRANSPORTS = ("auto", "rclpy", "dds")
@@ -90,6 +91,9 @@ def run_node_command(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"tactile-sim node: {exc}", flush=True)
         return 2
+    status = early_config("node", params.config_file)
+    if status is not None:
+        return status
     transport = args.transport
     if transport == "auto":
         transport = "rclpy" if rclpy_available() else "dds"

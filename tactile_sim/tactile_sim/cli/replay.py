@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from .check import early_config
 from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, stderr_log
 
 DESCRIPTION = """\
@@ -54,6 +55,9 @@ def run_replay_command(args: argparse.Namespace) -> int:
     problem = check_device(args.device)
     if problem:
         return fail("replay", problem)
+    status = early_config("replay", args.config, args.robot)
+    if status is not None:
+        return status
     from ..config.loader import load_config
     from ..errors import ConfigError
     from ..geometry.warp_kernels import set_verbose
