@@ -82,3 +82,10 @@ def test_commands_refuse_a_bad_configuration_before_building(tmp_path, command):
     empty.write_text("")
     status, _, err = run_cli(*command, "--config", str(empty))
     assert status == 2 and f"tactile-sim {command[0]}: error: {empty}: {NOT_A_MAPPING}" in err
+
+
+def test_the_library_imports_trimesh_and_matplotlib_only_where_used():
+    code = ("import sys, tactile_sim.suite, tactile_sim.offline.demo, tactile_sim.offline.replay; "
+            "print(sorted(m for m in ('trimesh', 'matplotlib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr
