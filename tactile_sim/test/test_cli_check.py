@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 
@@ -89,3 +91,22 @@ def test_the_library_imports_trimesh_and_matplotlib_only_where_used():
             "print(sorted(m for m in ('trimesh', 'matplotlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_compile_fills_the_kernel_cache_for_the_next_start(tmp_path):
+    config = tmp_path / "pad.yaml"
+    config.write_text(yaml.safe_dump({
+        "suite": {"dt": 0.01},
+        "objects": [{"name": "pad", "geometry": [{"box": {"size": [0.08, 0.08, 0.02]}}]}],
+        "sensors": [{"type": "KinematicTaxel", "name": "skin", "link": "pad",
+                     "probe_local_pos": {"grid": {"lo": [-0.03, -0.03, 0.01], "hi": [0.03, 0.03, 0.01], "nx": 4,
+                                                  "ny": 4}}}]}))
+    env = {**os.environ, "WARP_CACHE_PATH": str(tmp_path / "cache")}
+    env.pop("WARP_LOG_LEVEL", None)
+    command = [sys.executable, "-m", "tactile_sim", "compile", str(config)]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert re.fullmatch(r"compiling [1-9]\d* sensor kernels for cpu \(first run only\)…\n", first.stderr)
+    assert first.stdout.startswith("kernels of 1 sensors ready on cpu (float32) in ")
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert second.returncode == 0 and second.stderr == ""  # nothing left to compile, nothing from Warp
