@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import fail
+from .common import check_device, fail
 
 DESCRIPTION = """\
 Validate SENSORS.yaml (every option, every cross-section rule) and print the sensors it resolves to: type, link,
@@ -71,6 +71,21 @@ def early_config(command: str, source, robot: str | Path | None = None) -> int |
     except ConfigError as exc:
         return fail(command, str(exc))
     return None
+
+
+def preflight(command: str, device: str, source, robot: str | Path | None, verbose: bool) -> int | None:
+    """What a command that builds sensors checks before it imports the library: ``--device`` usable here
+    (:func:`.common.check_device`) and the configuration valid (:func:`early_config`). None when both pass (Warp's
+    own output then follows ``verbose``), else the exit status after printing the error."""
+    problem = check_device(device)
+    if problem:
+        return fail(command, problem)
+    status = early_config(command, source, robot)
+    if status is None:
+        from ..geometry.warp_kernels import set_verbose  # imports warp: the command is about to need it
+
+        set_verbose(verbose)
+    return status
 
 
 def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] | None:

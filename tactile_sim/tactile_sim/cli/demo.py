@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .check import early_config
-from .common import USAGE_ERROR, check_device, describe_files, fail, stderr_log
+from .check import preflight
+from .common import USAGE_ERROR, describe_files, fail, stderr_log
 from ..demo_trajectory import CYCLE, DEMO_CONFIG
 from ..ros.node_params import NodeParams
 
@@ -40,18 +40,13 @@ def add_demo_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
-    problem = check_device(args.device)
-    if problem:
-        return fail("demo", problem)
-    status = early_config("demo", DEMO_CONFIG)
+    status = preflight("demo", args.device, DEMO_CONFIG, None, args.verbose)
     if status is not None:
         return status
     from ..errors import ConfigError
-    from ..geometry.warp_kernels import set_verbose
     from ..offline.demo import run_demo
     from ..offline.summary import format_run, format_table
 
-    set_verbose(args.verbose)
     print(f"tactile_sim demo: gripper closing on a warm can, {args.duration:g} s at {args.rate:g} Hz")
     try:
         result = run_demo(args.output, duration=args.duration, rate=args.rate, device=args.device,

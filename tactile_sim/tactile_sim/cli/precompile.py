@@ -8,8 +8,8 @@ import argparse
 import time
 from pathlib import Path
 
-from .check import early_config
-from .common import USAGE_ERROR, check_device, fail
+from .check import preflight
+from .common import USAGE_ERROR, fail
 
 DESCRIPTION = """\
 Build the sensors of SENSORS.yaml once (on --device, default the configuration's) and take one step, which compiles
@@ -30,20 +30,15 @@ def add_compile_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_compile_command(args: argparse.Namespace) -> int:
-    problem = check_device(args.device)
-    if problem:
-        return fail("compile", problem)
-    status = early_config("compile", args.config, args.robot)
+    status = preflight("compile", args.device, args.config, args.robot, args.verbose)
     if status is not None:
         return status
     import warp as wp
 
     from ..config.loader import load_config
     from ..errors import ConfigError
-    from ..geometry.warp_kernels import set_verbose
     from ..suite import SensorSuite
 
-    set_verbose(args.verbose)
     start = time.perf_counter()
     try:
         robot = Path(args.robot).read_text(encoding="utf-8") if args.robot else None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from .check import early_config
-from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, stderr_log
+from .check import preflight
+from .common import RUN_ERROR, USAGE_ERROR, fail, stderr_log
 
 DESCRIPTION = """\
 Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file), step the sensors of SENSORS.yaml
@@ -52,20 +52,15 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_replay_command(args: argparse.Namespace) -> int:
-    problem = check_device(args.device)
-    if problem:
-        return fail("replay", problem)
-    status = early_config("replay", args.config, args.robot)
+    status = preflight("replay", args.device, args.config, args.robot, args.verbose)
     if status is not None:
         return status
     from ..config.loader import load_config
     from ..errors import ConfigError
-    from ..geometry.warp_kernels import set_verbose
     from ..offline.bag_inputs import BagInputError, InputTopics
     from ..offline.replay import replay_bag
     from ..offline.summary import format_run, format_table
 
-    set_verbose(args.verbose)
     topics = InputTopics(args.joint_states_topic, args.tf_topic, args.tf_static_topic, args.robot_description_topic)
     try:
         config = load_config(args.config)
