@@ -70,9 +70,10 @@ class SensorSuite:
         self.unbatched = (s.n_envs if n_envs is None else n_envs) == 0
         self.n_envs = max(1, s.n_envs if n_envs is None else n_envs)
         self.dt = s.step_dt
-        prepare_kernels(suite_kernels(config, self.dtype), self.device)
         self.robot, self.urdf_text = load_robot(config.robot, robot_description)
         self.scene = build_scene(config.objects, self.robot, s.world_frame)
+        self._check_names(config)
+        prepare_kernels(suite_kernels(config, self.dtype), self.device)  # after the scene's errors
         self.tf = tf
         self.world = WorldModel(self.scene, n_envs=self.n_envs, device=self.device, dtype=self.dtype,
                                 world_frame=s.world_frame, tf=tf, root_from_tf=root_from_tf)
@@ -80,7 +81,6 @@ class SensorSuite:
         self.query = ShapeQuery(self.scene.shape_table(), device=self.device, dtype=self.dtype,
                                 sdf_cell_size=s.sdf_cell_size, sdf_max_nodes=s.sdf_max_nodes,
                                 sdf_padding=s.sdf_padding, cache_dir=cache)
-        self._check_names(config)
         self.batches: list[tuple[int, SensorBatch]] = []
         self._where: dict[str, tuple[SensorBatch, int]] = {}
         self._types: dict[str, str] = {}
