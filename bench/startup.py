@@ -9,12 +9,16 @@ exit (wall seconds; min and max over the repeats, which alternate between this t
   report before anything large happens);
 * ``import suite``: ``python -c "import tactile_sim.suite"``, the library's import cost.
 
+Second table (``--breakdown``), what the cold demo's compile is made of, per tree: the Warp modules it compiles, one at
+a time (each module's first load timed in a fresh process with an empty cache), their sum, the smallest (about Warp's
+fixed cost per module) and the largest.
+
 'warp lines': lines of Warp's own output (banner, driver warning, one per loaded module) the command printed.
 Baseline (``--baseline PATH``, default ``/work/main/tactile_sim``): another checkout's ``tactile_sim`` package
 folder, run the same way; ratio = baseline / this tree. Targets: cold demo ≤ 20 s, warm demo ≤ 5 s, config error ≤
 1 s (issue #18).
 
-    python bench/startup.py [--repeat N] [--baseline PATH]
+    python bench/startup.py [--repeat N] [--baseline PATH] [--breakdown]
 """
 
 from __future__ import annotations
@@ -30,6 +34,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WARP_LINE_MARKS = ("Warp ", "Module ", "CUDA driver", "Kernel cache:", "Devices:", '"cpu"')
 CASES = ("cold demo", "warm demo", "config error", "import suite")
+BREAKDOWN = """
+import os, sys, time
+import warp._src.context as context
+os.cpu_count = lambda: 1  # the library compiles one module at a time: each load is that module's own cost
+first_load = {}
+load = context.Module.load
+def timed_load(module, *args, **kwargs):
+    start = time.perf_counter()
+    loaded = load(module, *args, **kwargs)
+    first_load.setdefault(module.name, time.perf_counter() - start)
+    return loaded
+context.Module.load = timed_load
+from tactile_sim.offline.demo import run_demo
+run_demo(sys.argv[1], duration=0.01, pictures=False, progress=False)
+for name, seconds in first_load.items():
+    print(f"{seconds:.3f} {name}")
+"""
 
 
 def run(package_root: Path, args: list[str], cache: Path) -> tuple[float, int, str]:
@@ -56,10 +77,19 @@ def cases(scratch: Path) -> dict[str, list[str]]:
             CASES[3]: ["-c", "import tactile_sim.suite"]}
 
 
+def breakdown(package_root: Path, scratch: Path) -> list[tuple[float, str]]:
+    """(s, module name) of every module the cold demo compiles, largest first (see the module docstring)."""
+    cache = scratch / f"breakdown_{package_root.parent.name}"
+    _, _, output = run(package_root, ["-c", BREAKDOWN, str(scratch / "demo")], cache)
+    rows = [line.split(" ", 1) for line in output.splitlines() if line[:1].isdigit() and " " in line]
+    return sorted(((float(t), name) for t, name in rows if float(t) > 0.02), reverse=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--baseline", type=Path, default=Path("/work/main/tactile_sim"))
+    parser.add_argument("--breakdown", action="store_true", help="also time the cold demo's modules one by one")
     args = parser.parse_args()
     trees = {"this": ROOT / "tactile_sim"}
     if args.baseline.is_dir() and args.baseline.resolve() != trees["this"].resolve():
@@ -77,6 +107,7 @@ def main() -> None:
                         raise SystemExit(f"{tree}: the demo failed:\n{output}")
                     times.setdefault((tree, case), []).append(wall)
                     lines[(tree, case)] = warp_lines
+        modules = {tree: breakdown(root, scratch) for tree, root in trees.items()} if args.breakdown else {}
     print(f"wall s per command, min–max of {args.repeat} (fresh process each; {os.cpu_count()} cores)")
     head = f"{'command':>14} | {'this':>13} {'warp lines':>10}"
     if "baseline" in trees:
@@ -89,6 +120,12 @@ def main() -> None:
             b = times[("baseline", case)]
             row += f" | {min(b):6.2f}–{max(b):6.2f} {lines[('baseline', case)]:>10} | {min(b) / min(t):5.1f}x"
         print(row)
+    for tree, rows in modules.items():
+        seconds = [t for t, _ in rows]
+        print(f"\n{tree}: the cold demo compiles {len(rows)} modules, one at a time {sum(seconds):.1f} s "
+              f"(smallest {min(seconds):.2f} s, largest {max(seconds):.2f} s)")
+        for t, name in rows:
+            print(f"  {t:6.2f}  {name}")
 
 
 if __name__ == "__main__":
