@@ -45,6 +45,7 @@ def typed_kernel(fn: Callable, what: str, dtype: torch.dtype, annotations: Mappi
 
 
 _VERBOSE = False
+_STARTED = False
 
 
 def set_verbose(verbose: bool) -> None:
@@ -57,8 +58,10 @@ def set_verbose(verbose: bool) -> None:
 def init_warp() -> None:
     """``wp.init()``, quiet unless :func:`set_verbose`: info messages are off and what Warp's native library writes to
     stderr while it starts (the driver warning of a machine without CUDA) is discarded."""
-    if wp._src.context.runtime is not None:
+    global _STARTED
+    if _STARTED:
         return
+    _STARTED = True
     if _VERBOSE:
         wp.init()
         return
@@ -82,10 +85,15 @@ def _block_dim(module: Any, device: Any) -> int:
 
 
 def _in_cache(module: Any, device: Any) -> bool:
-    """Whether Warp's kernel cache holds ``module``'s binary for ``device`` (loading it compiles nothing)."""
+    """Whether Warp's kernel cache holds ``module``'s binary for ``device`` (loading it compiles nothing); False
+    where this Warp release names its cache files otherwise than 1.19 (the module is then loaded with the others)."""
     block_dim = _block_dim(module, device)
-    name = module._get_compile_output_name(device, block_dim=block_dim)
-    return os.path.exists(os.path.join(wp.config.kernel_cache_dir, module.get_module_identifier(block_dim), name))
+    try:
+        name = module._get_compile_output_name(device, block_dim=block_dim)
+        folder = module.get_module_identifier(block_dim)
+    except (AttributeError, TypeError):
+        return False
+    return os.path.exists(os.path.join(wp.config.kernel_cache_dir, folder, name))
 
 
 def prepare_kernels(kernels: Iterable[wp.Kernel], device: torch.device | str,
