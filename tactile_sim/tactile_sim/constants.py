@@ -78,3 +78,11 @@ def int_floor(x: float) -> int:
     import math
 
     return math.floor(x + INT_RATIO_TOL * max(1.0, abs(x)))
+
+
+def steps_from_period(value: float, dt: float) -> tuple[int, bool]:
+    """Whole steps of a time span: (round(value/dt) with halves up, is a multiple of dt within T_MULT relative)."""
+    ratio = value / dt
+    steps = int_floor(ratio + 0.5)
+    exact = abs(value - steps * dt) <= T_MULT * max(abs(value), dt)
+    return steps, exact

@@ -27,6 +27,8 @@ from .config.suite_checks import evaluation_steps
 from .errors import ConfigError
 from .imperfections.pipeline import ProbeDraws
 from .geometry.query import ShapeQuery
+from .geometry.warp_kernels import prepare_kernels, table_kernels
+from .imperfections.pipeline import MeasuredBranch
 from .scene_build import build_scene, load_robot, probe_layout
 from .sensors.base import BuildContext, SensorBatch
 from .sensors.registry import BATCH_CLASSES, PROBE_SENSOR_TYPES
@@ -58,6 +60,14 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def suite_kernels(config: SuiteConfig, dtype: torch.dtype) -> list:
+    """The kernels that every suite of ``config`` launches in working dtype ``dtype`` (those of the world model, the
+    shape query, the measured branches and each sensor type's batch class: ``kernel_tables``)."""
+    tables = WorldModel.kernel_tables + ShapeQuery.kernel_tables + MeasuredBranch.kernel_tables
+    types = dict.fromkeys(opt.type for opt in config.sensors if opt.type in BATCH_CLASSES)
+    return table_kernels(tables, dtype) + [k for t in types for k in BATCH_CLASSES[t].launched_kernels(dtype)]
+
+
 class SensorSuite:
     """All sensors of one configuration.
 
@@ -81,6 +91,8 @@ class SensorSuite:
         self.robot, self.urdf_text = load_robot(config.robot, robot_description)
         urdf_source = str(config.robot.urdf) if robot_description is None and config.robot else "robot_description"
         self.scene = build_scene(config.objects, self.robot, s.world_frame)
+        self._check_names(config)
+        prepare_kernels(suite_kernels(config, self.dtype), self.device)  # after the scene's errors
         self.tf = tf
         self.world = WorldModel(self.scene, n_envs=self.n_envs, device=self.device, dtype=self.dtype,
                                 world_frame=s.world_frame, tf=tf, root_from_tf=root_from_tf)
@@ -88,7 +100,6 @@ class SensorSuite:
         self.query = ShapeQuery(self.scene.shape_table(), device=self.device, dtype=self.dtype,
                                 sdf_cell_size=s.sdf_cell_size, sdf_max_nodes=s.sdf_max_nodes,
                                 sdf_padding=s.sdf_padding, cache_dir=cache)
-        self._check_names(config)
         self.batches: list[tuple[int, SensorBatch]] = []
         self._where: dict[str, tuple[SensorBatch, int]] = {}
         self._types: dict[str, str] = {}

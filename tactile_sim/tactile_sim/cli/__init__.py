@@ -6,8 +6,10 @@ import argparse
 import sys
 
 from .. import __version__
+from .check import add_check_command
 from .demo import add_demo_command
 from .plot import add_plot_command
+from .precompile import add_compile_command
 from .replay import add_replay_command
 from .schema import add_schema_command
 from .node import add_node_command
@@ -22,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_replay_command(commands)
     add_plot_command(commands)
     add_schema_command(commands)
+    add_check_command(commands)
+    add_compile_command(commands)
     return parser
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from .common import USAGE_ERROR, check_device, describe_files, fail, number_arg, stderr_log
+from .check import preflight
+from .common import USAGE_ERROR, describe_files, fail, number_arg, stderr_log
 from ..constants import MAX_DEMO_DURATION
-from ..demo_trajectory import CYCLE
+from ..demo_trajectory import CYCLE, DEMO_CONFIG
 from ..ros.node_params import SPECS, NodeParams
 
 DEFAULT_OUTPUT = "tactile_sim_demo"
@@ -35,14 +36,15 @@ def add_demo_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--ground-truth", action="store_true", help="also write each sensor's ground-truth topic")
     p.add_argument("--no-pictures", action="store_true", help="write the bag and the summary only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("-v", "--verbose", action="store_true", help="also print the node core's info messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print the node core's info messages and Warp's own output")
     p.set_defaults(func=run_demo_command)
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
-    problem = check_device(args.device)
-    if problem:
-        return fail("demo", problem)
+    status = preflight("demo", args.device, DEMO_CONFIG, None, args.verbose)
+    if status is not None:
+        return status
     from ..errors import ConfigError
     from ..offline.demo import run_demo
     from ..offline.summary import format_run, format_table

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from ..ros.node_params import SPECS, NodeParams
+from .check import early_config
 
 NODE_NAME = "tactile_sim_node"
 TRANSPORTS = ("auto", "rclpy", "dds")
@@ -49,6 +50,7 @@ def add_node_command(commands: Any) -> None:
     p.add_argument("--use-sim-time", action="store_true", help="node clock from /clock")
     p.add_argument("--domain-id", type=int, help="DDS domain (dds transport; default ROS_DOMAIN_ID or 0)")
     p.add_argument("--loopback", action="store_true", help="dds transport: keep all traffic on 127.0.0.1")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print Warp's own output")
     p.set_defaults(func=run_node_command)
 
 
@@ -89,6 +91,9 @@ def run_node_command(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"tactile-sim node: {exc}", flush=True)
         return 2
+    status = early_config("node", params.config_file)
+    if status is not None:
+        return status
     transport = args.transport
     if transport == "auto":
         transport = "rclpy" if rclpy_available() else "dds"
@@ -99,7 +104,10 @@ def run_node_command(args: argparse.Namespace) -> int:
 
 def run_rclpy(values: dict[str, Any], args: argparse.Namespace) -> int:
     """The rclpy node (:func:`tactile_sim.ros.node.main`) with the parameters in a temporary params file."""
+    from ..geometry.warp_kernels import set_verbose
     from ..ros.node import main as rclpy_main  # imports rclpy
+
+    set_verbose(args.verbose)
 
     params = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
     params["use_sim_time"] = bool(args.use_sim_time)
@@ -117,10 +125,12 @@ def run_dds(params: NodeParams, args: argparse.Namespace) -> int:
     """The node on :class:`~tactile_sim.transport.dds.DdsTransport` until SIGINT/SIGTERM."""
     from ..config.loader import load_config  # the library (torch, warp): imported only to run a node
     from ..errors import ConfigError, SceneError
+    from ..geometry.warp_kernels import set_verbose
     from ..transport.dds import LOOPBACK_CONFIG, DdsTransport  # cyclonedds
     from ..ros.node_core import NodeCore
     from ..ros.node_runtime import NodeRuntime
 
+    set_verbose(args.verbose)
     try:
         transport = DdsTransport(args.name, args.namespace, remaps=tuple(args.remap), domain_id=args.domain_id,
                                  config=LOOPBACK_CONFIG if args.loopback else None, use_sim_time=args.use_sim_time)

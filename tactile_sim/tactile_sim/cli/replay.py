@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import RUN_ERROR, USAGE_ERROR, check_device, fail, number_arg, stderr_log
+from .check import preflight
+from .common import RUN_ERROR, USAGE_ERROR, fail, number_arg, stderr_log
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..ros.node_params import SPECS
 
@@ -55,14 +56,15 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--markers", action="store_true", help="also write /tactile_sim_node/markers at 10 Hz")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output bag")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("-v", "--verbose", action="store_true", help="also print the node core's info messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print the node core's info messages and Warp's own output")
     p.set_defaults(func=run_replay_command)
 
 
 def run_replay_command(args: argparse.Namespace) -> int:
-    problem = check_device(args.device)
-    if problem:
-        return fail("replay", problem)
+    status = preflight("replay", args.device, args.config, args.robot, args.verbose)
+    if status is not None:
+        return status
     from ..config.loader import load_config
     from ..errors import ConfigError
     from ..offline.bag_inputs import BagInputError, InputTopics

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..imperfections.spec import steps_from_period
+from ..constants import steps_from_period
 from .errors import combined_error, format_problem, suggest
 from .materials import TemperatureProperties
 from .schema import SuiteConfig

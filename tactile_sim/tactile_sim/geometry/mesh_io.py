@@ -12,7 +12,6 @@ import os
 import warnings
 
 import numpy as np
-import trimesh
 
 from ..errors import SceneError
 from .shapes import MeshData
@@ -52,6 +51,8 @@ def load_mesh(path, scale=(1.0, 1.0, 1.0)) -> MeshData:
         raise SceneError(f"{path}: mesh scale must be 1 or 3 finite non-zero factors; got {scale!r}")
     if not os.path.isfile(path):
         raise SceneError(f"{path}: mesh file not found")
+    import trimesh  # only for meshes: it costs seconds to import (through scipy)
+
     try:
         loaded = trimesh.load(path, force="mesh", process=True)
     except Exception as exc:  # trimesh raises many types for bad or unsupported files
@@ -76,6 +77,8 @@ def _mesh_data(vertices, faces, source: str) -> MeshData:
         raise SceneError(f"{source}: face vertex index out of range [0, {len(v)}); got {int(f.min())}..{int(f.max())}")
     if not np.all(np.isfinite(v)):
         raise SceneError(f"{source}: mesh vertices must be finite")
+    import trimesh
+
     tm = trimesh.Trimesh(vertices=v, faces=f, process=False)
     watertight = bool(tm.is_watertight and tm.is_winding_consistent)
     return MeshData(vertices=v, faces=f, source=source, content_hash=mesh_content_hash(v, f), watertight=watertight)

@@ -69,6 +69,7 @@ from .sdf_funcs import BVH_UNBOUNDED, grid_sd, mesh_exact_sd, primitive_sd
 from .sdf_grid import SdfGrid, build_sdf_grid
 from .shapes import Shape, ShapeKind
 from .struct_launch import StructLaunch, warp_device, warp_struct
+from .warp_kernels import init_warp, typed_kernel
 
 _CULL_NEVER = wp.constant(0)
 _CULL_ALWAYS = wp.constant(1)
@@ -284,7 +285,6 @@ def sphere_may_hit(center: Any, radius: Any, cut: Any, e: int, g: int, exact: bo
     return False
 
 
-@wp.kernel(enable_backward=False)
 def _world_pose_kernel(call: Any, tables: Any):
     """World pose and cull centre of shape s in env e: body pose ∘ shape pose."""
     e, s = wp.tid()
@@ -296,7 +296,6 @@ def _world_pose_kernel(call: Any, tables: Any):
     call.world_center[e, s] = rb @ tables.cull_center[s] + ob
 
 
-@wp.kernel(enable_backward=False)
 def _shape_query_kernel(call: Any, tables: Any, unsigned_mode: int, points_per_thread: int):
     e, t = wp.tid()
     first = t * points_per_thread
@@ -325,9 +324,11 @@ def tables_type(dtype: torch.dtype):
     return _STRUCTS[dtype][2]
 
 
-_KERNELS = {dt: wp.overload(_shape_query_kernel, {"call": _STRUCTS[dt][0], "tables": _STRUCTS[dt][2]})
+_KERNELS = {dt: typed_kernel(_shape_query_kernel, "shape_query", dt,
+                             {"call": _STRUCTS[dt][0], "tables": _STRUCTS[dt][2]})
             for dt in _WP_TYPES}
-_POSE_KERNELS = {dt: wp.overload(_world_pose_kernel, {"call": _STRUCTS[dt][1], "tables": _STRUCTS[dt][2]})
+_POSE_KERNELS = {dt: typed_kernel(_world_pose_kernel, "shape_poses", dt,
+                                  {"call": _STRUCTS[dt][1], "tables": _STRUCTS[dt][2]})
                  for dt in _WP_TYPES}
 
 
@@ -350,6 +351,10 @@ class ShapeQuery:
     ``shape_body`` [S] int64 owning body per shape (on ``device``), ``device``, ``dtype``.
     """
 
+    kernel_tables = (_POSE_KERNELS,)
+    """Tables (working dtype → kernel) of the kernels every query launches (its shape poses), compiled before a suite
+    is built (:func:`.warp_kernels.prepare_kernels`)."""
+
     def __init__(self, shapes: Sequence[tuple[int, Shape]], *, device="cpu", dtype: torch.dtype = torch.float32,
                  sdf_cell_size: float = 2e-3, sdf_max_nodes: int = 128, sdf_padding: float = 0.01, cache_dir=None,
                  exact_only: bool = False):
@@ -358,7 +363,7 @@ class ShapeQuery:
         device = warp_device(device)
         self.device, self.dtype = device, dtype
         self._device_index = -1 if device.type == "cpu" else device.index
-        wp.init()
+        init_warp()
         self._wp_device = wp.device_from_torch(device)
         self._kernel = _KERNELS[dtype]
         bodies = [int(b) for b, _ in shapes]

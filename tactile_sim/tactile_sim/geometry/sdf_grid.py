@@ -27,6 +27,7 @@ from ..constants import int_ceil
 from .mesh_io import mesh_content_hash
 from .sdf_funcs import BVH_UNBOUNDED, mesh_exact_sd
 from .shapes import MeshData
+from .warp_kernels import init_warp, unique_kernel
 
 CACHE_FORMAT = 1
 """Bumped whenever the node values of a given key would change, so stale cache files are never read."""
@@ -112,7 +113,7 @@ def node_values(mesh: MeshData, lo: np.ndarray, spacing: np.ndarray, dims: tuple
     Computed with warp on one CPU core, a few µs per node (a full 128³ lattice takes some seconds; then cached).
     """
     device = "cpu"
-    wp.init()
+    init_warp()
     wp_mesh = wp.Mesh(points=wp.array(mesh.vertices, dtype=wp.vec3f, device=device),
                       indices=wp.array(mesh.faces.astype(np.int32).reshape(-1), dtype=wp.int32, device=device),
                       support_winding_number=True)
@@ -125,13 +126,15 @@ def node_values(mesh: MeshData, lo: np.ndarray, spacing: np.ndarray, dims: tuple
     return out.numpy()
 
 
-@wp.kernel(enable_backward=False)
 def _node_values_kernel(mesh_id: wp.uint64, vertices: wp.array(dtype=wp.vec3d), faces: wp.array(dtype=wp.int32),
                         lo: wp.vec3d, spacing: wp.vec3d, out: wp.array3d(dtype=wp.float64)):
     i, j, k = wp.tid()
     p = lo + wp.cw_mul(wp.vec3d(wp.float64(i), wp.float64(j), wp.float64(k)), spacing)
     found, sd, grad, closest = mesh_exact_sd(mesh_id, vertices, faces, 0, 0, p, BVH_UNBOUNDED)
     out[i, j, k] = sd
+
+
+_node_values_kernel = unique_kernel(_node_values_kernel, "mesh_sdf_grid_float64")
 
 
 def _read_cache(path: Path, lo, spacing, dims):

@@ -30,6 +30,8 @@ from typing import Any, Mapping, Sequence
 import torch
 import warp as wp
 
+from .warp_kernels import init_warp
+
 DIRECT_CPU_WARP_VERSIONS = ("1.19.",)
 """warp releases whose recorded-launch internals (``cmd.params``, ``cmd.hooks.forward``) the direct CPU replay was
 checked against; any other release replays through warp's own ``cmd.launch`` (same results, ~2 µs more per launch)."""
@@ -112,7 +114,7 @@ class StructLaunch:
 
     def __init__(self, kernel, dim: Sequence[int], call_type, fields: Mapping[str, torch.Tensor],
                  args: Sequence[Any], device: torch.device):
-        wp.init()
+        init_warp()
         self.device = warp_device(device)
         self._cuda = self.device.type == "cuda"
         self.tensors = dict(fields)

@@ -39,6 +39,7 @@ import torch
 import warp as wp
 
 from ..geometry.struct_launch import StructLaunch, warp_struct
+from ..geometry.warp_kernels import unique_kernel
 from .crosstalk import CrosstalkMember, GridCrosstalk
 from .latch import SchmittLatch
 from .rng import (
@@ -196,7 +197,7 @@ def _branch_kernel(dtype: torch.dtype):
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "evaluation": wp.int64, "flags": int, "chunk": int,
                               "channels": int}
-    return wp.kernel(kernel, enable_backward=False, module=__name__)
+    return unique_kernel(kernel)
 
 
 _BRANCH_STRUCTS = {dt: _branch_struct(dt) for dt in WP_FLOAT}
@@ -227,6 +228,10 @@ class MeasuredBranch:
     crosstalk or hysteresis, stages 1–2: :meth:`transform` then changes the measured values), ``staging_slots`` (see
     :meth:`staging`). Build ends with a reset of every env.
     """
+
+    kernel_tables = (_BRANCH_KERNELS,)
+    """Tables (working dtype → kernel) of the kernels every branch launches, compiled before a suite is built
+    (:func:`~..geometry.warp_kernels.prepare_kernels`)."""
 
     def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32,
                  latch_thresholds: tuple[torch.Tensor, torch.Tensor] | None = None):

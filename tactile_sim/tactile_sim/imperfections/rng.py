@@ -29,6 +29,7 @@ import torch
 import warp as wp
 
 from ..geometry.struct_launch import StructLaunch, warp_struct
+from ..geometry.warp_kernels import unique_kernel
 
 MASK32 = 0xFFFFFFFF
 SEED_MASK = (1 << 63) - 1
@@ -245,7 +246,7 @@ def _normal_kernel(dtype: torch.dtype):
         native(call, t * chunk, wp.min(t * chunk + chunk, call.out.shape[0]))
 
     kernel.__name__, kernel.__annotations__ = name, {"call": call_type, "chunk": int}
-    return wp.kernel(kernel, enable_backward=False, module=__name__)
+    return unique_kernel(kernel)
 
 
 _NORMAL_KERNELS = {dt: _normal_kernel(dt) for dt in STANDARD_NORMAL_CPP}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constants import T_MULT, int_floor
+from ..constants import steps_from_period
 from ..errors import ConfigError
 from .crosstalk import CrosstalkKernel, crosstalk_kernel_from_options
 
@@ -33,14 +33,6 @@ def _fmt(value) -> str:
             return f"array of shape {tuple(value.shape)}"
         return np.array2string(value, separator=", ")
     return repr(value)
-
-
-def steps_from_period(value: float, dt: float) -> tuple[int, bool]:
-    """Whole steps of a time span: (round(value/dt) with halves up, is a multiple of dt within T_MULT relative)."""
-    ratio = value / dt
-    steps = int_floor(ratio + 0.5)
-    exact = abs(value - steps * dt) <= T_MULT * max(abs(value), dt)
-    return steps, exact
 
 
 @dataclass

@@ -20,7 +20,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from .encode import header, pose, vector3
 from .msg_types import message_class, new_message
@@ -108,6 +107,8 @@ def default_sphere_diameter(positions: np.ndarray, radii: np.ndarray) -> float:
     if len(unique) < 2:
         radius = float(np.max(radii))
         return 2.0 * radius if radius > 0 else 0.01
+    from scipy.spatial import cKDTree  # scipy only where a layout is sized (tactile-sim check lists topics without it)
+
     distances, _ = cKDTree(unique).query(unique, k=2)
     return 0.8 * float(np.median(distances[:, 1]))
 

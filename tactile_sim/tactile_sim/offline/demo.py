@@ -28,7 +28,6 @@ from ..world.urdf import RobotModel
 from .digest import RunDigest
 from .input_messages import joint_state_message, string_message, tf_message
 from .output_bag import OutputBag
-from .plots import write_pictures
 from .progress import ClockProgress
 from .robot_tf import RobotTransforms
 from .run_loop import InputEvent, RunLoop, RunStats, tick_time_ns
@@ -95,5 +94,9 @@ def run_demo(output: str | Path, *, duration: float = DEFAULT_DURATION, rate: fl
         digest.expect_node(core, bag.resolve)
         loop = RunLoop(core, bag.write_all, copy_inputs=True, on_tick=bar.update if bar.active else None)
         stats = loop.run(demo_events(suite.robot, suite.urdf_text, n_ticks, rate, core.world_frame))
-    written = write_pictures(digest, folder, title=TITLE) if pictures else []
+    written = []
+    if pictures:
+        from .plots import write_pictures  # matplotlib: imported only to draw
+
+        written = write_pictures(digest, folder, title=TITLE)
     return DemoResult(bag.path, bag.data_file, written, digest, stats, dict(bag.counts), float(rate))

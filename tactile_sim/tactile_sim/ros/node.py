@@ -23,6 +23,7 @@ from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParam
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -30,6 +31,7 @@ from rosidl_runtime_py.utilities import get_message
 
 from ..config.loader import load_config
 from ..errors import ConfigError, SceneError
+from ..geometry.warp_kernels import set_verbose
 from ..io.msg_types import serialize_cdr
 from ..transport.base import Publisher, Transport
 from ..transport.base import QosProfile as TransportQos
@@ -122,6 +124,8 @@ class TactileSimNode(Node):
 
     def __init__(self, **kwargs: Any):
         super().__init__(NODE_NAME, **kwargs)
+        if self.get_logger().get_effective_level() <= LoggingSeverity.DEBUG:
+            set_verbose(True)  # Warp's own lines (banner, one per loaded kernel module) at log level debug
         for spec in PARAMETERS:
             default = Parameter.Type.STRING_ARRAY if isinstance(spec.default, tuple) else spec.default
             self.declare_parameter(spec.name, default, descriptor(spec))

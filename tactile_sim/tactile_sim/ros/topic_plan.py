@@ -64,21 +64,30 @@ def published_topics(config: Any, *, ground_truth: bool = False, markers: bool =
     than ``tactile_state`` outputs of one period sharing a topic with distinct channel names)."""
     entries: list[Entry] = []
     for i, s in enumerate(config.sensors):
-        where = s.where or f"{config.source}:sensors[{i}]"
-        entries.append(Entry(f"~/{s.name}", SENSOR_MESSAGE[s.type]))
-        if ground_truth and s.type != "ContactSensor":
-            entries.append(Entry(f"~/{s.name}/ground_truth", SENSOR_MESSAGE[s.type]))
-        if s.type == "ContactSensor":
-            entries += [Entry(f"~/{s.name}/{body}/wrench", WRENCH_STAMPED)
-                        for body in (contact_bodies or {}).get(s.name, [BODY])]
-        for j, o in enumerate(getattr(s, "outputs", ())):
-            shared = (s.update_period, o.channel_name or s.name) if o.profile == "tactile_state" else None
-            entries.append(Entry(output_topic(s.name, o), PROFILE_MESSAGE[o.profile], f"{where}.outputs[{j}]", shared))
+        entries += sensor_entries(s, s.where or f"{config.source}:sensors[{i}]", ground_truth=ground_truth,
+                                  bodies=(contact_bodies or {}).get(s.name))
     if markers:
         entries.append(Entry(MARKERS_TOPIC, MARKER_ARRAY))
     entries.append(Entry(DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY))
     _check_unique(entries)
     return list(dict.fromkeys((e.topic, e.message_type) for e in entries))
+
+
+def sensor_entries(sensor: Any, where: str, *, ground_truth: bool = False,
+                   bodies: Sequence[str] | None = None) -> list[Entry]:
+    """The topics one sensor publishes, in publishing order: ``~/<name>``, its ground truth when published (not for
+    ContactSensor), a ContactSensor's ``~/<name>/<body>/wrench`` per body (``bodies``; else one ``<body>`` entry
+    stands for them), then its output profiles (located at ``where``.outputs[j])."""
+    s = sensor
+    entries = [Entry(f"~/{s.name}", SENSOR_MESSAGE[s.type])]
+    if ground_truth and s.type != "ContactSensor":
+        entries.append(Entry(f"~/{s.name}/ground_truth", SENSOR_MESSAGE[s.type]))
+    if s.type == "ContactSensor":
+        entries += [Entry(f"~/{s.name}/{body}/wrench", WRENCH_STAMPED) for body in (bodies or [BODY])]
+    for j, o in enumerate(getattr(s, "outputs", ())):
+        shared = (s.update_period, o.channel_name or s.name) if o.profile == "tactile_state" else None
+        entries.append(Entry(output_topic(s.name, o), PROFILE_MESSAGE[o.profile], f"{where}.outputs[{j}]", shared))
+    return entries
 
 
 def _check_unique(entries: list[Entry]) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..geometry.query import ShapeQuery
+from ..geometry.warp_kernels import table_kernels
 from ..imperfections.pipeline import MeasuredBranch
 from ..imperfections.rng import sensor_seed
 from ..imperfections.spec import SensorImperfections
@@ -82,6 +83,15 @@ class SensorBatch:
     sensor_type: ClassVar[str] = ""
     evaluation_order: ClassVar[int] = 0
     """Batches run in ascending order within an engine step (contact sources 0 before JointTorque 1, §13.1)."""
+    kernel_tables: ClassVar[tuple] = ()
+    """Tables (working dtype → kernel, or (kernel, call type)) of the kernels every batch of this class launches: the
+    suite compiles them together before it builds anything (:func:`~..geometry.warp_kernels.prepare_kernels`); a
+    kernel that only some options launch compiles when it is first launched."""
+
+    @classmethod
+    def launched_kernels(cls, dtype: torch.dtype) -> list:
+        """The kernels of :attr:`kernel_tables` for a working dtype."""
+        return table_kernels(cls.kernel_tables, dtype)
 
     def __init__(self, options: Sequence[Any], ctx: BuildContext):
         self.options = list(options)

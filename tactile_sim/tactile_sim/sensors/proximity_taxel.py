@@ -33,6 +33,7 @@ import warp as wp
 
 from ..geometry.query import ROUND_OFF_ULPS
 from ..geometry.struct_launch import warp_struct
+from ..geometry.warp_kernels import unique_kernel
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
 from .points.probe_sensor import ProbeSensorBatch, per_probe
@@ -212,7 +213,7 @@ def _taxel_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"proximity_taxel_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "round_off": f}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
@@ -224,6 +225,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
 
     sensor_type = "ProximityTaxel"
     channels = 6
+    kernel_tables = (_KERNELS,)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)

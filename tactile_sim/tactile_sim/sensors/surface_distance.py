@@ -26,6 +26,7 @@ import warp as wp
 
 from ..geometry.query import POINTS_PER_CPU_THREAD, nearest_shape, tables_type
 from ..geometry.struct_launch import warp_struct
+from ..geometry.warp_kernels import unique_kernel
 from ..imperfections.spec import PER_CHANNEL_OPTIONS, SensorImperfections
 from ..world.state import WorldState
 from .base import imperfections_of
@@ -80,7 +81,7 @@ def _distance_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"surface_distance_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "points_per_thread": int}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _KERNELS = {dt: _distance_kernel(dt) for dt in WP_TYPES}
@@ -91,6 +92,7 @@ class SurfaceDistanceProbeBatch(ProbeSensorBatch):
 
     sensor_type = "SurfaceDistanceProbe"
     channels = 4
+    kernel_tables = (_KERNELS,)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)

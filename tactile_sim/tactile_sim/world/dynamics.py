@@ -30,6 +30,7 @@ import warp as wp
 
 from ..constants import DEFAULT_GRAVITY
 from ..geometry.struct_launch import StructLaunch, warp_struct
+from ..geometry.warp_kernels import init_warp, typed_kernel
 from .kinematics import Kinematics
 
 WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f, wp.types.vector(6, wp.float32)),
@@ -143,14 +144,14 @@ def rnea_row(tables: Any, work: Any, r: int, q: Any, rq: int, qd: Any, qdd: Any,
         work.moment[r, parent] = work.moment[r, parent] + moment + wp.cross(d, force)
 
 
-@wp.kernel(enable_backward=False)
 def _rnea_kernel(call: Any, tables: Any, work: Any):
     r = wp.tid()
     rnea_row(tables, work, r, call.q, r, call.qd, call.qdd, r, call.root_rot[r], call.gravity[r], call.fext, r,
              call.tau, r)
 
 
-_KERNELS = {dt: wp.overload(_rnea_kernel, {"call": s[2], "tables": s[0], "work": s[1]}) for dt, s in _STRUCTS.items()}
+_KERNELS = {dt: typed_kernel(_rnea_kernel, "inverse_dynamics", dt, {"call": s[2], "tables": s[0], "work": s[1]})
+            for dt, s in _STRUCTS.items()}
 
 
 class InverseDynamics:
@@ -172,7 +173,7 @@ class InverseDynamics:
         com = np.array([link.inertial.com for link in robot.links], dtype=np.float64).reshape(-1, 3)
         inertia = np.array([link.inertial.inertia_link_axes for link in robot.links]).reshape(-1, 3, 3)
         _, v, m, _ = WP_TYPES[dt]
-        wp.init()
+        init_warp()
 
         def array(x, dtype, wtype=None):
             t = torch.as_tensor(x, device=dev, dtype=dtype).contiguous()

@@ -124,6 +124,10 @@ class WorldModel:
     moves. The joint samples, the root pose and the held object poses live in buffers of the model.
     """
 
+    kernel_tables = (WORLD_KERNELS,)
+    """Tables (working dtype → kernel) of the kernels every world model launches, compiled before a suite is built
+    (:func:`~..geometry.warp_kernels.prepare_kernels`)."""
+
     def __init__(self, scene: Scene, *, n_envs: int = 1, device: torch.device | str = "cpu",
                  dtype: torch.dtype = torch.float32, world_frame: str = "world", tf: TFBuffer | None = None,
                  root_pose: Pose | None = None, root_from_tf: bool = False, check_finite: bool = True):

@@ -31,6 +31,7 @@ import torch
 import warp as wp
 
 from ..geometry.struct_launch import warp_struct
+from ..geometry.warp_kernels import init_warp, typed_kernel
 
 _WP_TYPES = {torch.float32: (wp.float32, wp.vec3f, wp.mat33f), torch.float64: (wp.float64, wp.vec3d, wp.mat33d)}
 
@@ -117,14 +118,12 @@ def link_motion(e: int, q: wp.array2d(dtype=Any), qd: wp.array2d(dtype=Any), mov
         lin[e, c] = lin[e, p] + wp.cross(wpar, o - op) + u
 
 
-@wp.kernel(enable_backward=False)
 def _kinematics_kernel(call: Any, robot: Any, movable_input: int):
     e = wp.tid()
     link_motion(e, call.q, call.qd, movable_input, call.root_rot[e], call.root_pos[e], call.root_lin[e],
                 call.root_ang[e], robot, call.rot, call.pos, call.lin, call.ang)
 
 
-@wp.kernel(enable_backward=False)
 def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given: int, dt: Any, slot: int):
     """sample: 0 none (the stored joints are held), 1 a sample with a new stamp, 2 a sample with the stamp of the
     stored one (it replaces it); velocity_given: qd_in holds the caller's joint velocities; dt: stamp difference
@@ -192,11 +191,13 @@ def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given
 
 
 _STRUCTS = {dt: _struct_types(*types) for dt, types in _WP_TYPES.items()}
-KINEMATICS_KERNELS = {dt: wp.overload(_kinematics_kernel, {"call": _STRUCTS[dt][2], "robot": _STRUCTS[dt][0]})
+KINEMATICS_KERNELS = {dt: typed_kernel(_kinematics_kernel, "link_motion", dt,
+                                        {"call": _STRUCTS[dt][2], "robot": _STRUCTS[dt][0]})
                       for dt in _STRUCTS}
 """The link-motion kernel ``(call, robot, movable_input)`` over (E,) by working dtype."""
-WORLD_KERNELS = {dt: wp.overload(_world_kernel, {"call": _STRUCTS[dt][3], "robot": _STRUCTS[dt][0],
-                                                 "world": _STRUCTS[dt][1], "dt": _WP_TYPES[dt][0]})
+WORLD_KERNELS = {dt: typed_kernel(_world_kernel, "world_update", dt,
+                                  {"call": _STRUCTS[dt][3], "robot": _STRUCTS[dt][0], "world": _STRUCTS[dt][1],
+                                   "dt": _WP_TYPES[dt][0]})
                  for dt in _STRUCTS}
 """The world-update kernel ``(call, robot, world, sample, velocity_given, dt, slot)`` over (E,) by working dtype."""
 
@@ -224,7 +225,7 @@ def empty_robot_tables(dtype: torch.dtype, device: torch.device):
 def fill_struct(struct_type, tensors: dict[str, torch.Tensor]):
     """A new instance of a warp struct type whose array fields point at contiguous torch tensors (the caller keeps
     them alive as long as the struct is used)."""
-    wp.init()
+    init_warp()
     struct = struct_type()
     for name, t in tensors.items():
         if t.numel() == 0:  # no data to alias; fresh strides that warp accepts

@@ -19,6 +19,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import warp_struct
+from ...geometry.warp_kernels import unique_kernel
 from ..points.probe_set import WP_TYPES, probe_struct
 from ..points.cell_kernel import cell_kernel
 
@@ -142,7 +143,7 @@ def _body_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"contact_sensor_bodies_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "dt": f, "slot": int}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 SAMPLE_KERNELS = {dt: _sample_kernel(dt) for dt in WP_TYPES}

@@ -119,6 +119,7 @@ class ContactSensorBatch(SensorBatch):
 
     sensor_type = "ContactSensor"
     evaluation_order = 0
+    kernel_tables = (SAMPLE_KERNELS, BODY_KERNELS)
 
     def __init__(self, options, ctx: BuildContext):
         super().__init__(options, ctx)

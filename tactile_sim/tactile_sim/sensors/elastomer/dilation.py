@@ -38,6 +38,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import StructLaunch, warp_struct
+from ...geometry.warp_kernels import unique_kernel
 from ..points.compaction import SegmentCompaction
 from .layer_profile import FAR_FIELD, layer_profile
 from ..layout.probe_layout import ProbeLayout
@@ -145,8 +146,8 @@ def _lattice_tables(call: _LatticeTablesCall, a: wp.vec3d, s: int):
 
 _pair_tables.__annotations__ = {"call": _PairTablesCall, "at": int, "s": int}
 _lattice_tables.__annotations__ = {"call": _LatticeTablesCall, "a": wp.vec3d, "s": int}
-_pair_tables = wp.kernel(_pair_tables, enable_backward=False)
-_lattice_tables = wp.kernel(_lattice_tables, enable_backward=False)
+_pair_tables = unique_kernel(_pair_tables, "elastomer_dilation_pair_tables_float64")
+_lattice_tables = unique_kernel(_lattice_tables, "elastomer_dilation_lattice_tables_float64")
 
 
 def _direct_sum_kernel(dtype: torch.dtype):
@@ -174,9 +175,9 @@ def _direct_sum_kernel(dtype: torch.dtype):
             u = u + call.params[s, 6] * (call.depth[e, j] * k - (g * call.depth_p[e, j]) * a)
         call.out[e, i] = u
 
-    kernel.__name__ = f"dilation_direct_sum_{f.__name__}"
+    kernel.__name__ = f"elastomer_dilation_direct_sum_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}

@@ -23,6 +23,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import StructLaunch, warp_struct
+from ...geometry.warp_kernels import unique_kernel
 from .dilation import orthogonal_grid, pair_tables
 from ..layout.probe_layout import ProbeLayout
 from ..points.probe_set import WP_TYPES
@@ -82,7 +83,7 @@ def _pairwise_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"elastomer_pairwise_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _KERNELS = {dt: _pairwise_kernel(dt) for dt in WP_TYPES}

@@ -34,6 +34,7 @@ from ...constants import EPS_LEN
 from ...geometry.query import ShapeQuery, nearest_shape, tables_type
 from ...geometry.shapes import Shape, ShapeKind
 from ...geometry.struct_launch import StructLaunch, warp_struct
+from ...geometry.warp_kernels import unique_kernel
 from .dilation import orthogonal_grid
 from ..layout.probe_layout import ProbeLayout
 from ...world.state import WorldState
@@ -111,9 +112,9 @@ def _sample_kernel(dtype: torch.dtype):
             call.drag[e, j] = c
             call.selected[e, j] = w > zero and (c[0] != zero or c[1] != zero or c[2] != zero)
 
-    kernel.__name__ = f"shear_samples_{f.__name__}"
+    kernel.__name__ = f"elastomer_shear_samples_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "per_thread": int}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _SAMPLE_KERNELS = {dt: _sample_kernel(dt) for dt in WP_TYPES}
@@ -145,9 +146,9 @@ def _compact_kernel(dtype: torch.dtype):
             call.c_out[e, s, j] = call.c_out[e, s, j] - call.c_out[e, s, j]
         call.count[e, s] = m
 
-    kernel.__name__ = f"shear_compact_{v.__name__}"
+    kernel.__name__ = f"elastomer_shear_compact_{WP_TYPES[dtype][0].__name__}"
     kernel.__annotations__ = {"call": call_type}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _COMPACT_KERNELS = {dt: _compact_kernel(dt) for dt in WP_TYPES}
@@ -290,6 +291,9 @@ class ShearAnchors:
     ``anchor`` A_j [E, N, 3] m (link frame). Per step (after a call): ``q_c``, ``c_c`` [E, S, K, 3] the compacted
     positions q̃ and weighted drags of each sensor's contributing samples, ``count`` [E, S] int32 how many.
     """
+
+    kernel_tables = (_SAMPLE_KERNELS, _COMPACT_KERNELS)
+    """Tables (working dtype → (kernel, call type)) of the kernels every instance launches."""
 
     def __init__(self, clouds: Sequence[PointCloud], links: Sequence[int], link_shapes: Sequence[Sequence[Shape]],
                  n_envs: int, n_bodies: int, query: ShapeQuery,

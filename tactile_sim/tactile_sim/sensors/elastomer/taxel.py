@@ -25,6 +25,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import warp_struct
+from ...geometry.warp_kernels import unique_kernel
 from ...world.state import WorldState
 from .dilation import DilationField, DilationParameters
 from .pairwise import PairwiseField, pairwise_sensors
@@ -95,7 +96,7 @@ def _emit_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"elastomer_emit_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "per_thread": int}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _EMIT_KERNELS = {dt: _emit_kernel(dt) for dt in WP_TYPES}
@@ -106,6 +107,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
 
     sensor_type = "ElastomerTaxel"
     channels = 3
+    kernel_tables = (_DEPTH_KERNELS, _EMIT_KERNELS) + ShearAnchors.kernel_tables  # shear: on by default
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)

@@ -25,6 +25,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import warp_struct
+from ...geometry.warp_kernels import typed_kernel
 from ...world.dynamics import WP_TYPES, rnea_row, rnea_types
 
 _PI = wp.constant(math.pi)
@@ -145,7 +146,6 @@ def _source_row(call: Any, b: Any, e: int, row: int, zero: Any):
     return type(b.fext[0, 0])(f[0], f[1], f[2], t[0], t[1], t[2])
 
 
-@wp.kernel(enable_backward=False)
 def _joint_torque_kernel(call: Any, b: Any, rnea_tables: Any, work: Any, accept: int, vel_mode: int, acc_mode: int,
                          dt: Any, neg_two_pi_dt: Any):
     e, s = wp.tid()
@@ -194,12 +194,13 @@ def _joint_torque_kernel(call: Any, b: Any, rnea_tables: Any, work: Any, accept:
 
 
 _STRUCTS = {dt: _struct_types(dt) for dt in WP_TYPES}
-_KERNELS = {dt: wp.overload(_joint_torque_kernel, {
+JOINT_TORQUE_KERNELS = {dt: typed_kernel(_joint_torque_kernel, "joint_torque", dt, {
     "call": _STRUCTS[dt][0], "b": _STRUCTS[dt][1], "rnea_tables": rnea_types(dt)[0], "work": rnea_types(dt)[1],
     "dt": WP_TYPES[dt][0], "neg_two_pi_dt": WP_TYPES[dt][0]}) for dt in WP_TYPES}
+"""The joint-torque kernel by working dtype (parameters: see :func:`joint_torque_kernel`)."""
 
 
 def joint_torque_kernel(dtype: torch.dtype) -> tuple:
     """(kernel, call struct type, batch struct type) for a working dtype. Kernel parameters: (call, batch, RNEA
     tables, RNEA workspace, accept, vel_mode, acc_mode, dt, −2π·dt); launch over (E, S)."""
-    return _KERNELS[dtype], _STRUCTS[dtype][0], _STRUCTS[dtype][1]
+    return JOINT_TORQUE_KERNELS[dtype], _STRUCTS[dtype][0], _STRUCTS[dtype][1]

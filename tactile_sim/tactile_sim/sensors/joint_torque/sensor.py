@@ -31,8 +31,8 @@ from ...world.state import WorldState
 from ...world.urdf import JointType
 from ..base import BuildContext, SensorBatch, imperfections_of
 from ..contact_sensor.sensor import match_bodies
-from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, SOURCE_COLUMNS,
-                                  joint_torque_kernel)
+from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, JOINT_TORQUE_KERNELS, SOURCE_COLUMNS,
+                     joint_torque_kernel)
 from ..warp_launch import SlotLaunches
 
 
@@ -45,6 +45,7 @@ class JointTorqueBatch(SensorBatch):
 
     sensor_type = "JointTorque"
     evaluation_order = 1
+    kernel_tables = (JOINT_TORQUE_KERNELS,)
 
     def __init__(self, options, ctx: BuildContext):
         super().__init__(options, ctx)

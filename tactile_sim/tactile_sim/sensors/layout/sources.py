@@ -9,9 +9,9 @@ import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import trimesh
 from scipy.sparse import csr_matrix
 from scipy.spatial import cKDTree
 
@@ -20,6 +20,9 @@ from ...errors import ConfigError
 from ...geometry.shapes import Shape, ShapeKind
 from ...geometry.transforms import rpy_to_matrix_np
 from .probe_layout import ProbeLayout
+
+if TYPE_CHECKING:
+    import trimesh
 
 # ---------------------------------------------------------------------- mesh-conforming layout
 CANDIDATES_PER_CELL = 20
@@ -31,6 +34,8 @@ MAX_CANDIDATES = 2_000_000
 
 def _tessellate(shape: Shape) -> trimesh.Trimesh:
     """Triangle mesh of ``shape`` in its own frame (primitives are refined to exact surfaces after sampling)."""
+    import trimesh  # only for conforming layouts: it costs seconds to import (through scipy)
+
     k, s = shape.kind, shape.size
     if k == ShapeKind.SPHERE:
         return trimesh.creation.icosphere(subdivisions=3, radius=s[0])
@@ -170,6 +175,8 @@ def conforming_layout(
         raise ConfigError(f"{where}.spacing: too small for this link (about {sum(counts) // CANDIDATES_PER_CELL} "
                           f"taxels); got {spacing!r}; allowed: a spacing giving at most "
                           f"{MAX_CANDIDATES // CANDIDATES_PER_CELL} taxels")
+    import trimesh
+
     rng = np.random.default_rng(seed)
     pts_all, nrm_all = [], []
     for i, (shape, count) in enumerate(zip(shapes, counts)):

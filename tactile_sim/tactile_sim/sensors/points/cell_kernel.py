@@ -44,6 +44,7 @@ import warp as wp
 
 from ...geometry.query import nearest_shape, primitive_bound, shape_may_hit, sphere_may_hit, tables_type
 from ...geometry.sdf_funcs import primitive_sd
+from ...geometry.warp_kernels import unique_kernel
 from .probe_set import KERNEL_CLEAR_LIMIT
 
 
@@ -179,4 +180,4 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
 
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
-    return wp.kernel(kernel, enable_backward=False, module="unique")
+    return unique_kernel(kernel)

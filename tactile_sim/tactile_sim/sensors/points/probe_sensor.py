@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from ...geometry.warp_kernels import table_kernels
 from ...imperfections.pipeline import MeasuredBranch
 from ...imperfections.spec import SensorImperfections
 from ...world.state import WorldState
@@ -100,6 +101,10 @@ class FusedProbeBatch(ProbeSensorBatch):
     type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
 
     kernels: dict = {}
+
+    @classmethod
+    def launched_kernels(cls, dtype: torch.dtype) -> list:
+        return table_kernels((cls.kernels,), dtype)
 
     def __init__(self, options, ctx):
         super().__init__(options, ctx)

@@ -28,6 +28,7 @@ import warp as wp
 
 from ...constants import KELVIN_OFFSET, STEFAN_BOLTZMANN
 from ...geometry.struct_launch import warp_struct
+from ...geometry.warp_kernels import unique_kernel
 from ..points.probe_set import WP_TYPES, probe_struct
 from ..points.cell_kernel import cell_kernel
 
@@ -162,7 +163,7 @@ def _exchange_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"thermal_exchange_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "h": f, "ambient": f, "dt": f}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 def _cell_kernel(dtype: torch.dtype):
@@ -196,7 +197,7 @@ def _cell_kernel(dtype: torch.dtype):
     kernel.__name__ = f"thermal_cells_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "h": f, "ambient": f, "dt": f, "n": int, "exchange_step": int,
                               "conduct": int}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 def _readout_kernel(dtype: torch.dtype):
@@ -218,7 +219,7 @@ def _readout_kernel(dtype: torch.dtype):
 
     kernel.__name__ = f"thermal_readout_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 CONTACT_KERNELS = {dt: _contact_kernel(dt) for dt in WP_TYPES}

@@ -22,6 +22,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import StructLaunch, warp_struct
+from ...geometry.warp_kernels import unique_kernel
 
 
 @wp.func
@@ -89,9 +90,9 @@ def _pair_kernel(f):
             for y in range(n_lump):
                 call.area_ll[e, x, y] = zero
 
-    kernel.__name__ = f"relax_pairs_{f.__name__}"
+    kernel.__name__ = f"thermal_relax_pairs_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
-    return wp.kernel(kernel, enable_backward=False, module="unique"), call_type
+    return unique_kernel(kernel), call_type
 
 
 _KERNELS = {torch.float32: _pair_kernel(wp.float32), torch.float64: _pair_kernel(wp.float64)}

@@ -23,7 +23,7 @@ from ...imperfections.pipeline import MeasuredBranch
 from ...world.scene import closest_names
 from ...world.state import WorldState
 from ..base import BuildContext, SensorBatch, imperfections_of
-from .kernels import READOUT_KERNELS
+from .kernels import CELL_KERNELS, CONTACT_KERNELS, READOUT_KERNELS
 from .system import GridSpec, Material, ThermalSystem
 from ..warp_launch import SlotLaunches
 
@@ -74,6 +74,7 @@ class TemperatureGridBatch(SensorBatch):
     """
 
     sensor_type = "TemperatureGrid"
+    kernel_tables = (CONTACT_KERNELS, CELL_KERNELS, READOUT_KERNELS)
 
     def __init__(self, options, ctx: BuildContext):
         super().__init__(options, ctx)

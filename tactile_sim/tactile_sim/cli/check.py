@@ -1,0 +1,192 @@
+"""``tactile-sim check CONFIG.yaml [--robot URDF]``: validate a sensor configuration and print what it would build —
+per sensor its type, link, taxel count, evaluation rate, the imperfections that are on and the topics the node
+would publish — without importing torch or Warp, so that a configuration error arrives in well under a second.
+
+With a robot (``--robot``, else the configuration's ``robot.urdf``) the links and joints that sensors name are
+checked against the URDF's too. ``replay``, ``node`` and ``demo`` validate the same way (:func:`early_config`)
+before they import the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from .common import check_device, fail
+
+DESCRIPTION = """\
+Validate SENSORS.yaml (every option, every cross-section rule) and print the sensors it resolves to: type, link,
+taxel count, evaluation rate, which imperfections are on and the topics tactile_sim_node would publish. Exit status
+0 when valid, 2 with the file, option, value and what is allowed when not. Torch and Warp are not imported."""
+
+TAXEL_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
+               "SurfaceDistanceProbe")
+PIPELINE_OPTIONS = ("noise", "bias", "random_walk", "resolution", "delay", "jitter", "probe_gain",
+                    "probe_gain_resample_range", "probe_radius_noise", "dead_taxel_probability", "hysteresis_strength",
+                    "crosstalk_strength", "crosstalk_kernel", "history_length")
+"""Options of the measured branch; one is *on* when it differs from its default."""
+
+
+def add_check_command(commands: argparse._SubParsersAction) -> None:
+    """Register ``check`` on the ``tactile-sim`` sub-command parsers."""
+    p = commands.add_parser("check", help="validate a sensor configuration and list what it builds (no torch)",
+                            description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", metavar="SENSORS.yaml", help="sensor configuration (path or package://<pkg>/<path>)")
+    p.add_argument("--robot", metavar="URDF", help="robot URDF file (default: the configuration's robot.urdf)")
+    p.add_argument("--ground-truth", action="store_true", help="list the ground-truth topics too")
+    p.set_defaults(func=run_check_command)
+
+
+@dataclass(frozen=True)
+class SensorSummary:
+    """What one sensor of a configuration builds: count is its taxels, cells, joints or bodies (None: known only
+    once the scene is built); rate in Hz; imperfections: the measured-branch options that are on."""
+
+    name: str
+    type: str
+    link: str
+    count: int | None
+    unit: str
+    rate: float
+    imperfections: tuple[str, ...]
+    topics: tuple[tuple[str, str], ...]
+
+
+def early_config(command: str, source, robot: str | Path | None = None) -> int | None:
+    """None for a valid configuration (and robot, see :func:`robot_names`), else the exit status after printing the
+    error: the check of every command that builds sensors, done before it imports the library."""
+    from ..config.loader import load_config
+    from ..errors import ConfigError
+
+    try:
+        robot_names(load_config(source), robot)
+    except ConfigError as exc:
+        return fail(command, str(exc))
+    return None
+
+
+def preflight(command: str, device: str, source, robot: str | Path | None, verbose: bool) -> int | None:
+    """What a command that builds sensors checks before it imports the library: ``--device`` usable here
+    (:func:`.common.check_device`) and the configuration valid (:func:`early_config`). None when both pass (Warp's
+    own output then follows ``verbose``), else the exit status after printing the error."""
+    problem = check_device(device)
+    if problem:
+        return fail(command, problem)
+    status = early_config(command, source, robot)
+    if status is None:
+        from ..geometry.warp_kernels import set_verbose  # imports warp: the command is about to need it
+
+        set_verbose(verbose)
+    return status
+
+
+def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] | None:
+    """(link names, joint names) of the robot (``robot``, else the configuration's ``robot.urdf``; None without one),
+    after checking that every link and joint the sensors name exists; ConfigError otherwise."""
+    from ..config.errors import config_error, suggest
+
+    path = robot or (config.robot.urdf if config.robot is not None else None)
+    if path is None:
+        return None
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise config_error(str(path), "", f"cannot read the robot URDF ({exc})", str(path),
+                           "a readable URDF (XML) file") from None
+    links = {e.get("name") for e in root.iter("link")}
+    joints = {e.get("name") for e in root.iter("joint")}
+    bodies = links | {o.name for o in config.objects}
+    for opt in config.sensors:
+        names = [opt.link] if isinstance(getattr(opt, "link", None), str) else []
+        for key, known in (("link", bodies), ("joints", joints)):
+            for name in (names if key == "link" else getattr(opt, "joints", None) or []):
+                if name not in known:
+                    raise config_error(opt.where, key, f"no {key.rstrip('s')} of that name in {path}", name,
+                                       f"one of the {len(known)} names there", suggest(name, sorted(known)))
+    return links, joints
+
+
+def taxel_count(layout) -> int | None:
+    """Taxels of a ``probe_local_pos`` value: nested positions or a grid; None for file, conforming and URDF
+    layouts (counted when the suite is built)."""
+    grid = getattr(layout, "grid", None)
+    if grid is not None:
+        return grid.nx * grid.ny
+    if isinstance(layout, (list, tuple)):
+        count, level = 1, layout
+        while isinstance(level, (list, tuple)) and level and isinstance(level[0], (list, tuple)):
+            count *= len(level)
+            level = level[0]
+        return count
+    return None
+
+
+def summarize(config, ground_truth: bool = False, links: set[str] | None = None) -> list[SensorSummary]:
+    """One :class:`SensorSummary` per sensor of a validated configuration, in its order."""
+    from ..config.suite_checks import evaluation_steps
+    from ..ros.topic_plan import sensor_entries
+
+    dt = config.suite.step_dt
+    out = []
+    for opt in config.sensors:
+        bodies = None
+        link, unit, count = getattr(opt, "link", ""), "taxels", None
+        if opt.type in TAXEL_TYPES:
+            count = taxel_count(opt.probe_local_pos)
+        elif opt.type == "TemperatureGrid":
+            unit, count = "cells", opt.grid_size[0] * opt.grid_size[1] * opt.grid_size[2]
+        elif opt.type == "JointTorque":
+            unit, count = "joints", len(opt.joints) if opt.joints is not None else None
+            link = opt.robot or "robot"
+        elif opt.type == "ContactSensor":
+            link, unit = opt.prim_path, "bodies"
+            if links is not None:
+                bodies = sorted(n for n in links | {o.name for o in config.objects} if re.fullmatch(opt.prim_path, n))
+                count = len(bodies)
+        topics = tuple((e.topic, e.message_type)
+                       for e in sensor_entries(opt, opt.where, ground_truth=ground_truth, bodies=bodies))
+        defaults = type(opt).model_fields
+        on = tuple(k for k in PIPELINE_OPTIONS if k in defaults and getattr(opt, k) != defaults[k].default)
+        out.append(SensorSummary(opt.name, opt.type, link, count, unit,
+                                 1.0 / (evaluation_steps(opt.update_period, dt) * dt), on, topics))
+    return out
+
+
+def format_summary(rows: list[SensorSummary]) -> str:
+    """The table ``check`` prints: one line per sensor, then its topics indented."""
+    head = ("sensor", "type", "link", "size", "rate", "imperfections")
+    unknown = {"joints": "all"}  # JointTorque without a joint list: every actuated joint of its robot
+    cells = [(r.name, r.type, r.link, f"{r.count if r.count is not None else unknown.get(r.unit, '?')} {r.unit}",
+              f"{r.rate:g} Hz",
+              ", ".join(r.imperfections) or "-") for r in rows]
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(head, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for row, c in zip(rows, cells):
+        lines.append("  ".join(x.ljust(w) for x, w in zip(c, widths)).rstrip())
+        lines += [f"    {topic}  ({kind})" for topic, kind in row.topics]
+    return "\n".join(lines)
+
+
+def run_check_command(args: argparse.Namespace) -> int:
+    from ..config.loader import load_config
+    from ..errors import ConfigError
+
+    from ..ros.topic_plan import published_topics
+
+    try:
+        config = load_config(args.config)
+        robot = robot_names(config, args.robot)
+        published_topics(config)  # two outputs on one topic are refused as the node refuses them
+    except ConfigError as exc:
+        return fail("check", str(exc))
+    rows = summarize(config, args.ground_truth, robot[0] if robot else None)
+    print(f"{args.config}: valid; {len(rows)} sensors, suite at {1.0 / config.suite.step_dt:g} Hz on "
+          f"{config.suite.device} ({config.suite.dtype})")
+    print(format_summary(rows))
+    print("and ~/markers (visualization_msgs/msg/MarkerArray, when viz_rate > 0), /diagnostics "
+          "(diagnostic_msgs/msg/DiagnosticArray)")
+    return 0

@@ -1,0 +1,137 @@
+"""``tactile-sim check``: a configuration validated and described without torch or Warp; ``replay``, ``node`` and
+``demo`` refuse a bad configuration the same way before they import the library."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from helpers_offline import run_cli
+from tactile_sim.cli.check import summarize
+from tactile_sim.config import load_config
+from tactile_sim.demo_trajectory import DEMO_CONFIG, DEMO_URDF
+from tactile_sim.ros.node_core import NodeCore
+from tactile_sim.ros.node_params import NodeParams
+
+NOT_A_MAPPING = "the configuration is not a mapping; got None; allowed: a mapping with suite, robot"
+
+LIGHT = """
+import sys
+from tactile_sim.cli import main
+status = main(sys.argv[1:])
+print("status", status, "heavy", sorted(m for m in ("torch", "warp", "trimesh", "scipy", "matplotlib")
+                                       if m in sys.modules))
+"""
+
+
+def check_in_new_process(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", LIGHT, "check", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_check_imports_neither_torch_nor_warp(tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    bad = check_in_new_process(str(empty))
+    assert bad.stdout.splitlines()[-1] == "status 2 heavy []"
+    assert f"tactile-sim check: error: {empty}: {NOT_A_MAPPING}" in bad.stderr
+    good = check_in_new_process(DEMO_CONFIG)
+    assert good.stdout.splitlines()[-1] == "status 0 heavy []"
+
+
+def test_check_describes_what_the_node_builds():
+    """Sizes and topics as the node built from the same configuration has them."""
+    config = load_config(DEMO_CONFIG)
+    core = NodeCore(config, NodeParams(publish_ground_truth=True))
+    rows = summarize(config, ground_truth=True, links=set(core.suite.robot.link_names))
+    published = {t.name for t in core.topics()} - {"~/markers", "/diagnostics"}
+    assert {topic for r in rows for topic, _ in r.topics} == published
+    kinds = {t.name: t.message_type for t in core.topics()}
+    assert all(kinds[topic] == kind for r in rows for topic, kind in r.topics)
+    for r in rows:
+        if r.unit == "taxels":
+            assert r.count == len(core.suite.layouts[r.name].positions.reshape(-1, 3)), r.name
+    by_name = {r.name: r for r in rows}
+    assert by_name["pad_left"].imperfections == ("noise", "resolution")
+    assert by_name["gel_right"].imperfections == ()
+    assert by_name["thermal_left"].count == 12 and by_name["palm_contact"].count == 1
+
+
+def test_check_prints_the_table():
+    status, out, err = run_cli("check", DEMO_CONFIG, "--robot", str(DEMO_URDF))
+    assert status == 0 and err == ""
+    assert out.splitlines()[0].endswith("valid; 10 sensors, suite at 200 Hz on cpu (float32)")
+    assert "    ~/palm_contact/palm/wrench  (geometry_msgs/msg/WrenchStamped)" in out.splitlines()
+
+
+def test_check_finds_a_link_missing_from_the_robot(tmp_path):
+    raw = {"suite": {"dt": 0.01}, "sensors": [{"type": "KinematicTaxel", "name": "pad", "link": "fingertip_lft"}]}
+    path = tmp_path / "pad.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    status, _, err = run_cli("check", str(path), "--robot", str(DEMO_URDF))
+    assert status == 2
+    assert f"{path}:sensors[0].link: no link of that name in {DEMO_URDF}; got 'fingertip_lft'" in err
+    assert "fingertip_left" in err  # the closest name is suggested
+
+
+@pytest.mark.parametrize("command", [["replay", "no_such.mcap", "-o", "out.mcap"], ["node", "--transport", "dds"]])
+def test_commands_refuse_a_bad_configuration_before_building(tmp_path, command):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    status, _, err = run_cli(*command, "--config", str(empty))
+    assert status == 2 and f"tactile-sim {command[0]}: error: {empty}: {NOT_A_MAPPING}" in err
+
+
+def test_the_library_imports_trimesh_and_matplotlib_only_where_used():
+    code = ("import sys, tactile_sim.suite, tactile_sim.offline.demo, tactile_sim.offline.replay; "
+            "print(sorted(m for m in ('trimesh', 'matplotlib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_compile_fills_the_kernel_cache_for_the_next_start(tmp_path):
+    config = tmp_path / "pad.yaml"
+    config.write_text(yaml.safe_dump({
+        "suite": {"dt": 0.01},
+        "objects": [{"name": "pad", "geometry": [{"box": {"size": [0.08, 0.08, 0.02]}}]}],
+        "sensors": [{"type": "KinematicTaxel", "name": "skin", "link": "pad",
+                     "probe_local_pos": {"grid": {"lo": [-0.03, -0.03, 0.01], "hi": [0.03, 0.03, 0.01], "nx": 4,
+                                                  "ny": 4}}}]}))
+    env = {**os.environ, "WARP_CACHE_PATH": str(tmp_path / "cache")}
+    env.pop("WARP_LOG_LEVEL", None)
+    command = [sys.executable, "-m", "tactile_sim", "compile", str(config)]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert re.fullmatch(r"compiling [1-9]\d* sensor kernels for cpu \(first run only\)…\n", first.stderr)
+    assert first.stdout.startswith("kernels of 1 sensors ready on cpu (float32) in ")
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert second.returncode == 0 and second.stderr == ""  # nothing left to compile, nothing from Warp
+
+
+def test_check_lists_output_profiles_and_refuses_a_topic_used_twice(tmp_path):
+    """The profile topics of ``outputs:`` are listed as the node publishes them; two outputs on one topic are refused
+    by check as the node refuses them (exit 2, the output entry named)."""
+    sensor = {"type": "KinematicTaxel", "name": "pad", "link": "fingertip_left", "probe_radius": 0.002,
+              "probe_local_pos": {"grid": {"lo": [-0.005, -0.005, 0], "hi": [0.005, 0.005, 0], "nx": 3, "ny": 3}},
+              "outputs": [{"profile": "tactile_state"}, {"profile": "wrench", "topic": "/ft"},
+                          {"profile": "pointcloud"}]}
+    path = tmp_path / "pad.yaml"
+    path.write_text(yaml.safe_dump({"suite": {"rate": 100}, "robot": {"urdf": str(DEMO_URDF)}, "sensors": [sensor]}))
+    status, out, _ = run_cli("check", str(path))
+    assert status == 0
+    lines = out.splitlines()
+    for topic, kind in (("/tactile_states", "tactile_msgs/msg/TactileState"),
+                        ("/ft", "geometry_msgs/msg/WrenchStamped"), ("~/pad/points", "sensor_msgs/msg/PointCloud2")):
+        assert f"    {topic}  ({kind})" in lines
+    config = load_config(path)
+    core = NodeCore(config, NodeParams())
+    listed = {topic for r in summarize(config) for topic, _ in r.topics}
+    assert listed == {t.name for t in core.topics()} - {"~/markers", "/diagnostics"}
+    sensor["outputs"].append({"profile": "pointcloud", "topic": "/ft"})
+    path.write_text(yaml.safe_dump({"suite": {"rate": 100}, "robot": {"urdf": str(DEMO_URDF)}, "sensors": [sensor]}))
+    status, _, err = run_cli("check", str(path))
+    assert status == 2 and f"{path}:sensors[0].outputs[3].topic: topic already published" in err
