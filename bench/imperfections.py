@@ -1,4 +1,4 @@
-"""Micro-benchmark of the measured branch (spec §13).
+"""Micro-benchmark of the measured branch (docs/models/imperfections.md#imperfections).
 
 Table 1, a typical imperfection set (noise + bias + probe_gain + delay). Per step: measured = gain · raw, stages 5–9
 (noise, bias), push into the rings, delayed read of the whole batch. Compared in-process with a naive baseline: one

@@ -1,4 +1,5 @@
-"""Step cost of the surface-sample sensors of the demo gripper (spec §10, §12): the palm ContactSensor (864 samples at
+"""Step cost of the surface-sample sensors of the demo gripper (docs/models/temperature_grid.md#temperature-grid,
+docs/models/contact_sensor.md#model): the palm ContactSensor (864 samples at
 5 mm, the can standing on the palm) and the fingertip TemperatureGrid (2×2×3 cells, 1408 contact samples, the
 fingertip squeezing the can), for 1, 16 and 1024 envs.
 

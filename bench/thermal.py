@@ -1,4 +1,5 @@
-"""Step cost of one TemperatureGrid (spec §10): a 16×16×4 grid on an 8×8×2 cm pad (5 mm cells, 12 288 contact
+"""Step cost of one TemperatureGrid (docs/models/temperature_grid.md#temperature-grid): a 16×16×4 grid on an 8×8×2 cm
+pad (5 mm cells, 12 288 contact
 samples at the default spacing Δ/4) with a hot block on part of its top.
 
 Rows: the full sensor evaluation (contact query over the surface samples, exchange, conduction, lag, pipeline) and

@@ -1,4 +1,5 @@
-"""Step cost of JointTorque (spec §11) on the Panda of example-robot-data with 4 contact sensors as load sources.
+"""Step cost of JointTorque (docs/models/joint_torque.md#joint-torque) on the Panda of example-robot-data with 4
+contact sensors as load sources.
 
 Scene: the Panda (primitive collision shapes, visuals dropped; 7 arm joints + 2 finger joints), a 4×4 KinematicTaxel
 pad on each of panda_link3…6 (the contact sources, "auto"), one JointTorque over every joint, joint samples with

@@ -1,4 +1,4 @@
-"""Named small constants of spec §16.3 — the only tolerances that gate a model.
+"""Named small constants of docs/models/conventions.md#constants — the only tolerances that gate a model.
 
 Nothing else may act as an epsilon; in particular never the machine epsilon of the working dtype.
 """
@@ -13,7 +13,7 @@ EPS_GRAD = 1e-12
 """relative to 1 — zero interpolated SDF gradient → the consumer's fallback normal."""
 
 EPS_NORMAL = 1e-6
-"""probe normals count as shared / grid axes count as parallel (§14.2)."""
+"""probe normals count as shared / grid axes count as parallel (docs/models/layouts.md#planar-grids)."""
 
 GRID_FIT_ABS = 1e-6
 """m — absolute part of the regular-planar-grid fit tolerance: 1e-6 m + 1e-3·min(Δu, Δv)."""
@@ -25,7 +25,7 @@ T_MULT = 1e-6
 """relative — "is a multiple of dt" for `delay` and `update_period`."""
 
 X_FLOOR_MARGIN = 1e-3
-"""m — ContactProbe floor below a negative release threshold (§5)."""
+"""m — ContactProbe floor below a negative release threshold (docs/models/contact_probe.md#model)."""
 
 TIMER_TOL = 1e-8
 """s — ContactSensor first-contact / first-air helpers."""
@@ -47,7 +47,7 @@ DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
 
 def int_ceil(x: float) -> int:
-    """ceil of a real ratio that may be an integer up to round-off (spec preamble)."""
+    """ceil of a real ratio that may be an integer up to round-off (docs/models/conventions.md#constants)."""
     import math
 
     return math.ceil(x - INT_RATIO_TOL * max(1.0, abs(x)))
@@ -74,7 +74,7 @@ MAX_PROBES = 4_000_000
 
 
 def int_floor(x: float) -> int:
-    """floor of a real ratio that may be an integer up to round-off (spec preamble)."""
+    """floor of a real ratio that may be an integer up to round-off (docs/models/conventions.md#constants)."""
     import math
 
     return math.floor(x + INT_RATIO_TOL * max(1.0, abs(x)))

@@ -8,7 +8,8 @@ Typical use (no ROS)::
     depth = suite.read("pad_depth")                      # [n_envs, *layout] (no env axis when n_envs = 0)
     force, torque = suite.read("pad_force")              # KinematicTaxel: link frame, N and N·m
 
-Sensors of one class and one evaluation period are evaluated as one batch (spec §13.1: a sensor with update_period
+Sensors of one class and one evaluation period are evaluated as one batch
+(docs/models/imperfections.md#evaluation-period: a sensor with update_period
 P runs every k = max(1, round(P/dt)) engine steps, on the steps whose index is a multiple of k).
 """
 
@@ -206,7 +207,8 @@ class SensorSuite:
         return x[0]
 
     def read(self, name: str, with_valid: bool = False):
-        """Measured reading of a sensor (after every imperfection and the delay), spec §13.7."""
+        """Measured reading of a sensor (after every imperfection and the delay),
+        docs/models/imperfections.md#validity."""
         batch, i = self.locate(name)
         value, valid = batch.read(i)
         value, valid = self._unbatch(value), self._unbatch(valid)
@@ -235,7 +237,8 @@ class SensorSuite:
         return (value, valid) if with_valid else value
 
     def point_cloud(self, name: str):
-        """ElastomerTaxel / ProximityTaxel: the sensor's tracked point cloud (spec §2.5; read-only, body frames)."""
+        """ElastomerTaxel / ProximityTaxel: the sensor's tracked point cloud (docs/models/scene.md#sampling; read-only,
+        body frames)."""
         batch, i = self.locate(name)
         return self._channel(batch, name, "point_cloud")(i)
 

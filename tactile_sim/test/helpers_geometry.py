@@ -49,7 +49,7 @@ def run_query(sq, points, rot=None, pos=None, mask=None, cutoff=math.inf, exact=
 
 
 def primitive_inside(shape: Shape, p: np.ndarray) -> np.ndarray:
-    """Strictly-inside test in the shape frame, straight from the shape definitions of spec §2.1."""
+    """Strictly-inside test in the shape frame, straight from the shape definitions of docs/models/scene.md#bodies."""
     k, s = shape.kind, shape.size
     if k == ShapeKind.SPHERE:
         return np.linalg.norm(p, axis=-1) < s[0]

@@ -1,4 +1,5 @@
-"""Config errors (spec §2.6): every option-level rule of the spec's "Errors" lists gives one ConfigError line that
+"""Config errors (docs/models/scene.md#common-options): every option-level rule of the spec's "Errors" lists gives one
+ConfigError line that
 names the file, the YAML path, the value received and what is allowed — in that order."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ NOT_FOR_SDP = "not accepted by SurfaceDistanceProbe"
 
 # (sensor type, options, YAML path below sensors[1], rendered value, substring of "allowed")
 CASES = [
-    # §2.6 common options and §13 pipeline
+    # docs/models/scene.md#common-options common options and docs/models/imperfections.md#imperfections pipeline
     ("ContactDepthProbe", {"update_period": -0.1}, "update_period", "-0.1", ">= 0"),
     ("ContactDepthProbe", {"history_length": -1}, "history_length", "-1", ">= 0"),
     ("ContactDepthProbe", {"name": ""}, "name", "''", "non-empty string"),
@@ -51,7 +52,8 @@ CASES = [
     ("ContactDepthProbe", {"draw_debug": "maybe"}, "draw_debug", "'maybe'", "true or false"),
     ("ContactDepthProbe", {"pos_offset": [0, 0]}, "pos_offset", "[0, 0]", "3 finite numbers"),
     ("ContactDepthProbe", {"debug_probe_color": [0, 0, 2]}, "debug_probe_color", "2", "[0, 1]"),
-    # §3, §13.4, §13.6 tactile options
+    # docs/models/probes.md#probes, docs/models/imperfections.md#probe-level, docs/models/imperfections.md#hysteresis
+    # tactile options
     ("ContactDepthProbe", {"probe_radius_noise": -0.001}, "probe_radius_noise", "-0.001", ">= 0"),
     ("ContactDepthProbe", {"probe_gain": 0}, "probe_gain", "0", "> 0"),
     ("ContactDepthProbe", {"probe_gain": [[1, -1]]}, "probe_gain", "-1", "> 0"),
@@ -65,7 +67,7 @@ CASES = [
     ("ContactDepthProbe", {"contact_depth_query": "bvh"}, "contact_depth_query", "'bvh'", "'exact'"),
     ("ContactDepthProbe", {"crosstalk_strength": 0.2}, "crosstalk_strength", "0.2",
      "remove this option"),
-    # §14 layout forms (array shapes themselves are checked by sensors.layout)
+    # docs/models/layouts.md#layouts layout forms (array shapes themselves are checked by sensors.layout)
     ("ContactDepthProbe", {"probe_local_pos": [[0, 0, NAN]]}, "probe_local_pos", "nan", "finite"),
     ("ContactDepthProbe", {"probe_radius": [0.01, NAN]}, "probe_radius", "nan", "finite"),
     ("ContactDepthProbe", {"probe_local_pos": {"grd": GRID}}, "probe_local_pos", "{'grd'",
@@ -89,10 +91,10 @@ CASES = [
      "non-empty"),
     ("ContactDepthProbe", {"probe_local_pos": {"file": "missing.npz"}}, "probe_local_pos.file", "'missing.npz'",
      "an existing file"),
-    # §5 ContactProbe
+    # docs/models/contact_probe.md#model ContactProbe
     ("ContactProbe", {"contact_threshold": -1e-4}, "contact_threshold", "-0.0001", ">= 0"),
     ("ContactProbe", {"release_threshold": 0.01}, "release_threshold", "0.01", "<= contact_threshold (0.0001)"),
-    # §6 KinematicTaxel and §13.5 crosstalk
+    # docs/models/kinematic_taxel.md#model KinematicTaxel and docs/models/imperfections.md#crosstalk crosstalk
     ("KinematicTaxel", {"normal_exponent": 0.5}, "normal_exponent", "0.5", ">= 1"),
     ("KinematicTaxel", {"normal_stiffness": -1}, "normal_stiffness", "-1", ">= 0"),
     ("KinematicTaxel", {"normal_damping": -1}, "normal_damping", "-1", ">= 0"),
@@ -107,7 +109,7 @@ CASES = [
     ("KinematicTaxel", {"crosstalk_kernel": [[1], [1, 1, 1]]}, "crosstalk_kernel", "[[1.0], [1.0, 1.0, 1.0]]",
      "h, w odd"),
     ("KinematicTaxel", {"crosstalk_kernel": [[1, NAN, 1]]}, "crosstalk_kernel", "nan", "finite"),
-    # §7 ElastomerTaxel
+    # docs/models/elastomer_taxel.md#elastomer-taxel ElastomerTaxel
     ("ElastomerTaxel", {"track": []}, "track", "[]", ">= 1 body"),
     ("ElastomerTaxel", {"track": DELETE}, "track", "nothing", ">= 1 tracked body"),
     ("ElastomerTaxel", {"track": ["ball", "pad"]}, "track", "['ball', 'pad']", "other than link ('pad')"),
@@ -132,14 +134,14 @@ CASES = [
     ("ElastomerTaxel", {"probe_radius_noise": 1e-3}, "probe_radius_noise", "0.001", "0"),
     ("ElastomerTaxel", {"crosstalk_sigma": 0.01}, "crosstalk_sigma", "0.01", "crosstalk exists on KinematicTaxel"),
     ("ElastomerTaxel", {"sample_seed": -1}, "sample_seed", "-1", ">= 0"),
-    # §8 ProximityTaxel
+    # docs/models/proximity_taxel.md#model ProximityTaxel
     ("ProximityTaxel", {"stiffness": -1}, "stiffness", "-1", ">= 0"),
     ("ProximityTaxel", {"shear_coupling": -1}, "shear_coupling", "-1", ">= 0"),
     ("ProximityTaxel", {"twist_scalar": -1}, "twist_scalar", "-1", ">= 0"),
     ("ProximityTaxel", {"density_scalar": 0}, "density_scalar", "0", ">= 1"),
     ("ProximityTaxel", {"track": []}, "track", "[]", ">= 1 body"),
     ("ProximityTaxel", {"debug_point_cloud_color": [1, 1, 1]}, "debug_point_cloud_color", "[1, 1, 1]", "4 numbers"),
-    # §9 SurfaceDistanceProbe
+    # docs/models/surface_distance_probe.md#model SurfaceDistanceProbe
     ("SurfaceDistanceProbe", {"track": ["pad"]}, "track", "['pad']", "other than link ('pad')"),
     ("SurfaceDistanceProbe", {"probe_radius_noise": -1}, "probe_radius_noise", "-1", ">= 0"),
     *[("SurfaceDistanceProbe", {key: 1}, key, "1", "remove this option") for key in (
@@ -147,7 +149,7 @@ CASES = [
         "hysteresis_strength", "hysteresis_tau", "crosstalk_strength", "crosstalk_sigma", "crosstalk_kernel",
         "contact_depth_query")],
     ("SurfaceDistanceProbe", {"ignore": ["x"]}, "ignore", "['x']", "'track'"),
-    # §10 TemperatureGrid and TemperatureProperties
+    # docs/models/temperature_grid.md#temperature-grid TemperatureGrid and TemperatureProperties
     ("TemperatureGrid", {"grid_size": [2, 2]}, "grid_size", "[2, 2]", "three integers >= 1"),
     ("TemperatureGrid", {"grid_size": [2, 0, 1]}, "grid_size", "[2, 0, 1]", "three integers >= 1"),
     ("TemperatureGrid", {"grid_size": [2, 1.5, 1]}, "grid_size", "[2, 1.5, 1]", "three integers >= 1"),
@@ -180,7 +182,7 @@ CASES = [
     ("TemperatureGrid", {"pos_offset": [0, 0, 0.01]}, "pos_offset", "[0.0, 0.0, 0.01]", "(0, 0, 0)"),
     ("TemperatureGrid", {"euler_offset": [0, 0, 90]}, "euler_offset", "[0.0, 0.0, 90.0]", "(0, 0, 0)"),
     ("TemperatureGrid", {"probe_radius": 0.01}, "probe_radius", "0.01", "remove this option"),
-    # §11 JointTorque
+    # docs/models/joint_torque.md#joint-torque JointTorque
     ("JointTorque", {"joints": ["a"], "dofs_idx_local": [0]}, "dofs_idx_local", "[0]", "not both"),
     ("JointTorque", {"joints": []}, "joints", "[]", "list >= 1 joint"),
     ("JointTorque", {"dofs_idx_local": []}, "dofs_idx_local", "[]", "list >= 1 joint"),
@@ -196,7 +198,7 @@ CASES = [
     ("JointTorque", {"probe_local_pos": [[0, 0, 0]]}, "probe_local_pos", "[[0, 0, 0]]", "remove this option"),
     ("JointTorque", {"ignore": ["x"]}, "ignore", "['x']", "remove this option"),
     ("JointTorque", {"euler_offset": [0, 90, 0]}, "euler_offset", "[0.0, 90.0, 0.0]", "(0, 0, 0)"),
-    # §12 ContactSensor
+    # docs/models/contact_sensor.md#model ContactSensor
     ("ContactSensor", {"prim_path": DELETE}, "prim_path", "nothing", "regular expression"),
     ("ContactSensor", {"prim_path": "finger["}, "prim_path", "'finger['", "regular expression"),
     ("ContactSensor", {"prim_path": "{ENV_REGEX_NS}/Robot/LF_FOOT"}, "prim_path", "'{ENV_REGEX_NS}/Robot/LF_FOOT'",

@@ -1,5 +1,5 @@
-"""Config schema: a full valid YAML with every sensor type parses with the spec's option names and defaults
-(spec §2.6, §3–§13 option tables), layouts/shapes/poses take their typed forms, and the Python API agrees."""
+"""Config schema: a full valid YAML with every sensor type parses with the documented option names and defaults
+(the option tables of docs/models/), layouts/shapes/poses take their typed forms, and the Python API agrees."""
 
 from __future__ import annotations
 

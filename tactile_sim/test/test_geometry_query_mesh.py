@@ -1,5 +1,5 @@
 """ShapeQuery on meshes: exact BVH mode against trimesh and the analytic box, SDF-grid accuracy and extension,
-open meshes, culling (spec §2.2)."""
+open meshes, culling (docs/models/scene.md#signed-distance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ShapeQuery on analytic primitives: closed forms, exactness, ties, unsigned mode, culling, batching (spec §2.2, §2.3)."""
+"""ShapeQuery on analytic primitives: closed forms, exactness, ties, unsigned mode, culling, batching
+(docs/models/scene.md#signed-distance, docs/models/scene.md#candidates)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_plane_is_half_space_below_its_frame(dtype):
 
 
 def test_undefined_gradients_take_lowest_axis_plus_side(dtype):
-    """Sphere centre, capsule and cylinder axis: +x of the shape frame (spec §2.2).
+    """Sphere centre, capsule and cylinder axis: +x of the shape frame (docs/models/scene.md#signed-distance).
 
     Rotated in float64 only: float32 rounding of a rotated point (~2e-9 m at 3 cm) exceeds ε_len = 1e-9 m.
     """

@@ -1,4 +1,5 @@
-"""Surface sampling (spec §2.5): budget split, box lattices, area shares, points on the surface, determinism, FPS."""
+"""Surface sampling (docs/models/scene.md#sampling): budget split, box lattices, area shares, points on the surface,
+determinism, FPS."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_apportion_largest_remainder_ties_and_minimum_one():
 
 
 def _box_cells(half, m):
-    """Spec §2.5 count form: face shares m_f, then max(1, ⌊L_u/s_f + ½⌋) × max(1, ⌊L_v/s_f + ½⌋) cells per face."""
+    """Spec docs/models/scene.md#sampling count form: face shares m_f, then max(1, ⌊L_u/s_f + ½⌋) × max(1, ⌊L_v/s_f +
+    ½⌋) cells per face."""
     sizes = [(2 * half[u], 2 * half[v]) for axis in range(3) for u, v in [[a for a in range(3) if a != axis]] * 2]
     total = 0
     for (lu, lv), m_f in zip(sizes, apportion(m, [lu * lv for lu, lv in sizes])):

@@ -1,4 +1,5 @@
-"""SDF grid build (spec §2.2 "sdf" backend): lattice rule, exact node values, gradients, disk cache."""
+"""SDF grid build (docs/models/scene.md#signed-distance "sdf" backend): lattice rule, exact node values, gradients,
+disk cache."""
 
 from __future__ import annotations
 

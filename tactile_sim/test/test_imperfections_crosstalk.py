@@ -1,4 +1,5 @@
-"""Spatial crosstalk (spec §13.5, §13.10 Check 8) against an independent direct cross-correlation."""
+"""Spatial crosstalk (docs/models/imperfections.md#crosstalk, docs/models/imperfections.md#checks Check 8) against an
+independent direct cross-correlation."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Hardware stages, probe-level draws, fillers, resets and seeding (spec §13.3, §13.4, §13.8, §13.9, §13.10)."""
+"""Hardware stages, probe-level draws, fillers, resets and seeding (docs/models/imperfections.md: #hardware,
+#probe-level, #reset, #seeding, #checks)."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Normal draws of the hardware kernel (spec §13.3, §13.9): the same integer stream as the torch hash, an accurate
+"""Normal draws of the hardware kernel (docs/models/imperfections.md#hardware, docs/models/imperfections.md#seeding):
+the same integer stream as the torch hash, an accurate
 inverse-CDF transform, and the walk / noise / bias arithmetic of the measured branch."""
 
 import numpy as np

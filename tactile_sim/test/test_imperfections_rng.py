@@ -1,4 +1,5 @@
-"""Counter-based generator (spec §13.9): seed derivation, integer hashing, distributions, block invariance."""
+"""Counter-based generator (docs/models/imperfections.md#seeding): seed derivation, integer hashing, distributions,
+block invariance."""
 
 import hashlib
 

@@ -1,4 +1,5 @@
-"""Validation of one sensor's imperfection options (spec §13, §2.6 error format)."""
+"""Validation of one sensor's imperfection options (docs/models/imperfections.md#imperfections,
+docs/models/scene.md#common-options error format)."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
-"""push_staged (spec §13.2 stages 1–11 in one call) against the step-by-step calls, and the ContactProbe latch of a
-branch (stage 10, spec §5) against the torch SchmittLatch applied to the hardware output."""
+"""push_staged (docs/models/imperfections.md#order stages 1–11 in one call) against the step-by-step calls, and the
+ContactProbe latch of a
+branch (stage 10, docs/models/contact_probe.md#model) against the torch SchmittLatch applied to the hardware output."""
 
 import numpy as np
 import pytest
@@ -54,7 +55,8 @@ def test_push_staged_equals_the_step_by_step_calls(dtype, extra, delay):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("delay", [0.0, 0.03, 0.2])  # ring slots 2 and 6 (a launch per phase), 22 (rebound)
 def test_push_staged_with_sample_validity_equals_zeroing_then_push(delay, dtype):
-    """§13.7 through push_staged: invalid samples read zeros on both branches, their validity is delayed with them
+    """docs/models/imperfections.md#validity through push_staged: invalid samples read zeros on both branches, their
+    validity is delayed with them
     and the draws are those of hardware → zero the invalid samples → push(…, sample_valid); None = all valid."""
     def specs():
         return [spec("v", 3, noise=0.2, bias=0.05, resolution=0.01, delay=delay, sample_validity=True),

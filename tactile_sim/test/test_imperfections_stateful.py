@@ -1,4 +1,5 @@
-"""Stateful elements: viscoelastic hysteresis (§13.6), the ContactProbe latch (§5), the sensing-element lag (§10.4)."""
+"""Stateful elements: viscoelastic hysteresis (docs/models/imperfections.md#hysteresis), the ContactProbe latch
+(docs/models/contact_probe.md#model), the sensing-element lag (docs/models/temperature_grid.md#sensing-element)."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Delay, jitter, validity, history and ground truth of the measured branch (spec §13.7, §13.10 Checks 1, 2, 5)."""
+"""Delay, jitter, validity, history and ground truth of the measured branch (docs/models/imperfections.md#validity,
+docs/models/imperfections.md#checks Checks 1, 2, 5)."""
 
 import numpy as np
 import pytest

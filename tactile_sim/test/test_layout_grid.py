@@ -1,4 +1,5 @@
-"""Planar-grid helper (§14.5), regular-planar detection (§14.2) and the layout scale ε₀ (§7.2)."""
+"""Planar-grid helper (docs/models/layouts.md#helper), regular-planar detection (docs/models/layouts.md#planar-grids)
+and the layout scale ε₀ (docs/models/elastomer_taxel.md#layout-scale)."""
 
 import warnings
 
@@ -13,7 +14,7 @@ from tactile_sim.constants import GRID_FIT_ABS, GRID_FIT_REL
 from tactile_sim.sensors.layout.probe_layout import ProbeLayout, generate_grid_points_on_plane
 
 
-# ---------------------------------------------------------------------- §14.5 helper
+# ---------------------------------------------------------------------- docs/models/layouts.md#helper helper
 @pytest.mark.parametrize("nx, ny", [(5, 3), (2, 7), (4, 4)])
 def test_helper_spec_check(nx, ny):
     a, b, z0 = 0.012, 0.007, -0.003
@@ -72,7 +73,8 @@ def test_helper_errors():
                         "generate_grid_points_on_plane.nx", "got 0", "allowed: int >= 1")
 
 
-# ---------------------------------------------------------------------- §14.2 regular planar grids
+# ---------------------------------------------------------------------- docs/models/layouts.md#planar-grids regular
+# planar grids
 def lattice(m, n, du, dv, t_u=(1, 0, 0), t_v=(0, 1, 0), origin=(0, 0, 0)):
     r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
     return (np.asarray(origin, float) + c[..., None] * du * np.asarray(t_u, float)
@@ -150,7 +152,8 @@ def test_flat_layout_has_no_grid():
     assert lay.grid is None and not lay.is_grid
 
 
-# ---------------------------------------------------------------------- §7.2 layout scale
+# ---------------------------------------------------------------------- docs/models/elastomer_taxel.md#layout-scale
+# layout scale
 def test_epsilon0_regular_grid_equals_spacing():
     assert ProbeLayout.from_options(lattice(5, 7, 0.004, 0.004)).epsilon0() == pytest.approx(0.004, rel=1e-12)
     assert ProbeLayout.from_options(lattice(5, 7, 0.004, 0.009)).epsilon0() == pytest.approx(0.004, rel=1e-12)

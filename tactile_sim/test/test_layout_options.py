@@ -1,4 +1,5 @@
-"""ProbeLayout.from_options (spec §3, §14.1, §14.3, §14.4): shapes, defaults, offsets and every error message."""
+"""ProbeLayout.from_options (docs/models/probes.md#probes, docs/models/layouts.md#positions,
+docs/models/layouts.md#fillers, docs/models/layouts.md#normals): shapes, defaults, offsets and every error message."""
 
 import math
 
@@ -68,7 +69,8 @@ def test_offsets_move_positions_and_normals():
     np.testing.assert_allclose(np.linalg.norm(r.normals, axis=1), 1.0, rtol=1e-14)
 
 
-# ---------------------------------------------------------------------- errors (§2.6 format)
+# ---------------------------------------------------------------------- errors (docs/models/scene.md#common-options
+# format)
 def test_error_negative_radius_names_grid_index():
     radius = np.full((4, 2), 0.01)
     radius[3, 1] = -0.002

@@ -1,4 +1,5 @@
-"""ContactSensor (spec §12): penalty contact over a body's collision surface, filters, timers, frames and history."""
+"""ContactSensor (docs/models/contact_sensor.md#model): penalty contact over a body's collision surface, filters,
+timers, frames and history."""
 
 import math
 
@@ -290,7 +291,8 @@ def test_build_errors_name_the_option(extra, objects, match):
 
 def sphere_on_bottom_face(offsets, depths, radius):
     """Closed form of a sphere (radius R) pushed by d into the box bottom at a lateral offset, from the bottom
-    lattice (cell centres of 1 cm², spec §2.5 box faces): per sample at depth δ = R − ‖p − c‖ > 0 the force
+    lattice (cell centres of 1 cm², docs/models/scene.md#sampling box faces): per sample at depth δ = R − ‖p − c‖ > 0
+    the force
     k_c δ a (p − c)/‖p − c‖ on the box; returns net force, torque about the box centre, contact area and the
     area-weighted mean contact point per env, in the box frame (origin at its centre)."""
     xs = np.arange(-SIZE[0] / 2 + SPACING / 2, SIZE[0] / 2, SPACING)

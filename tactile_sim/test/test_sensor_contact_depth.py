@@ -1,4 +1,5 @@
-"""ContactDepthProbe (spec §4) and ContactProbe (spec §5): closed-form checks on a pad."""
+"""ContactDepthProbe (docs/models/contact_depth_probe.md#model) and ContactProbe (docs/models/contact_probe.md#model):
+closed-form checks on a pad."""
 
 import numpy as np
 import pytest

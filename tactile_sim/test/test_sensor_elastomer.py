@@ -1,4 +1,5 @@
-"""ElastomerTaxel (spec §7): layer profile κ₁, dilation closed forms, FFT vs direct path, continuity, symmetry,
+"""ElastomerTaxel (docs/models/elastomer_taxel.md#elastomer-taxel): layer profile κ₁, dilation closed forms, FFT vs
+direct path, continuity, symmetry,
 shear anchors (replayed with the exposed cloud), fillers, imperfections and errors."""
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ KAPPA_PEAK = -optimize.minimize_scalar(lambda r: -kappa1_quad(r), bounds=(0.8, 1
 
 
 def dilation_pair(d: np.ndarray, a: np.ndarray, lam: float, c: float, eps0: float, h: float):
-    """Spec §7.3 kernels (K_in(P d) [.., 3], G [..]) for raw offsets d [.., 3] and a unit normal a."""
+    """Spec docs/models/elastomer_taxel.md#kernels kernels (K_in(P d) [.., 3], G [..]) for raw offsets d [.., 3] and a
+    unit normal a."""
     delta = d - (d @ a)[..., None] * a
     r = np.linalg.norm(delta, axis=-1)
     g = np.exp(-lam * r**2)
@@ -52,7 +54,8 @@ def elastomer(name: str, positions, **kw) -> dict:
             "probe_local_pos": np.asarray(positions).tolist(), **kw}
 
 
-# ---------------------------------------------------------------------------------------------- §7.3 κ₁ table
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#kernels κ₁ table
 def test_layer_profile_reference_values_and_accuracy():
     prof = layer_profile()
     assert NODES >= 2000 and RHO_MAX == 8.0 and len(prof.coefficients) == NODES
@@ -68,7 +71,8 @@ def test_layer_profile_reference_values_and_accuracy():
         assert abs(float(prof(rho)) / kappa1_quad(rho) - 1) <= 1e-6, rho
 
 
-# ---------------------------------------------------------------------------------------------- §7 Check 1
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#elastomer-taxel Check 1
 @pytest.mark.parametrize("layout", ["grid", "flat"])
 def test_nothing_inside_reads_exactly_zero(layout):
     pos = centred_lattice(6, 0.01)
@@ -79,7 +83,8 @@ def test_nothing_inside_reads_exactly_zero(layout):
         assert torch.count_nonzero(value) == 0
 
 
-# ---------------------------------------------------------------------------------------------- §7 Check 2
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#elastomer-taxel Check 2
 @pytest.mark.parametrize("layout", ["grid", "flat"])
 @pytest.mark.parametrize("c,h", [(1.0, 0.0), (0.0, 0.0), (0.3, 0.003)])
 def test_single_source_closed_form(layout, c, h):
@@ -97,7 +102,8 @@ def test_single_source_closed_form(layout, c, h):
     assert np.abs(expected[:, :2]).max() > 0
 
 
-# ---------------------------------------------------------------------------------------------- §7 Check 3
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#elastomer-taxel Check 3
 CASES = [(c, h) for c in (0.0, 0.3, 1.0) for h in (0.0, 0.003)]
 
 
@@ -128,7 +134,8 @@ def test_fft_and_direct_paths_agree(dtype, tol):
 
 @pytest.mark.parametrize("tables", ["dense", "on_the_fly"])
 def test_direct_path_matches_the_double_sum(tables, monkeypatch):
-    # an irregular flat layout with per-probe normals against an independent double sum of §7.4; both the
+    # an irregular flat layout with per-probe normals against an independent double sum of
+    # docs/models/elastomer_taxel.md#dilation; both the
     # precomputed pair tables and the per-step kernel evaluation used beyond DENSE_LIMIT
     if tables == "on_the_fly":
         monkeypatch.setattr(elastomer_dilation, "DENSE_LIMIT", 0)
@@ -154,7 +161,8 @@ def test_direct_path_matches_the_double_sum(tables, monkeypatch):
     assert np.abs(u - expected).max() <= 1e-10 * np.abs(expected).max()
 
 
-# ---------------------------------------------------------------------------------------------- §7 Check 4
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#elastomer-taxel Check 4
 @pytest.mark.parametrize("end", [0.0, 1.0])
 def test_blend_is_continuous_at_both_ends(end):
     grid = centred_lattice(10, 0.004)
@@ -168,7 +176,8 @@ def test_blend_is_continuous_at_both_ends(end):
         assert np.abs(a - b).max() < 1e-5 * np.abs(a).max()
 
 
-# ---------------------------------------------------------------------------------------------- §7 Check 5
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#elastomer-taxel Check 5
 @pytest.mark.parametrize("c,h", [(1.0, 0.0), (0.3, 0.0), (0.3, 0.003)])
 def test_centred_sphere_signs_and_symmetry(c, h):
     n = 9
@@ -205,7 +214,8 @@ def test_lower_compressibility_reaches_farther():
     assert inplane[1] > inplane[0]
 
 
-# ---------------------------------------------------------------------------------------------- §7 Check 6
+# ----------------------------------------------------------------------------------------------
+# docs/models/elastomer_taxel.md#elastomer-taxel Check 6
 def shear_suite(n_samples: int, layout: str = "grid", **kw):
     """A shear-only sensor "el" over a 12×12 grid (layout "grid": the lattice path; "flat": the dense path; "pair":
     flat, batched with a second flat sensor "el2" that tracks with half the samples)."""
@@ -218,7 +228,8 @@ def shear_suite(n_samples: int, layout: str = "grid", **kw):
 
 
 def replay_shear(cloud, anchor_pos, now_pos, grid, cell_area, lam_s, contact=1e-5):
-    """§7.5 from the exposed cloud: anchored at anchor_pos (box origin), evaluated at now_pos (pad at the origin)."""
+    """docs/models/elastomer_taxel.md#shear from the exposed cloud: anchored at anchor_pos (box origin), evaluated at
+    now_pos (pad at the origin)."""
     q_then = cloud.points + anchor_pos
     q_now = cloud.points + now_pos
     anchored = pad_sd(q_then) < -contact

@@ -1,5 +1,7 @@
-"""ElastomerTaxel lattice and direct sums beyond the spec checks of test_sensor_elastomer: the lattice shear (§7.5)
-of grid sensors that are not neighbours in the batch, and both forms of the direct dilation sum (§7.4) against
+"""ElastomerTaxel lattice and direct sums beyond the spec checks of test_sensor_elastomer: the lattice shear
+(docs/models/elastomer_taxel.md#shear)
+of grid sensors that are not neighbours in the batch, and both forms of the direct dilation sum
+(docs/models/elastomer_taxel.md#dilation) against
 the lattice paths in two envs."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The fused probe kernels (ContactDepthProbe §4, KinematicTaxel §6) against the spec formulas evaluated in torch on
+"""The fused probe kernels (ContactDepthProbe docs/models/contact_depth_probe.md#model, KinematicTaxel
+docs/models/kinematic_taxel.md#model) against the spec formulas evaluated in torch on
 the generic ShapeQuery: several sensors on two links in one batch, every primitive kind, fillers, per-env poses and
 twists, radius noise, gains and exponents. The broad phase (blocks and cells of probes) must never change a result."""
 
@@ -76,7 +77,7 @@ def _depth_reference(batch, state):
 
 
 def _taxel_reference(batch, state, coef):
-    """Spec §6 per branch, written out in torch."""
+    """Spec docs/models/kinematic_taxel.md#model per branch, written out in torch."""
     probes = batch.probes
     rot, pos, x, q = _reference_query(batch, state)
     n_link = torch.matmul(rot, probes.local_normal[:, :, None])[..., 0]  # R_L n_i in W, [E, P, 3]
@@ -143,7 +144,8 @@ def test_kinematic_taxel_matches_the_spec_formulas(dtype):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_contact_probe_matches_the_signed_overlap_and_latch(dtype):
-    """ContactProbe (§5) through the fused kernel and the branch latch against the signed overlap on the generic
+    """ContactProbe (docs/models/contact_probe.md#model) through the fused kernel and the branch latch against the
+    signed overlap on the generic
     query and SchmittLatch per branch, over a sequence of poses (the latches carry state between them)."""
     from tactile_sim.imperfections.latch import SchmittLatch, overlap_floor, signed_overlap
 

@@ -1,4 +1,5 @@
-"""JointTorque (spec §11): inverse dynamics of the observed motion plus the suite's contact loads."""
+"""JointTorque (docs/models/joint_torque.md#joint-torque): inverse dynamics of the observed motion plus the suite's
+contact loads."""
 
 import math
 import re
@@ -120,7 +121,7 @@ def test_warm_up_flags_and_reset(tmp_path):
             for name in flags:
                 value, valid = suite.read(name, with_valid=True)
                 flags[name].append(bool(valid))
-                if not valid:  # §13.7: invalid reads are zeros, on both branches
+                if not valid:  # docs/models/imperfections.md#validity: invalid reads are zeros, on both branches
                     assert torch.count_nonzero(value) == 0
                     assert torch.count_nonzero(suite.read_ground_truth(name)) == 0
         suite.reset()

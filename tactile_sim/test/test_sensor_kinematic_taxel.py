@@ -1,4 +1,5 @@
-"""KinematicTaxel (spec §6): spring–damper force and torque, closed-form checks on a pad."""
+"""KinematicTaxel (docs/models/kinematic_taxel.md#model): spring–damper force and torque, closed-form checks on a
+pad."""
 
 import numpy as np
 import pytest

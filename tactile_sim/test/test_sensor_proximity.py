@@ -1,4 +1,5 @@
-"""ProximityTaxel (spec §8): replay against an independent NumPy sum over the exposed cloud, the flat-face closed form,
+"""ProximityTaxel (docs/models/proximity_taxel.md#model): replay against an independent NumPy sum over the exposed
+cloud, the flat-face closed form,
 range cut-off, shear, twist, gain, per-probe normals, crosstalk, fillers and batched envs."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ def proximity(name: str, positions, **kw) -> dict:
 
 
 def replay(cloud, rot, origin, lin, ang, probes, normals, radius, k, k_s, k_tw, density):
-    """§8 from the exposed cloud for a pad fixed at the origin (link frame = world frame), one tracked body."""
+    """docs/models/proximity_taxel.md#model from the exposed cloud for a pad fixed at the origin (link frame = world
+    frame), one tracked body."""
     q = cloud.points @ np.asarray(rot).T + origin
     v = lin + np.cross(ang, q - origin)
     rho = density / len(cloud)
@@ -139,7 +141,8 @@ def random_rotation(rng) -> np.ndarray:
 
 
 def replay_moving(cloud, poses, twists, link_pose, link_twist, probes, normals, radius, k, k_s, k_tw, density):
-    """§8 in the world frame for a moving link (independent of the library's link-frame formulation): poses / twists
+    """docs/models/proximity_taxel.md#model in the world frame for a moving link (independent of the library's
+    link-frame formulation): poses / twists
     map body index → (R, o) / (v, ω); link_pose = (R_L, o_L), link_twist = (v_L, ω_L). Returns link-frame F, T."""
     rl, ol = link_pose
     vl, wl = link_twist
@@ -171,7 +174,8 @@ def replay_moving(cloud, poses, twists, link_pose, link_twist, probes, normals, 
 @pytest.mark.parametrize("dtype,tol", [("float64", 1e-9), ("float32", 1e-4)])
 def test_moving_pad_two_bodies_many_probes_and_envs_match_the_world_frame_sum(dtype, tol):
     """The fused kernel (sample chunks and probe cells culled by bounding spheres, several blocks per sensor, link
-    frame) against the §8 sum in the world frame, per env, for a moving and rotated pad and two tracked bodies."""
+    frame) against the docs/models/proximity_taxel.md#model sum in the world frame, per env, for a moving and rotated
+    pad and two tracked bodies."""
     rng = np.random.default_rng(3)
     grid = centred_lattice(18, 0.002)                                  # 324 probes: several cells and blocks
     few = np.column_stack([rng.uniform(-0.015, 0.015, (12, 2)), rng.uniform(-0.002, 0.002, 12)])

@@ -1,4 +1,5 @@
-"""SurfaceDistanceProbe (spec §9): exact capped distances and nearest points (analytic primitives and a real mesh
+"""SurfaceDistanceProbe (docs/models/surface_distance_probe.md#model): exact capped distances and nearest points
+(analytic primitives and a real mesh
 against trimesh), inside/edge cases, switching bodies, imperfections on the distance only, and nearest points that
 share read()'s delay and history."""
 

@@ -1,4 +1,5 @@
-"""TemperatureGrid (spec §10): closed-form checks of the exchange, conduction, lumped bodies and the sensing lag."""
+"""TemperatureGrid (docs/models/temperature_grid.md#temperature-grid): closed-form checks of the exchange, conduction,
+lumped bodies and the sensing lag."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Inverse dynamics (spec §11.1–11.2): pinocchio RNEA with external forces, pendulum closed forms, mass matrix."""
+"""Inverse dynamics (docs/models/joint_torque.md#model): pinocchio RNEA with external forces, pendulum closed forms,
+mass matrix."""
 
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ M, LC, IXX, G = 1.7, 0.35, 0.021, 9.81
 
 
 def pendulum() -> RobotModel:
-    """Arm hanging along −z from a joint about +x: +θ lifts the COM (spec §11 Checks)."""
+    """Arm hanging along −z from a joint about +x: +θ lifts the COM (docs/models/joint_torque.md#joint-torque
+    Checks)."""
     return RobotModel.from_urdf(f"""<robot name="pendulum">
       <link name="base"/>
       <link name="arm"><inertial><origin xyz="0 0 {-LC}"/><mass value="{M}"/>

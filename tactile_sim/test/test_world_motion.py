@@ -1,4 +1,5 @@
-"""WorldModel (spec §2.4): exact robot twists, backward-difference twists, object sources, reset and input errors."""
+"""WorldModel (docs/models/scene.md#motion): exact robot twists, backward-difference twists, object sources, reset and
+input errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scene order, name clashes, body look-up, neighbours and the candidate rule of spec §2.3."""
+"""Scene order, name clashes, body look-up, neighbours and the candidate rule of docs/models/scene.md#candidates."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Entry points: :func:`load_config` (YAML file or mapping → :class:`SuiteConfig`), :func:`config_from_python` or
 direct construction of an option model (``KinematicTaxel(name=..., link=...)``) for the Python API, and
 :func:`check_suite` for the cross-section rules. Errors are :class:`~tactile_sim.errors.ConfigError` in the
-spec §2.6 format; :func:`suggest` and :func:`config_error` serve scene-level name checks done by the suite.
+docs/models/scene.md#common-options format; :func:`suggest` and :func:`config_error` serve scene-level name checks done
+by the suite.
 """
 
 from .errors import OptionProblem, combined_error, config_error, format_problem, suggest

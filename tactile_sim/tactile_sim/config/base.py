@@ -16,7 +16,8 @@ GENESIS_REPLACEMENTS: Mapping[str, str] = {
     "track_link_idx": "track",
     "filter_link_idx": "ignore",
 }
-"""Genesis index-based options → the name-based option that replaces them (spec §2.6, §15)."""
+"""Genesis index-based options → the name-based option that replaces them (docs/models/scene.md#common-options,
+docs/models/index.md#differences)."""
 
 REPLACEMENT_MEANING: Mapping[str, str] = {
     "link": "the name of the sensor's link or object",

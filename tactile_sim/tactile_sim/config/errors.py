@@ -1,4 +1,4 @@
-"""Configuration error messages in the spec §2.6 format, and closest-name suggestions.
+"""Configuration error messages in the format of docs/models/scene.md#common-options, and closest-name suggestions.
 
 Every message reads ``<where>.<option>: <problem>; got <value>; allowed: <allowed>`` where ``where`` is
 ``<file>:<yaml.path>`` (YAML) or ``<SensorClass>(name='…')`` (Python API).
@@ -91,7 +91,8 @@ def combined_error(lines: Sequence[str]) -> ConfigError:
 
 def suggest(name: str, candidates: Iterable[str], *, cutoff: float = 0.0, limit: int = 5) -> str:
     """``"did you mean 'a', 'b'?"`` for up to ``limit`` candidates closest to ``name`` (difflib ratio ≥ ``cutoff``),
-    or ``""`` when none qualifies. The default cutoff 0 always lists the closest existing names (spec §2.6: unknown
+    or ``""`` when none qualifies. The default cutoff 0 always lists the closest existing names
+    (docs/models/scene.md#common-options: unknown
     body names list up to five closest existing names); option keys use 0.6 to avoid unrelated guesses."""
     close = difflib.get_close_matches(str(name), sorted(set(candidates)), n=limit, cutoff=cutoff)
     if not close:

@@ -1,7 +1,8 @@
 """Reusable option types for the schema: finite numbers, fixed vectors, intervals, nested per-probe arrays,
 names, regular expressions and resolved paths.
 
-Each type is an ``Annotated`` pydantic type whose validator raises :class:`OptionProblem` with the §2.6 parts
+Each type is an ``Annotated`` pydantic type whose validator raises :class:`OptionProblem` with the
+docs/models/scene.md#common-options parts
 (problem, value, allowed); the loader adds the file and YAML path. Floats are always finite (NaN/inf rejected).
 Nested arrays are kept as (nested) lists of Python floats; their shapes are checked by the consumers that know the
 layout (``sensors.layout``, ``imperfections``), except where a rule needs no layout (kernel sizes, flat arrays).

@@ -2,7 +2,8 @@
 
 * an array: (N, 3) or (M, N, 3) positions in the link frame (checked by ``sensors.layout.ProbeLayout``);
 * ``{file: path}`` — a layout file (``sensors.layout.load_layout_file``), path resolved like every config path;
-* ``{grid: {lo, hi, normal, nx, ny}}`` — the planar-grid helper of spec §14.5 (rows follow ny, columns nx);
+* ``{grid: {lo, hi, normal, nx, ny}}`` — the planar-grid helper of docs/models/layouts.md#helper (rows follow ny,
+columns nx);
 * ``{conforming: {spacing, facing, min_cos, box, seed}}`` — taxels covering the link's collision surface
   (``sensors.layout_sources.conforming_layout``);
 * ``{urdf_tactile: sensor_name}`` — a ``<sensor>`` with a ``<tactile>`` child in the robot description.
@@ -37,7 +38,8 @@ class FileLayout(ConfigModel):
 
 
 class PlanarGridSpec(ConfigModel):
-    """``generate_grid_points_on_plane(lo, hi, normal, nx, ny)`` (spec §14.5): an (ny, nx, 3) grid, link frame."""
+    """``generate_grid_points_on_plane(lo, hi, normal, nx, ny)`` (docs/models/layouts.md#helper): an (ny, nx, 3) grid,
+    link frame."""
 
     lo: Vec3 = Field(description="corner (x, y, z) in m")
     hi: Vec3 = Field(description="opposite corner (x, y, z) in m")

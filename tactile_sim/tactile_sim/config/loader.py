@@ -1,5 +1,6 @@
 """Load and validate configurations: YAML files (or dicts) into :class:`SuiteConfig`, Python keyword options
-into one sensor's option model. Every problem becomes one :class:`ConfigError` (spec §2.6 format)."""
+into one sensor's option model. Every problem becomes one :class:`ConfigError` (docs/models/scene.md#common-options
+format)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Thermal materials (spec §10 TemperatureProperties) and references to them (a name in ``materials:`` or inline)."""
+"""Thermal materials (docs/models/temperature_grid.md#temperature-grid TemperatureProperties) and references to them (a
+name in ``materials:`` or inline)."""
 
 from __future__ import annotations
 

@@ -155,7 +155,8 @@ class TwistConfig(ConfigModel):
 
 
 class ObjectConfig(ConfigModel, Located):
-    """A declared object (spec §2.1). Posed either by a fixed ``pose`` in ``frame`` (default: the suite's world
+    """A declared object (docs/models/scene.md#bodies). Posed either by a fixed ``pose`` in ``frame`` (default: the
+    suite's world
     frame) or by following the TF frame ``follow``; ``velocity`` (optional) is used as its twist."""
 
     name: Name = Field(description="a unique non-empty body name")

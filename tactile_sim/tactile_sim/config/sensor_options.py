@@ -1,15 +1,20 @@
-"""Option models of every sensor type (spec §2.6, §3–§13), one pydantic model per class, with the spec's option
-names, defaults and option-level rules.
+"""Option models of every sensor type, one pydantic model per class, with the option names, defaults and
+option-level rules of the model pages (docs/models/scene.md#common-options, docs/models/probes.md#probes and each
+sensor's page).
 
 Option-level means decidable from the options alone: ranges, enums, mutual exclusion and cross-field rules.
 Rules that need the layout (array shapes against the layout), the scene (body, joint and sensor names) or the
 engine step (``jitter < dt``) are checked later by ``sensors.layout``, the suite and :mod:`.suite_checks`.
 
 Hierarchy (fields are inherited):
-``SensorOptions`` (name, update_period, history_length) → ``PipelineOptions`` (+ §13.3 noise chain, delay, jitter,
-seed, draw_debug) → ``LinkOptions`` (+ link, pos_offset, euler_offset) → ``ProbeOptions`` (+ §14 layout,
-probe_radius_noise, debug_probe_*) → ``TactileOptions`` (+ §13.4 gain/dead taxels, §13.6 hysteresis,
-contact_depth_query, ignore). Mixins: ``CrosstalkOptions`` (§13.5), ``TrackedCloudOptions`` (track, clouds),
+``SensorOptions`` (name, update_period, history_length) → ``PipelineOptions`` (+ docs/models/imperfections.md#hardware
+noise chain, delay, jitter,
+seed, draw_debug) → ``LinkOptions`` (+ link, pos_offset, euler_offset) → ``ProbeOptions`` (+
+docs/models/layouts.md#layouts layout,
+probe_radius_noise, debug_probe_*) → ``TactileOptions`` (+ docs/models/imperfections.md#probe-level gain/dead taxels,
+docs/models/imperfections.md#hysteresis hysteresis,
+contact_depth_query, ignore). Mixins: ``CrosstalkOptions`` (docs/models/imperfections.md#crosstalk),
+``TrackedCloudOptions`` (track, clouds),
 ``CandidateOptions`` (ignore).
 """
 
@@ -60,7 +65,7 @@ def _shape(value: Any) -> tuple[int, ...] | None:
 
 
 def _contact_depth_query(value: Any) -> Any:
-    """None (Genesis default) → "sdf"; "exact" is the spec's alias of "raycast"."""
+    """None (Genesis default) → "sdf"; "exact" is an alias of "raycast"."""
     if value is None:
         return "sdf"
     if value not in ("sdf", "raycast", "exact"):
@@ -69,7 +74,8 @@ def _contact_depth_query(value: Any) -> Any:
 
 
 ContactDepthQuery = Annotated[Literal["sdf", "raycast"], BeforeValidator(_contact_depth_query)]
-"""Mesh distance backend (spec §2.2): "sdf" (default) or "raycast"; "exact" is stored as "raycast"."""
+"""Mesh distance backend (docs/models/scene.md#signed-distance): "sdf" (default) or "raycast"; "exact" is stored as
+"raycast"."""
 
 KERNEL_ALLOWED = "a 2-D (h, w), or (2, h, w) / (3, h, w) per-channel-group, array of finite numbers; h, w odd"
 
@@ -177,10 +183,10 @@ NO_OUTPUTS = _reject(("outputs",), "output profiles exist only on the taxel sens
 
 # ------------------------------------------------------------------------------------------------ bases
 class SensorOptions(ConfigModel, Located):
-    """Options every sensor has (spec §2.6). ``where`` names it in errors.
+    """Options every sensor has (docs/models/scene.md#common-options). ``where`` names it in errors.
 
     Build from Python with :func:`~tactile_sim.config.loader.config_from_python` (errors as ConfigError in the
-    §2.6 format); direct construction works too but raises pydantic's ValidationError.
+    docs/models/scene.md#common-options format); direct construction works too but raises pydantic's ValidationError.
     """
 
     name: Name = Field(description="a unique non-empty sensor name")
@@ -192,7 +198,8 @@ class SensorOptions(ConfigModel, Located):
 
 
 class PipelineOptions(SensorOptions):
-    """Generic hardware imperfections, delay/jitter and seeding (spec §13.3, §13.7, §13.9) — every sensor except
+    """Generic hardware imperfections, delay/jitter and seeding (docs/models/imperfections.md#hardware,
+    docs/models/imperfections.md#validity, docs/models/imperfections.md#seeding) — every sensor except
     ContactSensor. ``noise``/``bias``/``resolution``/``random_walk``: scalar or a flat list (one per channel; the
     length is checked at build)."""
 
@@ -222,13 +229,14 @@ class LinkOptions(PipelineOptions):
 
 
 class CandidateOptions(ConfigModel):
-    """``ignore``: bodies excluded from the candidates (spec §2.3)."""
+    """``ignore``: bodies excluded from the candidates (docs/models/scene.md#candidates)."""
 
     ignore: NameList = []
 
 
 class ProbeOptions(LinkOptions):
-    """Layout options of the probe sensors (spec §3, §14): positions, radii, normals (link frame, m)."""
+    """Layout options of the probe sensors (docs/models/probes.md#probes, docs/models/layouts.md#layouts): positions,
+    radii, normals (link frame, m)."""
 
     probe_local_pos: LayoutPositions = [[0.0, 0.0, 0.0]]
     probe_radius: NestedFloats = 0.01
@@ -246,7 +254,8 @@ class ProbeOptions(LinkOptions):
 
 
 class TactileOptions(ProbeOptions, CandidateOptions):
-    """The five tactile sensors: probe-level imperfections (§13.4), hysteresis (§13.6), mesh backend (§2.2)."""
+    """The five tactile sensors: probe-level imperfections (docs/models/imperfections.md#probe-level), hysteresis
+    (docs/models/imperfections.md#hysteresis), mesh backend (docs/models/scene.md#signed-distance)."""
 
     probe_gain: PositiveNested = 1.0
     probe_gain_resample_range: interval(False, lambda x: x > 0, "(lo, hi) with 0 < lo <= hi") | None = None
@@ -269,7 +278,8 @@ class TactileOptions(ProbeOptions, CandidateOptions):
 
 
 class CrosstalkOptions(ConfigModel):
-    """Spatial crosstalk (spec §13.5): Gaussian (strength s, sigma σ) or an explicit kernel, not both."""
+    """Spatial crosstalk (docs/models/imperfections.md#crosstalk): Gaussian (strength s, sigma σ) or an explicit
+    kernel, not both."""
 
     crosstalk_strength: UnitFloat = 0.0
     crosstalk_sigma: NonNegFloat = 0.0
@@ -288,7 +298,8 @@ class CrosstalkOptions(ConfigModel):
 
 
 class TrackedCloudOptions(ConfigModel):
-    """Point-cloud sensors (ElastomerTaxel, ProximityTaxel): tracked bodies and their sampled clouds (§2.5)."""
+    """Point-cloud sensors (ElastomerTaxel, ProximityTaxel): tracked bodies and their sampled clouds
+    (docs/models/scene.md#sampling)."""
 
     track: NameList = Field(description="a list of >= 1 tracked body names")
     n_sample_points: SampleCounts = 500
@@ -312,13 +323,14 @@ class TrackedCloudOptions(ConfigModel):
 
 # ------------------------------------------------------------------------------------------------ sensors
 class ContactDepthProbe(TactileOptions):
-    """§4: per-probe overlap depth (m)."""
+    """docs/models/contact_depth_probe.md#model: per-probe overlap depth (m)."""
 
     type: Literal["ContactDepthProbe"] = "ContactDepthProbe"
 
 
 class ContactProbe(TactileOptions):
-    """§5: per-probe contact flag with a Schmitt trigger. ``release_threshold`` None is stored as
+    """docs/models/contact_probe.md#model: per-probe contact flag with a Schmitt trigger. ``release_threshold`` None is
+    stored as
     ``contact_threshold`` (so after validation it is always a float)."""
 
     type: Literal["ContactProbe"] = "ContactProbe"
@@ -332,7 +344,7 @@ class ContactProbe(TactileOptions):
 
 
 class KinematicTaxel(TactileOptions, CrosstalkOptions):
-    """§6: per-taxel spring–damper force and torque."""
+    """docs/models/kinematic_taxel.md#model: per-taxel spring–damper force and torque."""
 
     type: Literal["KinematicTaxel"] = "KinematicTaxel"
     normal_stiffness: NonNegFloat = 1000.0
@@ -343,7 +355,8 @@ class KinematicTaxel(TactileOptions, CrosstalkOptions):
 
 
 class ElastomerTaxel(TactileOptions, TrackedCloudOptions):
-    """§7: marker displacement field of a gel skin. ``release_threshold`` None is stored as ``contact_threshold``."""
+    """docs/models/elastomer_taxel.md#elastomer-taxel: marker displacement field of a gel skin. ``release_threshold``
+    None is stored as ``contact_threshold``."""
 
     type: Literal["ElastomerTaxel"] = "ElastomerTaxel"
     lambda_d: PosFloat = 700.0
@@ -370,7 +383,7 @@ class ElastomerTaxel(TactileOptions, TrackedCloudOptions):
 
 
 class ProximityTaxel(TactileOptions, CrosstalkOptions, TrackedCloudOptions):
-    """§8: per-taxel force/torque from tracked samples inside the sensing sphere."""
+    """docs/models/proximity_taxel.md#model: per-taxel force/torque from tracked samples inside the sensing sphere."""
 
     type: Literal["ProximityTaxel"] = "ProximityTaxel"
     stiffness: NonNegFloat = 100.0
@@ -380,7 +393,8 @@ class ProximityTaxel(TactileOptions, CrosstalkOptions, TrackedCloudOptions):
 
 
 class SurfaceDistanceProbe(ProbeOptions):
-    """§9: capped unsigned distance to the tracked bodies. ``probe_radius`` is the range cap (> 0, no fillers)."""
+    """docs/models/surface_distance_probe.md#model: capped unsigned distance to the tracked bodies. ``probe_radius`` is
+    the range cap (> 0, no fillers)."""
 
     type: Literal["SurfaceDistanceProbe"] = "SurfaceDistanceProbe"
     probe_radius: NestedFloats = 0.5
@@ -407,7 +421,8 @@ HEAT_ALLOWED = "a number (W/m², every cell) or nested lists of shape (nx, ny, n
 
 
 class TemperatureGrid(LinkOptions, CandidateOptions):
-    """§10: temperature field of the sensor link on a voxel grid. ``properties_dict``: body name (or "default")
+    """docs/models/temperature_grid.md#temperature-grid: temperature field of the sensor link on a voxel grid.
+    ``properties_dict``: body name (or "default")
     → material (a name from ``materials:`` or inline properties)."""
 
     type: Literal["TemperatureGrid"] = "TemperatureGrid"
@@ -445,7 +460,8 @@ class TemperatureGrid(LinkOptions, CandidateOptions):
 
 
 class JointTorque(PipelineOptions):
-    """§11: link-side joint torques by inverse dynamics. ``joints`` (names) or ``dofs_idx_local`` (indices into
+    """docs/models/joint_torque.md#joint-torque: link-side joint torques by inverse dynamics. ``joints`` (names) or
+    ``dofs_idx_local`` (indices into
     the movable joints), not both; None = all movable joints."""
 
     type: Literal["JointTorque"] = "JointTorque"
@@ -484,7 +500,8 @@ class JointTorque(PipelineOptions):
 
 
 class ContactSensor(SensorOptions, CandidateOptions):
-    """§12: Isaac-Lab-style link contact sensor (kinematic penalty model; no imperfection pipeline)."""
+    """docs/models/contact_sensor.md#model: Isaac-Lab-style link contact sensor (kinematic penalty model; no
+    imperfection pipeline)."""
 
     type: Literal["ContactSensor"] = "ContactSensor"
     prim_path: BodyPattern = Field(description="a body name or a regular expression over body names (full match)")

@@ -1,6 +1,8 @@
 """Rules across sections of one configuration, decidable without the scene: material references, shared thermal
-settings (spec §10), JointTorque contact sources (§11.3) and ``jitter < dt`` with each sensor's evaluation period
-(§13.1, §13.7). Body, joint and link names are checked later against the scene.
+settings (docs/models/temperature_grid.md#temperature-grid), JointTorque contact sources
+(docs/models/joint_torque.md#contact-loads) and ``jitter < dt`` with each sensor's evaluation period
+(docs/models/imperfections.md#evaluation-period, docs/models/imperfections.md#validity). Body, joint and link names are
+checked later against the scene.
 
 Every check names the sensor by its ``where`` (``<file>:sensors[i]`` from YAML, ``Class(name='…')`` from Python).
 """
@@ -17,7 +19,8 @@ from .sensor_options import ContactSensor, JointTorque, KinematicTaxel, Pipeline
 
 
 def evaluation_steps(update_period: float, engine_dt: float) -> int:
-    """k = max(1, round(P / dt_engine)), halves rounded up (spec §13.1): the sensor runs every k engine steps."""
+    """k = max(1, round(P / dt_engine)), halves rounded up (docs/models/imperfections.md#evaluation-period): the sensor
+    runs every k engine steps."""
     return max(1, steps_from_period(update_period, engine_dt)[0])
 
 
@@ -58,7 +61,8 @@ def material_problems(config: SuiteConfig) -> list[str]:
 
 
 def thermal_problems(grids: Sequence[TemperatureGrid], materials: Mapping[str, TemperatureProperties]) -> list[str]:
-    """Shared TemperatureGrid settings (spec §10): one grid per link; merged ``properties_dict`` without
+    """Shared TemperatureGrid settings (docs/models/temperature_grid.md#temperature-grid): one grid per link; merged
+    ``properties_dict`` without
     contradictions; equal non-None ``ambient_temperature`` / ``convection_coefficient``; with
     ``simulate_all_link_temperatures`` one common ``update_period``."""
     lines = []

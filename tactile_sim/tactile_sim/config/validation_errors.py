@@ -1,4 +1,4 @@
-"""Translate a pydantic ``ValidationError`` into §2.6 problem lines with YAML paths.
+"""Translate a pydantic ``ValidationError`` into docs/models/scene.md#common-options problem lines with YAML paths.
 
 pydantic locations are tuples such as ``('sensors', 2, 'KinematicTaxel', 'probe_radius')``; they are walked along
 the schema's types so that discriminated-union tags are dropped (``sensors[2].probe_radius``), the section that
@@ -183,7 +183,8 @@ def describe_error(error: dict, root: type[BaseModel]) -> tuple[str, str, Any, s
 
 
 def problem_lines(exc: ValidationError, root: type[BaseModel], where: str) -> list[str]:
-    """Every error of ``exc`` as one §2.6 line; ``where`` is ``"<file>:"`` (YAML) or ``"Class(name='x')"``."""
+    """Every error of ``exc`` as one docs/models/scene.md#common-options line; ``where`` is ``"<file>:"`` (YAML) or
+    ``"Class(name='x')"``."""
     lines = []
     for error in exc.errors(include_url=False):
         path, problem, got, allowed, hint = describe_error(error, root)

@@ -29,7 +29,7 @@ def make_mesh_data(vertices, faces, source: str = "<memory>") -> MeshData:
     """MeshData from vertices (V, 3) in m and faces (F, 3) vertex indices, with content hash and watertight flag.
 
     Warns (``UserWarning`` naming ``source``) when the mesh is not watertight: it stays usable, its inside/outside
-    sign comes from the generalised winding number (spec §2.2).
+    sign comes from the generalised winding number (docs/models/scene.md#signed-distance).
     """
     mesh = _mesh_data(vertices, faces, source)
     _warn_if_open(mesh)

@@ -1,4 +1,5 @@
-"""Batched signed-distance queries against the scene's shapes: the hot path of every sensor (spec §2.2, §2.3).
+"""Batched signed-distance queries against the scene's shapes: the hot path of every sensor
+(docs/models/scene.md#signed-distance, docs/models/scene.md#candidates).
 
 Public API
 ----------

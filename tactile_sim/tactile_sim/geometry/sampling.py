@@ -1,4 +1,4 @@
-"""Surface point clouds with area shares (spec §2.5).
+"""Surface point clouds with area shares (docs/models/scene.md#sampling).
 
 ``sample_body_surface(shapes, n=None, spacing=None, seed=0) -> SurfaceSamples`` samples the surface of a list of
 shapes (one body's, or several bodies' in scene order) with either a total budget ``n`` or a spacing ``s``:
@@ -29,7 +29,8 @@ from ..errors import SceneError, option_error
 from .shapes import Shape, ShapeKind
 
 MIN_CANDIDATES = 256
-"""Fewest area-uniform candidates drawn before farthest-point down-sampling (spec §2.5: max(256, 4n))."""
+"""Fewest area-uniform candidates drawn before farthest-point down-sampling (docs/models/scene.md#sampling: max(256,
+4n))."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,7 +54,7 @@ def apportion(total: int, weights: Sequence[float]) -> np.ndarray:
     """Split ``total`` in proportion to ``weights``: largest remainder (ties → earlier entry), then ≥ 1 each.
 
     With total = 0 every share is 0. The "at least 1" rule can raise the sum above ``total`` when an entry's
-    proportional share rounds to 0 (spec §2.5: every count used later is the actual one).
+    proportional share rounds to 0 (docs/models/scene.md#sampling: every count used later is the actual one).
     """
     w = np.asarray(weights, dtype=np.float64)
     if total == 0:
@@ -73,7 +74,8 @@ samples); a finer spacing is refused before sampling."""
 
 
 def surface_sample_count(shapes: Sequence[Shape], spacing: float) -> int:
-    """Samples that :func:`sample_body_surface` draws for ``shapes`` at ``spacing`` m (§2.5 counts)."""
+    """Samples that :func:`sample_body_surface` draws for ``shapes`` at ``spacing`` m (docs/models/scene.md#sampling
+    counts)."""
     total = 0
     for s in shapes:
         if s.kind == ShapeKind.BOX:

@@ -1,11 +1,12 @@
-"""Warp device functions: signed distance, gradient and closest point of every shape kind (spec §2.2).
+"""Warp device functions: signed distance, gradient and closest point of every shape kind
+(docs/models/scene.md#signed-distance).
 
 All functions work in the shape frame, in metres, and are generic over the working float type (float32 or float64
 vectors ``p``). Each returns ``(sd, grad, closest)``: the signed distance (negative inside), the unit gradient of the
 signed distance (the outward normal direction; the zero vector only where the SDF grid gradient vanishes) and the
 closest surface point. Where the gradient is undefined (sphere centre, capsule/cylinder axis, exact ties) the lowest
-axis index with the + side wins, as the spec requires. The kernels that use these functions live in
-:mod:`.query` (scene queries) and :mod:`.sdf_grid` (grid node values).
+axis index with the + side wins, as docs/models/scene.md#signed-distance states. The kernels that use these
+functions live in :mod:`.query` (scene queries) and :mod:`.sdf_grid` (grid node values).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from ..constants import EPS_GRAD, EPS_LEN
 from .shapes import ShapeKind
 
 WINDING_INSIDE = 0.49999997
-"""Warp tests ``winding > threshold``; this float32 value just below 0.5 makes it ``winding ≥ 0.5`` (spec §2.2)."""
+"""Warp tests ``winding > threshold``; this float32 value just below 0.5 makes it ``winding ≥ 0.5``
+(docs/models/scene.md#signed-distance)."""
 
 BVH_UNBOUNDED = 1.0e18
 """m — a BVH search radius that never limits a closest-triangle query (its square stays finite in float32)."""
@@ -200,7 +202,8 @@ def mesh_exact_sd(mesh_id: wp.uint64, vertices: wp.array(dtype=Any), faces: wp.a
 
 @wp.func
 def grid_sd(nodes: wp.array(dtype=Any), offset: int, dims: wp.vec3i, lo: Any, hi: Any, inv_spacing: Any, p: Any):
-    """SDF-grid backend (spec §2.2): trilinear value and gradient inside the node lattice [lo, hi].
+    """SDF-grid backend (docs/models/scene.md#signed-distance): trilinear value and gradient inside the node lattice
+    [lo, hi].
 
     ``nodes`` holds (sd, ∂x, ∂y, ∂z) per node; node (i, j, k) of this grid is entry ``offset + (i·ny + j)·nz + k``.
     Outside the lattice, with c = p clamped onto the box: sd = sd(c) + ‖p − c‖ and n = n(c). The gradient is the

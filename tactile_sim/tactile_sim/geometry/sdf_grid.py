@@ -1,4 +1,5 @@
-"""Mesh SDF grids: the ``"sdf"`` backend of spec §2.2, built once per mesh and cached on disk.
+"""Mesh SDF grids: the ``"sdf"`` backend of docs/models/scene.md#signed-distance, built once per mesh and cached on
+disk.
 
 The node lattice covers the mesh AABB (shape frame) grown on every side by ``pad = max(0.1·largest extent,
 padding)``; axis a has ``n_a = min(max_nodes, max(8, ceil(extent_a / cell_size) + 1))`` nodes over the padded
@@ -58,7 +59,7 @@ class SdfGrid:
 
 
 def lattice(mesh: MeshData, cell_size: float, max_nodes: int, padding: float) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """(lo, spacing, dims) of the padded node lattice of ``mesh`` (spec §2.2)."""
+    """(lo, spacing, dims) of the padded node lattice of ``mesh`` (docs/models/scene.md#signed-distance)."""
     if not (cell_size > 0 and padding >= 0 and int(max_nodes) >= 2):
         raise ValueError(f"SDF grid of {mesh.source}: need sdf_cell_size > 0, sdf_padding >= 0, sdf_max_nodes >= 2; "
                          f"got {cell_size}, {padding}, {max_nodes}")

@@ -1,6 +1,7 @@
 """Shape descriptors: dimensions, pose in the owning body's frame, area, volume and bounds.
 
-A shape is immutable description data (float64 NumPy); queries live in :mod:`.query`. Dimensions follow spec §2.1:
+A shape is immutable description data (float64 NumPy); queries live in :mod:`.query`. Dimensions follow
+docs/models/scene.md#bodies:
 sphere radius r; box half-extents h; cylinder radius r and length l along local z; capsule radius r and distance l
 between the cap centres along local z; plane = the half-space z ≤ 0 of its frame (objects only); mesh = triangles with
 scale applied, in the shape frame.

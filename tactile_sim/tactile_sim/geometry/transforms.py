@@ -102,7 +102,8 @@ def check_quaternion(q, where: str) -> np.ndarray:
 
 def check_rotation(r, where: str) -> np.ndarray:
     """Validate an incoming rotation matrix: reject a non-finite or non-3×3 value, |RᵀR − I| > 1e-3 (the
-    quaternion-norm tolerance of spec §16.3) or det < 0; otherwise return the nearest rotation (float64).
+    quaternion-norm tolerance of docs/models/conventions.md#constants) or det < 0; otherwise return the nearest
+    rotation (float64).
 
     Raises ``ValueError`` naming ``where``.
     """

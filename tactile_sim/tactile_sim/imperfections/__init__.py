@@ -1,1 +1,1 @@
-"""Imperfection pipeline (spec §13): the measured branch, seeded, per env."""
+"""Imperfection pipeline (docs/models/imperfections.md#imperfections): the measured branch, seeded, per env."""

@@ -1,4 +1,4 @@
-"""Spatial crosstalk of grid taxel layouts (spec §13.5): kernels and the batched filter.
+"""Spatial crosstalk of grid taxel layouts (docs/models/imperfections.md#crosstalk): kernels and the batched filter.
 
 Each channel map (M rows × N columns of a regular planar grid) is filtered by a same-size, zero-padded
 cross-correlation ``out[r, c] = Σ_ab K[a, b] · in[r + a − h_r, c + b − h_c]`` (the kernel is not flipped; edge probes
@@ -104,7 +104,8 @@ def crosstalk_kernel_from_options(
     where: str,
 ) -> CrosstalkKernel | None:
     """Validate and build a sensor's kernel; None when it is an exact identity (strength 0 or a delta kernel), so
-    the filter is skipped and the stage is an exact no-op. Raises ConfigError (§2.6 format) for bad kernels; warns
+    the filter is skipped and the stage is an exact no-op. Raises ConfigError (docs/models/scene.md#common-options
+    format) for bad kernels; warns
     when a kernel plane does not sum to 1."""
     if kernel is None and strength > 0:
         h_r, h_c = gaussian_half_sizes(sigma, delta_u, delta_v)
@@ -133,7 +134,7 @@ def crosstalk_kernel_from_options(
 
 
 def _checked_kernel(kernel, channels: int, where: str) -> np.ndarray:
-    """A user kernel as float64 [C, h, w] after the checks of §13.5."""
+    """A user kernel as float64 [C, h, w] after the checks of docs/models/imperfections.md#crosstalk."""
     allowed = "finite array (h, w), (2, h, w) or (3, h, w) with odd h, w"
     try:
         k = np.asarray(kernel, dtype=np.float64)

@@ -1,4 +1,4 @@
-"""First-order sensing element (spec §10.4), measured branch, transform stage 4.
+"""First-order sensing element (docs/models/temperature_grid.md#sensing-element), measured branch, transform stage 4.
 
 T_m,k = T_m,k−1 + (1 − exp(−dt/τ_s))·(T_k − T_m,k−1): the exact discretisation of a first-order lag for an input
 held over each step. τ_s = 0 gives T_m = T. After a reset T_m restarts at the current true value (no fake transient).

@@ -1,4 +1,5 @@
-"""ContactProbe Schmitt trigger (spec §5): signed overlap with its floor, and the per-branch latch."""
+"""ContactProbe Schmitt trigger (docs/models/contact_probe.md#model): signed overlap with its floor, and the per-branch
+latch."""
 
 from __future__ import annotations
 

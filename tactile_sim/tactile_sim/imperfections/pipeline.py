@@ -1,4 +1,5 @@
-"""The measured branch of one sensor batch (spec §13): probe-level draws, transform, hardware stages, rings, reads.
+"""The measured branch of one sensor batch (docs/models/imperfections.md#imperfections): probe-level draws, transform,
+hardware stages, rings, reads.
 
 A batch is the sensors of one class and one evaluation period, evaluated together: their probes are concatenated.
 Internally a value is [E, P, K] (E envs, P probes/cells/joints of all sensors, K channels per probe). Per evaluation a
@@ -19,7 +20,8 @@ calls — transform, hardware, stage 10 (the ContactProbe latch of both branches
 and the commit in one kernel launch (plus the crosstalk/hysteresis ops when a sensor has them). Stage 10 exists only
 on that path.
 
-Randomness (§13.9) is counter-based (:mod:`.rng`): each sensor's draws are a pure function of its own seed, the stage
+Randomness (docs/models/imperfections.md#seeding) is counter-based (:mod:`.rng`): each sensor's draws are a pure
+function of its own seed, the stage
 (1 radius noise, 2 jitter, 3 random-walk increments, 4 white noise; per reset 5 gains, 6 dead mask, 7 dead values),
 the env, the element within the sensor and a counter. Per-evaluation draws use the batch's evaluation index g
 (1, 2, … since build; shared by all envs, never rewound by a reset). Per-reset draws use the env's own reset count
@@ -576,7 +578,8 @@ class MeasuredBranch:
         both branches (branches built with ``latch_thresholds``; the staging buffers then hold the signed overlaps
         and become 0./1.), the sample validity and the filler mask in one kernel launch, in place. Equivalent to
         ``push(hardware(transform(measured)), ground_truth, sample_valid)`` of the staging buffers (plus the latch),
-        with the values of invalid samples zeroed on both branches first (§13.7: an invalid read is zeros).
+        with the values of invalid samples zeroed on both branches first (docs/models/imperfections.md#validity: an
+        invalid read is zeros).
 
         sample_valid: [E, S] bool (contiguous, on the branch's device), only for sensors built with
         ``sample_validity`` (None = all valid); read by the launch, not kept."""
@@ -754,7 +757,8 @@ class MeasuredBranch:
         return mask
 
     def reset(self, envs: torch.Tensor | None = None) -> None:
-        """§13.8 for the chosen envs (None = all; [E] bool mask or indices): rings, validity, histories, hysteresis,
+        """docs/models/imperfections.md#reset for the chosen envs (None = all; [E] bool mask or indices): rings,
+        validity, histories, hysteresis,
         random walk zeroed; gains and dead taxels redrawn (per-reset draws use each env's own reset count).
         The other envs are untouched."""
         mask = self.env_mask(envs)

@@ -1,4 +1,4 @@
-"""Counter-based random numbers in torch: one independent stream per sensor (spec §13.9).
+"""Counter-based random numbers in torch: one independent stream per sensor (docs/models/imperfections.md#seeding).
 
 A draw is a pure function of (sensor seed, stage, env, local index, counter)::
 
@@ -40,7 +40,7 @@ _GOLDEN = 0x9E3779B9
 
 def sensor_seed(scene_seed: int, name: str, seed: int | None = None) -> int:
     """The key of a sensor's stream: ``seed`` when given, else the first 8 bytes of SHA-256(f"{scene_seed}:{name}")
-    read big-endian and masked to 63 bits (spec §13.9)."""
+    read big-endian and masked to 63 bits (docs/models/imperfections.md#seeding)."""
     if seed is not None:
         return int(seed)
     digest = hashlib.sha256(f"{scene_seed}:{name}".encode()).digest()

@@ -1,13 +1,16 @@
-"""One sensor's imperfection options after validation (spec §13, §3, §14.3).
+"""One sensor's imperfection options after validation (docs/models/imperfections.md#imperfections,
+docs/models/probes.md#probes, docs/models/layouts.md#fillers).
 
 :class:`SensorImperfections` is plain data handed from the sensor/config layers to the measured branch
 (:class:`~.pipeline.MeasuredBranch`). Construction validates every value and raises :class:`ConfigError` with the
-§2.6 format ``<where>.<option>: <what>; got <value>; allowed: <rule>``. It does not decide which options a sensor
+docs/models/scene.md#common-options format ``<where>.<option>: <what>; got <value>; allowed: <rule>``. It does not
+decide which options a sensor
 class accepts (that is the sensor's schema); it only checks values and their consistency.
 
 Shapes: n = n_probes (cells, joints) of the sensor, K = channels per probe (1 scalar outputs, 3 ElastomerTaxel
 displacement, 6 force + torque). Per-channel options are a scalar or a flat array of length n·K in the sensor's flat
-channel order (§16.2: probe-major then xyz; for K = 6 the n·3 force values come before the n·3 torque values); they
+channel order (docs/models/conventions.md#frames: probe-major then xyz; for K = 6 the n·3 force values come before the
+n·3 torque values); they
 are exposed as float64 arrays [n, K] by :meth:`SensorImperfections.per_channel`.
 """
 
@@ -43,11 +46,15 @@ class SensorImperfections:
     n_probes: n ≥ 1; dt: evaluation period, s (> 0); channels: K ≥ 1; layout_shape: output layout without env,
     history and channel axes (default (n,)); where: error prefix, e.g. ``layout.yaml:sensors[2]`` or
     ``KinematicTaxel(name='pad')`` (default ``sensor 'name'``); active: [n] bool, False for fillers (default all).
-    Generic (§13.3): noise σ, bias b, resolution r, random_walk σ_w — scalar or flat n·K array.
-    Probe level (§13.4): probe_radius_noise a (m), probe_gain (scalar or layout-shaped), probe_gain_resample_range
+    Generic (docs/models/imperfections.md#hardware): noise σ, bias b, resolution r, random_walk σ_w — scalar or flat
+    n·K array.
+    Probe level (docs/models/imperfections.md#probe-level): probe_radius_noise a (m), probe_gain (scalar or
+    layout-shaped), probe_gain_resample_range
     (lo, hi) or None, dead_taxel_probability p, dead_taxel_value_range (lo, hi).
-    Hysteresis (§13.6): hysteresis_strength s, hysteresis_tau τ (s). Timing (§13.7): delay, jitter (s),
-    history_length H. Crosstalk (§13.5): crosstalk_strength, crosstalk_sigma (m), crosstalk_kernel (array or None),
+    Hysteresis (docs/models/imperfections.md#hysteresis): hysteresis_strength s, hysteresis_tau τ (s). Timing
+    (docs/models/imperfections.md#validity): delay, jitter (s),
+    history_length H. Crosstalk (docs/models/imperfections.md#crosstalk): crosstalk_strength, crosstalk_sigma (m),
+    crosstalk_kernel (array or None),
     grid_spacing (Δu, Δv) m of a regular planar grid layout (None: the layout is not one), grid_normal (3,) the
     grid's shared normal (else t_u × t_v; needed for split kernels). sample_validity: the sensor flags samples
     invalid itself (JointTorque warm-up) and passes ``sample_valid`` to ``push``.
@@ -103,7 +110,7 @@ class SensorImperfections:
     # ---- errors -------------------------------------------------------------------------------------------------
 
     def error(self, option: str, what: str, value, allowed: str) -> ConfigError:
-        """A ConfigError in the §2.6 format for this sensor."""
+        """A ConfigError in the docs/models/scene.md#common-options format for this sensor."""
         return ConfigError(f"{self.where}.{option}: {what}; got {_fmt(value)}; allowed: {allowed}")
 
     def _real(self, option: str, value, allowed: str, ok) -> float:
@@ -175,7 +182,7 @@ class SensorImperfections:
         return float(arr) if arr.ndim == 0 else arr
 
     def per_channel(self, option: str) -> np.ndarray:
-        """A per-channel option as float64 [n, K] (flat order mapped per §16.2)."""
+        """A per-channel option as float64 [n, K] (flat order mapped per docs/models/conventions.md#frames)."""
         value = getattr(self, option)
         n, k = self.n_probes, self.channels
         if not isinstance(value, np.ndarray):

@@ -82,7 +82,8 @@ class SensorBatch:
 
     sensor_type: ClassVar[str] = ""
     evaluation_order: ClassVar[int] = 0
-    """Batches run in ascending order within an engine step (contact sources 0 before JointTorque 1, §13.1)."""
+    """Batches run in ascending order within an engine step (contact sources 0 before JointTorque 1,
+    docs/models/imperfections.md#evaluation-period)."""
     kernel_tables: ClassVar[tuple] = ()
     """Tables (working dtype → kernel, or (kernel, call type)) of the kernels every batch of this class launches: the
     suite compiles them together before it builds anything (:func:`~..geometry.warp_kernels.prepare_kernels`); a
@@ -118,5 +119,5 @@ class SensorBatch:
         return self.output(value), valid
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
-        """§13.8 for the envs of env_mask ([E] bool; None = all)."""
+        """docs/models/imperfections.md#reset for the envs of env_mask ([E] bool; None = all)."""
         self.branch.reset(env_mask)

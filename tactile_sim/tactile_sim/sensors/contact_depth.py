@@ -1,4 +1,4 @@
-"""ContactDepthProbe (spec §4) and ContactProbe (spec §5).
+"""ContactDepthProbe (docs/models/contact_depth_probe.md#model) and ContactProbe (docs/models/contact_probe.md#model).
 
 ContactDepthProbe: depth_i = max(0, R_i − sd*_i) (ground truth); g_i·max(0, R̃_i − sd*_i) (measured), metres.
 ContactProbe: the signed overlap x = max(g(R̃ − sd*), x_floor) through a Schmitt trigger, per branch; bool.

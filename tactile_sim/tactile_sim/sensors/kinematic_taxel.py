@@ -1,4 +1,5 @@
-"""KinematicTaxel (spec §6): per-taxel spring–damper force and torque from overlap and relative motion.
+"""KinematicTaxel (docs/models/kinematic_taxel.md#model): per-taxel spring–damper force and torque from overlap and
+relative motion.
 
 Per active probe (ground truth: R, g = 1; measured: R̃, g):
     d = max(0, R − sd*); no contact when d ≤ ε_d;  s = (g·d)^e

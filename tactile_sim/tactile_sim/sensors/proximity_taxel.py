@@ -1,4 +1,5 @@
-"""ProximityTaxel (spec §8): per-taxel force and torque from tracked surface samples inside each sensing sphere.
+"""ProximityTaxel (docs/models/proximity_taxel.md#model): per-taxel force and torque from tracked surface samples
+inside each sensing sphere.
 
 Probe i (link-frame position p_i, unit normal a_i, radius R — R̃ on the measured branch — gain g), samples j of the
 sensor's cloud (N_pts samples, ρ = density_scalar / N_pts), world positions q_j on bodies B(j):

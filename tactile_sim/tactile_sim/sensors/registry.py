@@ -21,4 +21,4 @@ BATCH_CLASSES: dict[str, type[SensorBatch]] = {
 
 PROBE_SENSOR_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
                       "SurfaceDistanceProbe")
-"""Types whose layout comes from ``probe_local_pos`` (spec §3, §14)."""
+"""Types whose layout comes from ``probe_local_pos`` (docs/models/probes.md#probes, docs/models/layouts.md#layouts)."""

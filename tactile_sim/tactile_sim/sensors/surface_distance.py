@@ -1,4 +1,5 @@
-"""SurfaceDistanceProbe (spec §9): unsigned distance from each probe to the nearest tracked surface, capped.
+"""SurfaceDistanceProbe (docs/models/surface_distance_probe.md#model): unsigned distance from each probe to the nearest
+tracked surface, capped.
 
     d_i = min(R_i, min over tracked shapes c of |sd_c(x_i)|)          (measured: cap R̃_i)
     nearest_i = closest surface point of the minimising shape if that minimum < cap, else x_i      (world frame)

@@ -1,4 +1,5 @@
-"""Recursive Newton–Euler inverse dynamics (spec §11.1–11.2): one warp thread per row (env), links in tree order.
+"""Recursive Newton–Euler inverse dynamics (docs/models/joint_torque.md#model): one warp thread per row (env), links in
+tree order.
 
     τ = M(q) q̈ + C(q, q̇) q̇ + g(q) − Σ_c J_c(q)ᵀ w_c
 
@@ -6,7 +7,8 @@ The root link is fixed in W at its given orientation (which sets the direction o
 accelerations are not modelled. Mimic joints follow their source joint (q, q̇, q̈ via multiplier and offset) and get
 their own entry in τ. Inertials: mass, COM origin and inertia about the COM in the ``<inertial>`` frame.
 
-The recursion of §11.2 (v_i = X_i v_λ + S_i q̇_i; a_i = X_i a_λ + S_i q̈_i + v_i ×ₘ S_i q̇_i with a_0 = −g;
+The recursion of docs/models/joint_torque.md#recursion (v_i = X_i v_λ + S_i q̇_i; a_i = X_i a_λ + S_i q̈_i + v_i ×ₘ S_i
+q̇_i with a_0 = −g;
 f_i = I_i a_i + v_i ×_f I_i v_i − f_ext,i; τ_i = S_iᵀ f_i; f_λ += X_iᵀ f_i) is evaluated with every quantity in W
 axes, positions relative to the root origin. Forward pass, parents first: link pose, angular velocity ω, angular
 acceleration α and the acceleration a of the link origin (gravity enters as a_root = −g_W), then the link's own

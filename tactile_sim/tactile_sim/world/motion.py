@@ -1,8 +1,8 @@
-"""Per-step world motion (spec §2.4): poses and twists of every body as a :class:`WorldState`.
+"""Per-step world motion (docs/models/scene.md#motion): poses and twists of every body as a :class:`WorldState`.
 
 * Robot links: forward kinematics of the joint positions from the root pose; twists exact, J(q)·q̇ plus the
   transport of the root twist. q̇ is the caller's joint velocity, else the backward difference of the two most recent
-  joint samples with distinct stamps (continuous joints wrapped to (−π, π]), as §11.4.
+  joint samples with distinct stamps (continuous joints wrapped to (−π, π]), as docs/models/joint_torque.md#velocity.
 * Root pose: the caller's ``root_pose``, else TF (world frame → root link) when ``root_from_tf``, else a fixed pose.
 * Objects (see :mod:`.objects`): fixed, attached to a robot link (exact twist), posed by TF, or by the caller.
 * Twists not known exactly are backward differences of the two most recent pose samples with distinct stamps:

@@ -26,7 +26,8 @@ from .tf_buffer import StampedTransform, TFBuffer
 @dataclass(frozen=True, eq=False)
 class DeclaredObject:
     """A non-robot body. rot (3, 3) / pos (3,) m: its pose in ``frame`` (or relative to ``follow``);
-    material: thermal material name (§10) or None; source: where it was declared, for messages
+    material: thermal material name (docs/models/temperature_grid.md#temperature-grid) or None; source: where it was
+    declared, for messages
     (e.g. ``"scene.yaml:objects[2]"``)."""
 
     name: str

@@ -1,4 +1,5 @@
-"""The scene: every body (robot links, then declared objects) in scene order, and the candidate rules (§2.1, §2.3)."""
+"""The scene: every body (robot links, then declared objects) in scene order, and the candidate rules
+(docs/models/scene.md#bodies, docs/models/scene.md#candidates)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ class Scene:
         return self._neighbours[self._as_index(body)]
 
     def candidate_mask(self, sensor_body: str | int, ignore: Iterable[str] = (), where: str = "") -> np.ndarray:
-        """Candidates of a sensor on ``sensor_body`` (§2.3): bool [B], True for every body except the sensor body,
+        """Candidates of a sensor on ``sensor_body`` (docs/models/scene.md#candidates): bool [B], True for every body
+        except the sensor body,
         its neighbours and the bodies named in ``ignore`` (each must exist)."""
         s = self._as_index(sensor_body, where)
         mask = np.ones(self.n_bodies, dtype=bool)

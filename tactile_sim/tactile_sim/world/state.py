@@ -19,7 +19,8 @@ class WorldState:
     joint_pos / joint_vel / joint_acc: [E, n_dof] movable joints of the robot in URDF order (rad or m, /s, /s²),
         or None where unknown (joint_acc is only set when a caller supplies accelerations).
     joint_vel_measured: True when joint_vel came with the joint sample (message / caller), False when it is the
-        world model's backward-difference estimate (JointTorque §11.4 tells the two apart).
+        world model's backward-difference estimate (JointTorque docs/models/joint_torque.md#velocity tells the two
+        apart).
     joint_stamp: stamp of the joint sample the joint tensors belong to, s (None: no joint sample yet, or the state
         was built without one; then ``t``). A held sample keeps its stamp.
     """

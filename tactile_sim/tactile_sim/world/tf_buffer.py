@@ -4,7 +4,8 @@ Frames form a forest: every frame has at most one parent. An edge parent → chi
 frame in the parent frame (``x_parent = R x_child + t``), either **static** (one value, valid at every time) or
 **dynamic** (time-stamped samples kept for ``cache_time`` seconds behind the newest one, at most ``max_samples``).
 Between two samples the translation is interpolated linearly and the rotation by slerp; outside the stored span a
-lookup is an extrapolation error. Quaternions are (x, y, z, w); their norm must be 1 ± 1e-3 (spec §16.3) and they
+lookup is an extrapolation error. Quaternions are (x, y, z, w); their norm must be 1 ± 1e-3
+(docs/models/conventions.md#constants) and they
 are normalised.
 """
 

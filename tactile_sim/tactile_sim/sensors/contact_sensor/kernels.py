@@ -1,4 +1,5 @@
-"""The two warp kernels of one ContactSensor batch step (spec §12): per-sample penalty loads, then per-body buffers.
+"""The two warp kernels of one ContactSensor batch step (docs/models/contact_sensor.md#model): per-sample penalty
+loads, then per-body buffers.
 
 1. Sample kernel (:func:`..points.cell_kernel.cell_kernel` over the batch's surface samples,
    :class:`..points.body_samples.SampleCells`): every sample k whose deepest candidate body lies deeper than ε_d (query cutoff −ε_d) gets its penalty force

@@ -1,4 +1,5 @@
-"""ContactSensor (spec §12): Isaac-Lab-style net contact force on whole bodies from a kinematic penalty model.
+"""ContactSensor (docs/models/contact_sensor.md#model): Isaac-Lab-style net contact force on whole bodies from a
+kinematic penalty model.
 
 Per collision-surface sample k of sensor body s (position x_k in W, area a_k), over the candidates of s:
 B(k) = deepest body, d_k = max(0, −sd_B(x_k)); a sample is in contact when d_k > ε_d. Then
@@ -35,7 +36,8 @@ from ..warp_launch import state_tensors
 
 @dataclass
 class ContactSensorData:
-    """Buffers of one ContactSensor (spec §12 Output). E envs (absent for an unbatched scene), S bodies, F filters,
+    """Buffers of one ContactSensor (docs/models/contact_sensor.md#model Output). E envs (absent for an unbatched
+    scene), S bodies, F filters,
     H history length. W = world frame; ``_b`` = body frame of each sensor body (positions relative to o_s).
 
     net_*_forces_w / net_torques_w [E, S, 3] N, N·m about o_s; *_force_matrix_w [E, S, F, 3] N (None when F = 0);
@@ -314,7 +316,8 @@ class ContactSensorBatch(SensorBatch):
         return self.read(i)
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
-        """§13.8: timers, histories and current buffers of the envs zeroed (contact positions NaN), in place."""
+        """docs/models/imperfections.md#reset: timers, histories and current buffers of the envs zeroed (contact
+        positions NaN), in place."""
         if env_mask is None:
             m = torch.ones(self.n_envs, dtype=torch.bool, device=self.ctx.device)
         else:

@@ -1,4 +1,4 @@
-"""ElastomerTaxel dilation field (spec §7.3–7.4) of a batch: kernels, FFT path and direct path.
+"""ElastomerTaxel dilation field (docs/models/elastomer_taxel.md#kernels) of a batch: kernels, FFT path and direct path.
 
 For a target probe i (link-frame position p_i, unit normal a_i) and a source j, with δ = P_i(p_i − p_j),
 P_i = I − a_i a_iᵀ, r = ‖δ‖:
@@ -11,7 +11,8 @@ P_i = I − a_i a_iᵀ, r = ‖δ‖:
 The kernel pair (K_in, G) has one implementation, the warp function :func:`dilation_pair`; it fills the tables at
 build (in float64) and is evaluated per step only by the direct path of very large layouts.
 
-* FFT path (regular planar grid with one shared normal a, §14.2): the (M, N) depth maps H and H^p — on the CPU
+* FFT path (regular planar grid with one shared normal a, docs/models/layouts.md#planar-grids): the (M, N) depth maps H
+and H^p — on the CPU
   only the window of rows and columns where some env has H > 0 — are zero-padded to (L_v, L_u) ≥ (M + w_r − 1,
   N + w_c − 1) and multiplied in Fourier space with the spectra of the three scalar kernels e₁·K_in, e₂·K_in and G
   on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v (tables at build), where (e₁, e₂, a) is an orthonormal

@@ -1,4 +1,5 @@
-"""In-plane surface response of a bonded incompressible elastomer layer: the profile κ₁ of spec §7.3.
+"""In-plane surface response of a bonded incompressible elastomer layer: the profile κ₁ of
+docs/models/elastomer_taxel.md#kernels.
 
     κ₁(ρ) = (1/2π) ∫₀^∞ S(q) J₁(qρ) q dq,    S(q) = 2q² / (sinh 2q − 2q)        (ρ = r/h, dimensionless)
 

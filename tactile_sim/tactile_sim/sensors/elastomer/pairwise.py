@@ -1,4 +1,5 @@
-"""ElastomerTaxel field of small layouts (spec §7.4–7.5) as per-probe pair sums, dilation and shear in one kernel.
+"""ElastomerTaxel field of small layouts (docs/models/elastomer_taxel.md#dilation) as per-probe pair sums, dilation and
+shear in one kernel.
 
 For a batch whose sensors are small (n_envs · P_s² ≤ ``PAIRWISE_WORK``), a handful of torch operations per step
 (lattice products, FFTs, compaction) would cost more than the sums themselves. Here one thread per env and target

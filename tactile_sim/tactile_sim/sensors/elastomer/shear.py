@@ -1,4 +1,5 @@
-"""ElastomerTaxel shear (spec §7.5): tracked surface samples that stick to the gel and drag its markers.
+"""ElastomerTaxel shear (docs/models/elastomer_taxel.md#shear): tracked surface samples that stick to the gel and drag
+its markers.
 
 Per env and tracked sample j (link-frame position q̃_j, area share a_j), with sd_j the signed distance of the
 sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j), each step:

@@ -1,4 +1,5 @@
-"""ElastomerTaxel (spec §7): marker displacement field of a soft gel skin, link frame, ``[E, (H,) *layout, 3]``.
+"""ElastomerTaxel (docs/models/elastomer_taxel.md#elastomer-taxel): marker displacement field of a soft gel skin, link
+frame, ``[E, (H,) *layout, 3]``.
 
 Per step, for the batch's sensors together:
 
@@ -9,7 +10,8 @@ Per step, for the batch's sensors together:
 3. u_dil + s: small sensors (:mod:`.pairwise`) by per-probe pair sums in one kernel; the others by the
    dilation paths of :mod:`.dilation` (7.3–7.4: FFT or separable lattice on regular planar grids with a
    shared normal, direct path otherwise) plus the shear sums of :mod:`.shear`;
-4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages (§13.2); without
+4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages
+(docs/models/imperfections.md#order); without
    crosstalk and hysteresis one small kernel writes u and g·u straight into the measured branch's staging buffers.
 
 The probe radius marks fillers only (they read 0 and are no sources). Each sensor's tracked cloud is exposed through

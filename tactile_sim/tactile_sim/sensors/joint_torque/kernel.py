@@ -1,8 +1,10 @@
-"""The fused per-step kernel of JointTorque (spec §11): estimator, contact loads, inverse dynamics, motor terms, output.
+"""The fused per-step kernel of JointTorque (docs/models/joint_torque.md#joint-torque): estimator, contact loads,
+inverse dynamics, motor terms, output.
 
 One warp thread per (env e, sensor lane s), row r = e·S + s of the lane state:
 
-1. §11.4 estimator (only when the joint sample is accepted): q̇ from the message (lanes with
+1. docs/models/joint_torque.md#velocity estimator (only when the joint sample is accepted): q̇ from the message (lanes
+with
    ``velocity_source="auto"`` when the sample carries measured velocities) or the wrapped finite difference, the
    first-order filtered q̈ (β = 1 − exp(−2π f_c Δt)), warm-up flags; the lane state is updated in place.
 2. The q̇, q̈ the inverse dynamics uses (caller-given q̈ / q̇ replace the estimates) and the validity of the reading.
@@ -86,7 +88,8 @@ def _expm1(x: Any):
 
 @wp.func
 def _estimate(call: Any, b: Any, e: int, s: int, r: int, vel_mode: int, dt: Any, neg_two_pi_dt: Any):
-    """§11.4 update of lane row r from the accepted joint sample (see the module docstring)."""
+    """docs/models/joint_torque.md#velocity update of lane row r from the accepted joint sample (see the module
+    docstring)."""
     zero = dt - dt
     have_prev = b.has_sample[e, s]
     use_msg = vel_mode != 0 and b.use_messages[s] != 0

@@ -1,11 +1,14 @@
-"""JointTorque (spec §11): link-side joint torques by inverse dynamics of the observed motion plus modelled contacts.
+"""JointTorque (docs/models/joint_torque.md#joint-torque): link-side joint torques by inverse dynamics of the observed
+motion plus modelled contacts.
 
     τ = M(q) q̈ + C(q, q̇) q̇ + g(q) − Σ_c J_c(q)ᵀ w_c   (+ armature·q̈ + damping·q̇ + friction·tanh(q̇/v_f))
 
 evaluated by the world layer's recursive Newton–Euler (:func:`~..world.dynamics.rnea_row`) with the root fixed at its
 current pose. w_c are the latest ground-truth contact loads of the suite's KinematicTaxel and
-ContactSensor batches on the robot's links (§11.3; evaluated earlier in the same engine step, held otherwise).
-q̇ and q̈ come from the §11.4 estimator (message velocities or wrapped finite differences, first-order filtered
+ContactSensor batches on the robot's links (docs/models/joint_torque.md#contact-loads; evaluated earlier in the same
+engine step, held otherwise).
+q̇ and q̈ come from the docs/models/joint_torque.md#velocity estimator (message velocities or wrapped finite
+differences, first-order filtered
 acceleration, warm-up flagged invalid). Output ``[E, (H,) n_selected]`` in N·m (revolute) or N (prismatic).
 
 The sensors of one batch are estimator "lanes" [E, S, n_mov] (each has its own velocity source, filter and contact
@@ -143,7 +146,8 @@ class JointTorqueBatch(SensorBatch):
 
     @staticmethod
     def _sources(o, where: str, sensors, robot, scene) -> list[tuple[str, list[int]]]:
-        """(source sensor name, robot links it loads) per contact source of one JointTorque (§11.3)."""
+        """(source sensor name, robot links it loads) per contact source of one JointTorque
+        (docs/models/joint_torque.md#contact-loads)."""
         links = set(range(robot.n_links))
         contact_links: dict[str, list[int]] = {}
         taxel_link: dict[str, int] = {}
@@ -272,7 +276,7 @@ class JointTorqueBatch(SensorBatch):
                             ("sources", "measured", "ground_truth"))
 
     def evaluate(self, state: WorldState) -> None:
-        # §11.4: a joint sample is accepted when its stamp increased
+        # docs/models/joint_torque.md#velocity: a joint sample is accepted when its stamp increased
         stamp = state.joint_stamp if state.joint_stamp is not None else state.t
         accept = self.t_prev is None or stamp > self.t_prev
         if not accept:
@@ -307,11 +311,12 @@ class JointTorqueBatch(SensorBatch):
         launch()
         if accept:
             self.t_prev = stamp
-        # stages 5–9 and the commit in one launch; §13.7: an invalid read (warm-up) is zeros on both branches
+        # stages 5–9 and the commit in one launch; docs/models/imperfections.md#validity: an invalid read (warm-up) is
+        # zeros on both branches
         branch.push_staged(sample_valid=self.lanes["valid"])
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
-        """§13.8: pipeline state and estimator of the envs cleared (warm-up restarts)."""
+        """docs/models/imperfections.md#reset: pipeline state and estimator of the envs cleared (warm-up restarts)."""
         super().reset(env_mask)
         m = (torch.ones(self.n_envs, dtype=torch.bool, device=self.ctx.device) if env_mask is None
              else env_mask.to(self.ctx.device))

@@ -1,8 +1,10 @@
-"""Probe layouts (spec §14, §3, §7.2): validated positions, radii and normals of a probe sensor in its link frame.
+"""Probe layouts (docs/models/layouts.md#layouts, docs/models/probes.md#probes,
+docs/models/elastomer_taxel.md#layout-scale): validated positions, radii and normals of a probe sensor in its link
+frame.
 
 A layout is flat ``(N, 3)`` or a grid ``(M, N, 3)`` indexed ``[row, col]`` (flat index ``r·N + c``). Everything is
 float64 NumPy at build time; sensors turn it into tensors on their own device. Also here: the planar-grid helper of
-§14.5 and the loader for layouts stored in CSV / NPY files.
+docs/models/layouts.md#helper and the loader for layouts stored in CSV / NPY files.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ...errors import ConfigError
 from ...geometry.transforms import euler_deg_to_matrix_np
 
 DEFAULT_NORMAL = (0.0, 0.0, 1.0)
-"""Default probe normal (link frame) when `probe_local_normal` is not given (§14.4)."""
+"""Default probe normal (link frame) when `probe_local_normal` is not given (docs/models/layouts.md#normals)."""
 
 
 def _index(shape: tuple[int, ...], flat: int) -> str:
@@ -53,7 +55,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class GridInfo:
-    """Lattice description of a grid layout (§14.2), link frame.
+    """Lattice description of a grid layout (docs/models/layouts.md#planar-grids), link frame.
 
     t_u / t_v: (3,) unit mean column / row step (zeros when that axis has one entry or a step ≤ ε_len);
     du / dv: lengths of the mean steps (m); origin: p[0, 0] (3,); regular: the grid is regular planar;
@@ -88,7 +90,7 @@ def _shared_normal(normals: np.ndarray) -> np.ndarray | None:
 
 @dataclass(frozen=True, eq=False)
 class ProbeLayout:
-    """Validated probe layout in the link frame, after offsets (§14).
+    """Validated probe layout in the link frame, after offsets (docs/models/layouts.md#layouts).
 
     positions: layout shape + (3,) m — (N, 3) or (M, N, 3); radius: layout shape, m (0 marks a filler);
     normals: layout shape + (3,), unit, after the offset rotation; where: prefix of error messages
@@ -115,13 +117,15 @@ class ProbeLayout:
         allow_fillers: bool = True,
         where: str = "SensorClass(name='x')",
     ) -> ProbeLayout:
-        """Validate the layout options of a probe sensor (§3, §14) and apply the offsets (§14.4).
+        """Validate the layout options of a probe sensor (docs/models/probes.md#probes, docs/models/layouts.md#layouts)
+        and apply the offsets (docs/models/layouts.md#normals).
 
         probe_local_pos: (N, 3) or (M, N, 3) m, default one probe at the link origin; probe_radius: scalar or layout
         shape, m, default ``default_radius`` (0.01 m; SurfaceDistanceProbe 0.5 m); probe_local_normal: (3,) or
         layout shape + (3,), default (0, 0, 1), normalised here; pos_offset t (3,) m and euler_offset (3,) degrees
         (fixed-axis X-Y-Z) map p ← R_off p + t, a ← R_off a. ``allow_fillers=False`` (SurfaceDistanceProbe) requires
-        radius > 0 everywhere. Raises ConfigError (§2.6 format) naming ``where``, the option, the value and what is
+        radius > 0 everywhere. Raises ConfigError (docs/models/scene.md#common-options format) naming ``where``, the
+        option, the value and what is
         allowed.
         """
         pos_allowed = "(N, 3) or (M, N, 3) finite coordinates in m, N, M >= 1"
@@ -254,7 +258,7 @@ class ProbeLayout:
 
     @cached_property
     def grid(self) -> GridInfo | None:
-        """Lattice description for a grid layout (§14.2); None for a flat layout."""
+        """Lattice description for a grid layout (docs/models/layouts.md#planar-grids); None for a flat layout."""
         if not self.is_grid:
             return None
         p = self.positions
@@ -274,7 +278,8 @@ class ProbeLayout:
                         shared_normal=_shared_normal(self.normals))
 
     def epsilon0(self) -> float:
-        """Layout scale ε₀ (§7.2), m: median over active probes of the distance to the nearest other active probe.
+        """Layout scale ε₀ (docs/models/elastomer_taxel.md#layout-scale), m: median over active probes of the distance
+        to the nearest other active probe.
 
         One active probe: 2R. Raises ConfigError when ε₀ ≤ ε_len (coincident active probes).
         """
@@ -291,9 +296,11 @@ class ProbeLayout:
         return eps0
 
 
-# ---------------------------------------------------------------------- planar-grid helper (§14.5)
+# ---------------------------------------------------------------------- planar-grid helper
+# (docs/models/layouts.md#helper)
 def generate_grid_points_on_plane(lo, hi, normal, nx: int, ny: int) -> np.ndarray:
-    """Planar grid of probe positions, (ny, nx, 3) float64 m: rows follow ny, columns nx (§14.5, as Genesis).
+    """Planar grid of probe positions, (ny, nx, 3) float64 m: rows follow ny, columns nx
+    (docs/models/layouts.md#helper, as Genesis).
 
     n̂ = normal/‖normal‖; in-plane axes t₁ = unit part of e_y orthogonal to n̂ (e_z when |n̂_y| ≥ 0.5), t₀ = t₁ × n̂;
     grid[r, c] = u_c t₀ + v_r t₁ + w̄ n̂ with u, v linspaced between lo and hi and w̄ their mean height (warns when

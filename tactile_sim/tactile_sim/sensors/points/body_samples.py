@@ -1,4 +1,5 @@
-"""Surface samples fixed on bodies (spec §2.5), concatenated over several owners, and their broad-phase layout.
+"""Surface samples fixed on bodies (docs/models/scene.md#sampling), concatenated over several owners, and their
+broad-phase layout.
 
 Used by the sensors that integrate over their own body's collision surface (ContactSensor, TemperatureGrid and the
 lumped bodies of the thermal system). An *owner* is one sampled body; its samples are contiguous, owners in the

@@ -1,7 +1,9 @@
 """Shared build and geometry of the SDF-query probe sensors (ContactDepthProbe, ContactProbe, KinematicTaxel).
 
-Spec §3: for every probe the nearest candidate geometry sd*_i (one query for both branches), its body O_i and the
-object normal n_i; the measured branch uses the noisy radius R̃ and the gain g of the measured branch (§13.4).
+Spec docs/models/probes.md#probes: for every probe the nearest candidate geometry sd*_i (one query for both branches),
+its body O_i and the
+object normal n_i; the measured branch uses the noisy radius R̃ and the gain g of the measured branch
+(docs/models/imperfections.md#probe-level).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ class ProbeSensorBatch(SensorBatch):
         self._bound_gain = self.branch.gain
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
-        """Link, layout and sensed shapes of one sensor: the candidates of §2.3 and the sensor's mesh backend
+        """Link, layout and sensed shapes of one sensor: the candidates of docs/models/scene.md#candidates and the
+        sensor's mesh backend
         (point-cloud and distance sensors sense their tracked bodies instead)."""
         scene = self.ctx.scene
         link = scene.body_index(options.link)

@@ -124,7 +124,8 @@ class ProbeSet:
         return torch.matmul(v.unsqueeze(-2), rot).squeeze(-2)
 
     def query(self, x: torch.Tensor, state: WorldState, cutoff: torch.Tensor, unsigned: bool = False) -> QueryResult:
-        """Nearest candidate geometry of every probe (spec §3: sd*, c*, O, n), culled beyond ``cutoff`` [P]."""
+        """Nearest candidate geometry of every probe (docs/models/probes.md#probes: sd*, c*, O, n), culled beyond
+        ``cutoff`` [P]."""
         return self.query_engine.query(
             x, state.rot, state.pos, self.sensor_of_probe, self.group_shape_mask, cutoff,
             group_exact=self.group_exact, unsigned=unsigned,

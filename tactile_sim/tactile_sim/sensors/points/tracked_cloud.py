@@ -1,4 +1,5 @@
-"""Point clouds of a sensor's tracked bodies (spec §2.5; ElastomerTaxel §7, ProximityTaxel §8).
+"""Point clouds of a sensor's tracked bodies (docs/models/scene.md#sampling; ElastomerTaxel
+docs/models/elastomer_taxel.md#elastomer-taxel, ProximityTaxel docs/models/proximity_taxel.md#model).
 
 Build: :func:`sample_tracked_cloud` samples the bodies named in ``track`` once — collision geometry, or visual
 geometry with ``use_visual_mesh`` — with ``n_sample_points`` (one budget split by area over every tracked shape, or

@@ -1,4 +1,5 @@
-"""Warp kernels of the thermal system step (spec §10.2–10.3; the math is documented in :mod:`.system`).
+"""Warp kernels of the thermal system step (docs/models/temperature_grid.md#contact-area; the math is documented in
+:mod:`.system`).
 
 * Contact kernel (:func:`..points.cell_kernel.cell_kernel` over the grids' surface samples,
   :class:`..points.body_samples.SampleCells`, query cutoff = the sample's ``contact_band``): every sample that touches a body
@@ -208,7 +209,8 @@ def _readout_kernel(dtype: torch.dtype):
     call_type = warp_struct(f"ThermalReadoutCall_{f.__name__}", fields, __name__)
 
     def kernel(call):
-        """Output p of env e: T = t[e, cell[p]] (ground truth) and the sensing element (spec §10.4)
+        """Output p of env e: T = t[e, cell[p]] (ground truth) and the sensing element
+        (docs/models/temperature_grid.md#sensing-element)
         T_m ← T_m + w (T − T_m), w = 1 − exp(−dt/τ_s) (the lag state, also the raw measured value)."""
         e, p = wp.tid()
         truth = call.t[e, call.cell[p]]

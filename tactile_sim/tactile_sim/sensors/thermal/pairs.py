@@ -1,10 +1,11 @@
-"""Step B of the thermal system (spec §10.3): exact pairwise relaxation of finite-capacity pairs in a fixed order.
+"""Step B of the thermal system (docs/models/temperature_grid.md#update): exact pairwise relaxation of finite-capacity
+pairs in a fixed order.
 
 Each pair (X, Y) with conductance G relaxes exactly over dt, conserving C_X T_X + C_Y T_Y (written with inverse
 capacities i = 1/C, so that a body of infinite capacity, i = 0, keeps its temperature):
     T̄ = (i_Y T_X + i_X T_Y)/(i_X + i_Y);  δ = (T_X − T_Y)·exp(−dt G (i_X + i_Y))
     T_X ← T̄ + δ i_X/(i_X + i_Y);  T_Y ← T̄ − δ i_Y/(i_X + i_Y)
-Consecutive pairs share bodies, so the order matters; one warp thread per env walks the pairs in the spec's order
+Consecutive pairs share bodies, so the order matters; one warp thread per env walks the pairs in the documented order
 (a recorded launch on buffers bound at build, which it clears as it consumes them):
 1. (cell, lumped body): cells in the given surface-cell order (grids in scene order, cells in flat order), bodies in
    scene order;

@@ -1,4 +1,5 @@
-"""The thermal system of the TemperatureGrid sensors (spec §10.1–10.3): voxel grids, lumped bodies, one update.
+"""The thermal system of the TemperatureGrid sensors (docs/models/temperature_grid.md#grid): voxel grids, lumped
+bodies, one update.
 
 Grids. Each grid covers the link-frame bounding box [b_lo, b_hi] of its link's collision shapes with n_a cells per
 axis (Δ_a = extent_a/n_a, V = ΔxΔyΔz, C = ρcV). All grids of a system share one padded layout
@@ -9,7 +10,7 @@ Per step (dt = the sensors' evaluation period):
   A. every cell: exact solution of C dT/dt = −G T + Q over dt with the fixed partners (contact through the
      covered surface samples), convection h and linearised radiation through the exposed face area, generation;
   B. (simulate_all_link_temperatures) exact pairwise relaxation of (cell, lumped), (cell, cell) and
-     (lumped, lumped) pairs in the spec's fixed order (:mod:`.pairs`);
+     (lumped, lumped) pairs in the documented fixed order (:mod:`.pairs`);
   C. interior conduction, backward Euler with zero-flux walls, diagonal in the orthonormal DCT-II basis:
      T̂_m ← T̂_m / (1 + dt α Λ_m), Λ_m = Σ_a (4/Δ_a²) sin²(π m_a/(2 n_a)); one precomputed DCT matrix per axis;
   D. (simulate_all) lumped bodies exchange with fixed partners and convect/radiate through their exposed area,
@@ -22,17 +23,19 @@ A, B and D are exact exponentials with factors in (0, 1]; C divides every mode b
 unconditionally stable and obeys a discrete maximum principle. Without boundary exchange Σ C T is conserved to
 round-off (C keeps mode 0; each B pair conserves its energy).
 
-Where the spec leaves a choice, this implementation takes (documented here, not elsewhere):
+Where the model page leaves a choice, this implementation takes (documented here, not elsewhere):
 * a body's material: its ``properties_dict`` entry, else its object ``material``, else ``properties_dict["default"]``;
   a body with both an entry and an object material that differ is an error;
 * lumped bodies: every body with a material, collision shapes and finite volume that carries no grid; bodies with a
   plane (infinite capacity) stay at their base temperature ("fixed"); V and S are sums over the body's shapes;
-* lumped samples (``lumped_sample_spacing``, seed 0) touch the deepest candidate body (§2.3) within the
+* lumped samples (``lumped_sample_spacing``, seed 0) touch the deepest candidate body (docs/models/scene.md#candidates)
+within the
   ``contact_band`` of the first grid in scene order; a lumped body also exchanges with fixed partners it touches,
-  with U = 1/(ℓ/k_X + ℓ/k_Y + 1/h_c), ℓ = V_X/S_X (the fixed-body rule of §10.2 mirrored); lumped–lumped and
+  with U = 1/(ℓ/k_X + ℓ/k_Y + 1/h_c), ℓ = V_X/S_X (the fixed-body rule of docs/models/temperature_grid.md#contact-area
+  mirrored); lumped–lumped and
   lumped–fixed pairs use that grid's ``contact_conductance``, and lumped temperatures are clamped to the widest
   ``temperature_bounds`` of the grids;
-* (cell, cell) pairs: see :mod:`.pairs` for their order (the spec fixes none within one cell).
+* (cell, cell) pairs: see :mod:`.pairs` for their order (the model fixes none within one cell).
 """
 
 from __future__ import annotations

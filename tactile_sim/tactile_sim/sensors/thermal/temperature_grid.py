@@ -1,4 +1,5 @@
-"""TemperatureGrid (spec §10): temperature field of a link on a voxel grid, read through a first-order sensing element.
+"""TemperatureGrid (docs/models/temperature_grid.md#temperature-grid): temperature field of a link on a voxel grid,
+read through a first-order sensing element.
 
 Ground truth is the grid state of the :class:`~.system.ThermalSystem` after each evaluation, °C,
 ``[E, (H,) nx, ny, nz]`` indexed [ix, iy, iz] along the link's x, y, z. The measured branch applies the sensing lag
@@ -123,7 +124,8 @@ class TemperatureGridBatch(SensorBatch):
         self.branch.push_staged()
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
-        """§13.8: pipeline state; every cell exactly its base temperature, lumped bodies theirs, T_m = T."""
+        """docs/models/imperfections.md#reset: pipeline state; every cell exactly its base temperature, lumped bodies
+        theirs, T_m = T."""
         super().reset(env_mask)
         self.system.reset(env_mask)
         self.lag.reset(self.true_temperatures(), env_mask)
