@@ -14,6 +14,7 @@ Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file)
 at the configured rate over the recording (sample and hold between inputs, time from the bag) and write the sensor
 topics /tactile_sim_node/<sensor> to a new bag. -o out.mcap (or a folder name) writes MCAP, -o out.db3 sqlite3;
 rosbag2 bags are folders: out.mcap gives out/out.mcap. The bag is read and written one message at a time.
+--format npz (or -o out.npz) writes the sensor values as arrays instead: one out.npz, read with numpy.load.
 
 Clock: `header` (default) uses the joint states' header stamps (simulation time and resets replay exactly; a step
 back of more than --jump-threshold restarts the sensors, and so does a step forward of more than --gap-threshold,
@@ -32,7 +33,11 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--robot", metavar="URDF",
                    help="robot URDF file (default: the configuration's robot.urdf, else the bag's "
                         "/robot_description)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output bag (OUT.mcap, OUT.db3 or a folder)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output bag (OUT.mcap, OUT.db3 or a folder), or with --format npz the file OUT[.npz]")
+    p.add_argument("--format", choices=("bag", "npz"), default=None, dest="output_format",
+                   help="bag (rosbag2) or npz (arrays per sensor, see the README); default: npz when OUT ends in "
+                        ".npz, else bag")
     p.add_argument("--rate", type=number_arg(*SPECS["update_rate"].range, "Hz", low_inclusive=True), metavar="HZ",
                    help="update rate (default: the configuration's suite rate)")
     p.add_argument("--device", default="", metavar="DEVICE",
@@ -59,6 +64,13 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_replay_command)
 
 
+def output_format(args: argparse.Namespace) -> str:
+    """--format, or npz for an OUT that ends in .npz and bag otherwise."""
+    if args.output_format is not None:
+        return args.output_format
+    return "npz" if args.output.lower().endswith(".npz") else "bag"
+
+
 def run_replay_command(args: argparse.Namespace) -> int:
     problem = check_device(args.device)
     if problem:
@@ -77,7 +89,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
                             ground_truth=args.ground_truth, markers=args.markers,
                             jump_threshold=args.jump_threshold, gap_threshold=args.gap_threshold,
                             max_restarts=args.max_restarts,
-                            overwrite=args.overwrite,
+                            overwrite=args.overwrite, output_format=output_format(args),
                             progress=not args.no_progress, log=stderr_log(args.verbose))
     except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
         return fail("replay", str(exc), USAGE_ERROR)
