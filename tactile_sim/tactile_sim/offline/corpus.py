@@ -5,7 +5,7 @@ Each recording is replayed by :func:`~.replay.replay_bag` exactly as it would be
 TF, clock, restarts), so its output is byte for byte the output of replaying it alone into the same name: the bag
 ``OUT/<name>/<name>.mcap`` (with its ``metadata.yaml``) or the arrays ``OUT/<name>.npz``, ``<name>`` the
 recording's folder name or file stem. Recordings are evaluated one after another in each process; ``workers`` > 1
-processes (spawned, each loading the configuration once) take the next recording as they finish one.
+processes (forked where possible, each loading the configuration once) take the next recording as they finish one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -209,10 +210,24 @@ class CorpusProgress:
         self.close()
 
 
+def worker_context() -> BaseContext:
+    """How worker processes start: forked from this one where the platform can (they begin with the modules this
+    process has loaded, instead of paying the imports of torch and Warp again, seconds each), else spawned."""
+    return get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+
+
+def one_thread() -> None:
+    """Worker set-up: one torch thread per worker (the workers share the cores)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], *, workers: int = 1,
                   verbose: bool = False, progress: bool = True) -> tuple[list[RecordingOutcome], float]:
-    """Run every job (:func:`run_job`) in this process (workers = 1) or in ``workers`` spawned processes; returns
-    the outcomes in job order and the wall seconds of the whole corpus."""
+    """Run every job (:func:`run_job`) in this process (workers = 1) or in ``workers`` processes
+    (:func:`worker_context`, one torch thread each); returns the outcomes in job order and the wall seconds of the
+    whole corpus."""
     outcomes: dict[ReplayJob, RecordingOutcome] = {}
     with CorpusProgress(len(jobs), enabled=progress) as bar:
         if workers <= 1 or len(jobs) <= 1:
@@ -220,7 +235,10 @@ def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[s
                 outcomes[job] = run_job(config_source, options, verbose, job)
                 bar.done(outcomes[job])
         else:
-            with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("spawn")) as pool:
+            from . import replay  # noqa: F401 - imported once here, so that forked workers start with it loaded
+
+            with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=worker_context(),
+                                     initializer=one_thread) as pool:
                 futures = [pool.submit(run_job, config_source, options, verbose, job) for job in jobs]
                 for future in as_completed(futures):
                     outcome = future.result()
