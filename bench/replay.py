@@ -24,9 +24,9 @@ next (velocity estimates, imperfection state, thermal and filter state), so it i
 Third table (``--corpus N ...``): N variants of each recording (the demo cycle cut at lengths from 0.75 to 1.25 ×
 S, the hand closing to 50–90 % of its flexion) replayed as one corpus in one process on one thread
 (``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs: bags written, run
-digest included), in a fresh process per N so that its peak memory (max RSS) is its own: aggregate x real time =
-simulated seconds of all N ÷ wall seconds of the whole corpus (every suite build included); 'growth' = peak RSS
-during the corpus − peak RSS before it (MiB).
+digest included), in a fresh process per N so that its peak memory is its own: aggregate x real time = simulated
+seconds of all N ÷ wall seconds of the whole corpus (every suite build included); 'RSS MiB' = the process's peak
+resident memory, 'growth' = that peak − the peak after the imports, before the corpus (MiB).
 
     /work/venv/bin/python bench/replay.py [--seconds S] [--corpus N ...] [--only-corpus]
 """
@@ -171,17 +171,26 @@ def time_batched_bound(label: str, config, events) -> None:
               f"{base / per_tick:6.1f}")
 
 
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process, MiB (Linux: VmHWM, which an exec resets, unlike ru_maxrss)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def corpus_in_process(folder: str, config_source: str, out: str) -> tuple[int, float, float, float, float]:
     """(ticks, simulated s, wall s, max RSS MiB, its growth MiB during the corpus) of replaying every recording in
     ``folder`` into ``out`` in this process on one thread (run in a fresh process)."""
     torch.set_num_threads(1)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_rss_mib()
     jobs = plan_jobs(expand_inputs([folder]), out, "bag", False)
     outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, progress=False)
     failed = [o.error for o in outcomes if o.status]
     if failed:
         raise RuntimeError(f"corpus replay failed: {failed[:3]}")
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = peak_rss_mib()
     return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, rss, rss - before
 
 
