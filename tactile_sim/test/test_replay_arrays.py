@@ -4,8 +4,10 @@ the sensors' updates; bad option combinations are refused naming the option."""
 
 import numpy as np
 import pytest
+import yaml
 
 from helpers_offline import DEMO_SENSORS, NODE, demo_bag, demo_run, read_bag, run_cli
+from tactile_sim.config.paths import resolve_package_uri
 from tactile_sim.demo_trajectory import DEMO_CONFIG
 from tactile_sim.io.readings import TAXEL_CHANNELS
 from tactile_sim.io.stamps import time_msg_to_ns
@@ -13,22 +15,25 @@ from tactile_sim.io.stamps import time_msg_to_ns
 AIR_FIELDS = ("current_air_time", "current_contact_time", "last_air_time", "last_contact_time")
 
 
-def replay(tmp_path, out, *extra):
-    return run_cli("replay", str(demo_bag()), "--config", DEMO_CONFIG, "-o", str(tmp_path / out), "--no-progress",
+def replay(tmp_path, out, *extra, config=DEMO_CONFIG):
+    return run_cli("replay", str(demo_bag()), "--config", str(config), "-o", str(tmp_path / out), "--no-progress",
                    *extra)
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
+def replay_both(tmp, config=DEMO_CONFIG):
     """(arrays of the npz, the bag's topics) of one replay of the demo bag with ground truth, in both formats."""
     assert demo_run()[0] == 0
-    tmp = tmp_path_factory.mktemp("arrays")
     for out, extra in (("bag.mcap", ()), ("arrays", ("--format", "npz"))):
-        status, _, err = replay(tmp, out, "--ground-truth", *extra)
+        status, _, err = replay(tmp, out, "--ground-truth", *extra, config=config)
         assert status == 0, err
     with np.load(tmp / "arrays.npz") as data:
         arrays = {key: data[key] for key in data.files}
     return arrays, read_bag(tmp / "bag")
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    return replay_both(tmp_path_factory.mktemp("arrays"))
 
 
 def stamps(messages):
@@ -40,9 +45,26 @@ def xyz(v):
 
 
 def test_every_sensor_field_equals_the_bag_of_the_same_replay(both):
-    arrays, topics = both
+    assert_arrays_hold_the_bag(*both, DEMO_SENSORS)
+
+
+def test_a_contact_sensor_of_two_bodies_gives_a_body_axis_in_the_bags_order(tmp_path):
+    data = yaml.safe_load(resolve_package_uri(DEMO_CONFIG).read_text())
+    contact = next(s for s in data["sensors"] if s["type"] == "ContactSensor")
+    data["sensors"] = [{**contact, "prim_path": "fingertip_.*"}]
+    path = tmp_path / "two_bodies.yaml"
+    path.write_text(yaml.safe_dump(data))
+    arrays, topics = replay_both(tmp_path, path)
+    assert_arrays_hold_the_bag(arrays, topics, [contact["name"]])
+    assert list(arrays[f"{contact['name']}/body_names"]) == ["fingertip_left", "fingertip_right"]
+    assert arrays[f"{contact['name']}/wrench"].shape[1] == 2
+    assert np.abs(arrays[f"{contact['name']}/wrench"]).max() > 0  # the fingertips touch the can
+
+
+def assert_arrays_hold_the_bag(arrays, topics, sensors):
+    """Every field of every message of ``sensors`` in the bag's topics equals its entry in the arrays."""
     seen = set()
-    for name in DEMO_SENSORS:
+    for name in sensors:
         a = {key[len(name) + 1:]: value for key, value in arrays.items() if key.startswith(f"{name}/")}
         measured = topics[f"{NODE}/{name}"]
         first = measured[0][2]
@@ -102,7 +124,7 @@ def test_every_sensor_field_equals_the_bag_of_the_same_replay(both):
             if kind != "JointState":
                 np.testing.assert_array_equal(a[prefix + "valid"], [m.valid for m in msgs])
         seen.add(name)
-    assert seen == set(DEMO_SENSORS)
+    assert seen == set(sensors)
 
 
 def test_the_joint_positions_are_the_recordings_held_at_each_update(both):
