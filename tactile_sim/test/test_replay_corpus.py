@@ -104,3 +104,15 @@ def test_existing_outputs_are_refused_before_anything_runs_unless_overwritten(tm
     assert not (tmp_path / "out" / "reset").exists()
     assert corpus(tmp_path, recs, extra=("--overwrite",))[0] == 0
     assert (tmp_path / "out" / "long" / "long.mcap").stat().st_mtime_ns != before
+
+
+def test_input_limits_apply_to_every_recording(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    status, out, err = corpus(tmp_path, recs, extra=("--max-restarts", "0"))
+    assert status == 2 and "1 of 3 recordings failed (reset)" in err
+    row = next(line for line in out.splitlines() if line.startswith("reset"))
+    assert "--max-restarts" in row and "reset.mcap (up to the error)" in row  # as a replay alone keeps it
+    status, out, err = corpus(tmp_path, recs, out="gaps", extra=("--gap-threshold", "0.02", "--max-restarts", "10"))
+    assert status == 0, err
+    assert "[warn] slow:" in err and "--gap-threshold" in err  # 25 Hz inputs: each 40 ms step is a gap of its own
+    assert "[warn] long:" not in err

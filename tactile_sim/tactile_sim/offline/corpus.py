@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from ..errors import ConfigError
 from .array_output import NPZ_SUFFIX, array_location
-from .output_bag import SUFFIX_STORAGE, bag_location
+from .output_bag import SUFFIX_STORAGE, bag_location, data_file_in
 
 RECORDING_SUFFIXES = tuple(SUFFIX_STORAGE)
 """File suffixes of recordings (MCAP, sqlite3); a recording is also a rosbag2 folder (with metadata.yaml)."""
@@ -132,11 +132,19 @@ def plan_jobs(recordings: Sequence[Path], folder: str | Path, output_format: str
     return jobs
 
 
+def output_file(output: str | Path, output_format: str) -> Path:
+    """The file a replay into ``output`` writes: the npz file, or the bag's data file."""
+    if output_format == "npz":
+        return array_location(output)
+    return data_file_in(*bag_location(output))
+
+
 @dataclass(frozen=True)
 class RecordingOutcome:
     """What replaying one recording of a corpus did: its job, the data file written (None when nothing was),
     ticks, simulated seconds (ticks / rate), wall seconds, messages written, the error (None when it ran through)
-    and its exit status (0, 1 a read failure, 2 an unusable input)."""
+    and its exit status (0, 1 a read failure, 2 an unusable input). A replay stopped by an error (too many restarts)
+    keeps the data file of what came before, without counts."""
 
     job: ReplayJob
     data_file: str | None
@@ -177,7 +185,9 @@ def run_job(config_source: str, options: dict[str, Any], verbose: bool, job: Rep
         result = replay_bag(job.source, _config(config_source), job.output, progress=False,
                             log=prefixed_log(job.name, verbose), **options)
     except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
-        return RecordingOutcome(job, None, 0, 0.0, time.perf_counter() - start, 0, str(exc), 2)
+        written = output_file(job.output, options.get("output_format", "bag"))
+        return RecordingOutcome(job, str(written) if written.exists() else None, 0, 0.0,
+                                time.perf_counter() - start, 0, str(exc), 2)
     status = 0 if result.error is None else 1 if result.read_failed else 2
     return RecordingOutcome(job, str(result.data_file), result.stats.ticks, result.stats.ticks / result.rate,
                             time.perf_counter() - start, sum(result.counts.values()), result.error, status)
@@ -256,7 +266,8 @@ def format_corpus(outcomes: Sequence[RecordingOutcome], wall_s: float) -> str:
              f"{'-' * width}  {'-' * 7}  {'-' * 8}  {'-' * 7}  {'-' * 7}  {'-' * 6}"]
     for o in outcomes:
         speed = f"{o.simulated_s / o.wall_s:.1f}" if o.wall_s > 0 and o.ticks else "-"
-        wrote = f"{o.data_file} ({o.messages} messages)" if o.data_file else "nothing written"
+        wrote = "nothing written" if not o.data_file else f"{o.data_file} (up to the error)" if not o.ticks \
+            else f"{o.data_file} ({o.messages} messages)"
         lines.append(f"{o.job.name:<{width}}  {o.ticks:>7}  {o.simulated_s:>8.2f}  {o.wall_s:>7.2f}  {speed:>7}  "
                      f"{wrote}" + (f"; error: {o.error}" if o.error else ""))
     simulated = sum(o.simulated_s for o in outcomes)
