@@ -21,7 +21,14 @@ step costs per tick when its launches and glue are shared by K ticks). It ignore
 next (velocity estimates, imperfection state, thermal and filter state), so it is a bound, not a replay; ratio =
 µs per tick at K = 1 (the per-tick stepping of today) / at K.
 
-    /work/venv/bin/python bench/replay.py [--seconds S]
+Third table (``--corpus N ...``): N variants of each recording (the demo cycle cut at lengths from 0.75 to 1.25 ×
+S, the hand closing to 50–90 % of its flexion) replayed as one corpus in one process on one thread
+(``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs: bags written, run
+digest included), in a fresh process per N so that its peak memory is its own: aggregate x real time = simulated
+seconds of all N ÷ wall seconds of the whole corpus (every suite build included); 'RSS MiB' = the process's peak
+resident memory, 'growth' = that peak − the peak after the imports, before the corpus (MiB).
+
+    /work/venv/bin/python bench/replay.py [--seconds S] [--corpus N ...] [--only-corpus]
 """
 
 from __future__ import annotations
@@ -29,13 +36,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import resource
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import torch
+import yaml
 
 from node_core import hand_config, hand_urdf
 from tactile_sim.config import load_config
@@ -43,6 +54,7 @@ from tactile_sim.demo_trajectory import DEMO_CONFIG
 from tactile_sim.geometry.struct_launch import StructLaunch
 from tactile_sim.io.stamps import NS_PER_S
 from tactile_sim.offline.bag_inputs import BagInputs, open_bag
+from tactile_sim.offline.corpus import expand_inputs, plan_jobs, replay_corpus
 from tactile_sim.offline.demo import demo_events
 from tactile_sim.offline.digest import TaxelSeries
 from tactile_sim.offline.input_messages import joint_state_message
@@ -74,7 +86,7 @@ def demo_inputs(seconds: float):
     return config, demo_events(core.suite.robot, core.suite.urdf_text, round(seconds * RATE), RATE, "world")
 
 
-def hand_inputs(seconds: float, urdf: Path):
+def hand_inputs(seconds: float, urdf: Path, amplitude: float = 0.7):
     config = load_config(hand_config(urdf))
     names = NodeCore(config, NodeParams(update_rate=RATE, viz_rate=0.0)).suite.robot.actuated_joint_names
     flexion = np.array([0.0 if n.endswith("j0") else 1.0 for n in names])
@@ -84,7 +96,7 @@ def hand_inputs(seconds: float, urdf: Path):
             t_ns = tick_time_ns(0, k, RATE)
             s = 0.5 * (1 - math.cos(2 * math.pi * t_ns / NS_PER_S / seconds))  # close and open once
             yield InputEvent("joint_states", "/joint_states", t_ns, t_ns,
-                             joint_state_message(t_ns, names, 0.7 * s * flexion))
+                             joint_state_message(t_ns, names, amplitude * s * flexion))
 
     return config, events()
 
@@ -159,25 +171,77 @@ def time_batched_bound(label: str, config, events) -> None:
               f"{base / per_tick:6.1f}")
 
 
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process, MiB (Linux: VmHWM, which an exec resets, unlike ru_maxrss)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def corpus_in_process(folder: str, config_source: str, out: str) -> tuple[int, float, float, float, float]:
+    """(ticks, simulated s, wall s, max RSS MiB, its growth MiB during the corpus) of replaying every recording in
+    ``folder`` into ``out`` in this process on one thread (run in a fresh process)."""
+    torch.set_num_threads(1)
+    before = peak_rss_mib()
+    jobs = plan_jobs(expand_inputs([folder]), out, "bag", False)
+    outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, progress=False)
+    failed = [o.error for o in outcomes if o.status]
+    if failed:
+        raise RuntimeError(f"corpus replay failed: {failed[:3]}")
+    rss = peak_rss_mib()
+    return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, rss, rss - before
+
+
+def corpus(label: str, config_source: str, variant, counts: list[int], folder: Path) -> None:
+    """One row per N of ``counts``: N variants ``variant(i, n)`` → (config, events) replayed as one corpus."""
+    for n in counts:
+        recordings = folder / f"{label.replace(' ', '_')}_{n}"
+        for i in range(n):
+            record(recordings / f"rec_{i:03d}", variant(i, n)[1])
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+            ticks, simulated, wall, rss, growth = pool.submit(corpus_in_process, str(recordings), config_source,
+                                                      str(folder / f"{recordings.name}_out")).result()
+        print(f"{label:>9} {n:>4} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} {1e3 * wall / ticks:8.3f} "
+              f"{simulated / wall:8.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per scene (default 2)")
-    seconds = parser.parse_args().seconds
+    parser.add_argument("--corpus", type=int, nargs="+", default=[], metavar="N",
+                        help="also replay N variants of each recording as one corpus (third table)")
+    parser.add_argument("--only-corpus", action="store_true", help="only the third table")
+    args = parser.parse_args()
+    seconds = args.seconds
     torch.set_num_threads(1)
-    print(f"replay at {RATE:g} Hz, {seconds:g} s of recording per scene; x real time = simulated / wall; "
-          f"'to goal' = how many times faster it must get for {GOAL:g}x real time")
-    print(f"{'scene':>9} {'taxels':>6} {'ticks':>6} {'msgs':>6} | {'wall s':>7} {'ms/tick':>8} {'x real':>8} | "
-          f"{'core ms':>8} {'x real':>8} | {'I/O ms':>8} | {'kernels ms':>10} | {'to goal':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        bench("demo", *demo_inputs(seconds), folder)
         urdf = folder / "hand.urdf"
         urdf.write_text(hand_urdf())
-        bench("hand 368", *hand_inputs(seconds, urdf), folder)
-        print(f"\ntime-batched bound: K ticks as the K envs of one suite step (state across ticks ignored)\n"
-              f"{'scene':>9} {'K':>4} {'ticks':>6} | {'us/tick':>9} {'ticks/s':>10} | {'ratio':>6}")
-        time_batched_bound("demo", *demo_inputs(seconds))
-        time_batched_bound("hand 368", *hand_inputs(seconds, urdf))
+        if not args.only_corpus:
+            print(f"replay at {RATE:g} Hz, {seconds:g} s of recording per scene; x real time = simulated / wall; "
+                  f"'to goal' = how many times faster it must get for {GOAL:g}x real time")
+            print(f"{'scene':>9} {'taxels':>6} {'ticks':>6} {'msgs':>6} | {'wall s':>7} {'ms/tick':>8} {'x real':>8} | "
+                  f"{'core ms':>8} {'x real':>8} | {'I/O ms':>8} | {'kernels ms':>10} | {'to goal':>7}")
+            bench("demo", *demo_inputs(seconds), folder)
+            bench("hand 368", *hand_inputs(seconds, urdf), folder)
+            print(f"\ntime-batched bound: K ticks as the K envs of one suite step (state across ticks ignored)\n"
+                  f"{'scene':>9} {'K':>4} {'ticks':>6} | {'us/tick':>9} {'ticks/s':>10} | {'ratio':>6}")
+            time_batched_bound("demo", *demo_inputs(seconds))
+            time_batched_bound("hand 368", *hand_inputs(seconds, urdf))
+        if args.corpus:
+            hand_yaml = folder / "hand.yaml"
+            hand_yaml.write_text(yaml.safe_dump(hand_config(urdf)))
+            print(f"\ncorpus: N recordings of about {seconds:g} s in one process, one thread, bags written; "
+                  "x real = aggregate (all simulated s / wall s of the whole corpus)\n"
+                  f"{'scene':>9} {'N':>4} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} {'x real':>8} | "
+                  f"{'RSS MiB':>8} {'growth':>8}")
+            corpus("demo", DEMO_CONFIG, lambda i, n: demo_inputs(seconds * (0.75 + 0.5 * i / max(n - 1, 1))),
+                   args.corpus, folder)
+            corpus("hand 368", str(hand_yaml),
+                   lambda i, n: hand_inputs(seconds, urdf, 0.5 + 0.4 * i / max(n - 1, 1)), args.corpus, folder)
 
 
 if __name__ == "__main__":

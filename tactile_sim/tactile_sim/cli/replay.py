@@ -15,6 +15,11 @@ Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file)
 at the configured rate over the recording (sample and hold between inputs, time from the bag) and write the sensor
 topics /tactile_sim_node/<sensor> to a new bag. -o out.mcap (or a folder name) writes MCAP, -o out.db3 sqlite3;
 rosbag2 bags are folders: out.mcap gives out/out.mcap. The bag is read and written one message at a time.
+--format npz (or -o out.npz) writes the sensor values as arrays instead: one out.npz, read with numpy.load.
+
+Several recordings (several IN, a folder of recordings, a glob pattern, --input-list FILE) are each replayed as if
+alone into the folder OUT, named after the recording (OUT/<name>/<name>.mcap, or OUT/<name>.npz), one after another
+in each of --workers processes; a table over the corpus follows.
 
 Clock: `header` (default) uses the joint states' header stamps (simulation time and resets replay exactly; a step
 back of more than --jump-threshold restarts the sensors, and so does a step forward of more than --gap-threshold,
@@ -27,13 +32,23 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     """Register ``replay`` on the ``tactile-sim`` sub-command parsers."""
     p = commands.add_parser("replay", help="turn recorded joint states / TF in a bag into a bag of sensor data",
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", metavar="IN", help="input bag: rosbag2 folder, .mcap or .db3 file")
+    p.add_argument("input", metavar="IN", nargs="*",
+                   help="input bag: rosbag2 folder, .mcap or .db3 file; several, a folder of them or a glob pattern "
+                        "replay each into the folder OUT")
+    p.add_argument("--input-list", metavar="FILE",
+                   help="also replay the recordings listed in FILE (one path, folder or pattern per line)")
+    p.add_argument("--workers", type=number_arg(1, 1024, "processes", low_inclusive=True, kind=int), default=1,
+                   metavar="N", help="replay several recordings in N processes (default: 1)")
     p.add_argument("--config", required=True, metavar="SENSORS.yaml",
                    help="sensor configuration (path or package://<pkg>/<path>)")
     p.add_argument("--robot", metavar="URDF",
                    help="robot URDF file (default: the configuration's robot.urdf, else the bag's "
                         "/robot_description)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output bag (OUT.mcap, OUT.db3 or a folder)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output bag (OUT.mcap, OUT.db3 or a folder), or with --format npz the file OUT[.npz]")
+    p.add_argument("--format", choices=("bag", "npz"), default=None, dest="output_format",
+                   help="bag (rosbag2) or npz (arrays per sensor, see the README); default: npz when OUT ends in "
+                        ".npz, else bag")
     p.add_argument("--rate", type=number_arg(*SPECS["update_rate"].range, "Hz", low_inclusive=True), metavar="HZ",
                    help="update rate (default: the configuration's suite rate)")
     p.add_argument("--device", default="", metavar="DEVICE",
@@ -61,6 +76,13 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_replay_command)
 
 
+def output_format(args: argparse.Namespace) -> str:
+    """--format, or npz for an OUT that ends in .npz and bag otherwise."""
+    if args.output_format is not None:
+        return args.output_format
+    return "npz" if args.output.lower().endswith(".npz") else "bag"
+
+
 def run_replay_command(args: argparse.Namespace) -> int:
     status = preflight("replay", args.device, args.config, args.robot, args.verbose)
     if status is not None:
@@ -68,19 +90,21 @@ def run_replay_command(args: argparse.Namespace) -> int:
     from ..config.loader import load_config
     from ..errors import ConfigError
     from ..offline.bag_inputs import BagInputError, InputTopics
+    from ..offline.corpus import is_single
     from ..offline.replay import replay_bag
     from ..offline.summary import format_run, format_table
 
     topics = InputTopics(args.joint_states_topic, args.tf_topic, args.tf_static_topic, args.robot_description_topic)
+    options = dict(robot=args.robot, rate=args.rate, device=args.device, topics=topics, clock=args.clock,
+                   copy_inputs=args.copy_inputs, ground_truth=args.ground_truth, markers=args.markers,
+                   jump_threshold=args.jump_threshold, gap_threshold=args.gap_threshold,
+                   max_restarts=args.max_restarts, overwrite=args.overwrite, output_format=output_format(args))
+    if not is_single(args.input, args.input_list):
+        return run_corpus(args, options)
     try:
         config = load_config(args.config)
-        result = replay_bag(args.input, config, args.output, robot=args.robot, rate=args.rate, device=args.device,
-                            topics=topics, clock=args.clock, copy_inputs=args.copy_inputs,
-                            ground_truth=args.ground_truth, markers=args.markers,
-                            jump_threshold=args.jump_threshold, gap_threshold=args.gap_threshold,
-                            max_restarts=args.max_restarts,
-                            overwrite=args.overwrite,
-                            progress=not args.no_progress, log=stderr_log(args.verbose))
+        result = replay_bag(args.input[0], config, args.output, progress=not args.no_progress,
+                            log=stderr_log(args.verbose), **options)
     except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
         return fail("replay", str(exc), USAGE_ERROR)
     print(format_table(result.digest, result.stats.wall_s))
@@ -88,4 +112,30 @@ def run_replay_command(args: argparse.Namespace) -> int:
     print(f"wrote {result.data_file} ({sum(result.counts.values())} messages on {len(result.counts)} topics)")
     if result.error:
         return fail("replay", result.error, RUN_ERROR if result.read_failed else USAGE_ERROR)
+    return 0
+
+
+def run_corpus(args: argparse.Namespace, options: dict) -> int:
+    """Several recordings: each replayed into the folder ``-o`` (:mod:`tactile_sim.offline.corpus`); the exit
+    status is the worst of theirs."""
+    from ..config.loader import load_config
+    from ..errors import ConfigError
+    from ..offline.corpus import expand_inputs, format_corpus, plan_jobs, replay_corpus
+    from ..offline.replay import check_output_format
+
+    try:
+        check_output_format(options["output_format"], "", copy_inputs=args.copy_inputs, markers=args.markers)
+        load_config(args.config)  # a bad configuration stops the corpus before it starts
+        jobs = plan_jobs(expand_inputs(args.input, args.input_list), args.output, options["output_format"],
+                         args.overwrite)
+    except (ConfigError, ValueError, FileExistsError) as exc:
+        return fail("replay", str(exc), USAGE_ERROR)
+    outcomes, wall = replay_corpus(jobs, args.config, options, workers=args.workers, verbose=args.verbose,
+                                   progress=not args.no_progress)
+    print(format_corpus(outcomes, wall))
+    status = max(o.status for o in outcomes)
+    if status:
+        failed = [o.job.name for o in outcomes if o.status]
+        return fail("replay", f"{len(failed)} of {len(outcomes)} recordings failed ({', '.join(failed[:10])}); "
+                              "see the table", status)
     return 0

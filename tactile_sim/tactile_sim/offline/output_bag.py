@@ -34,6 +34,11 @@ def bag_location(path: str | Path) -> tuple[Path, str]:
     return path.with_suffix(""), storage
 
 
+def data_file_in(directory: Path, storage: str) -> Path:
+    """The storage file of the bag ``directory`` (``<dir>/<dir name>.mcap`` or ``.db3``)."""
+    return directory / f"{directory.name}.{'db3' if storage == 'sqlite3' else 'mcap'}"
+
+
 def clear_old_bag(directory: Path) -> None:
     """Remove a bag directory this project may overwrite: a rosbag2 bag (it has metadata.yaml) or an empty folder.
     Anything else raises FileExistsError naming it."""
@@ -71,7 +76,7 @@ class OutputBag:
     @property
     def data_file(self) -> Path:
         """The storage file inside the bag directory (what Foxglove opens)."""
-        return self.path / f"{self.path.name}.{'db3' if self.storage == 'sqlite3' else 'mcap'}"
+        return data_file_in(self.path, self.storage)
 
     @property
     def counts(self) -> dict[str, int]:

@@ -10,8 +10,10 @@ replay early with the output bag complete up to that point and the reason in :at
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..config.schema import SuiteConfig
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
@@ -19,14 +21,32 @@ from ..errors import ConfigError
 from ..ros.node_core import NodeCore
 from ..ros.node_params import NodeParams
 from ..ros.throttled_log import LogSink
+from .array_output import ArrayOutput, array_location
 from .bag_inputs import BagInputError, BagInputs, Clock, InputTopics, open_bag
 from .digest import RunDigest
-from .output_bag import OutputBag, bag_location
+from .output_bag import SUFFIX_STORAGE, OutputBag, bag_location
 from .progress import ClockProgress
 from .run_loop import RunLoop, RunStats, check_count, check_threshold
 
 VIZ_RATE = 10.0
 """Hz of the markers when they are asked for."""
+
+OutputFormat = Literal["bag", "npz"]
+OUTPUT_FORMATS: tuple[str, ...] = ("bag", "npz")
+
+
+def check_output_format(output_format: str, output: str | Path, *, copy_inputs: bool, markers: bool) -> None:
+    """ValueError naming the option when ``output_format`` is unknown, or npz is asked for with bag-only options or
+    a bag name (``.mcap`` / ``.db3``)."""
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"output_format: unknown; got {output_format!r}; allowed: {', '.join(OUTPUT_FORMATS)}")
+    if output_format != "npz":
+        return
+    for option, asked in (("--copy-inputs", copy_inputs), ("--markers", markers)):
+        if asked:
+            raise ValueError(f"{option}: written to bags only; got it with --format npz; allowed: --format bag")
+    if Path(output).suffix.lower() in SUFFIX_STORAGE:
+        raise ValueError(f"-o {str(output)!r}: a bag name with --format npz; allowed: OUT or OUT.npz")
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,19 @@ class ReplayResult:
     read_failed: bool = False
 
 
+def each_tick(*calls: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """One ``on_tick`` callback that makes each of ``calls`` (None entries left out); None when there is none."""
+    calls = tuple(c for c in calls if c is not None)
+    if len(calls) <= 1:
+        return calls[0] if calls else None
+
+    def both(t_ns: int) -> None:
+        for call in calls:
+            call(t_ns)
+
+    return both
+
+
 def default_rate(config: SuiteConfig) -> float:
     """The configuration's engine rate, Hz (1 / ``suite.dt`` or ``suite.rate``)."""
     return 1.0 / config.suite.step_dt
@@ -57,11 +90,12 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
                clock: Clock = "header", copy_inputs: bool = False, ground_truth: bool = False,
                markers: bool = False, jump_threshold: float = JUMP_THRESHOLD,
                gap_threshold: float = GAP_THRESHOLD, max_restarts: int = MAX_RESTARTS, overwrite: bool = False,
-               progress: bool = True, log: LogSink | None = None) -> ReplayResult:
+               progress: bool = True, log: LogSink | None = None, output_format: OutputFormat = "bag") -> ReplayResult:
     """Replay ``source`` (rosbag2 folder or .mcap / .db3 file) with ``config`` into a new bag ``output`` (see
     :func:`~.output_bag.bag_location`). copy_inputs: also write the inputs; ground_truth: also the ground-truth
     topics; markers: also ``~/markers`` at 10 Hz. jump_threshold, gap_threshold: s; max_restarts: see
-    :mod:`.run_loop`.
+    :mod:`.run_loop`. output_format: ``bag``, or ``npz`` for arrays in ``output`` (+ ``.npz``;
+    :mod:`.array_output`), which copy_inputs and markers do not apply to (ValueError).
 
     Raises BagInputError (bag unusable), ConfigError (no robot description, configuration does not fit the
     robot), FileExistsError (output exists and not ``overwrite``), ValueError (rate or a threshold out of range;
@@ -70,10 +104,12 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
     check_threshold("jump_threshold", jump_threshold)
     check_threshold("gap_threshold", gap_threshold)
     check_count("max_restarts", max_restarts)
+    check_output_format(output_format, output, copy_inputs=copy_inputs, markers=markers)
     rate = float(rate) if rate is not None else default_rate(config)
     source_folder = Path(source).resolve()
     source_folder = source_folder.parent if source_folder.is_file() else source_folder
-    if bag_location(output)[0].resolve() in (source_folder, *source_folder.parents):
+    place = array_location(output) if output_format == "npz" else bag_location(output)[0]
+    if place.resolve() in (source_folder, *source_folder.parents):
         raise ConfigError(f"replay output {str(output)!r}: it would replace the input bag {str(source)!r} (or a "
                           "folder holding it); choose another output name")
     description = ""
@@ -93,13 +129,15 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
         core = NodeCore(config, params, log=log)
         digest = RunDigest()
         error = None
-        with OutputBag(output, node_name=core.name, overwrite=overwrite, on_write=digest.add) as bag, \
-                ClockProgress(reader.duration_ns / 1e9, description="replay", enabled=progress) as bar:
+        sink = ArrayOutput(output, core, rate=rate, overwrite=overwrite, on_write=digest.add) \
+            if output_format == "npz" else OutputBag(output, node_name=core.name, overwrite=overwrite,
+                                                     on_write=digest.add)
+        with sink as bag, ClockProgress(reader.duration_ns / 1e9, description="replay", enabled=progress) as bar:
             if core.ready:
                 digest.expect_node(core, bag.resolve)
             loop = RunLoop(core, bag.write_all, copy_inputs=copy_inputs, jump_threshold=jump_threshold,
                            gap_threshold=gap_threshold, max_restarts=max_restarts,
-                           on_tick=bar.update if bar.active else None)
+                           on_tick=each_tick(bar.update if bar.active else None, getattr(bag, "on_tick", None)))
             try:
                 for event in inputs.events():
                     loop.feed(event)

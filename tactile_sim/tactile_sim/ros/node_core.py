@@ -133,6 +133,8 @@ class NodeCore:
         self._have_joints = False
         self._pending_joints = False
         self._last_t: float | None = None
+        self.last_step_ns: int | None = None
+        """Node time (ns) of the latest update that stepped the suite (None before one, and after a restart)."""
         self._ignored_joint_names = NameTally()
         self._tf_decoder = TFMessageDecoder()
         if self._description is not None or config.robot is not None:
@@ -303,6 +305,11 @@ class NodeCore:
         self._have_joints = self._pending_joints = True
         return True
 
+    def joint_positions(self) -> tuple[list[str], np.ndarray]:
+        """(actuated joint names, a copy of their held positions rad or m): what the next update poses the robot
+        with (zeros for joints no joint state has set yet); empty before the suite is built."""
+        return list(self._joint_index), self._q.copy()
+
     def _joint_plan(self, names: tuple[str, ...]) -> JointPlan:
         """The :class:`JointPlan` of a joint state's names (the latest one is kept: a publisher repeats its names)."""
         plan = self._plan
@@ -404,7 +411,7 @@ class NodeCore:
         self.waiting_for_tf = None
         self._pending_joints = False
         self.suite.step(state)
-        self._last_t = t
+        self._last_t, self.last_step_ns = t, now_ns
         out = self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
         self.stats.record_update(t, time.perf_counter() - wall, self.params.period)
         return out
@@ -429,7 +436,7 @@ class NodeCore:
         for tr in self._static.values():
             self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation, static=True)
         self._build()
-        self._last_t = None
+        self._last_t = self.last_step_ns = None
         self.stats.resets += 1
         self.log.always("warn", f"{self.name}: {reason}; sensors reset, dynamic TF cleared")
 

@@ -1,0 +1,118 @@
+"""``tactile-sim replay`` of many recordings: each output is byte for byte the output of replaying that recording
+alone (recordings of different lengths, input rates and joint sets, one with a simulation reset inside), in one
+process or in worker processes, as bags or arrays; inputs come as folders, patterns or a list file; a recording
+that fails does not stop the others; bad options are refused naming the option before anything runs."""
+
+import numpy as np
+import pytest
+
+from helpers_offline import run_cli, write_bag
+from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
+from test_cli_replay import closing, joints, pads_yaml, static_tf
+
+
+def recordings(folder):
+    """Three rosbag2 folders in ``folder``: long (0.6 s of 100 Hz joint states), slow (0.4 s at 25 Hz, the two
+    finger joints only) and reset (the clock jumps back from 10.2 s to 0 s: the sensors restart)."""
+    long = [joints(0.01 * k, [0.0, q, q]) for k, q in enumerate(np.linspace(0.015, SQUEEZE, 61))]
+    slow = [joints(0.04 * k, [q, q], names=JOINT_NAMES[1:], velocity=(0.0, 0.0))
+            for k, q in enumerate(np.linspace(0.02, SQUEEZE, 11))]
+    reset = closing(10.0, 21, 10.0) + closing(0.0, 11, 10.3)
+    for name, items in (("long", long), ("slow", slow), ("reset", reset)):
+        write_bag(folder / name, [static_tf()] + items)
+    return folder
+
+
+def corpus(tmp_path, *inputs, out="out", extra=()):
+    return run_cli("replay", *map(str, inputs), "--config", str(pads_yaml(tmp_path)), "-o", str(tmp_path / out),
+                   "--rate", "100", "--no-progress", *extra)
+
+
+def alone(tmp_path, recording, output):
+    status, out, err = corpus(tmp_path, recording, out=output)
+    assert status == 0, err
+    return out
+
+
+def test_each_output_equals_its_recording_replayed_alone(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    status, out, err = corpus(tmp_path, recs)
+    assert status == 0, err
+    assert "3 recordings" in out and "aggregate" in out
+    assert "time jumped backwards 1 time(s)" in alone(tmp_path, recs / "reset", "alone/reset.mcap")
+    for name in ("long", "slow"):
+        alone(tmp_path, recs / name, f"alone/{name}.mcap")
+    ticks = {}
+    for name in ("long", "slow", "reset"):
+        for part in (f"{name}.mcap", "metadata.yaml"):
+            assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes()
+        ticks[name] = int(next(line.split()[1] for line in out.splitlines() if line.startswith(name)))
+    assert ticks == {"long": 61, "slow": 41, "reset": 21 + 11}  # every recording keeps its own length and clock
+
+
+def test_arrays_of_a_pattern_and_a_list_in_two_processes_equal_each_alone(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    (tmp_path / "list.txt").write_text("# the reset recording, relative to this file\nrecs/reset\n\n")
+    status, out, err = corpus(tmp_path, tmp_path / "recs" / "[ls]*", out="arrays",
+                              extra=("--input-list", str(tmp_path / "list.txt"), "--format", "npz", "--workers", "2"))
+    assert status == 0, err
+    assert sorted(p.name for p in (tmp_path / "arrays").iterdir()) == ["long.npz", "reset.npz", "slow.npz"]
+    for name in ("long", "slow", "reset"):
+        alone(tmp_path, recs / name, f"alone/{name}.npz")
+        assert (tmp_path / "arrays" / f"{name}.npz").read_bytes() == (tmp_path / "alone" / f"{name}.npz").read_bytes()
+    with np.load(tmp_path / "arrays" / "slow.npz") as data:
+        assert data["joints/position"][-1, 0] == 0.0  # the slide joint, absent from this recording, holds zero
+        assert data["joints/position"][-1, 1] == pytest.approx(SQUEEZE)
+
+
+def test_a_failing_recording_does_not_stop_the_others(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    write_bag(recs / "empty", [static_tf()])  # no joint states, no /tf: cannot be replayed
+    status, out, err = corpus(tmp_path, recs)
+    assert status == 2
+    assert "1 of 4 recordings failed (empty)" in err
+    assert next(line for line in out.splitlines() if line.startswith("empty")).count("nothing written")
+    assert all((tmp_path / "out" / name / f"{name}.mcap").is_file() for name in ("long", "slow", "reset"))
+
+
+@pytest.mark.parametrize("inputs, extra, named", [
+    (("recs",), ("--workers", "0"), "--workers"),
+    (("recs",), ("--workers", "1.5"), "--workers"),
+    (("recs",), ("--workers", "many"), "--workers"),
+    (("recs/long", "recs/slow"), ("-o", "x.mcap"), "-o"),
+    (("recs", "other"), (), "both would be written as 'long'"),
+    (("recs/z*",), (), "matches nothing"),
+    (("nowhere",), ("--input-list", "missing.txt"), "--input-list"),
+    ((), (), "no input"),
+    (("recs",), ("--format", "npz", "--markers"), "--markers"),
+])
+def test_bad_corpus_options_exit_2_before_anything_runs(tmp_path, monkeypatch, inputs, extra, named):
+    monkeypatch.chdir(tmp_path)
+    recordings(tmp_path / "recs")
+    write_bag(tmp_path / "other" / "long", [static_tf()])
+    status, _, err = corpus(tmp_path, *inputs, extra=extra)
+    assert status == 2 and named in err, err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "x").exists()
+
+
+def test_existing_outputs_are_refused_before_anything_runs_unless_overwritten(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    assert corpus(tmp_path, recs / "long", recs / "slow")[0] == 0
+    before = (tmp_path / "out" / "long" / "long.mcap").stat().st_mtime_ns
+    status, _, err = corpus(tmp_path, recs)
+    assert status == 2 and "exist already" in err and "long" in err
+    assert not (tmp_path / "out" / "reset").exists()
+    assert corpus(tmp_path, recs, extra=("--overwrite",))[0] == 0
+    assert (tmp_path / "out" / "long" / "long.mcap").stat().st_mtime_ns != before
+
+
+def test_input_limits_apply_to_every_recording(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    status, out, err = corpus(tmp_path, recs, extra=("--max-restarts", "0"))
+    assert status == 2 and "1 of 3 recordings failed (reset)" in err
+    row = next(line for line in out.splitlines() if line.startswith("reset"))
+    assert "--max-restarts" in row and "reset.mcap (up to the error)" in row  # as a replay alone keeps it
+    status, out, err = corpus(tmp_path, recs, out="gaps", extra=("--gap-threshold", "0.02", "--max-restarts", "10"))
+    assert status == 0, err
+    assert "[warn] slow:" in err and "--gap-threshold" in err  # 25 Hz inputs: each 40 ms step is a gap of its own
+    assert "[warn] long:" not in err
