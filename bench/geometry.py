@@ -4,7 +4,7 @@ Work sizes 1e3, 1e4 and 1e5 query points (one env), one torch thread. Baseline i
 ``trimesh.proximity.signed_distance`` on the same mesh (exact, ≤ 1e4 points: it is slow and memory hungry). Also
 prints the fixed cost of one small query (call overhead) and the SDF grid build time (cold cache, then cached).
 
-    /work/venv/bin/python bench/geometry.py
+    python bench/geometry.py
 """
 
 from __future__ import annotations

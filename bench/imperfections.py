@@ -8,7 +8,7 @@ Table 2, the per-step overhead of the demo gripper's branches (tactile_sim/confi
 step-by-step calls ``push(hardware(transform(x)), truth)`` and ``push_staged()`` (the fused probe sensors' path), each
 with the torch ops and warp launches it makes per step.
 
-    /work/venv/bin/python bench/imperfections.py
+    python bench/imperfections.py
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Baseline (same process): encoding through the general io path (a validated ``Tax
 ``encode_taxel_array``, a rosbags object not yet serialised) instead of the node's per-sensor templates. Goal:
 ≤ 0.5 ms per update.
 
-    /work/venv/bin/python bench/node_core.py
+    python bench/node_core.py
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ digest included), in a fresh process per N so that its peak memory is its own: a
 seconds of all N ÷ wall seconds of the whole corpus (every suite build included); 'RSS MiB' = the process's peak
 resident memory, 'growth' = that peak − the peak after the imports, before the corpus (MiB).
 
-    /work/venv/bin/python bench/replay.py [--seconds S] [--corpus N ...] [--only-corpus]
+    python bench/replay.py [--seconds S] [--corpus N ...] [--only-corpus]
 """
 
 from __future__ import annotations

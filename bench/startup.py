@@ -14,8 +14,8 @@ a time (each module's first load timed in a fresh process with an empty cache), 
 fixed cost per module) and the largest.
 
 'warp lines': lines of Warp's own output (banner, driver warning, one per loaded module) the command printed.
-Baseline (``--baseline PATH``, default ``/work/main/tactile_sim``): another checkout's ``tactile_sim`` package
-folder, run the same way; ratio = baseline / this tree. Targets: cold demo ≤ 20 s, warm demo ≤ 5 s, config error ≤
+Baseline (``--baseline PATH``, optional): another checkout's ``tactile_sim`` package folder (for instance of a
+``git worktree add /tmp/base <commit>``), run the same way, alternating with this tree; ratio = baseline / this tree. Targets: cold demo ≤ 20 s, warm demo ≤ 5 s, config error ≤
 1 s (issue #18).
 
     python bench/startup.py [--repeat N] [--baseline PATH] [--breakdown]
@@ -88,11 +88,13 @@ def breakdown(package_root: Path, scratch: Path) -> list[tuple[float, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--baseline", type=Path, default=Path("/work/main/tactile_sim"))
+    parser.add_argument("--baseline", type=Path, help="another checkout's tactile_sim package folder to compare with")
     parser.add_argument("--breakdown", action="store_true", help="also time the cold demo's modules one by one")
     args = parser.parse_args()
     trees = {"this": ROOT / "tactile_sim"}
-    if args.baseline.is_dir() and args.baseline.resolve() != trees["this"].resolve():
+    if args.baseline is not None and args.baseline.resolve() != trees["this"].resolve():
+        if not args.baseline.is_dir():
+            raise SystemExit(f"--baseline {args.baseline}: not a folder; allowed: a checkout's tactile_sim package folder")
         trees["baseline"] = args.baseline
     times: dict[tuple[str, str], list[float]] = {}
     lines: dict[tuple[str, str], int] = {}

@@ -9,7 +9,7 @@ every sample (``ShapeQuery.query``) followed by the penalty model in torch and a
 net force (ContactSensor) or per-cell covered area and conductance (TemperatureGrid, without exchange and
 conduction) — a lower bound of the old cost. ``--profile`` prints a cProfile summary of our evaluation.
 
-    /work/venv/bin/python bench/surface_samples.py [--profile]
+    python bench/surface_samples.py [--profile]
 """
 
 from __future__ import annotations

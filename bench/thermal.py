@@ -6,7 +6,7 @@ Rows: the full sensor evaluation (contact query over the surface samples, exchan
 the conduction step alone, for 1 and 1024 envs. Baseline (ratio = baseline time / ours): the same backward-Euler
 conduction done the naive way, one SciPy ``dctn``/``idctn`` pair per env in a Python loop.
 
-    /work/venv/bin/python bench/thermal.py
+    python bench/thermal.py
 """
 
 from __future__ import annotations

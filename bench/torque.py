@@ -10,7 +10,7 @@ pads, then JointTorque). Baseline (ratio = baseline time / row time): pinocchio 
 per env in a Python loop (its C++ per call, plus the loop), with the same states and one external wrench per loaded
 link. ``--profile`` prints a cProfile summary of the JointTorque evaluation.
 
-    /work/venv/bin/python bench/torque.py
+    python bench/torque.py
 """
 
 from __future__ import annotations

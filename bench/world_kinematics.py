@@ -8,7 +8,7 @@
   sample per step, velocities estimated) — the per-step world cost of the node — against the same pinocchio
   forward kinematics of the gripper.
 
-    /work/venv/bin/python bench/world_kinematics.py
+    python bench/world_kinematics.py
 """
 
 from __future__ import annotations
