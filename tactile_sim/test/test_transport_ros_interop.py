@@ -1,10 +1,11 @@
 """The DDS node seen by a real ROS 2 (Jazzy, rmw_cyclonedds) on loopback: ``ros2 node list`` shows it,
 ``ros2 topic echo`` decodes its messages to the values this process receives, ``ros2 topic info -v`` shows its
 node, type hash and QoS, and an rclpy node both feeds it (joint states, latched static TF) and receives its outputs,
-with no type-hash parse errors on the ROS side. Skipped where no ROS 2 installation is found."""
+with no type-hash parse errors on the ROS side. Skipped unless pytest runs in a sourced ROS 2 environment."""
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,11 +21,21 @@ from tactile_sim.transport.base import DEFAULT
 from tactile_sim.transport.dds import LOOPBACK_CONFIG, DdsTransport
 from tactile_sim.io.msg_types import type_hash
 
-SETUPS = [p for p in ("/opt/ros2_jazzy_ws/install/setup.bash", "/opt/ros/jazzy/setup.bash") if Path(p).is_file()]
-if not SETUPS:
-    pytest.skip("no ROS 2 Jazzy installation (/opt/ros2_jazzy_ws/install/setup.bash or /opt/ros/jazzy/setup.bash); "
-                "these tests need ros2 and rclpy with rmw_cyclonedds_cpp", allow_module_level=True)
-SETUP = SETUPS[0]
+
+
+def missing_ros() -> str | None:
+    """Why this process's environment is not a sourced ROS 2 installation, or None where it is: AMENT_PREFIX_PATH
+    set (by a setup.bash) and the ``ros2`` command on PATH; rclpy itself is checked in the ROS environment below."""
+    if not os.environ.get("AMENT_PREFIX_PATH"):
+        return "AMENT_PREFIX_PATH is not set"
+    if shutil.which("ros2") is None:
+        return "AMENT_PREFIX_PATH is set but the ros2 command is not on PATH"
+    return None
+
+
+if missing_ros():
+    pytest.skip(f"no sourced ROS 2 environment ({missing_ros()}): these tests need ros2 and rclpy with "
+                "rmw_cyclonedds_cpp; source a ROS 2 Jazzy setup.bash before pytest", allow_module_level=True)
 DOMAIN = isolated_domain_id(offset=2)
 TORQUE = "/tactile_sim_node/joint_torque"
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -74,15 +85,15 @@ def ros_env(tmp: Path) -> dict:
     """Environment of the ROS processes: this test's domain, rmw_cyclonedds on the loopback configuration."""
     config = tmp / "cyclonedds_loopback.xml"
     config.write_text(LOOPBACK_CONFIG)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env.update(ROS_DOMAIN_ID=str(DOMAIN), CYCLONEDDS_URI=f"file://{config}", RMW_IMPLEMENTATION="rmw_cyclonedds_cpp",
                ROS_LOG_DIR=str(tmp / "ros_log"), PYTHONUNBUFFERED="1")
     return env
 
 
 def ros(command: str, env: dict) -> subprocess.Popen:
-    """``command`` in a shell with the ROS 2 setup sourced (output captured)."""
-    return subprocess.Popen(["bash", "-c", f"source {SETUP} && {command}"], env=env, stdout=subprocess.PIPE,
+    """``command`` in a shell of the sourced ROS 2 environment (output captured)."""
+    return subprocess.Popen(["bash", "-c", command], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -101,7 +112,7 @@ def scenario(tmp_path_factory):
     check = ros("python3 -c 'import rclpy, sensor_msgs, visualization_msgs, diagnostic_msgs, tf2_msgs'", env)
     finish(check, 120)
     if check.returncode != 0:
-        pytest.skip(f"{SETUP}: rclpy or the standard messages are not importable; ROS tests need a complete build")
+        pytest.skip(f"AMENT_PREFIX_PATH={os.environ['AMENT_PREFIX_PATH']}: rclpy or the standard messages are not importable; ROS tests need a complete build")
     probe_script = tmp / "probe.py"
     probe_script.write_text(PROBE)
     received = []
