@@ -3,8 +3,11 @@ tactile_sim_node started from this checkout (``python -m``), so no colcon instal
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,8 +17,14 @@ import yaml
 
 from helpers_ros import DEMO_YAML, PACKAGE_ROOT
 
-WORK = Path(tempfile.mkdtemp(prefix="tactile_sim_launch_"))
-"""Scratch folder of the generated configurations."""
+
+@functools.cache
+def scratch() -> Path:
+    """Scratch folder of the generated configurations: made on first use (so importing or collecting these tests
+    leaves nothing behind) and removed when the test process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="tactile_sim_launch_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def require_ros() -> None:
@@ -55,9 +64,9 @@ def node_action(config_file: Path, **params):
 
 
 def edited_demo(name: str, edit) -> Path:
-    """The demo configuration changed by ``edit(mapping)``, written to WORK/name."""
+    """The demo configuration changed by ``edit(mapping)``, written to ``name`` in the scratch folder."""
     data = yaml.safe_load(DEMO_YAML.read_text())
     edit(data)
-    path = WORK / name
+    path = scratch() / name
     path.write_text(yaml.safe_dump(data))
     return path
