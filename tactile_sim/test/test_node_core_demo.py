@@ -3,6 +3,7 @@ trajectory cycle, the closed-form force of a held squeeze, stamps and rates, eve
 diagnostics."""
 
 import math
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -269,3 +270,14 @@ def test_the_demo_files_resolve_as_package_data():
                                                 "TemperatureGrid", "JointTorque", "ContactProbe",
                                                 "ContactDepthProbe", "ElastomerTaxel", "ProximityTaxel",
                                                 "SurfaceDistanceProbe"]
+
+
+def test_the_demo_root_link_is_massless():
+    """KDL (robot_state_publisher) does not support an inertia on the root link: the demo's root has none, every
+    other link has one (JointTorque needs them)."""
+    robot = ElementTree.parse(DEMO_URDF).getroot()
+    children = {j.find("child").get("link") for j in robot.iter("joint")}
+    inertial = {link.get("name"): link.find("inertial") is not None for link in robot.iter("link")}
+    roots = [name for name in inertial if name not in children]
+    assert roots == ["base_link"]
+    assert {name: has for name, has in inertial.items() if has != (name not in roots)} == {}
