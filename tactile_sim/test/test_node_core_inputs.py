@@ -2,13 +2,16 @@
 unknown or invalid frames, time going backwards, a missing robot description, invalid configurations and
 parameters; each case is dropped or handled, counted and logged (throttled)."""
 
+import re
 import types
 from array import array
 
 import numpy as np
 import pytest
+import yaml
 
 from helpers_ros import (
+    PACKAGE_ROOT,
     LogRecorder,
     by_topic,
     config_of,
@@ -279,8 +282,19 @@ def test_parameters_are_validated_against_their_ranges():
         NodeParams(viz_rate=float("nan"))
     with pytest.raises(ValueError, match="publish_ground_truth"):
         NodeParams(publish_ground_truth="yes")
+    with pytest.raises(ValueError, match=re.escape("parameter 'step_on': got 'joint_state'; allowed: 'timer' or "
+                                                   "'joint_states'")):
+        NodeParams(step_on="joint_state")
     assert [p.name for p in PARAMETERS] == list(NodeParams.__dataclass_fields__)
     assert all(p.range is not None for p in PARAMETERS if isinstance(p.default, float))
+
+
+def test_the_shipped_params_file_lists_every_parameter_at_its_default():
+    (node,) = yaml.safe_load((PACKAGE_ROOT / "config" / "params.yaml").read_text()).values()
+    values = node["ros__parameters"]
+    unwritable = {"sensor_data_qos"}  # an empty list cannot be written in a parameters file
+    assert list(values) == [p.name for p in PARAMETERS if p.name not in unwritable]
+    assert values == {p.name: p.default for p in PARAMETERS if p.name not in unwritable}
 
 
 def test_update_rate_changes_at_run_time():

@@ -131,3 +131,24 @@ def test_parameter_changes_restart_the_timers_at_the_new_rates():
     runtime.parameters_changed({"update_rate", "viz_rate", "publish_ground_truth"})
     assert sorted(p for p, _, _ in t.timers) == sorted([0.01, DIAGNOSTICS_PERIOD])
     assert "~/pad_left/ground_truth" in t.pubs
+
+
+def test_joint_states_step_the_core_when_step_on_is_joint_states():
+    t = RecordingTransport()
+    core = demo_core(update_rate=50.0, viz_rate=5.0, step_on="joint_states")
+    runtime = NodeRuntime(core, t)
+    assert sorted(timer[0] for timer in t.timers) == [0.2, DIAGNOSTICS_PERIOD]  # no update timer
+    pads = t.pubs["~/pad_left"][2].sent
+    arrivals = [3_000_000, 7_500_000, 8_000_001]  # ns, node clock: not on a 1/update_rate grid
+    for k, clock in enumerate(arrivals):
+        t.clock_ns = clock
+        t.subs["/joint_states"][1](joint_state_msg([0.0, SQUEEZE, SQUEEZE], np.zeros(3), stamp=100.0 + k))
+        assert len(pads) == k + 1
+    assert [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in pads] == arrivals
+    assert all(np.linalg.norm(m.force) > 0 for m in pads)
+    t.clock_ns += 1_000_000
+    t.subs["/joint_states"][1](joint_state_msg([0.0, SQUEEZE], np.zeros(2)))  # 2 positions for 3 names: dropped
+    assert len(pads) == 3 and core.stats.dropped["joint_states.length_mismatch"] == 1
+    core.update_params(update_rate=100.0)
+    runtime.parameters_changed({"update_rate"})
+    assert sorted(timer[0] for timer in t.timers) == [0.2, DIAGNOSTICS_PERIOD]

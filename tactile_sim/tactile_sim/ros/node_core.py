@@ -7,13 +7,13 @@ directly with rosbags messages or plain samples (:mod:`.inputs`).
 * Inputs never raise: a bad joint state or transform is dropped (counted in ``stats.dropped`` by reason and logged
   throttled). Joint states may cover a subset of the joints (the others hold); names of joints the robot does not
   have are ignored (counted, logged); mimic joints are derived from their source and ignored silently.
-* :meth:`NodeCore.update` is called on a timer at ``update_rate`` with the node clock (integer nanoseconds): it
-  poses the robot by forward kinematics of the latest joint positions (the joint velocities of the message when
-  every joint has one, else finite differences), the root link by TF (world frame → root link, unless the world
-  frame is the root link itself) and objects by TF or their fixed pose, steps the suite once and returns the
-  messages of every sensor evaluated on this step, stamped with the update time. While a TF frame it needs is
-  missing the update is skipped (reported in diagnostics as waiting for TF). Time going backwards (a simulation
-  reset under ``use_sim_time``) rebuilds the suite and forgets dynamic transforms (static ones are kept).
+* :meth:`NodeCore.update` is called on a timer at ``update_rate``, or per accepted joint state (``step_on``), with the
+  node clock (integer nanoseconds): it poses the robot by forward kinematics of the latest joint positions (the joint
+  velocities of the message when every joint has one, else finite differences), the root link by TF (world frame →
+  root link, unless the world frame is the root link itself) and objects by TF or their fixed pose, steps the suite
+  once and returns the messages of every sensor evaluated on this step, stamped with the update time. While a TF frame
+  it needs is missing the update is skipped (reported in diagnostics as waiting for TF). Time going backwards (a
+  simulation reset under ``use_sim_time``) rebuilds the suite and forgets dynamic transforms (static ones are kept).
 * The suite's engine step is ``1/update_rate``: the configuration's ``suite.rate``/``dt`` is replaced, so a change
   of ``update_rate`` at run time rebuilds the sensors.
 * Without a robot description (no ``robot_description`` parameter and no ``robot.urdf`` in the configuration) the

@@ -20,6 +20,9 @@ TOPIC_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEVICE = re.compile(r"|cpu|auto|cuda(:\d+)?")
 """Allowed ``device`` values ("" keeps the configuration's suite.device)."""
 
+STEP_ON = ("timer", "joint_states")
+"""Allowed ``step_on`` values: what triggers an update."""
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -43,10 +46,14 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "TF frame of the world in which objects are declared and the robot base is looked up. Empty: the "
               "configuration's suite.world_frame."),
     ParamSpec("update_rate", 100.0,
-              "Hz. The suite is stepped on a timer at this rate (node clock); it replaces the configuration's "
-              "suite rate, so sensor periods, delays and time constants count in steps of 1/update_rate. "
-              "Changing it at run time rebuilds the sensors (their state starts afresh).",
+              "Hz. The suite is stepped on a timer at this rate (node clock), or with step_on joint_states the rate "
+              "joint states are expected at; it replaces the configuration's suite rate, so sensor periods, delays "
+              "and time constants count in steps of 1/update_rate. Changing it at run time rebuilds the sensors "
+              "(their state starts afresh).",
               read_only=False, range=(1.0, 10000.0)),
+    ParamSpec("step_on", "timer",
+              "What steps the suite: 'timer' (every 1/update_rate s of node time) or 'joint_states' (each accepted "
+              "joint state, at the node time of its arrival; no update timer)."),
     ParamSpec("device", "",
               "Torch device of the sensor models: cpu, cuda, cuda:<index> or auto. Empty: the configuration's "
               "suite.device."),
@@ -86,6 +93,7 @@ class NodeParams:
     robot_description: str = ""
     world_frame: str = ""
     update_rate: float = 100.0
+    step_on: str = "timer"
     device: str = ""
     publish_ground_truth: bool = False
     viz_rate: float = 10.0
@@ -135,6 +143,8 @@ def check_value(spec: ParamSpec, value: Any) -> Any:
     if spec.name == "device" and not DEVICE.fullmatch(value):
         raise ValueError(f"{where}: got {value!r}; allowed: '' (the configuration's), 'cpu', 'cuda', "
                          "'cuda:<index>' or 'auto'")
+    if spec.name == "step_on" and value not in STEP_ON:
+        raise ValueError(f"{where}: got {value!r}; allowed: {' or '.join(map(repr, STEP_ON))}")
     if spec.name == "world_frame" and value.startswith("/"):
         raise ValueError(f"{where}: got {value!r}; allowed: a TF frame name without a leading '/'")
     return value

@@ -7,7 +7,9 @@
   (reliable, keep last 100, as tf2), ``/tf_static`` (reliable, keep last 100, transient local; both as CDR bytes
   where the transport offers them, so that an oversized TF message is dropped before decoding) and, while no robot
   description is at hand, the latched ``/robot_description`` (dropped once a description is taken);
-* publishes what the core returns on the update timer (``update_rate``), the markers on their own timer
+* publishes what the core returns on the update timer (``update_rate``), or, with ``step_on: joint_states``, after
+  each joint state the core accepts (updated at the node time of its arrival; no update timer), the markers on their
+  own timer
   (``viz_rate``; a transport may run it concurrently, see :meth:`Transport.create_timer`) and ``/diagnostics`` at
   1 Hz; sensor topics use the sensor-data profile when named in ``sensor_data_qos``, else reliable, keep last 10;
 * every callback is guarded: an unexpected exception is counted in the core's drop statistics (``<what>.error``)
@@ -54,7 +56,8 @@ class NodeRuntime:
                 "/robot_description", STRING, self.guard("robot_description", self._on_description), DESCRIPTION_QOS)
         else:
             self.create_publishers()
-        self._update_timer = transport.create_timer(core.params.period, self.guard("update", self._on_update))
+        self._update_timer = None
+        self._start_update_timer()
         self._viz_timer = None
         self._start_viz_timer()
         transport.create_timer(DIAGNOSTICS_PERIOD, self.guard("diagnostics", self._on_diagnostics))
@@ -91,6 +94,15 @@ class NodeRuntime:
         for topic, msg in outputs:
             self.publisher(topic, msg.__msgtype__).publish(msg)
 
+    def _start_update_timer(self) -> None:
+        """The update timer at ``update_rate`` (replacing the previous one); none when joint states step the core."""
+        if self._update_timer is not None:
+            self.transport.destroy_timer(self._update_timer)
+            self._update_timer = None
+        if self.core.params.step_on == "timer":
+            self._update_timer = self.transport.create_timer(self.core.params.period,
+                                                             self.guard("update", self._on_update))
+
     def _start_viz_timer(self) -> None:
         if self._viz_timer is not None:
             self.transport.destroy_timer(self._viz_timer)
@@ -103,9 +115,7 @@ class NodeRuntime:
     def parameters_changed(self, names: set[str]) -> None:
         """After the core's parameters changed: timers at the new rates, publishers of newly enabled topics."""
         if "update_rate" in names:
-            self.transport.destroy_timer(self._update_timer)
-            self._update_timer = self.transport.create_timer(self.core.params.period,
-                                                             self.guard("update", self._on_update))
+            self._start_update_timer()
         if "viz_rate" in names:
             self._start_viz_timer()
         if self.core.ready:
@@ -113,7 +123,8 @@ class NodeRuntime:
 
     # ------------------------------------------------------------------ callbacks
     def _on_joint_state(self, msg: Any) -> None:
-        self.core.on_joint_state(decode_joint_state(msg))
+        if self.core.on_joint_state(decode_joint_state(msg)) and self.core.params.step_on == "joint_states":
+            self._on_update()
 
     def _tf_callback(self, static: bool, raw: bool) -> Callable[[Any], None]:
         """The callback of ``/tf`` or ``/tf_static``: CDR bytes (``raw``) or a decoded TFMessage to the core."""
