@@ -246,6 +246,10 @@ def test_diagnostics_report_rate_step_time_and_misses():
     assert int(values["deadline_misses"]) >= 1 and status.level == 1
     assert float(values["step_time_max_ms"]) >= float(values["step_time_mean_ms"]) > 0
     assert "deadline misses" in status.message and values["dropped_inputs"] == "0"
+    phases = [float(values[f"{k}_time_mean_ms"]) for k in ("world", "suite_step", "encode")]
+    assert all(v > 0 for v in phases)  # they partition the update: their means add up to the step time's
+    assert sum(phases) == pytest.approx(float(values["step_time_mean_ms"]), abs=0.002)
+    assert values["decode_time_mean_ms"] == values["publish_time_mean_ms"] == "nan"  # the runtime's phases
 
 
 @pytest.mark.parametrize("phase", [p.name for p in PHASES])

@@ -410,10 +410,16 @@ class NodeCore:
             return []
         self.waiting_for_tf = None
         self._pending_joints = False
+        world_done = time.perf_counter()
         self.suite.step(state)
+        step_done = time.perf_counter()
         self._last_t, self.last_step_ns = t, now_ns
         out = self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
-        self.stats.record_update(t, time.perf_counter() - wall, self.params.period)
+        end = time.perf_counter()
+        self.stats.record_phase("world", world_done - wall)
+        self.stats.record_phase("suite_step", step_done - world_done)
+        self.stats.record_phase("encode", end - step_done)
+        self.stats.record_update(t, end - wall, self.params.period)
         return out
 
     def _encode(self, stamp: Any, step: int) -> list[Output]:
@@ -504,6 +510,7 @@ class NodeCore:
             "update_rate_achieved_hz": f"{w.rate:.2f}",
             "step_time_mean_ms": f"{w.step_mean_ms:.3f}",
             "step_time_max_ms": f"{w.step_max_ms:.3f}",
+            **{f"{k}_time_mean_ms": f"{v:.3f}" for k, v in w.phase_mean_ms.items()},
             "updates": str(self.stats.updates),
             "deadline_misses": str(self.stats.deadline_misses),
             "deadline_misses_window": str(w.deadline_misses),

@@ -12,12 +12,15 @@
   own timer
   (``viz_rate``; a transport may run it concurrently, see :meth:`Transport.create_timer`) and ``/diagnostics`` at
   1 Hz; sensor topics use the sensor-data profile when named in ``sensor_data_qos``, else reliable, keep last 10;
+* times the decoding of each joint state and the publishing of each update's messages into the core's statistics
+  (the update's other phases are the core's; all in ``/diagnostics``);
 * every callback is guarded: an unexpected exception is counted in the core's drop statistics (``<what>.error``)
   and logged (throttled) instead of ending the node.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -123,7 +126,10 @@ class NodeRuntime:
 
     # ------------------------------------------------------------------ callbacks
     def _on_joint_state(self, msg: Any) -> None:
-        if self.core.on_joint_state(decode_joint_state(msg)) and self.core.params.step_on == "joint_states":
+        start = time.perf_counter()
+        taken = self.core.on_joint_state(decode_joint_state(msg))
+        self.core.stats.record_phase("decode", time.perf_counter() - start)
+        if taken and self.core.params.step_on == "joint_states":
             self._on_update()
 
     def _tf_callback(self, static: bool, raw: bool) -> Callable[[Any], None]:
@@ -138,7 +144,11 @@ class NodeRuntime:
             self.create_publishers()
 
     def _on_update(self) -> None:
-        self.publish(self.core.update(self.transport.now_ns()))
+        outputs = self.core.update(self.transport.now_ns())
+        if outputs:
+            start = time.perf_counter()
+            self.publish(outputs)
+            self.core.stats.record_phase("publish", time.perf_counter() - start)
 
     def _on_markers(self) -> None:
         markers = self.core.markers()

@@ -3,6 +3,11 @@
 Rates are measured in node time (the clock that stamps the outputs, simulated under ``use_sim_time``); step times
 in wall time (``time.perf_counter``), because they are the cost of an update on this machine.
 
+The update is also timed by phase (wall time, ms means per window, see :data:`PHASES`): ``decode`` (a joint state
+decoded and taken, per joint state), ``world`` (forward kinematics and TF), ``suite_step`` (the sensor models),
+``encode`` (the messages) and ``publish`` (handing them to the transport), the last four per update. On a CUDA
+device the ``world`` and ``suite_step`` phases time the kernel launches; the wait for the results falls in ``encode``.
+
 A **deadline miss** is an update whose wall-clock duration exceeded the update period, or that came more than 1.5
 periods (node time) after the previous update (a late or skipped timer tick).
 """
@@ -13,6 +18,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+PHASES = ("decode", "world", "suite_step", "encode", "publish")
+"""The timed phases of an update, in order (see the module docstring)."""
+
 LATE_TICK_FACTOR = 1.5
 """An update more than this many periods after the previous one counts as a deadline miss."""
 
@@ -20,7 +28,8 @@ LATE_TICK_FACTOR = 1.5
 @dataclass(frozen=True)
 class WindowSummary:
     """One diagnostics window: updates, achieved rate (Hz, NaN without two updates), step wall time mean / max
-    (ms, NaN without updates), deadline misses and dropped inputs in the window."""
+    (ms, NaN without updates), deadline misses and dropped inputs in the window, and the mean wall time (ms) of each
+    of :data:`PHASES` (NaN for a phase not timed in the window)."""
 
     updates: int
     rate: float
@@ -28,6 +37,7 @@ class WindowSummary:
     step_max_ms: float
     deadline_misses: int
     dropped: int
+    phase_mean_ms: dict[str, float]
 
 
 class UpdateStats:
@@ -46,6 +56,13 @@ class UpdateStats:
         self._wall_max = 0.0
         self._window_misses = 0
         self._window_dropped = 0
+        self._phase_sum = dict.fromkeys(PHASES, 0.0)
+        self._phase_count = dict.fromkeys(PHASES, 0)
+
+    def record_phase(self, phase: str, wall: float) -> None:
+        """Add one timing of ``phase`` (one of :data:`PHASES`) that took ``wall`` s to the window."""
+        self._phase_sum[phase] += wall
+        self._phase_count[phase] += 1
 
     def record_update(self, t: float, wall: float, period: float) -> bool:
         """Count an update at node time t (s) that took ``wall`` s for a period of ``period`` s; True on a miss."""
@@ -86,9 +103,12 @@ class UpdateStats:
             step_max_ms=1e3 * self._wall_max if n else math.nan,
             deadline_misses=self._window_misses,
             dropped=self._window_dropped,
+            phase_mean_ms={k: 1e3 * self._phase_sum[k] / n if n else math.nan for k, n in self._phase_count.items()},
         )
         self._window_start = now
         self._window_updates = self._window_misses = self._window_dropped = 0
         self._window_first = None
         self._wall_sum = self._wall_max = 0.0
+        self._phase_sum = dict.fromkeys(PHASES, 0.0)
+        self._phase_count = dict.fromkeys(PHASES, 0)
         return summary
