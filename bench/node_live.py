@@ -1,0 +1,256 @@
+"""The node as it runs: ``tactile-sim node --transport dds --loopback`` as its own process, driven with JointStates.
+
+This process is the controller and the consumer, over the DDS transport on loopback. It publishes joint states
+(alternating between two configurations, so every update has work to do) either at a fixed rate (``--loop open``)
+or in a closed loop (``--loop closed``: the next one when the answer to the previous one has arrived, and not
+before its slot at ``--rate``). An *answer* is complete when every sensor topic of the scene has delivered its
+message of one update; the round trip of a joint state is the time from handing it to DDS to the completion of the
+first update stamped at or after that moment (node clock = this machine's wall clock), so in the timer mode it
+includes the wait for the next tick, in the ``step_on: joint_states`` mode it is the answer to that joint state.
+
+Reported per run, over ``--duration`` s after ``--warmup`` s: achieved rate (complete answers per second), round
+trip median / p99 / max, the node's CPU share of one core (utime + stime of the child from /proc, every thread),
+and the node's own per-update breakdown from its ``/diagnostics`` (means over the 1 s windows of the run: decode
+per joint state, world, suite_step, encode, publish, and step = world + suite_step + encode). What it leaves out:
+rclpy (not measured here; no ROS on this machine) and the executor's own time, which the DDS transport does not
+separate from the transport's; the client shares the machine's two cores with the node.
+
+Scenes (as ``bench/node_core.py``): ``demo pads`` (the demo gripper's two 30-taxel pads), ``hand 368`` (15 pads,
+368 taxels) and ``demo`` (all 10 sensors of ``config/demo_sensors.yaml``).
+
+    python bench/node_live.py --step-on joint_states --rate 1000 --loop closed --runs 3
+    python bench/node_live.py --step-on timer --rate 100 --loop open --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from node_core import hand_config, hand_urdf  # bench/node_core.py: the same 368-taxel hand
+from tactile_sim.config import load_config
+from tactile_sim.demo_trajectory import DEMO_URDF, OPEN, SQUEEZE
+from tactile_sim.io.msg_types import new_message, serialize_cdr
+from tactile_sim.io.stamps import time_msg
+from tactile_sim.ros.node_core import NodeCore
+from tactile_sim.ros.node_params import NodeParams
+from tactile_sim.ros.node_runtime import TF_STATIC_QOS
+from tactile_sim.ros.update_stats import PHASES
+from tactile_sim.transport.base import DEFAULT, QosProfile
+from tactile_sim.transport.dds import LOOPBACK_CONFIG, DdsTransport
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tactile_sim"
+DEMO_YAML = PACKAGE / "config" / "demo_sensors.yaml"
+NODE = "/tactile_sim_node"
+START_TIMEOUT = 120.0
+ANSWER_TIMEOUT = 1.0
+"""s a closed loop waits for an answer before it counts a miss and sends the next joint state."""
+STAMP = struct.Struct("<iI")
+"""header.stamp (sec, nanosec) right after the 4-byte CDR encapsulation of every message the node publishes."""
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def start_node(domain: int, config: Path, step_on: str, rate: float, log: Path) -> subprocess.Popen:
+    """The node under test: DDS on loopback, markers off, one torch thread (its output in ``log``)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PACKAGE), os.environ.get("PYTHONPATH", "")]),
+               OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    args = [sys.executable, "-m", "tactile_sim", "node", "--transport", "dds", "--loopback", "--domain-id",
+            str(domain), "--config", str(config), "-p", f"update_rate:={rate}", "-p", f"step_on:={step_on}",
+            "-p", "viz_rate:=0"]
+    return subprocess.Popen(args, cwd=PACKAGE, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time (s) of process ``pid`` so far, all its threads (/proc/<pid>/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Client:
+    """Publishes joint states; records the completion (wall ns) of every update whose messages all arrived."""
+
+    def __init__(self, domain: int, names: list[str], topics: list[tuple[str, str]]):
+        self.t = DdsTransport("node_live_bench", domain_id=domain, config=LOOPBACK_CONFIG, log=lambda *a: None)
+        self.names = names
+        self.joints = self.t.create_publisher("/joint_states", "sensor_msgs/msg/JointState", DEFAULT)
+        self.n_topics = len(topics)
+        self._pending: dict[int, int] = {}
+        self.completed: list[tuple[int, int]] = []
+        """(update stamp ns, wall ns when its last message arrived), in completion order."""
+        self.subs = [self.t.create_subscription(topic, typ, self._on_message, QosProfile(depth=100), raw=True)
+                     for topic, typ in topics]
+        self.diagnostics: list[tuple[int, dict[str, str]]] = []
+        self.t.create_subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", self._on_diagnostics,
+                                   DEFAULT)
+        base = new_message("geometry_msgs/msg/TransformStamped", child_frame_id="base_link",
+                           header=new_message("std_msgs/msg/Header", frame_id="world"),
+                           transform=new_message("geometry_msgs/msg/Transform",
+                                                 rotation=new_message("geometry_msgs/msg/Quaternion", w=1.0)))
+        self.t.create_publisher("/tf_static", "tf2_msgs/msg/TFMessage", TF_STATIC_QOS).publish(
+            new_message("tf2_msgs/msg/TFMessage", transforms=[base]))  # the demo's world -> base_link
+
+    def _on_message(self, raw: bytes) -> None:
+        sec, nanosec = STAMP.unpack_from(raw, 4)
+        stamp = sec * 1_000_000_000 + nanosec
+        count = self._pending.get(stamp, 0) + 1
+        if count == self.n_topics:
+            del self._pending[stamp]
+            self.completed.append((stamp, time.time_ns()))
+        else:
+            self._pending[stamp] = count
+
+    def _on_diagnostics(self, msg) -> None:
+        self.diagnostics.append((time.time_ns(), {kv.key: kv.value for kv in msg.status[0].values}))
+
+    def send(self, q: np.ndarray) -> int:
+        """Publish a joint state at ``q``; the wall time (ns) just before its bytes were handed to DDS."""
+        data = serialize_cdr(new_message("sensor_msgs/msg/JointState", name=self.names, position=q,
+                                         velocity=np.zeros(len(q)),
+                                         header=new_message("std_msgs/msg/Header", stamp=time_msg(time.time()))))
+        sent = time.time_ns()
+        self.joints.publish_cdr(data)
+        return sent
+
+    def answered(self, sent_ns: int, start: int) -> int | None:
+        """Wall ns of the first completed update (from index ``start``) stamped at or after ``sent_ns``."""
+        return next((wall for stamp, wall in self.completed[start:] if stamp >= sent_ns), None)
+
+
+def drive(client: Client, configs: tuple[np.ndarray, np.ndarray], rate: float, loop: str, seconds: float) -> list:
+    """Send joint states for ``seconds``; [(sent ns, index into client.completed at the time)] per joint state."""
+    period = 1.0 / rate
+    sends = []
+    start = time.perf_counter()
+    k = 0
+    while (now := time.perf_counter()) - start < seconds:
+        slot = start + k * period
+        if now < slot:
+            client.t.spin(timeout=slot - now)
+            continue
+        first = len(client.completed)
+        sent = client.send(configs[k % 2])
+        sends.append((sent, first))
+        k += 1
+        if loop == "closed":
+            client.t.spin(until=lambda: client.answered(sent, first) is not None, timeout=ANSWER_TIMEOUT)
+        elif loop == "open" and k * period < now - start - 1.0:  # more than 1 s behind: restart the schedule
+            start, k = now, 0
+    return sends
+
+
+def run_once(scene: dict, args, work: Path, index: int) -> dict:
+    """One run of one scene: start the node, warm up, measure; the figures of the run."""
+    domain = random.Random(f"{os.getpid()} {scene['label']} {index}").randrange(100, 230)
+    log = work / f"{scene['label'].replace(' ', '_')}_{index}.log"
+    node = start_node(domain, scene["config"], args.step_on, args.rate, log)
+    client = Client(domain, scene["names"], scene["topics"])
+    try:
+        end = time.monotonic() + START_TIMEOUT
+        while not client.completed and node.poll() is None and time.monotonic() < end:
+            client.send(scene["configs"][0])
+            client.t.spin(timeout=0.05)
+        if not client.completed:
+            raise RuntimeError(f"the node answered nothing; its log ({log}):\n{log.read_text()[-3000:]}")
+        drive(client, scene["configs"], args.rate, args.loop, args.warmup)
+        cpu0, wall0, done0 = cpu_seconds(node.pid), time.time_ns(), len(client.completed)
+        sends = drive(client, scene["configs"], args.rate, args.loop, args.duration)
+        cpu1, wall1 = cpu_seconds(node.pid), time.time_ns()
+        client.t.spin(timeout=0.2)  # the answers still on their way
+        done = [w for _, w in client.completed[done0:] if w <= wall1]
+        trips = [client.answered(sent, first) for sent, first in sends]
+        ms = 1e-6 * np.array([a - s for (s, _), a in zip(sends, trips) if a is not None])
+        windows = [v for t, v in client.diagnostics if wall0 + 1e9 < t <= wall1]
+        node_ms = {k: float(np.nanmean([float(v[f"{k}_time_mean_ms"]) for v in windows])) if windows else np.nan
+                   for k in PHASES}
+        node_ms["step"] = float(np.mean([float(v["step_time_mean_ms"]) for v in windows])) if windows else np.nan
+        return {"sent": len(sends), "rate": len(done) / ((wall1 - wall0) * 1e-9), "median": np.median(ms),
+                "p99": np.percentile(ms, 99), "max": ms.max(), "missed": sum(a is None for a in trips),
+                "cpu": 100 * (cpu1 - cpu0) / ((wall1 - wall0) * 1e-9), "node": node_ms,
+                "misses": sum(int(v["deadline_misses_window"]) for v in windows)}
+    finally:
+        node.terminate()
+        try:
+            node.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            node.kill()
+        client.t.close()
+
+
+def scenes(work: Path) -> dict[str, dict]:
+    """The scenes: configuration file, joint names, two configurations, and the node's sensor topics and types."""
+    demo = yaml.safe_load(DEMO_YAML.read_text())
+    demo["robot"] = {"urdf": str(DEMO_URDF)}
+    (work / "demo.yaml").write_text(yaml.safe_dump(demo))
+    demo["sensors"] = [s for s in demo["sensors"] if s["type"] == "KinematicTaxel"]
+    (work / "demo_pads.yaml").write_text(yaml.safe_dump(demo))
+    (work / "hand.urdf").write_text(hand_urdf())
+    (work / "hand.yaml").write_text(yaml.safe_dump(hand_config(work / "hand.urdf")))
+    gripper = ["slide", "finger_left_joint", "finger_right_joint"]
+    hand = [f"f{f}_j{k}" for f in range(4) for k in range(4)]
+    squeeze = (np.array([0.0, OPEN, OPEN]), np.array([0.0, SQUEEZE, SQUEEZE]))
+    flex = (np.zeros(16), np.array([0.0 if n.endswith("j0") else 0.6 for n in hand]))
+    out = {}
+    for label, config, names, configs in (("demo pads", "demo_pads.yaml", gripper, squeeze),
+                                          ("hand 368", "hand.yaml", hand, flex), ("demo", "demo.yaml", gripper, squeeze)):
+        core = NodeCore(load_config(work / config), NodeParams(viz_rate=0.0))
+        topics = [(t.name.replace("~", NODE, 1), t.message_type) for t in core.topics() if t.name.startswith("~")]
+        out[label] = {"label": label, "config": work / config, "names": names, "configs": configs, "topics": topics}
+    return out
+
+
+def span(values) -> str:
+    """'low–high' of a figure over the runs."""
+    lo, hi = np.nanmin(values), np.nanmax(values)
+    return f"{lo:.4g}–{hi:.4g}" if f"{lo:.4g}" != f"{hi:.4g}" else f"{lo:.4g}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--step-on", choices=("timer", "joint_states"), default="joint_states",
+                        help="the node's step_on parameter")
+    parser.add_argument("--rate", type=float, default=1000.0, help="Hz: joint states sent, and the node's update_rate")
+    parser.add_argument("--loop", choices=("open", "closed"), default="closed",
+                        help="open: send at --rate; closed: also wait for the previous answer")
+    parser.add_argument("--duration", type=float, default=10.0, help="s measured per run")
+    parser.add_argument("--warmup", type=float, default=2.0, help="s driven before each measurement")
+    parser.add_argument("--runs", type=int, default=3, help="runs per scene (the table gives ranges over them)")
+    parser.add_argument("--scenes", nargs="+", default=["demo pads", "hand 368", "demo"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_node_live_") as tmp:
+        work = Path(tmp)
+        table = scenes(work)
+        print(f"node: step_on {args.step_on}, update_rate {args.rate:g} Hz; client: {args.loop} loop at "
+              f"{args.rate:g} Hz; {args.duration:g} s per run after {args.warmup:g} s; ms unless marked")
+        head = (f"{'scene':>9} {'run':>3} | {'rate Hz':>7} {'median':>7} {'p99':>7} {'max':>7} {'lost':>4} {'CPU %':>5}"
+                f" | {'decode':>6} {'world':>6} {'step':>6} {'encode':>6} {'publish':>7} {'update':>6} {'miss':>4}")
+        print(head)
+        for label in args.scenes:
+            runs = []
+            for k in range(args.runs):
+                r = run_once(table[label], args, work, k)
+                runs.append(r)
+                n = r["node"]
+                print(f"{label:>9} {k:>3} | {r['rate']:7.1f} {r['median']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} "
+                      f"{r['missed']:>4} {r['cpu']:5.0f} | {n['decode']:6.3f} {n['world']:6.3f} "
+                      f"{n['suite_step']:6.3f} {n['encode']:6.3f} {n['publish']:7.3f} {n['step']:6.3f} "
+                      f"{r['misses']:>4}", flush=True)
+            print(f"{label:>9} all | rate {span([r['rate'] for r in runs])} Hz, round trip median "
+                  f"{span([r['median'] for r in runs])} / p99 {span([r['p99'] for r in runs])} / max "
+                  f"{span([r['max'] for r in runs])} ms, CPU {span([r['cpu'] for r in runs])} %, node update "
+                  f"{span([r['node']['step'] for r in runs])} ms + publish {span([r['node']['publish'] for r in runs])}"
+                  f" ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()
