@@ -202,7 +202,8 @@ def scenes(work: Path) -> dict[str, dict]:
     flex = (np.zeros(16), np.array([0.0 if n.endswith("j0") else 0.6 for n in hand]))
     out = {}
     for label, config, names, configs in (("demo pads", "demo_pads.yaml", gripper, squeeze),
-                                          ("hand 368", "hand.yaml", hand, flex), ("demo", "demo.yaml", gripper, squeeze)):
+                                          ("hand 368", "hand.yaml", hand, flex),
+                                          ("demo", "demo.yaml", gripper, squeeze)):
         core = NodeCore(load_config(work / config), NodeParams(viz_rate=0.0))
         topics = [(t.name.replace("~", NODE, 1), t.message_type) for t in core.topics() if t.name.startswith("~")]
         out[label] = {"label": label, "config": work / config, "names": names, "configs": configs, "topics": topics}
