@@ -38,13 +38,13 @@ import numpy as np
 import yaml
 
 from node_core import hand_config, hand_urdf  # bench/node_core.py: the same 368-taxel hand
+from transport import publish_demo_base, stop  # bench/transport.py
 from tactile_sim.config import load_config
 from tactile_sim.demo_trajectory import DEMO_URDF, OPEN, SQUEEZE
 from tactile_sim.io.msg_types import new_message, serialize_cdr
 from tactile_sim.io.stamps import time_msg
 from tactile_sim.ros.node_core import NodeCore
 from tactile_sim.ros.node_params import NodeParams
-from tactile_sim.ros.node_runtime import TF_STATIC_QOS
 from tactile_sim.ros.update_stats import PHASES
 from tactile_sim.transport.base import DEFAULT, QosProfile
 from tactile_sim.transport.dds import LOOPBACK_CONFIG, DdsTransport
@@ -93,12 +93,7 @@ class Client:
         self.diagnostics: list[tuple[int, dict[str, str]]] = []
         self.t.create_subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", self._on_diagnostics,
                                    DEFAULT)
-        base = new_message("geometry_msgs/msg/TransformStamped", child_frame_id="base_link",
-                           header=new_message("std_msgs/msg/Header", frame_id="world"),
-                           transform=new_message("geometry_msgs/msg/Transform",
-                                                 rotation=new_message("geometry_msgs/msg/Quaternion", w=1.0)))
-        self.t.create_publisher("/tf_static", "tf2_msgs/msg/TFMessage", TF_STATIC_QOS).publish(
-            new_message("tf2_msgs/msg/TFMessage", transforms=[base]))  # the demo's world -> base_link
+        publish_demo_base(self.t)  # the demo's world -> base_link
 
     def _on_message(self, raw: bytes) -> None:
         sec, nanosec = STAMP.unpack_from(raw, 4)
@@ -179,11 +174,7 @@ def run_once(scene: dict, args, work: Path, index: int) -> dict:
                 "cpu": 100 * (cpu1 - cpu0) / ((wall1 - wall0) * 1e-9), "node": node_ms,
                 "misses": sum(int(v["deadline_misses_window"]) for v in windows)}
     finally:
-        node.terminate()
-        try:
-            node.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            node.kill()
+        stop(node)
         client.t.close()
 
 

@@ -71,6 +71,25 @@ def node_process(transport: str, domain: int, config: Path, urdf: Path, rate: fl
     return subprocess.Popen(args, cwd=PACKAGE, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
 
+def stop(node: subprocess.Popen) -> None:
+    """End a node process: SIGTERM (it shuts down cleanly), SIGKILL after 20 s."""
+    node.terminate()
+    try:
+        node.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        node.kill()
+
+
+def publish_demo_base(t: DdsTransport) -> None:
+    """The demo's static world -> base_link transform (identity), latched on ``t``."""
+    base = new_message("geometry_msgs/msg/TransformStamped", child_frame_id="base_link",
+                       header=new_message("std_msgs/msg/Header", frame_id="world"),
+                       transform=new_message("geometry_msgs/msg/Transform",
+                                             rotation=new_message("geometry_msgs/msg/Quaternion", w=1.0)))
+    t.create_publisher("/tf_static", "tf2_msgs/msg/TFMessage", TF_STATIC_QOS).publish(
+        new_message("tf2_msgs/msg/TFMessage", transforms=[base]))
+
+
 class Client:
     """Controller and consumer: publishes joint states, records (arrival s, stamp ns, force signature) per message."""
 
@@ -83,12 +102,7 @@ class Client:
         self.diagnostics: list = []
         self.t.create_subscription("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", self.diagnostics.append,
                                    DEFAULT)
-        base = new_message("geometry_msgs/msg/TransformStamped", child_frame_id="base_link",
-                           header=new_message("std_msgs/msg/Header", frame_id="world"),
-                           transform=new_message("geometry_msgs/msg/Transform",
-                                                 rotation=new_message("geometry_msgs/msg/Quaternion", w=1.0)))
-        self.t.create_publisher("/tf_static", "tf2_msgs/msg/TFMessage", TF_STATIC_QOS).publish(
-            new_message("tf2_msgs/msg/TFMessage", transforms=[base]))  # the demo's world -> base_link
+        publish_demo_base(self.t)
 
     def _on_taxels(self, raw: bytes) -> None:
         arrival = time.perf_counter()
@@ -184,11 +198,7 @@ def bench_scene(transport: str, label: str, config: Path, urdf: Path, names: lis
         print(f"{transport:>6} {label:>10} {taxels:>6} {len(times):>7} {misses:>6} | {np.median(ms):9.3f} "
               f"{np.percentile(ms, 99):9.3f} {ms.min():8.3f} | {update_ms:>9} {rate:>9}", flush=True)
     finally:
-        node.terminate()
-        try:
-            node.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            node.kill()
+        stop(node)
         client.t.close()
 
 
