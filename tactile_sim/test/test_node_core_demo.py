@@ -252,6 +252,14 @@ def test_diagnostics_report_rate_step_time_and_misses():
     assert values["decode_time_mean_ms"] == values["publish_time_mean_ms"] == "nan"  # the runtime's phases
 
 
+def test_gaps_between_joint_states_are_no_deadline_misses_when_they_drive_the_updates():
+    core = demo_core(update_rate=1.0, step_on="joint_states")  # a 1 s period: no update takes longer
+    for t in (0.0, 1.0, 8.0, 50.0):  # the sender paused twice: not the node's lateness
+        core.on_joint_state(decode_joint_state(joint_state_msg([0.0, 0.03, 0.03])))
+        core.update(ns(t))
+    assert core.stats.updates == 4 and core.stats.deadline_misses == 0
+
+
 @pytest.mark.parametrize("phase", [p.name for p in PHASES])
 def test_trajectory_is_continuous_and_its_velocity_is_the_derivative(phase):
     start = sum(p.duration for p in PHASES[:[p.name for p in PHASES].index(phase)])

@@ -419,7 +419,7 @@ class NodeCore:
         self.stats.record_phase("world", world_done - wall)
         self.stats.record_phase("suite_step", step_done - world_done)
         self.stats.record_phase("encode", end - step_done)
-        self.stats.record_update(t, end - wall, self.params.period)
+        self.stats.record_update(t, end - wall, self.params.period, ticked=self.params.step_on == "timer")
         return out
 
     def _encode(self, stamp: Any, step: int) -> list[Output]:

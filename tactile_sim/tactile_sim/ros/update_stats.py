@@ -8,8 +8,9 @@ decoded and taken, per joint state), ``world`` (forward kinematics and TF), ``su
 ``encode`` (the messages) and ``publish`` (handing them to the transport), the last four per update. On a CUDA
 device the ``world`` and ``suite_step`` phases time the kernel launches; the wait for the results falls in ``encode``.
 
-A **deadline miss** is an update whose wall-clock duration exceeded the update period, or that came more than 1.5
-periods (node time) after the previous update (a late or skipped timer tick).
+A **deadline miss** is an update whose wall-clock duration exceeded the update period, or, when a timer drives the
+updates, that came more than 1.5 periods (node time) after the previous update (a late or skipped timer tick).
+When joint states drive them, a gap between updates is the sender's, not a miss of the node.
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ class UpdateStats:
         self._phase_sum[phase] += wall
         self._phase_count[phase] += 1
 
-    def record_update(self, t: float, wall: float, period: float) -> bool:
-        """Count an update at node time t (s) that took ``wall`` s for a period of ``period`` s; True on a miss."""
-        late = self._last_t is not None and t - self._last_t > LATE_TICK_FACTOR * period
+    def record_update(self, t: float, wall: float, period: float, ticked: bool = True) -> bool:
+        """Count an update at node time t (s) that took ``wall`` s for a period of ``period`` s; ``ticked``: a timer
+        drove it (so a late one is a miss); True on a miss."""
+        late = ticked and self._last_t is not None and t - self._last_t > LATE_TICK_FACTOR * period
         miss = wall > period or late
         self._last_t = t
         self.updates += 1
