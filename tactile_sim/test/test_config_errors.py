@@ -141,6 +141,9 @@ CASES = [
     ("ProximityTaxel", {"density_scalar": 0}, "density_scalar", "0", ">= 1"),
     ("ProximityTaxel", {"track": []}, "track", "[]", ">= 1 body"),
     ("ProximityTaxel", {"debug_point_cloud_color": [1, 1, 1]}, "debug_point_cloud_color", "[1, 1, 1]", "4 numbers"),
+    # ignore was accepted and silently unused by the point-cloud sensors, which sense only their tracked bodies
+    ("ProximityTaxel", {"ignore": ["x"]}, "ignore", "['x']", "'track'"),
+    ("ElastomerTaxel", {"ignore": ["x"]}, "ignore", "['x']", "'track'"),
     # docs/models/surface_distance_probe.md#model SurfaceDistanceProbe
     ("SurfaceDistanceProbe", {"track": ["pad"]}, "track", "['pad']", "other than link ('pad')"),
     ("SurfaceDistanceProbe", {"probe_radius_noise": -1}, "probe_radius_noise", "-1", ">= 0"),

@@ -132,6 +132,8 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "pos_offset": OptionDoc("m", "translation of the probe layout in the link frame (probe sensors; else zero)"),
     "euler_offset": OptionDoc("deg", "rotation of the probe layout, x-y-z Euler angles (probe sensors; else zero)"),
     "ignore": OptionDoc("", "bodies excluded from what the sensor senses"),
+    "ElastomerTaxel.ignore": OptionDoc("", "must stay empty: the sensor senses only the bodies in `track`", "[]"),
+    "ProximityTaxel.ignore": OptionDoc("", "must stay empty: the sensor senses only the bodies in `track`", "[]"),
     # ---- probe sensors
     "probe_local_pos": OptionDoc("m", "probe positions in the link frame: a list or nested lists of (x, y, z), or "
                                       "a layout (`file`, `grid`, `conforming`, `urdf_tactile`)",

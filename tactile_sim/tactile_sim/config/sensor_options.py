@@ -318,6 +318,9 @@ class TrackedCloudOptions(ConfigModel):
         if isinstance(self.n_sample_points, list) and len(self.n_sample_points) != len(self.track):
             raise OptionProblem(f"{len(self.n_sample_points)} sample counts for {len(self.track)} tracked bodies",
                                 self.n_sample_points, SAMPLES_ALLOWED, "n_sample_points")
+        if getattr(self, "ignore", None):  # accepted by the class hierarchy, but these sensors sense track alone
+            raise OptionProblem(f"ignore has no effect on {type(self).__name__}: it senses only the bodies in "
+                                "'track'", self.ignore, "[] (list only the bodies to sense in 'track')", "ignore")
         return self
 
 
