@@ -109,23 +109,9 @@ def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] |
     return links, joints
 
 
-def taxel_count(layout) -> int | None:
-    """Taxels of a ``probe_local_pos`` value: nested positions or a grid; None for file, conforming and URDF
-    layouts (counted when the suite is built)."""
-    grid = getattr(layout, "grid", None)
-    if grid is not None:
-        return grid.nx * grid.ny
-    if isinstance(layout, (list, tuple)):
-        count, level = 1, layout
-        while isinstance(level, (list, tuple)) and level and isinstance(level[0], (list, tuple)):
-            count *= len(level)
-            level = level[0]
-        return count
-    return None
-
-
 def summarize(config, ground_truth: bool = False, links: set[str] | None = None) -> list[SensorSummary]:
     """One :class:`SensorSummary` per sensor of a validated configuration, in its order."""
+    from ..config.layouts import declared_probe_count
     from ..config.suite_checks import evaluation_steps
     from ..ros.topic_plan import sensor_entries
 
@@ -135,7 +121,7 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None)
         bodies = None
         link, unit, count = getattr(opt, "link", ""), "taxels", None
         if opt.type in TAXEL_TYPES:
-            count = taxel_count(opt.probe_local_pos)
+            count = declared_probe_count(opt.probe_local_pos)
         elif opt.type == "TemperatureGrid":
             unit, count = "cells", opt.grid_size[0] * opt.grid_size[1] * opt.grid_size[2]
         elif opt.type == "JointTorque":

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..constants import MAX_PROBES
 from .errors import Got, OptionProblem, combined_error, format_problem
+from .layouts import declared_probe_count
 
 CAPS: Mapping[str, int] = {
     "probes": MAX_PROBES,
@@ -145,13 +146,10 @@ def _probe_count(opt: Any, probe_counts: Mapping[str, int]) -> tuple[int, str, A
     grid = getattr(src, "grid", None)
     if grid is not None:
         return grid.nx * grid.ny, "probe_local_pos.grid", [grid.nx, grid.ny]
-    if isinstance(src, (list, tuple)):
-        return max(1, _leaves(src) // 3), "probe_local_pos", Got(f"{max(1, _leaves(src) // 3)} probes")
+    count = declared_probe_count(src)
+    if count is not None:
+        return count, "probe_local_pos", Got(f"{count} probes")
     return 1, "probe_local_pos", src
-
-
-def _leaves(value: Any) -> int:
-    return sum(_leaves(v) for v in value) if isinstance(value, (list, tuple)) else 1
 
 
 def sensor_items(opt: Any, engine_dt: float, probe_counts: Mapping[str, int]) -> list[Item]:

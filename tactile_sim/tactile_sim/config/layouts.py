@@ -109,3 +109,19 @@ LayoutPositions = Annotated[
 :class:`ConformingLayout` / :class:`UrdfTactileLayout`."""
 
 LayoutSource = Union[FileLayout, GridLayout, ConformingLayout, UrdfTactileLayout]
+
+
+def declared_probe_count(value: Any) -> int | None:
+    """Probes a validated ``probe_local_pos`` declares without reading anything: nx·ny of a grid, the (x, y, z)
+    triples of nested positions (at least 1); None for the layouts read when the suite is built (file, conforming,
+    urdf_tactile)."""
+    grid = getattr(value, "grid", None)
+    if grid is not None:
+        return grid.nx * grid.ny
+    if isinstance(value, (list, tuple)):
+        return max(1, _leaves(value) // 3)
+    return None
+
+
+def _leaves(value: Any) -> int:
+    return sum(_leaves(v) for v in value) if isinstance(value, (list, tuple)) else 1
