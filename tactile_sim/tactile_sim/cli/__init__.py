@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import __version__
@@ -13,6 +14,10 @@ from .precompile import add_compile_command
 from .replay import add_replay_command
 from .schema import add_schema_command
 from .node import add_node_command
+
+
+BROKEN_PIPE_STATUS = 141
+"""Exit status when stdout's reader closed the pipe early: 128 + SIGPIPE, what a shell reports for a C tool."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,4 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader went away (`tactile-sim check … | head -1`): end as a C tool ends on SIGPIPE, without a
+        # traceback, and keep the interpreter's final flush of stdout from raising again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_STATUS
