@@ -285,6 +285,9 @@ def test_parameters_are_validated_against_their_ranges():
     with pytest.raises(ValueError, match=re.escape("parameter 'step_on': got 'joint_state'; allowed: 'timer' or "
                                                    "'joint_states'")):
         NodeParams(step_on="joint_state")
+    with pytest.raises(ValueError, match=re.escape("parameter 'executor': got 'event'; allowed: 'auto', 'events', "
+                                                   "'single_threaded', 'multi_threaded'")):
+        NodeParams(executor="event")
     assert [p.name for p in PARAMETERS] == list(NodeParams.__dataclass_fields__)
     assert all(p.range is not None for p in PARAMETERS if isinstance(p.default, float))
 

@@ -27,6 +27,8 @@ class RecordingTransport(Transport):
         self.subs, self.pubs, self.timers, self.lines = {}, {}, [], []
         self.clock_ns = 0
 
+    stopped = False  # the test sets it, as a shutdown does
+
     @property
     def name(self):
         return "tactile_sim_node"
@@ -125,6 +127,28 @@ def test_a_failing_callback_is_counted_and_logged_not_raised():
     assert any("tf callback failed" in text for _, text in t.lines)
     t.subs["/tf"][1](tf_msg(("world", "obj", (0, 0, 0), (0, 0, 0, 1), 0.0)))
     assert core.stats.dropped["tf.error"] == 1
+
+
+class ClosedContextPublisher(Publisher):
+    """A publisher whose context is gone, as rclpy's is once SIGINT has shut it down."""
+
+    def publish(self, msg):
+        raise RuntimeError("Failed to publish: publisher's context is invalid")
+
+
+def test_a_callback_failing_while_the_transport_stops_is_neither_counted_nor_logged():
+    t = RecordingTransport()
+    core = demo_core(log=t.log, viz_rate=10.0, step_on="joint_states")
+    runtime = NodeRuntime(core, t)
+    runtime._pubs["~/markers"] = ClosedContextPublisher()
+    (markers,) = [callback for _, callback, concurrent in t.timers if concurrent]
+    t.clock_ns = 10_000_000
+    t.subs["/joint_states"][1](joint_state_msg([0.0, SQUEEZE, SQUEEZE], np.zeros(3)))  # one update: markers to send
+    markers()  # running: a failed publish is an error
+    assert core.stats.dropped["markers.error"] == 1 and any("markers callback failed" in x for _, x in t.lines)
+    t.stopped = True  # shutting down (SIGINT): the same failure is part of the shutdown
+    markers()
+    assert core.stats.dropped["markers.error"] == 1 and len(t.lines) == 1
 
 
 def test_parameter_changes_restart_the_timers_at_the_new_rates():

@@ -7,10 +7,13 @@ Publishes what the core returns, serialised by the rclpy-free io layer
 types. Exit status 2 when the configuration or a parameter is invalid at start-up, or when an output profile's
 message type belongs to an interface package that is not installed (the message names the package).
 
-Threads: inputs, the update timer and diagnostics share the node's mutually exclusive callback group (they touch
-the core's state); the markers (a ``concurrent`` timer) run in their own group on a second executor thread, reading
-only snapshots the update replaces whole (the latest messages and world state), so a slow MarkerArray does not
-delay the update ticks.
+Executor (parameter ``executor``): the events executor where rclpy has it (one thread; callbacks dispatched from
+the middleware's events instead of a wait set rebuilt per wake-up), else a two-thread executor. Threads there:
+inputs, the update timer and diagnostics share the node's mutually exclusive callback group (they touch the core's
+state); the markers (a ``concurrent`` timer) run in their own group on the second thread, reading only snapshots the
+update replaces whole (the latest messages and world state), so a slow MarkerArray does not delay the update ticks.
+At SIGINT rclpy's signal handler shuts the context down; the executor then stops (waiting for a markers callback
+still running, whose publish on the closed context is part of the shutdown, not an error) and the node is destroyed.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -95,6 +98,10 @@ class RclpyTransport(Transport):
 
     def now_ns(self) -> int:
         return self.node.get_clock().now().nanoseconds
+
+    @property
+    def stopped(self) -> bool:
+        return not self.node.context.ok()
 
     def log(self, level: str, text: str) -> None:
         # one call site per severity: rclpy raises "Logger severity cannot be changed between calls" when a
@@ -171,6 +178,24 @@ class TactileSimNode(Node):
         self.runtime.parameters_changed({p.name for p in parameters})
 
 
+def make_executor(kind: str) -> Executor:
+    """The rclpy executor of the ``executor`` parameter (see :data:`~.node_params.PARAMETERS`); ValueError when
+    'events' is asked of an rclpy without the events executor (Jazzy has it from rclpy 7.1.4)."""
+    if kind in ("auto", "events"):
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:
+            if kind == "events":
+                raise ValueError("parameter 'executor': got 'events', but this rclpy has no "
+                                 "rclpy.experimental.EventsExecutor; allowed here: 'auto', 'single_threaded', "
+                                 "'multi_threaded'") from None
+        else:
+            return EventsExecutor()
+    if kind == "single_threaded":
+        return SingleThreadedExecutor()
+    return MultiThreadedExecutor(num_threads=2)
+
+
 def main(args: list[str] | None = None) -> int:
     """Console entry point ``tactile_sim_node``; returns the exit status."""
     rclpy.init(args=args)
@@ -181,7 +206,14 @@ def main(args: list[str] | None = None) -> int:
         rclpy.try_shutdown()
         return 2
     sys.setswitchinterval(SWITCH_INTERVAL)
-    executor = MultiThreadedExecutor(num_threads=2)
+    try:
+        executor = make_executor(node.core.params.executor)
+    except ValueError as exc:
+        node.get_logger().fatal(f"cannot start: {exc}")
+        node.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    node.get_logger().info(f"executor: {type(executor).__name__}")
     executor.add_node(node)
     try:
         executor.spin()

@@ -23,6 +23,9 @@ DEVICE = re.compile(r"|cpu|auto|cuda(:\d+)?")
 STEP_ON = ("timer", "joint_states")
 """Allowed ``step_on`` values: what triggers an update."""
 
+EXECUTORS = ("auto", "events", "single_threaded", "multi_threaded")
+"""Allowed ``executor`` values: the rclpy executor that runs the node's callbacks."""
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -54,6 +57,10 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("step_on", "timer",
               "What steps the suite: 'timer' (every 1/update_rate s of node time) or 'joint_states' (each accepted "
               "joint state, at the node time of its arrival; no update timer)."),
+    ParamSpec("executor", "auto",
+              "rclpy executor: 'events' (rclpy.experimental.EventsExecutor, one thread), 'single_threaded', "
+              "'multi_threaded' (two threads: the markers run beside the updates) or 'auto' (events where this "
+              "rclpy has it, else multi_threaded). The DDS transport has its own loop and ignores it."),
     ParamSpec("device", "",
               "Torch device of the sensor models: cpu, cuda, cuda:<index> or auto. Empty: the configuration's "
               "suite.device."),
@@ -94,6 +101,7 @@ class NodeParams:
     world_frame: str = ""
     update_rate: float = 100.0
     step_on: str = "timer"
+    executor: str = "auto"
     device: str = ""
     publish_ground_truth: bool = False
     viz_rate: float = 10.0
@@ -145,6 +153,8 @@ def check_value(spec: ParamSpec, value: Any) -> Any:
                          "'cuda:<index>' or 'auto'")
     if spec.name == "step_on" and value not in STEP_ON:
         raise ValueError(f"{where}: got {value!r}; allowed: {' or '.join(map(repr, STEP_ON))}")
+    if spec.name == "executor" and value not in EXECUTORS:
+        raise ValueError(f"{where}: got {value!r}; allowed: {', '.join(map(repr, EXECUTORS))}")
     if spec.name == "world_frame" and value.startswith("/"):
         raise ValueError(f"{where}: got {value!r}; allowed: a TF frame name without a leading '/'")
     return value

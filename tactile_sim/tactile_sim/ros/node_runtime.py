@@ -15,7 +15,8 @@
 * times the decoding of each joint state and the publishing of each update's messages into the core's statistics
   (the update's other phases are the core's; all in ``/diagnostics``);
 * every callback is guarded: an unexpected exception is counted in the core's drop statistics (``<what>.error``)
-  and logged (throttled) instead of ending the node.
+  and logged (throttled) instead of ending the node; once the transport is stopping, a failing callback is part of
+  the shutdown and neither counted nor logged.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class NodeRuntime:
             try:
                 callback(*args)
             except Exception as exc:  # noqa: BLE001 - the node must survive any single bad callback
+                if self.transport.stopped:
+                    return  # e.g. the markers thread publishing while SIGINT closes the context: not an error
                 self.core.stats.drop(f"{what}.error")
                 self.core.log("error", f"{what}.error", f"{self.transport.name}: {what} callback failed: {exc!r}")
 

@@ -61,6 +61,12 @@ class Transport(ABC):
     raw_samples = False
 
     @property
+    def stopped(self) -> bool:
+        """True once the node is shutting down: a callback that fails then (a publish on a closed context) is
+        part of the shutdown, not an error."""
+        return False
+
+    @property
     @abstractmethod
     def name(self) -> str:
         """The node's name (after remapping)."""

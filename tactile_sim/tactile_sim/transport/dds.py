@@ -438,6 +438,7 @@ class DdsTransport(Transport):
 
     @property
     def stopped(self) -> bool:
+        """True after :meth:`shutdown` or :meth:`close`."""
         return self._stop
 
     def close(self) -> None:
