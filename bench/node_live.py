@@ -125,7 +125,7 @@ def echo_node(transport: str, domain: int, executor: str) -> None:
     pub = node.create_publisher(Header, ECHO_TOPIC, 10)
     node.create_subscription(JointState, "/joint_states", lambda raw: pub.publish(header_now()),
                              QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
-    ex = make_executor(executor)
+    ex = make_executor(executor, markers=False)
     ex.add_node(node)
     try:
         ex.spin()

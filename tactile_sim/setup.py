@@ -40,7 +40,10 @@ setup(
         "cyclonedds==11.0.1",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1", "jsonschema>=4.18"],
+        # pytest < 8.4: Jazzy's launch_testing plugin fails to register on pytest 9 and launch_pytest's fixtures
+        # fail to collect on 8.4, so in a sourced ROS 2 shell a newer pytest runs no test at all (checked on a
+        # source build of Jazzy: 8.3.5 and 7.4.4 pass)
+        "test": ["pytest>=7.4,<8.4", "hypothesis>=6.80", "pin>=3.0", "example-robot-data>=4.1", "jsonschema>=4.18"],
     },
     zip_safe=True,
     maintainer="tactile_sim developers",

@@ -8,7 +8,9 @@ types. Exit status 2 when the configuration or a parameter is invalid at start-u
 message type belongs to an interface package that is not installed (the message names the package).
 
 Executor (parameter ``executor``): the events executor where rclpy has it (one thread; callbacks dispatched from
-the middleware's events instead of a wait set rebuilt per wake-up), else a two-thread executor. Threads there:
+the middleware's events instead of a wait set rebuilt per wake-up), else one thread when the markers are off
+(``viz_rate: 0``, the high-rate setting: handing each callback to a worker thread costs more than the update
+itself), else two threads. Threads there:
 inputs, the update timer and diagnostics share the node's mutually exclusive callback group (they touch the core's
 state); the markers (a ``concurrent`` timer) run in their own group on the second thread, reading only snapshots the
 update replaces whole (the latest messages and world state), so a slow MarkerArray does not delay the update ticks.
@@ -178,9 +180,10 @@ class TactileSimNode(Node):
         self.runtime.parameters_changed({p.name for p in parameters})
 
 
-def make_executor(kind: str) -> Executor:
-    """The rclpy executor of the ``executor`` parameter (see :data:`~.node_params.PARAMETERS`); ValueError when
-    'events' is asked of an rclpy without the events executor (Jazzy has it from rclpy 7.1.4)."""
+def make_executor(kind: str, markers: bool) -> Executor:
+    """The rclpy executor of the ``executor`` parameter (see :data:`~.node_params.PARAMETERS`); ``markers``: the
+    node starts with markers on (``viz_rate`` > 0), which makes 'auto' take two threads where rclpy has no events
+    executor. ValueError when 'events' is asked of an rclpy without one (Jazzy has it from rclpy 7.1.4)."""
     if kind in ("auto", "events"):
         try:
             from rclpy.experimental import EventsExecutor
@@ -189,6 +192,7 @@ def make_executor(kind: str) -> Executor:
                 raise ValueError("parameter 'executor': got 'events', but this rclpy has no "
                                  "rclpy.experimental.EventsExecutor; allowed here: 'auto', 'single_threaded', "
                                  "'multi_threaded'") from None
+            kind = "multi_threaded" if markers else "single_threaded"
         else:
             return EventsExecutor()
     if kind == "single_threaded":
@@ -207,7 +211,7 @@ def main(args: list[str] | None = None) -> int:
         return 2
     sys.setswitchinterval(SWITCH_INTERVAL)
     try:
-        executor = make_executor(node.core.params.executor)
+        executor = make_executor(node.core.params.executor, node.core.params.viz_rate > 0)
     except ValueError as exc:
         node.get_logger().fatal(f"cannot start: {exc}")
         node.destroy_node()

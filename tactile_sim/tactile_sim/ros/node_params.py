@@ -60,7 +60,8 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("executor", "auto",
               "rclpy executor: 'events' (rclpy.experimental.EventsExecutor, one thread), 'single_threaded', "
               "'multi_threaded' (two threads: the markers run beside the updates) or 'auto' (events where this "
-              "rclpy has it, else multi_threaded). The DDS transport has its own loop and ignores it."),
+              "rclpy has it, else single_threaded when the node starts with viz_rate 0, else multi_threaded). The "
+              "DDS transport has its own loop and ignores it."),
     ParamSpec("device", "",
               "Torch device of the sensor models: cpu, cuda, cuda:<index> or auto. Empty: the configuration's "
               "suite.device."),
