@@ -8,6 +8,8 @@ import functools
 import os
 import random
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -70,3 +72,30 @@ def edited_demo(name: str, edit) -> Path:
     path = scratch() / name
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def demo_with_robot(name: str, edit=None) -> Path:
+    """The demo configuration with its robot's URDF named in it (no /robot_description publisher needed), changed
+    by ``edit(mapping)`` when given, written to ``name`` in the scratch folder."""
+    from tactile_sim.demo_trajectory import DEMO_URDF
+
+    def with_robot(data):
+        data["robot"] = {"urdf": str(DEMO_URDF)}
+        if edit is not None:
+            edit(data)
+
+    return edited_demo(name, with_robot)
+
+
+def start_module(*args: str) -> subprocess.Popen:
+    """``python -m <args>`` from this checkout (e.g. the node or the demo trajectory), output captured as text."""
+    return subprocess.Popen([sys.executable, "-m", *args], env=dict(os.environ, **node_env()), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def interrupt(*processes: subprocess.Popen) -> None:
+    """SIGINT (Ctrl-C) to each process still running, and wait for it."""
+    for p in processes:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+            p.wait(timeout=30)
