@@ -15,6 +15,7 @@ P runs every k = max(1, round(P/dt)) engine steps, on the steps whose index is a
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
@@ -95,8 +96,10 @@ class SensorSuite:
         self._check_names(config)
         prepare_kernels(suite_kernels(config, self.dtype), self.device)  # after the scene's errors
         self.tf = tf
-        self.world = WorldModel(self.scene, n_envs=self.n_envs, device=self.device, dtype=self.dtype,
-                                world_frame=s.world_frame, tf=tf, root_from_tf=root_from_tf)
+        self._new_world = functools.partial(WorldModel, self.scene, n_envs=self.n_envs, device=self.device,
+                                            dtype=self.dtype, world_frame=s.world_frame, tf=tf,
+                                            root_from_tf=root_from_tf)
+        self.world = self._new_world()
         cache = s.sdf_cache_dir or os.environ.get("TACTILE_SIM_CACHE")
         self.query = ShapeQuery(self.scene.shape_table(), device=self.device, dtype=self.dtype,
                                 sdf_cell_size=s.sdf_cell_size, sdf_max_nodes=s.sdf_max_nodes,
@@ -187,6 +190,17 @@ class SensorSuite:
         for _, batch in self.batches:
             batch.reset(mask)
         self.world.reset(mask)
+
+    def rewind(self) -> None:
+        """The state right after build, without building again: a new world model (no motion history; time may
+        start over), every batch rewound (:meth:`SensorBatch.rewind <.sensors.base.SensorBatch.rewind>`: a reset of
+        every env with the counters of per-evaluation and per-reset draws restarted) and the step count at zero, so
+        the next steps give exactly what a newly built suite of the same configuration gives. The TF buffer is the
+        caller's (forget its transforms when the next run must not see them)."""
+        self.world = self._new_world()
+        for _, batch in self.batches:
+            batch.rewind()
+        self.steps = 0
 
     # ------------------------------------------------------------------ reading
     def locate(self, name: str) -> tuple[SensorBatch, int]:

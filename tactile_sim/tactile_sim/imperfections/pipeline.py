@@ -786,6 +786,13 @@ class MeasuredBranch:
         self._reset_count += 1 if mask is None else mask.to(torch.int64)
         self._cache = None
 
+    def restart_counters(self) -> None:
+        """The evaluation counter and every env's reset count back to zero, as before the reset that ends the build:
+        followed by a reset of every env (:meth:`SensorBatch.rewind <..sensors.base.SensorBatch.rewind>`), the branch
+        is in its state right after build and draws what a freshly built one would."""
+        self._count = 0
+        self._reset_count.zero_()
+
     @staticmethod
     def _fill_envs(t: torch.Tensor, mask: torch.Tensor | None, value, env_axis: int) -> None:
         if mask is None:

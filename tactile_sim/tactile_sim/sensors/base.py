@@ -121,3 +121,11 @@ class SensorBatch:
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """docs/models/imperfections.md#reset for the envs of env_mask ([E] bool; None = all)."""
         self.branch.reset(env_mask)
+
+    def rewind(self) -> None:
+        """The state right after build: a reset of every env that also restarts the measured branch's counters of
+        per-evaluation and per-reset draws, so the next evaluations give what a freshly built batch's would.
+        Subclasses with counters of their own on the host clear them first."""
+        if self.branch is not None:
+            self.branch.restart_counters()
+        self.reset(None)

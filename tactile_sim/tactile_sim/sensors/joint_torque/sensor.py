@@ -315,6 +315,13 @@ class JointTorqueBatch(SensorBatch):
         # zeros on both branches
         branch.push_staged(sample_valid=self.lanes["valid"])
 
+    def rewind(self) -> None:
+        """The state right after build (:meth:`SensorBatch.rewind`): no previous joint sample stamp (a new run may
+        start at an earlier time) and no dropped samples counted."""
+        self.t_prev = None
+        self.dropped_samples = 0
+        super().rewind()
+
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """docs/models/imperfections.md#reset: pipeline state and estimator of the envs cleared (warm-up restarts)."""
         super().reset(env_mask)
