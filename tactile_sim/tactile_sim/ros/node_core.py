@@ -446,6 +446,37 @@ class NodeCore:
         self.stats.resets += 1
         self.log.always("warn", f"{self.name}: {reason}; sensors reset, dynamic TF cleared")
 
+    def rewind(self, log: LogSink | None = None) -> None:
+        """Back to the state right after construction, for another run with the same configuration and parameters
+        (the replay of the next recording) without building the sensors again: transforms (static ones too), joint
+        positions, statistics and log throttling forgotten, the suite rewound (:meth:`SensorSuite.rewind`); log:
+        the next run's sink. Only for a core whose robot description came with the parameters or the configuration
+        (:attr:`rewindable`; ValueError otherwise): one from ``/robot_description`` belongs to the run that sent it."""
+        if not self.rewindable:
+            raise ValueError(f"{self.name}: rewind needs a core built at construction (robot description from the "
+                             "parameters or robot.urdf in the configuration); build a new NodeCore instead")
+        self.log = ThrottledLog(log, clock=self.log.clock)
+        self.stats = UpdateStats()
+        self.tf.clear()
+        self._static.clear()
+        self.waiting_for_tf = None
+        self._plan = None
+        self._ignored_joint_names = NameTally()
+        for values in (self._q, self._qd, self._qd_known):
+            values.fill(0)
+        self._all_qd_known = bool(self._qd_known.all())
+        self._have_joints = self._pending_joints = False
+        self._last_t = self.last_step_ns = None
+        self.suite.rewind()
+        for s in self.schedule:
+            s.encoder.forget()
+
+    @property
+    def rewindable(self) -> bool:
+        """True when :meth:`rewind` applies: the suite is built from a robot description of the parameters or the
+        configuration (not one that arrived on ``/robot_description``)."""
+        return self.ready and (bool(self.params.robot_description) or self.config.robot is not None)
+
     # ------------------------------------------------------------------ visualisation and diagnostics
     def markers(self) -> Any | None:
         """MarkerArray of the latest measured readings (None before the first update or with viz_rate 0)."""
