@@ -39,11 +39,17 @@ def step(suite: SensorSuite, t: float, offsets) -> None:
     suite.update(t, joint_pos=q, joint_vel=qd)
 
 
-def reads(suite: SensorSuite) -> list[tuple[str, bytes]]:
-    """(sensor name, the bytes of one tensor) of every measured and ground-truth read with its validity (bytes: NaN
-    contact positions compare equal, and equal means bit for bit)."""
-    return [(name, x.detach().cpu().numpy().tobytes()) for name in suite.sensor_names
-            for x in tensors(suite.read(name, with_valid=True)) + tensors(suite.read_ground_truth(name, True))]
+def reads_of(suite: SensorSuite, env: int | None = None, ground_truth: bool = False) -> list[tuple[str, bytes]]:
+    """(sensor name, the bytes of one tensor) of every measured and ground-truth read with its validity (only the
+    ground truth with ``ground_truth``), of one env or all (bytes: NaN contact positions compare equal, and equal
+    means bit for bit)."""
+    out = []
+    for name in suite.sensor_names:
+        values = tensors(suite.read_ground_truth(name, True))
+        if not ground_truth:
+            values = tensors(suite.read(name, with_valid=True)) + values
+        out += [(name, (x if env is None else x[env]).detach().cpu().numpy().tobytes()) for x in values]
+    return out
 
 
 def test_a_rewound_suite_steps_exactly_as_a_new_one(tmp_path):
@@ -67,6 +73,6 @@ def test_a_rewound_suite_steps_exactly_as_a_new_one(tmp_path):
         t = k * dt  # earlier than the used suite's last step: time starts over
         step(used, t, (3.0, 3.4))
         step(new, t, (3.0, 3.4))
-        for (name, a), (_, b) in zip(reads(used), reads(new), strict=True):
+        for (name, a), (_, b) in zip(reads_of(used), reads_of(new), strict=True):
             assert a == b, f"{name} differs at step {k}"
     assert used.steps == new.steps == 120
