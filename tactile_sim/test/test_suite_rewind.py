@@ -52,12 +52,17 @@ def reads_of(suite: SensorSuite, env: int | None = None, ground_truth: bool = Fa
     return out
 
 
-def test_a_rewound_suite_steps_exactly_as_a_new_one(tmp_path):
+def demo_with_reset_draws(folder):
+    """The demo configuration with pad_left redrawing its probe gains and dead taxels at each reset."""
     data = yaml.safe_load(resolve_package_uri(DEMO_CONFIG).read_text())
     pad = next(s for s in data["sensors"] if s["name"] == "pad_left")
     pad.update(probe_gain_resample_range=[0.8, 1.2], dead_taxel_probability=0.3)
-    (tmp_path / "sensors.yaml").write_text(yaml.safe_dump(data))
-    config = load_config(tmp_path / "sensors.yaml")
+    (folder / "sensors.yaml").write_text(yaml.safe_dump(data))
+    return load_config(folder / "sensors.yaml")
+
+
+def test_a_rewound_suite_steps_exactly_as_a_new_one(tmp_path):
+    config = demo_with_reset_draws(tmp_path)
     used = SensorSuite(config, n_envs=ENVS)
     dt = used.dt
     for k in range(90):  # the gripper closes on the can and squeezes

@@ -29,7 +29,8 @@ class BuildContext:
     scene: bodies and shapes; query: the scene's ShapeQuery; n_envs: E ≥ 1 (library-internal env count);
     dt: the batch's evaluation period, s; scene_seed: the suite's `seed`; where: sensor name → error prefix
     (``file:sensors[i]`` or ``Class(name='…')``); layouts: sensor name → resolved ProbeLayout (probe sensors);
-    extras: model-specific shared objects (e.g. the robot model for JointTorque).
+    extras: model-specific shared objects (e.g. the robot model for JointTorque); noise_streams: the noise stream
+    of each env (int64 [E]; None: the env index), given to every measured branch.
     """
 
     scene: Scene
@@ -42,6 +43,7 @@ class BuildContext:
     where: dict[str, str] = field(default_factory=dict)
     layouts: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    noise_streams: torch.Tensor | None = None
 
     def tensor(self, x, dtype=None) -> torch.Tensor:
         return torch.as_tensor(np.asarray(x), device=self.device, dtype=dtype or self.dtype)

@@ -85,7 +85,7 @@ class JointTorqueBatch(SensorBatch):
         self._moving: list[tuple[int, SensorBatch]] | None = None  # (table row, taxel batch): set on first use
         specs = [imperfections_of(o, ctx, n=len(sel), channels=1, layout_shape=(len(sel),), sample_validity=True)
                  for o, sel in zip(self.options, selections)]
-        self.branch = MeasuredBranch(specs, ctx.n_envs, dev, dt)
+        self.branch = MeasuredBranch(specs, ctx.n_envs, dev, dt, streams=ctx.noise_streams)
         z = dict(device=dev, dtype=dt)
         flags = dict(device=dev, dtype=torch.bool)
         i32 = dict(device=dev, dtype=torch.int32)
