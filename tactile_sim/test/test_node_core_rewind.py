@@ -1,7 +1,8 @@
 """NodeCore.rewind: a core that has run (transforms, joint states, updates with markers and ground truth) is, once
 rewound, a new core of the same configuration and parameters: the same messages byte for byte from t = 0 on, no
 static transform kept, joints back at zero, no markers before its first update; a core whose robot description came
-from /robot_description is refused (its suite belongs to that run)."""
+from /robot_description is refused (its suite belongs to that run). A restart (time going backwards) rewinds the
+sensors too: what follows it is byte for byte what a new core publishes."""
 
 import pytest
 
@@ -45,6 +46,14 @@ def test_a_rewound_core_publishes_what_a_new_one_does():
     used.rewind()
     used.restart("a reset of the simulation")
     assert not used.tf.has_frame("base_link")  # a restart brings back the static transforms of this run only
+
+
+def test_after_a_restart_a_core_publishes_what_a_new_one_does():
+    used = demo_core(**PARAMS)
+    run(used, 4.0, 60)
+    used.restart("a reset of the simulation")
+    assert used.stats.resets == 1 and used.markers() is None  # as a new core before its first update
+    assert run(used, 5.0, 40) == run(demo_core(**PARAMS), 5.0, 40)  # every demo sensor type, ground truth included
 
 
 def test_a_core_built_from_the_robot_description_topic_is_not_rewound():
