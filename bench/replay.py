@@ -24,9 +24,10 @@ next (velocity estimates, imperfection state, thermal and filter state), so it i
 Third table (``--corpus N ...``): N variants of each recording (the demo cycle cut at lengths from 0.75 to 1.25 ×
 S, the hand closing to 50–90 % of its flexion) replayed as one corpus in one process on one thread
 (``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs: bags written, run
-digest included), in a fresh process per N so that its peak memory is its own: aggregate x real time = simulated
-seconds of all N ÷ wall seconds of the whole corpus (every suite build included); 'RSS MiB' = the process's peak
-resident memory, 'growth' = that peak − the peak after the imports, before the corpus (MiB).
+digest included; the sensors built once and rewound for each further recording), in a fresh process per N so that
+its peak memory is its own: aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus
+(the build included); 'RSS MiB' = the process's peak resident memory, 'growth' = that peak − the peak after the
+imports, before the corpus (MiB).
 
     python bench/replay.py [--seconds S] [--corpus N ...] [--only-corpus]
 """

@@ -15,6 +15,7 @@ P runs every k = max(1, round(P/dt)) engine steps, on the steps whose index is a
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
@@ -74,12 +75,14 @@ class SensorSuite:
 
     config: a validated :class:`SuiteConfig`; robot_description: URDF text overriding ``robot.urdf`` (ROS);
     device / dtype / n_envs: override the configuration's suite settings; tf: a TF buffer for objects and a root
-    posed by TF (the node passes its own).
+    posed by TF (the node passes its own); noise_streams: the noise stream of each env, one integer in [0, 2**32) per
+    env (default: the env index, 0 … n_envs − 1): envs of one stream draw the same noise, gains and dead taxels
+    (docs/models/imperfections.md#seeding), so an env of stream 0 reads what a suite of one env reads.
     """
 
     def __init__(self, config: SuiteConfig, *, robot_description: str | None = None, device: str | None = None,
                  dtype: str | None = None, n_envs: int | None = None, tf: TFBuffer | None = None,
-                 root_from_tf: bool = False):
+                 root_from_tf: bool = False, noise_streams: Sequence[int] | None = None):
         s = config.suite
         # also for a configuration validated without load_config (model_validate in Python), before any allocation
         check_budget(config, n_envs=n_envs, n_envs_where="SensorSuite(n_envs=...)" if n_envs is not None else "")
@@ -89,14 +92,17 @@ class SensorSuite:
         self.unbatched = (s.n_envs if n_envs is None else n_envs) == 0
         self.n_envs = max(1, s.n_envs if n_envs is None else n_envs)
         self.dt = s.step_dt
+        self.noise_streams = self._streams(noise_streams)
         self.robot, self.urdf_text = load_robot(config.robot, robot_description)
         urdf_source = str(config.robot.urdf) if robot_description is None and config.robot else "robot_description"
         self.scene = build_scene(config.objects, self.robot, s.world_frame)
         self._check_names(config)
         prepare_kernels(suite_kernels(config, self.dtype), self.device)  # after the scene's errors
         self.tf = tf
-        self.world = WorldModel(self.scene, n_envs=self.n_envs, device=self.device, dtype=self.dtype,
-                                world_frame=s.world_frame, tf=tf, root_from_tf=root_from_tf)
+        self._new_world = functools.partial(WorldModel, self.scene, n_envs=self.n_envs, device=self.device,
+                                            dtype=self.dtype, world_frame=s.world_frame, tf=tf,
+                                            root_from_tf=root_from_tf)
+        self.world = self._new_world()
         cache = s.sdf_cache_dir or os.environ.get("TACTILE_SIM_CACHE")
         self.query = ShapeQuery(self.scene.shape_table(), device=self.device, dtype=self.dtype,
                                 sdf_cell_size=s.sdf_cell_size, sdf_max_nodes=s.sdf_max_nodes,
@@ -121,7 +127,7 @@ class SensorSuite:
         for (type_name, k), options in groups.items():
             ctx = BuildContext(self.scene, self.query, self.device, self.dtype, self.n_envs, k * self.dt,
                                scene_seed=s.seed, where={o.name: o.where for o in options}, layouts=self.layouts,
-                               extras={"suite": self})
+                               extras={"suite": self}, noise_streams=self.noise_streams)
             batch = BATCH_CLASSES[type_name](options, ctx)
             self.batches.append((k, batch))
             for i, name in enumerate(batch.names):
@@ -135,6 +141,18 @@ class SensorSuite:
     def from_yaml(cls, path: str | os.PathLike | Mapping, **kwargs) -> "SensorSuite":
         """Load and validate a sensor YAML (path, ``package://`` or a parsed mapping), then build."""
         return cls(load_config(path), **kwargs)
+
+    def _streams(self, streams: Sequence[int] | None) -> torch.Tensor:
+        """The noise stream of each env as int64 [n_envs] (the env indices for None); ValueError naming
+        ``noise_streams`` unless one integer in [0, 2**32) per env."""
+        if streams is None:
+            return torch.arange(self.n_envs, dtype=torch.int64, device=self.device)
+        values = list(streams) if not isinstance(streams, torch.Tensor) else streams.reshape(-1).tolist()
+        if len(values) != self.n_envs or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**32
+                                                 for v in values):
+            raise ValueError(f"SensorSuite(noise_streams=...): got {values!r}; allowed: {self.n_envs} integer(s) in "
+                             f"[0, 2**32), one per env")
+        return torch.tensor(values, dtype=torch.int64, device=self.device)
 
     def _check_names(self, config: SuiteConfig) -> None:
         """Every body a sensor names must exist (errors list the closest names)."""
@@ -187,6 +205,17 @@ class SensorSuite:
         for _, batch in self.batches:
             batch.reset(mask)
         self.world.reset(mask)
+
+    def rewind(self) -> None:
+        """The state right after build, without building again: a new world model (no motion history; time may
+        start over), every batch rewound (:meth:`SensorBatch.rewind <.sensors.base.SensorBatch.rewind>`: a reset of
+        every env with the counters of per-evaluation and per-reset draws restarted) and the step count at zero, so
+        the next steps give exactly what a newly built suite of the same configuration gives. The TF buffer is the
+        caller's (forget its transforms when the next run must not see them)."""
+        self.world = self._new_world()
+        for _, batch in self.batches:
+            batch.rewind()
+        self.steps = 0
 
     # ------------------------------------------------------------------ reading
     def locate(self, name: str) -> tuple[SensorBatch, int]:

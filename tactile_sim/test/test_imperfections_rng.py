@@ -48,6 +48,14 @@ def test_lane_keys_depend_on_seed_stage_env_and_index():
     assert torch.equal(a[:2, :40], rng.lane_keys(5, 1, 2, 40, "cpu"))
 
 
+def test_lanes_of_an_env_are_those_of_its_stream():
+    a = rng.lane_keys(5, 1, 3, 100, "cpu")  # streams 0, 1, 2: the env indices
+    assert torch.equal(a, rng.lane_keys(5, 1, torch.tensor([0, 1, 2]), 100, "cpu"))
+    b = rng.lane_keys(5, 1, torch.tensor([2, 0, 0, 7]), 100, "cpu")
+    assert torch.equal(b[0], a[2]) and torch.equal(b[1], a[0]) and torch.equal(b[2], a[0])
+    assert torch.unique(b[3]).numel() == 100 and not (b[3, :, None] == a.reshape(-1)).any()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_uniform_and_normal_distributions(dtype):
     lanes = rng.lane_keys(11, 4, 1, 50_000, "cpu")

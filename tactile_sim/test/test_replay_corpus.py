@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from helpers_offline import run_cli, write_bag
+from tactile_sim.offline import core_pool
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from test_cli_replay import closing, joints, pads_yaml, static_tf
 
@@ -48,6 +49,26 @@ def test_each_output_equals_its_recording_replayed_alone(tmp_path):
             assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes()
         ticks[name] = int(next(line.split()[1] for line in out.splitlines() if line.startswith(name)))
     assert ticks == {"long": 61, "slow": 41, "reset": 21 + 11}  # every recording keeps its own length and clock
+
+
+def test_recordings_share_one_rewound_core_and_no_output_depends_on_the_recordings_before(tmp_path, monkeypatch):
+    built = []
+
+    class CountedCore(core_pool.NodeCore):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(core_pool, "NodeCore", CountedCore)
+    recs = recordings(tmp_path / "recs")
+    assert corpus(tmp_path, recs)[0] == 0  # long, reset, slow
+    assert len(built) == 1  # the other two take it rewound
+    (tmp_path / "list.txt").write_text("recs/slow\nrecs/reset\nrecs/long\n")
+    status, _, err = corpus(tmp_path, "--input-list", tmp_path / "list.txt", out="reversed")
+    assert status == 0, err
+    for name in ("long", "slow", "reset"):
+        for part in (f"{name}.mcap", "metadata.yaml"):
+            assert (tmp_path / "reversed" / name / part).read_bytes() == (tmp_path / "out" / name / part).read_bytes()
 
 
 def test_arrays_of_a_pattern_and_a_list_in_two_processes_equal_each_alone(tmp_path):

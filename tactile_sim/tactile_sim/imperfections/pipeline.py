@@ -224,8 +224,9 @@ class MeasuredBranch:
 
     specs: the batch's sensors (same channels K and dt); n_envs: E ≥ 1; device, dtype: of every tensor;
     latch_thresholds: (contact, release) [P] m of the ContactProbe latch (stage 10, K = 1; applied by
-    :meth:`push_staged`), or None. Attributes: ``gain`` [E, P] (probe gain, 1 at fillers), ``slices[i]`` the probe
-    range of sensor i, ``sensor_of_probe`` [P] long, ``active`` [P] bool, ``radius_varies`` (True when some sensor
+    :meth:`push_staged`), or None; streams: the noise stream of each env (int64 [E], in the lane hash of every
+    draw, :func:`.rng.lane_keys`), or None for the env indices. Attributes: ``gain`` [E, P] (probe gain, 1 at
+    fillers), ``slices[i]`` the probe range of sensor i, ``sensor_of_probe`` [P] long, ``active`` [P] bool, ``radius_varies`` (True when some sensor
     has radius noise: :meth:`radius` then differs per evaluation), ``transforms`` (True when some sensor has
     crosstalk or hysteresis, stages 1–2: :meth:`transform` then changes the measured values), ``staging_slots`` (see
     :meth:`staging`). Build ends with a reset of every env.
@@ -236,7 +237,8 @@ class MeasuredBranch:
     (:func:`~..geometry.warp_kernels.prepare_kernels`)."""
 
     def __init__(self, specs: list[SensorImperfections], n_envs: int, device="cpu", dtype: torch.dtype = torch.float32,
-                 latch_thresholds: tuple[torch.Tensor, torch.Tensor] | None = None):
+                 latch_thresholds: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 streams: torch.Tensor | None = None):
         if not specs:
             raise ValueError("MeasuredBranch: a batch needs at least one sensor")
         if n_envs < 1:
@@ -250,6 +252,7 @@ class MeasuredBranch:
                 )
         self.specs = list(specs)
         self.n_envs, self.channels, self.dt = n_envs, k, dt
+        self.streams = n_envs if streams is None else streams
         self.device, self.dtype = torch.device(device), dtype
         offsets = [0]
         for s in specs:
@@ -291,18 +294,19 @@ class MeasuredBranch:
 
     def _probe_lanes(self, stage: int) -> torch.Tensor:
         """Lane keys [E, P]: one lane per (env, probe)."""
-        return torch.cat([lane_keys(s.seed, stage, self.n_envs, s.n_probes, self.device) for s in self.specs], dim=1)
+        return torch.cat([lane_keys(s.seed, stage, self.streams, s.n_probes, self.device) for s in self.specs], dim=1)
 
     def _channel_lanes(self, stage: int) -> torch.Tensor:
         """Lane keys [E, P, K]: one lane per (env, probe, channel)."""
         e, k = self.n_envs, self.channels
         return torch.cat(
-            [lane_keys(s.seed, stage, e, s.n_probes * k, self.device).view(e, s.n_probes, k) for s in self.specs], dim=1
+            [lane_keys(s.seed, stage, self.streams, s.n_probes * k, self.device).view(e, s.n_probes, k)
+             for s in self.specs], dim=1
         )
 
     def _sensor_lanes(self, stage: int, n: int) -> torch.Tensor:
         """Lane keys [E, S, n]: n lanes per (env, sensor)."""
-        return torch.stack([lane_keys(s.seed, stage, self.n_envs, n, self.device) for s in self.specs], dim=1)
+        return torch.stack([lane_keys(s.seed, stage, self.streams, n, self.device) for s in self.specs], dim=1)
 
     def _build_probe_level(self) -> None:
         specs, e, p = self.specs, self.n_envs, self.n_probes
@@ -785,6 +789,13 @@ class MeasuredBranch:
         self._draw_reset(mask)
         self._reset_count += 1 if mask is None else mask.to(torch.int64)
         self._cache = None
+
+    def restart_counters(self) -> None:
+        """The evaluation counter and every env's reset count back to zero, as before the reset that ends the build:
+        followed by a reset of every env (:meth:`SensorBatch.rewind <..sensors.base.SensorBatch.rewind>`), the branch
+        is in its state right after build and draws what a freshly built one would."""
+        self._count = 0
+        self._reset_count.zero_()
 
     @staticmethod
     def _fill_envs(t: torch.Tensor, mask: torch.Tensor | None, value, env_axis: int) -> None:

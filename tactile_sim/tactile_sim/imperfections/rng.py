@@ -1,8 +1,11 @@
 """Counter-based random numbers in torch: one independent stream per sensor (docs/models/imperfections.md#seeding).
 
-A draw is a pure function of (sensor seed, stage, env, local index, counter)::
+A draw is a pure function of (sensor seed, stage, env stream, local index, counter)::
 
-    bits = mix32(lane ^ counter_hash(counter)),   lane = hash(sensor seed, stage, env, local index)
+    bits = mix32(lane ^ counter_hash(counter)),   lane = hash(sensor seed, stage, env stream, local index)
+
+The env stream is the env index unless the suite is given others (``SensorSuite(noise_streams=...)``): envs of one
+stream draw the same noise.
 
 so it does not depend on which other sensors exist, on how sensors are batched, on the device, or on the order in
 which tensors are filled. Lanes are hashed once at build; a step only xors a counter in and mixes once.
@@ -76,10 +79,14 @@ def stream_key(seed: int, stage: int) -> int:
     return mix32_int((k + (seed >> 32)) & MASK32)
 
 
-def lane_keys(seed: int, stage: int, n_envs: int, n_local: int, device: torch.device | str) -> torch.Tensor:
-    """Lanes of one sensor and stage: int64 [n_envs, n_local], lane[e, j] = hash(key, e, j); j = local index."""
+def lane_keys(seed: int, stage: int, streams: int | torch.Tensor, n_local: int,
+              device: torch.device | str) -> torch.Tensor:
+    """Lanes of one sensor and stage: int64 [E, n_local], lane[e, j] = hash(key, streams[e], j); streams: the stream
+    of each env, int64 [E] in [0, 2**32), or an int E for streams 0 … E − 1 (the env indices); j = local index."""
     key = stream_key(seed, stage)
-    env = torch.arange(n_envs, dtype=torch.int64, device=device)[:, None]
+    if isinstance(streams, int):
+        streams = torch.arange(streams, dtype=torch.int64)
+    env = streams.to(device=device, dtype=torch.int64)[:, None]
     local = torch.arange(n_local, dtype=torch.int64, device=device)[None, :]
     per_env = mix32((mix32(env ^ key) + _GOLDEN) & MASK32)
     return mix32((per_env + local) & MASK32)

@@ -1,8 +1,10 @@
 """Many recordings in one ``tactile-sim replay``: the inputs expanded to recordings, one output per recording in one
 folder, run in this process or spread over worker processes, with progress and a table over the corpus.
 
-Each recording is replayed by :func:`~.replay.replay_bag` exactly as it would be alone (its own node core, inputs,
-TF, clock, restarts), so its output is byte for byte the output of replaying it alone into the same name: the bag
+Each recording is replayed by :func:`~.replay.replay_bag` exactly as it would be alone (its own inputs, TF, clock,
+restarts; the node core of the process's previous recording, rewound to its state right after construction, instead
+of building the sensors again: :mod:`.core_pool`), so its output is byte for byte the output of replaying it alone
+into the same name: the bag
 ``OUT/<name>/<name>.mcap`` (with its ``metadata.yaml``) or the arrays ``OUT/<name>.npz``, ``<name>`` the
 recording's folder name or file stem. Recordings are evaluated one after another in each process; ``workers`` > 1
 processes (forked where possible, each loading the configuration once) take the next recording as they finish one.
@@ -174,16 +176,24 @@ def _config(source: str) -> Any:
     return load_config(source)
 
 
+@functools.cache
+def _cores() -> Any:
+    from .core_pool import CorePool
+
+    return CorePool()
+
+
 def run_job(config_source: str, options: dict[str, Any], verbose: bool, job: ReplayJob) -> RecordingOutcome:
-    """Replay one recording with the configuration at ``config_source`` (loaded once per process) and the other
-    :func:`~.replay.replay_bag` keywords ``options``; errors of the input become the outcome's error."""
+    """Replay one recording with the configuration at ``config_source`` (loaded once per process), the node core
+    pool of this process and the other :func:`~.replay.replay_bag` keywords ``options``; errors of the input become
+    the outcome's error."""
     from .bag_inputs import BagInputError
     from .replay import replay_bag
 
     start = time.perf_counter()
     try:
         result = replay_bag(job.source, _config(config_source), job.output, progress=False,
-                            log=prefixed_log(job.name, verbose), **options)
+                            log=prefixed_log(job.name, verbose), cores=_cores(), **options)
     except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
         written = output_file(job.output, options.get("output_format", "bag"))
         return RecordingOutcome(job, str(written) if written.exists() else None, 0, 0.0,

@@ -23,6 +23,7 @@ from ..ros.node_params import NodeParams
 from ..ros.throttled_log import LogSink
 from .array_output import ArrayOutput, array_location
 from .bag_inputs import BagInputError, BagInputs, Clock, InputTopics, open_bag
+from .core_pool import CorePool
 from .digest import RunDigest
 from .output_bag import SUFFIX_STORAGE, OutputBag, bag_location
 from .progress import ClockProgress
@@ -90,12 +91,15 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
                clock: Clock = "header", copy_inputs: bool = False, ground_truth: bool = False,
                markers: bool = False, jump_threshold: float = JUMP_THRESHOLD,
                gap_threshold: float = GAP_THRESHOLD, max_restarts: int = MAX_RESTARTS, overwrite: bool = False,
-               progress: bool = True, log: LogSink | None = None, output_format: OutputFormat = "bag") -> ReplayResult:
+               progress: bool = True, log: LogSink | None = None, output_format: OutputFormat = "bag",
+               cores: CorePool | None = None) -> ReplayResult:
     """Replay ``source`` (rosbag2 folder or .mcap / .db3 file) with ``config`` into a new bag ``output`` (see
     :func:`~.output_bag.bag_location`). copy_inputs: also write the inputs; ground_truth: also the ground-truth
     topics; markers: also ``~/markers`` at 10 Hz. jump_threshold, gap_threshold: s; max_restarts: see
     :mod:`.run_loop`. output_format: ``bag``, or ``npz`` for arrays in ``output`` (+ ``.npz``;
-    :mod:`.array_output`), which copy_inputs and markers do not apply to (ValueError).
+    :mod:`.array_output`), which copy_inputs and markers do not apply to (ValueError). cores: a pool that
+    supplies the node core (the previous replay's, rewound, when the configuration and parameters are the same) and
+    takes it back afterwards; None: a new core.
 
     Raises BagInputError (bag unusable), ConfigError (no robot description, configuration does not fit the
     robot), FileExistsError (output exists and not ``overwrite``), ValueError (rate or a threshold out of range;
@@ -126,28 +130,33 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
                               "the bag")
         params = NodeParams(update_rate=rate, device=device, robot_description=description,
                             publish_ground_truth=ground_truth, viz_rate=VIZ_RATE if markers else 0.0)
-        core = NodeCore(config, params, log=log)
-        digest = RunDigest()
-        error = None
-        sink = ArrayOutput(output, core, rate=rate, overwrite=overwrite, on_write=digest.add) \
-            if output_format == "npz" else OutputBag(output, node_name=core.name, overwrite=overwrite,
-                                                     on_write=digest.add)
-        with sink as bag, ClockProgress(reader.duration_ns / 1e9, description="replay", enabled=progress) as bar:
-            if core.ready:
-                digest.expect_node(core, bag.resolve)
-            loop = RunLoop(core, bag.write_all, copy_inputs=copy_inputs, jump_threshold=jump_threshold,
-                           gap_threshold=gap_threshold, max_restarts=max_restarts,
-                           on_tick=each_tick(bar.update if bar.active else None, getattr(bag, "on_tick", None)))
-            try:
-                for event in inputs.events():
-                    loop.feed(event)
-            except BagInputError as exc:
-                error = f"{exc}; the output holds everything before that"
-            stats = loop.finish()
-    read_failed = error is not None
-    if error is None and stats.productive_ticks == 0:
-        reason = core.build_error or (f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf else None) \
-            or ("no robot description arrived" if not core.ready else "no tick produced a message")
-        error = f"replay of {str(source)!r} produced no sensor messages ({stats.ticks} ticks): {reason}"
-    return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate, dict(core.stats.dropped),
-                        error, read_failed)
+        core = cores.take(config, params, log) if cores is not None else NodeCore(config, params, log=log)
+        try:
+            digest = RunDigest()
+            error = None
+            sink = ArrayOutput(output, core, rate=rate, overwrite=overwrite, on_write=digest.add) \
+                if output_format == "npz" else OutputBag(output, node_name=core.name, overwrite=overwrite,
+                                                         on_write=digest.add)
+            with sink as bag, ClockProgress(reader.duration_ns / 1e9, description="replay", enabled=progress) as bar:
+                if core.ready:
+                    digest.expect_node(core, bag.resolve)
+                loop = RunLoop(core, bag.write_all, copy_inputs=copy_inputs, jump_threshold=jump_threshold,
+                               gap_threshold=gap_threshold, max_restarts=max_restarts,
+                               on_tick=each_tick(bar.update if bar.active else None, getattr(bag, "on_tick", None)))
+                try:
+                    for event in inputs.events():
+                        loop.feed(event)
+                except BagInputError as exc:
+                    error = f"{exc}; the output holds everything before that"
+                stats = loop.finish()
+            read_failed = error is not None
+            if error is None and stats.productive_ticks == 0:
+                reason = core.build_error or (f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf
+                                              else None) \
+                    or ("no robot description arrived" if not core.ready else "no tick produced a message")
+                error = f"replay of {str(source)!r} produced no sensor messages ({stats.ticks} ticks): {reason}"
+            return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate,
+                                dict(core.stats.dropped), error, read_failed)
+        finally:
+            if cores is not None:
+                cores.give_back(core)

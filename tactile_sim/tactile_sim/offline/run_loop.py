@@ -14,8 +14,8 @@ forgotten) and ticks restart at the new time. A smaller step back is reordering 
 clock stays (counted in ``RunStats.reordered``). A clock input more than ``gap_threshold`` later than the latest one
 is not ticked through either (a recording paused, or one wrong stamp far ahead): the old line ends, the core restarts
 with a warning that names the threshold, and ticks restart at the new time (counted in ``RunStats.skipped_gaps``).
-Each restart rebuilds the sensors; more than ``max_restarts`` of them raise :class:`TooManyRestarts` (inputs that
-jump back and forth would otherwise cost one rebuild per message).
+Each restart rewinds the sensors (:meth:`~..ros.node_core.NodeCore.restart`); more than ``max_restarts`` of them
+raise :class:`TooManyRestarts` (inputs that jump back and forth would otherwise cost one restart per message).
 
 Outputs are written with the tick time as header stamp (the core's doing) and, as bag receive time, the tick time
 carried over to the receive clock of the latest clock input (``receive + (T − clock)``; equal to T when the bag's

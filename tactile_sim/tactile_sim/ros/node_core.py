@@ -13,7 +13,8 @@ directly with rosbags messages or plain samples (:mod:`.inputs`).
   root link, unless the world frame is the root link itself) and objects by TF or their fixed pose, steps the suite
   once and returns the messages of every sensor evaluated on this step, stamped with the update time. While a TF frame
   it needs is missing the update is skipped (reported in diagnostics as waiting for TF). Time going backwards (a
-  simulation reset under ``use_sim_time``) rebuilds the suite and forgets dynamic transforms (static ones are kept).
+  simulation reset under ``use_sim_time``) rewinds the suite to its state right after build (as a rebuild would, in
+  milliseconds) and forgets dynamic transforms (static ones are kept).
 * The suite's engine step is ``1/update_rate``: the configuration's ``suite.rate``/``dt`` is replaced, so a change
   of ``update_rate`` at run time rebuilds the sensors.
 * Without a robot description (no ``robot_description`` parameter and no ``robot.urdf`` in the configuration) the
@@ -435,16 +436,54 @@ class NodeCore:
         return out
 
     def restart(self, reason: str) -> None:
-        """Forget dynamic TF and every sensor state: rebuild the suite (static transforms are kept); ``reason`` is
-        logged. :meth:`update` calls it when time goes backwards; a driver that sees its clock jump back before it
+        """Forget dynamic TF and every sensor state: rewind the sensors (:meth:`SensorSuite.rewind`, bit for bit a
+        new build; static transforms and the latest joint positions are kept); ``reason`` is logged. :meth:`update`
+        calls it when time goes backwards; a driver that sees its clock jump back before it
         hands over the inputs of the new time line (a bag replay) calls it first, so those inputs are kept."""
         self.tf.clear()
         for tr in self._static.values():
             self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation, static=True)
-        self._build()
+        self._rewind_sensors()
+        self._pending_joints = self._have_joints
+        self.stats.restart_timing()
         self._last_t = self.last_step_ns = None
         self.stats.resets += 1
         self.log.always("warn", f"{self.name}: {reason}; sensors reset, dynamic TF cleared")
+
+    def rewind(self, log: LogSink | None = None) -> None:
+        """Back to the state right after construction, for another run with the same configuration and parameters
+        (the replay of the next recording) without building the sensors again: transforms (static ones too), joint
+        positions, statistics and log throttling forgotten, the suite rewound (:meth:`SensorSuite.rewind`); log:
+        the next run's sink. Only for a core whose robot description came with the parameters or the configuration
+        (:attr:`rewindable`; ValueError otherwise): one from ``/robot_description`` belongs to the run that sent it."""
+        if not self.rewindable:
+            raise ValueError(f"{self.name}: rewind needs a core built at construction (robot description from the "
+                             "parameters or robot.urdf in the configuration); build a new NodeCore instead")
+        self.log = ThrottledLog(log, clock=self.log.clock)
+        self.stats = UpdateStats()
+        self.tf.clear()
+        self._static.clear()
+        self.waiting_for_tf = None
+        self._plan = None
+        self._ignored_joint_names = NameTally()
+        for values in (self._q, self._qd, self._qd_known):
+            values.fill(0)
+        self._all_qd_known = bool(self._qd_known.all())
+        self._have_joints = self._pending_joints = False
+        self._last_t = self.last_step_ns = None
+        self._rewind_sensors()
+
+    def _rewind_sensors(self) -> None:
+        """The suite rewound and the encoders' kept messages forgotten, as a new build leaves them."""
+        self.suite.rewind()
+        for s in self.schedule:
+            s.encoder.forget()
+
+    @property
+    def rewindable(self) -> bool:
+        """True when :meth:`rewind` applies: the suite is built from a robot description of the parameters or the
+        configuration (not one that arrived on ``/robot_description``)."""
+        return self.ready and (bool(self.params.robot_description) or self.config.robot is not None)
 
     # ------------------------------------------------------------------ visualisation and diagnostics
     def markers(self) -> Any | None:

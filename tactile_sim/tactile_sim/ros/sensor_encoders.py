@@ -270,6 +270,10 @@ class SensorEncoder:
     def place(self, memory: TemplateMemory) -> None:
         """Take views of the templates once they live in ``memory`` (nothing to take here)."""
 
+    def forget(self) -> None:
+        """Forget the kept messages, as right after construction (no markers until the next encode)."""
+        self.last = []
+
     def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
         """Messages of the latest evaluation of one branch (the update's stamp is in the templates already); the
         measured ones are kept for :meth:`markers`."""

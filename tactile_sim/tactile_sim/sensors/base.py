@@ -29,7 +29,8 @@ class BuildContext:
     scene: bodies and shapes; query: the scene's ShapeQuery; n_envs: E ≥ 1 (library-internal env count);
     dt: the batch's evaluation period, s; scene_seed: the suite's `seed`; where: sensor name → error prefix
     (``file:sensors[i]`` or ``Class(name='…')``); layouts: sensor name → resolved ProbeLayout (probe sensors);
-    extras: model-specific shared objects (e.g. the robot model for JointTorque).
+    extras: model-specific shared objects (e.g. the robot model for JointTorque); noise_streams: the noise stream
+    of each env (int64 [E]; None: the env index), given to every measured branch.
     """
 
     scene: Scene
@@ -42,6 +43,7 @@ class BuildContext:
     where: dict[str, str] = field(default_factory=dict)
     layouts: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    noise_streams: torch.Tensor | None = None
 
     def tensor(self, x, dtype=None) -> torch.Tensor:
         return torch.as_tensor(np.asarray(x), device=self.device, dtype=dtype or self.dtype)
@@ -121,3 +123,11 @@ class SensorBatch:
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """docs/models/imperfections.md#reset for the envs of env_mask ([E] bool; None = all)."""
         self.branch.reset(env_mask)
+
+    def rewind(self) -> None:
+        """The state right after build: a reset of every env that also restarts the measured branch's counters of
+        per-evaluation and per-reset draws, so the next evaluations give what a freshly built batch's would.
+        Subclasses with counters of their own on the host clear them first."""
+        if self.branch is not None:
+            self.branch.restart_counters()
+        self.reset(None)

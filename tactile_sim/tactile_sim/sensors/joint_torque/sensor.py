@@ -85,7 +85,7 @@ class JointTorqueBatch(SensorBatch):
         self._moving: list[tuple[int, SensorBatch]] | None = None  # (table row, taxel batch): set on first use
         specs = [imperfections_of(o, ctx, n=len(sel), channels=1, layout_shape=(len(sel),), sample_validity=True)
                  for o, sel in zip(self.options, selections)]
-        self.branch = MeasuredBranch(specs, ctx.n_envs, dev, dt)
+        self.branch = MeasuredBranch(specs, ctx.n_envs, dev, dt, streams=ctx.noise_streams)
         z = dict(device=dev, dtype=dt)
         flags = dict(device=dev, dtype=torch.bool)
         i32 = dict(device=dev, dtype=torch.int32)
@@ -314,6 +314,13 @@ class JointTorqueBatch(SensorBatch):
         # stages 5–9 and the commit in one launch; docs/models/imperfections.md#validity: an invalid read (warm-up) is
         # zeros on both branches
         branch.push_staged(sample_valid=self.lanes["valid"])
+
+    def rewind(self) -> None:
+        """The state right after build (:meth:`SensorBatch.rewind`): no previous joint sample stamp (a new run may
+        start at an earlier time) and no dropped samples counted."""
+        self.t_prev = None
+        self.dropped_samples = 0
+        super().rewind()
 
     def reset(self, env_mask: torch.Tensor | None) -> None:
         """docs/models/imperfections.md#reset: pipeline state and estimator of the envs cleared (warm-up restarts)."""

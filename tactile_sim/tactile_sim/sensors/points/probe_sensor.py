@@ -39,7 +39,8 @@ class ProbeSensorBatch(SensorBatch):
             geoms.append(self.probe_geometry(o, layout))
             specs.append(self.imperfection_spec(o, layout))
         self.probes = ProbeSet(geoms, ctx.query, ctx.device, ctx.dtype)
-        self.branch = MeasuredBranch(specs, ctx.n_envs, ctx.device, ctx.dtype, **self.branch_options())
+        self.branch = MeasuredBranch(specs, ctx.n_envs, ctx.device, ctx.dtype, streams=ctx.noise_streams,
+                                     **self.branch_options())
         self.counts = [g.layout.n for g in geoms]
         # distances beyond the largest measured radius cannot matter; fillers never query
         noise = per_probe(self.options, self.counts, "probe_radius_noise", ctx)

@@ -103,7 +103,7 @@ class TemperatureGridBatch(SensorBatch):
         counts = [sys_.n_cells[g] for g in self._grid]
         self.branch = MeasuredBranch(
             [imperfections_of(o, ctx, n=n, channels=1, layout_shape=tuple(o.grid_size))
-             for o, n in zip(self.options, counts)], ctx.n_envs, ctx.device, ctx.dtype)
+             for o, n in zip(self.options, counts)], ctx.n_envs, ctx.device, ctx.dtype, streams=ctx.noise_streams)
         tau = ctx.tensor(np.repeat([o.sensor_time_constant for o in self.options], counts))
         self.lag = FirstOrderLag(tau, ctx.dt, self.true_temperatures())
         kernel, call_type = READOUT_KERNELS[ctx.dtype]
