@@ -4,11 +4,10 @@ A draw is a pure function of (sensor seed, stage, env stream, local index, count
 
     bits = mix32(lane ^ counter_hash(counter)),   lane = hash(sensor seed, stage, env stream, local index)
 
-The env stream is the env index unless the suite is given others (``SensorSuite(noise_streams=...)``): envs of one
-stream draw the same noise.
-
 so it does not depend on which other sensors exist, on how sensors are batched, on the device, or on the order in
-which tensors are filled. Lanes are hashed once at build; a step only xors a counter in and mixes once.
+which tensors are filled. Lanes are hashed once at build; a step only xors a counter in and mixes once. The env
+stream is the env index unless the suite is given others (``SensorSuite(noise_streams=...)``): envs of one stream
+draw the same noise.
 
 All integer arithmetic in torch is done on int64 tensors holding values in [0, 2**32): every product is a 32-bit
 value times a constant below 2**31, so it stays below 2**63 and never overflows (torch has no uint32 arithmetic on
