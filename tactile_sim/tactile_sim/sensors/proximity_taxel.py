@@ -18,8 +18,11 @@ the probes are visited in the cells and blocks of :class:`~.points.probe_set.Pro
 largest reach R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the
 link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, then of each
 of the cell's probes, and only then poses the chunk's samples (skipping those beyond the cell's reach) and
-accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe scratch buffer);
-the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the sums. The culls are
+accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe scratch buffer,
+cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the scratch of
+the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and the
+tangential projection are applied to the sums. A probe nothing reaches copies its rest wrench instead
+(:func:`_rest_kernel`: the same wrench, computed when the gains change). The culls are
 conservative (a round-off margin), so they never change a result. Both branches go straight into the measured
 branch's staging buffers. Output ``(force, torque)``.
 """
@@ -33,7 +36,7 @@ import torch
 import warp as wp
 
 from ..geometry.query import ROUND_OFF_ULPS
-from ..geometry.struct_launch import warp_struct
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from ..geometry.warp_kernels import unique_kernel
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
@@ -113,9 +116,10 @@ def _taxel_kernel(dtype: torch.dtype):
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
-        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench}, __name__)
+        "moments": wp.array3d(dtype=v), "touched": wp.array2d(dtype=wp.int64), "rest_truth": wp.array(dtype=wp.types.vector(6, f)), "rest_measured": wrench,
+        "ground_truth": wrench, "measured": wrench}, __name__)
 
-    def kernel(call: Any, round_off: Any):
+    def kernel(call: Any, round_off: Any, evaluation: Any):
         e, k = wp.tid()
         g = call.block_group[k]
         link = call.block_link[k]
@@ -125,13 +129,6 @@ def _taxel_kernel(dtype: torch.dtype):
         stop_cell = first_cell + call.block_cells[k]
         zero = round_off - round_off
         origin = type(ol)(zero, zero, zero)
-        for c in range(first_cell, stop_cell):
-            for slot in range(call.cell_start[c], call.cell_stop[c]):
-                i = call.probe_order[slot]
-                call.sums[e, 2 * i] = zero
-                call.sums[e, 2 * i + 1] = zero
-                for m in range(4):
-                    call.moments[e, i, m] = origin
         # chunk poses: q̃ = T u + t per body (chunks of one body are consecutive)
         body = int(-1)
         to_link = rt
@@ -184,6 +181,12 @@ def _taxel_kernel(dtype: torch.dtype):
                         r0 = call.radius[i]
                         r1 = call.radius_measured[e, i]
                         if d < r0 or d < r1:
+                            if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
+                                call.touched[e, i] = evaluation
+                                call.sums[e, 2 * i] = zero
+                                call.sums[e, 2 * i + 1] = zero
+                                for m in range(4):
+                                    call.moments[e, i, m] = origin
                             vel = lin + wp.cross(spin, u)
                             if d < r0:
                                 pen = r0 - d
@@ -205,19 +208,60 @@ def _taxel_kernel(dtype: torch.dtype):
                 p = call.local_pos[i]
                 own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
                 a = call.local_normal[i]
-                call.ground_truth[e, i] = _wrench(call.ground_truth[e, i], call.sums[e, 2 * i],
-                                                  call.moments[e, i, 0], call.moments[e, i, 1], one, own, link_spin,
-                                                  a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
-                call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
-                                              call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
-                                              call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+                touched = call.touched[e, i] == evaluation
+                if touched and call.sums[e, 2 * i] > zero:
+                    call.ground_truth[e, i] = _wrench(call.ground_truth[e, i], call.sums[e, 2 * i],
+                                                      call.moments[e, i, 0], call.moments[e, i, 1], one, own,
+                                                      link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
+                                                      call.k_tw[i])
+                else:
+                    call.ground_truth[e, i] = call.rest_truth[i]
+                if touched and call.sums[e, 2 * i + 1] > zero:
+                    call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1],
+                                                  call.moments[e, i, 2], call.moments[e, i, 3], call.gain[e, i], own,
+                                                  link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
+                                                  call.k_tw[i])
+                else:
+                    call.measured[e, i] = call.rest_measured[e, i]
 
     kernel.__name__ = f"proximity_taxel_{f.__name__}"
-    kernel.__annotations__ = {"call": call_type, "round_off": f}
+    kernel.__annotations__ = {"call": call_type, "round_off": f, "evaluation": wp.int64}
+    return unique_kernel(kernel), call_type
+
+
+def _rest_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (E, P) of the rest wrenches: :func:`_wrench` of zero sums, ground truth
+    ``rest_truth[i]`` (gain 1) and measured ``rest_measured[e, i]`` (gain g[e, i]).
+
+    A probe that no sample reaches has ΣP = +0 and Σ P v = Σ P ω = +0 (the sums only grow, by P_j > 0, where a
+    sample is within reach), and then :func:`_wrench` does not depend on the link motion: s·own is ±0, so
+    v − s·own = +0 for any finite own, and the twist stays zero whatever the spin. Its [F, T] is a function of the
+    probe's static tables and gain alone, computed here when the gain changes; the step copies it."""
+    f, v, m = WP_TYPES[dtype]
+    vs, fs = wp.array(dtype=v), wp.array(dtype=f)
+    call_type = warp_struct(f"ProximityTaxelRestCall_{f.__name__}", {
+        "local_pos": vs, "local_normal": vs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs,
+        "gain": wp.array2d(dtype=f), "rest_truth": wp.array(dtype=wp.types.vector(6, f)),
+        "rest_measured": wp.array2d(dtype=wp.types.vector(6, f))}, __name__)
+
+    def kernel(call: Any, zero: Any):
+        e, i = wp.tid()
+        origin = type(call.local_pos[i])(zero, zero, zero)
+        p = call.local_pos[i]
+        a = call.local_normal[i]
+        call.rest_measured[e, i] = _wrench(call.rest_measured[e, i], zero, origin, origin, call.gain[e, i], origin,
+                                           origin, a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+        if e == 0:
+            call.rest_truth[i] = _wrench(call.rest_truth[i], zero, origin, origin, zero + type(zero)(1.0), origin,
+                                         origin, a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+
+    kernel.__name__ = f"proximity_taxel_rest_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "zero": f}
     return unique_kernel(kernel), call_type
 
 
 _KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
+_REST_KERNELS = {dt: _rest_kernel(dt) for dt in WP_TYPES}
 
 
 class ProximityTaxelBatch(ProbeSensorBatch):
@@ -226,7 +270,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
 
     sensor_type = "ProximityTaxel"
     channels = 6
-    kernel_tables = (_KERNELS,)
+    kernel_tables = (_KERNELS, _REST_KERNELS)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)
@@ -254,7 +298,9 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                   "body_pos": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "lin_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "ang_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
-                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw)}
+                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw),
+                  "touched": torch.zeros(e, probes.n, dtype=torch.int64, device=dev),
+                  "rest_truth": torch.zeros(probes.n, 6, **kw), "rest_measured": torch.zeros(e, probes.n, 6, **kw)}
         probe_tables = probes.kernel_fields(self.cutoff)
         for key in ("local_pos", "probe_order", "cell_start", "cell_stop", "cell_center", "cell_radius", "cell_cut",
                     "block_first_cell", "block_cells", "block_link", "block_group", "block_center", "block_radius",
@@ -265,8 +311,13 @@ class ProximityTaxelBatch(ProbeSensorBatch):
             raise ValueError(f"ProximityTaxel: a probe cell holds {widest} probes; allowed: at most {MAX_CELL_PROBES} "
                              "(the kernel marks a cell's reachable probes in the bits of one int32)")
         round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
-        self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off], dev,
+        self.evaluation = 0   # the kernel's count of evaluations (marks the sums it cleared this evaluation)
+        self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off, 0], dev,
                                      outputs=("measured", "ground_truth"))
+        rest_kernel, rest_type = _REST_KERNELS[dt]
+        self.rest_launch = StructLaunch(rest_kernel, (e, probes.n), rest_type,
+                                        {key: fields[key] for key in rest_type.vars}, [0.0], dev)
+        self.rest_launch()
 
     def _chunk_tables(self) -> dict[str, torch.Tensor]:
         """Chunk tables of the batch's clouds (:func:`cloud_chunks`), sensor after sensor: the reordered body-frame
@@ -303,11 +354,20 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         """The tracked cloud of sensor i (body frames, read-only)."""
         return self.clouds[i]
 
+    def bind_new_gain(self, launches) -> None:
+        """Bind a redrawn gain (:meth:`ProbeSensorBatch.bind_new_gain`) and recompute the rest wrenches with it."""
+        if self.branch.gain is not self._bound_gain:
+            super().bind_new_gain(launches)
+            self.rest_launch.bind("gain", self.branch.gain)
+            self.rest_launch()
+
     def evaluate(self, state: WorldState) -> None:
         self.draw_radius()
         self.bind_new_gain(self.launches)
         branch = self.branch
         launch = self.launches.select(branch.staging())
+        self.evaluation += 1
+        launch.set_arg(2, self.evaluation)
         bind_state(launch, state, twists=True)
         launch()
         branch.push_staged()
