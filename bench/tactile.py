@@ -104,15 +104,16 @@ def bytes_per_update(suite: SensorSuite, typical: bool) -> int:
     """Bytes one probe-update must move through memory: the per-(env, probe) buffers of a step, each value written
     or read once (K channels of the working dtype, b bytes): the model writes both branches (2Kb), the consumer's
     read copies the measured one (2Kb); with imperfections the branch kernel updates the measured branch in place
-    (2Kb) and reads one uint32 noise lane per value (4K); ProximityTaxel also zeroes, accumulates and reads back its
-    per-probe sums (14 values). Per-probe tables shared by the envs (positions, normals, noise σ) are left out: at
-    these sizes they stay in cache. A lower bound: scratch of the models' own (ElastomerTaxel's FFT work arrays) and
-    cache misses of gathers are not counted."""
+    (2Kb) and reads one uint32 noise lane per value (4K); ProximityTaxel also reads its per-probe evaluation mark
+    (8) and, for a probe nothing reaches (nearly all), its measured rest wrench (Kb). Per-probe tables shared by the
+    envs (positions, normals, noise σ, ground-truth rest wrench) are left out: at these sizes they stay in cache. A
+    lower bound: scratch of the models' own (ElastomerTaxel's FFT work arrays, ProximityTaxel's sums of the few
+    probes a sample reaches) and cache misses of gathers are not counted."""
     batch, _ = suite.locate("pad")
     k, b = batch.channels, torch.finfo(suite.dtype).bits // 8
     total = 4 * k * b + (2 * k * b + 4 * k if typical else 0)
     if type(batch).__name__ == "ProximityTaxelBatch":
-        total += 2 * 14 * b
+        total += 8 + k * b
     return total
 
 
