@@ -13,19 +13,19 @@ q̃_j = T u_j + t with T = R_Lᵀ R_B, t = R_Lᵀ(o_B − o_L) (u_j: its body-fr
 (R_Lᵀ ω_B) × T u_j and its angular velocity R_Lᵀ ω_B.
 
 One warp kernel per evaluation does the whole step. At build every sensor's cloud is cut into *chunks* (leaves of a
-median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere);
-the probes are visited in the cells and blocks of :class:`~.points.probe_set.ProbeSet` (link-frame bounding spheres and
-bounding boxes of their probes — a box is far tighter than a sphere for a flat layout —, the largest reach
-R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the link frame,
-skips the chunk when its sphere cannot come within reach of the block's box, then of each cell's box, then of each
-of the cell's probes, and only then poses the chunk's samples (once per chunk, into a per-thread scratch; skipping
-those beyond the reach of the cell's sphere) and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe scratch buffer,
-cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the scratch of
-the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and the
-tangential projection are applied to the sums. A probe nothing reaches copies its rest wrench instead
+median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere); the
+probes are visited in the cells and blocks of :class:`~.points.probe_set.ProbeSet` (link-frame bounding spheres and
+bounding boxes of their probes — a box is far tighter than a sphere for a flat layout —, the largest reach R + radius
+noise of each). One thread per (env, block) poses each chunk centre of its sensor into the link frame, skips the chunk
+when its sphere cannot come within reach of the block's box, then of each cell's box, then of each of the cell's probes,
+and only then poses the chunk's samples (once per chunk, into a per-thread scratch; skipping those beyond the reach of
+the cell's sphere) and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe
+scratch buffer, cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the
+scratch of the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and
+the tangential projection are applied to the sums. A probe nothing reaches copies its rest wrench instead
 (:func:`_rest_kernel`: the same wrench, computed when the gains change). The culls are conservative (a round-off
-margin), so they never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both branches go straight into the measured
-branch's staging buffers. Output ``(force, torque)``.
+margin), so they never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both
+branches go straight into the measured branch's staging buffers. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -122,8 +122,9 @@ def _taxel_kernel(dtype: torch.dtype):
     name = f"ProximityTaxelCall_{f.__name__}"
     call_type = warp_struct(name, {
         "probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": vs, "cell_radius": fs,
-        "cell_lo": vs, "cell_hi": vs, "cell_scale": fs, "cell_cut": fs, "block_first_cell": i32, "block_cells": i32, "block_link": i32, "block_group": i32, "block_lo": vs,
-        "block_hi": vs, "block_scale": fs, "block_cut": fs, "local_pos": vs, "local_normal": vs,
+        "cell_lo": vs, "cell_hi": vs, "cell_scale": fs, "cell_cut": fs, "block_first_cell": i32,
+        "block_cells": i32, "block_link": i32, "block_group": i32, "block_lo": vs, "block_hi": vs, "block_scale": fs,
+        "block_cut": fs, "local_pos": vs, "local_normal": vs,
         "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
         "group_stop_chunk": i32, "chunk_start": i32, "chunk_stop": i32, "chunk_body": i32, "chunk_center": vs,
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
