@@ -262,7 +262,7 @@ def rest_wrench(probes, normals, gain, k, k_tw, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_taxel_out_of_reach_reads_the_zero_sum_wrench_bit_for_bit_while_the_link_moves(dtype):
     """A taxel that no sample reaches reads the wrench of zero sums, signed zeros included, whatever the link's
-    motion and on both branches (the kernel copies a rest wrench computed when the gain changes)."""
+    motion, on both branches and with a gain (the kernel copies one rest wrench per probe, computed at build)."""
     rng = np.random.default_rng(5)
     probes = np.column_stack([rng.uniform(-0.02, 0.02, (24, 2)), rng.uniform(-0.003, 0.003, 24)])
     normals = rng.uniform(-1.0, 1.0, (24, 3))

@@ -23,9 +23,9 @@ the cell's sphere) and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branc
 scratch buffer, cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the
 scratch of the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and
 the tangential projection are applied to the sums. A probe nothing reaches copies its rest wrench instead
-(:func:`_rest_kernel`: the same wrench, computed when the gains change). The culls are conservative (a round-off
-margin), so they never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both
-branches go straight into the measured branch's staging buffers. Output ``(force, torque)``.
+(:func:`_rest_kernel`: the same wrench, computed at build). The culls are conservative (a round-off margin), so they
+never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both branches go straight
+into the measured branch's staging buffers. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -131,8 +131,7 @@ def _taxel_kernel(dtype: torch.dtype):
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
         "moments": wp.array3d(dtype=v), "touched": wp.array2d(dtype=wp.int64), "posed": wp.array3d(dtype=v),
-        "rest_truth": wp.array(dtype=wp.types.vector(6, f)), "rest_measured": wrench,
-        "ground_truth": wrench, "measured": wrench}, __name__)
+        "rest": wp.array(dtype=wp.types.vector(6, f)), "ground_truth": wrench, "measured": wrench}, __name__)
 
     def kernel(call: Any, round_off: Any, evaluation: Any):
         e, k = wp.tid()
@@ -239,14 +238,14 @@ def _taxel_kernel(dtype: torch.dtype):
                                                       link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
                                                       call.k_tw[i])
                 else:
-                    call.ground_truth[e, i] = call.rest_truth[i]
+                    call.ground_truth[e, i] = call.rest[i]
                 if touched and call.sums[e, 2 * i + 1] > zero:
                     call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1],
                                                   call.moments[e, i, 2], call.moments[e, i, 3], call.gain[e, i], own,
                                                   link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
                                                   call.k_tw[i])
                 else:
-                    call.measured[e, i] = call.rest_measured[e, i]
+                    call.measured[e, i] = call.rest[i]
 
     kernel.__name__ = f"proximity_taxel_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "round_off": f, "evaluation": wp.int64}
@@ -254,30 +253,25 @@ def _taxel_kernel(dtype: torch.dtype):
 
 
 def _rest_kernel(dtype: torch.dtype):
-    """(kernel, call struct type) over (E, P) of the rest wrenches: :func:`_wrench` of zero sums, ground truth
-    ``rest_truth[i]`` (gain 1) and measured ``rest_measured[e, i]`` (gain g[e, i]).
+    """(kernel, call struct type) over the probes of their rest wrench ``rest[i]``: :func:`_wrench` of zero sums.
 
     A probe that no sample reaches has ΣP = +0 and Σ P v = Σ P ω = +0 (the sums only grow, by P_j > 0, where a
-    sample is within reach), and then :func:`_wrench` does not depend on the link motion: s·own is ±0, so
-    v − s·own = +0 for any finite own, and the twist stays zero whatever the spin. Its [F, T] is a function of the
-    probe's static tables and gain alone, computed here when the gain changes; the step copies it."""
+    sample is within reach), and then :func:`_wrench` depends neither on the link motion nor on the gain: s·own is
+    ±0, so v − s·own = +0 for any finite own; the force is then g·(+0) = +0 for every gain g > 0 (gains are
+    validated positive), and the twist stays zero whatever the spin. Its [F, T] — the same on both branches — is a
+    function of the probe's static tables alone, computed at build; the step copies it."""
     f, v, m = WP_TYPES[dtype]
     vs, fs = wp.array(dtype=v), wp.array(dtype=f)
     call_type = warp_struct(f"ProximityTaxelRestCall_{f.__name__}", {
         "local_pos": vs, "local_normal": vs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs,
-        "gain": wp.array2d(dtype=f), "rest_truth": wp.array(dtype=wp.types.vector(6, f)),
-        "rest_measured": wp.array2d(dtype=wp.types.vector(6, f))}, __name__)
+        "rest": wp.array(dtype=wp.types.vector(6, f))}, __name__)
 
     def kernel(call: Any, zero: Any):
-        e, i = wp.tid()
+        i = wp.tid()
         origin = type(call.local_pos[i])(zero, zero, zero)
-        p = call.local_pos[i]
-        a = call.local_normal[i]
-        call.rest_measured[e, i] = _wrench(call.rest_measured[e, i], zero, origin, origin, call.gain[e, i], origin,
-                                           origin, a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
-        if e == 0:
-            call.rest_truth[i] = _wrench(call.rest_truth[i], zero, origin, origin, zero + type(zero)(1.0), origin,
-                                         origin, a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+        call.rest[i] = _wrench(call.rest[i], zero, origin, origin, zero + type(zero)(1.0), origin, origin,
+                               call.local_normal[i], call.local_pos[i], call.normal_coef[i], call.shear_coef[i],
+                               call.k_tw[i])
 
     kernel.__name__ = f"proximity_taxel_rest_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "zero": f}
@@ -346,7 +340,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                   "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw),
                   "touched": torch.zeros(e, probes.n, dtype=torch.int64, device=dev),
                   "posed": torch.zeros(e, probes.n_blocks, SAMPLES_PER_CHUNK, 3, **kw),
-                  "rest_truth": torch.zeros(probes.n, 6, **kw), "rest_measured": torch.zeros(e, probes.n, 6, **kw)}
+                  "rest": torch.zeros(probes.n, 6, **kw)}
         probe_tables = probes.kernel_fields(self.cutoff)
         for key in ("local_pos", "probe_order", "cell_start", "cell_stop", "cell_center", "cell_radius", "cell_cut",
                     "block_first_cell", "block_cells", "block_link", "block_group", "block_cut"):
@@ -361,9 +355,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off, 0], dev,
                                      outputs=("measured", "ground_truth"))
         rest_kernel, rest_type = _REST_KERNELS[dt]
-        self.rest_launch = StructLaunch(rest_kernel, (e, probes.n), rest_type,
-                                        {key: fields[key] for key in rest_type.vars}, [0.0], dev)
-        self.rest_launch()
+        StructLaunch(rest_kernel, (probes.n,), rest_type, {key: fields[key] for key in rest_type.vars}, [0.0], dev)()
 
     def _chunk_tables(self) -> dict[str, torch.Tensor]:
         """Chunk tables of the batch's clouds (:func:`cloud_chunks`), sensor after sensor: the reordered body-frame
@@ -399,13 +391,6 @@ class ProximityTaxelBatch(ProbeSensorBatch):
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
         return self.clouds[i]
-
-    def bind_new_gain(self, launches) -> None:
-        """Bind a redrawn gain (:meth:`ProbeSensorBatch.bind_new_gain`) and recompute the rest wrenches with it."""
-        if self.branch.gain is not self._bound_gain:
-            super().bind_new_gain(launches)
-            self.rest_launch.bind("gain", self.branch.gain)
-            self.rest_launch()
 
     def evaluate(self, state: WorldState) -> None:
         self.draw_radius()
