@@ -4,12 +4,20 @@ take the per-probe pair sums whatever the layout; ProximityTaxel; issue: sensor 
 
 Scene: a fixed 8×8×2 cm box pad, an n×n probe grid (n = 8, 32, 64) over 7×7 cm of its top face, probe radius 2 mm,
 a sphere r = 2 cm held 2 mm deep at the centre, dt = 0.01 s, 1 and 16 envs, one torch thread. Each sensor is timed
-for ground truth plus a typical imperfection set (noise, bias, probe gain, delay). The sphere does not move, so
-ElastomerTaxel's anchored samples have zero drag (they add nothing and are skipped). Prints ms/step, probe-updates/s
-and the speed-up against Genesis 1.4.5 on the same scene (CPU, 1 thread; figures measured for the issue, or measured
-in this process when `genesis` is importable).
+for ground truth plus a typical imperfection set (noise, bias, probe gain, delay; ``--typical 1 0`` also without
+it). The sphere does not move, so ElastomerTaxel's anchored samples have zero drag (they add nothing and are
+skipped). Prints ms/step (best of ``--rounds`` rounds of ``--repeat`` steps), millions of probe-updates/s, the bytes
+a probe-update must move (:func:`bytes_per_update`) and the fraction of one core's measured copy bandwidth that
+this reaches, and the speed-up against Genesis on the same scene.
 
-    python bench/tactile.py [--repeat N] [--device cpu|cuda] [--sizes 8 32 64] [--envs 1 16] [--profile]
+Genesis: with ``--genesis-python PY`` (an interpreter with genesis-world; by default this one when it can import
+``genesis``) bench/genesis_pad.py runs as a worker and every round of a cell times Genesis right after this
+library (interleaved rounds); the speed-up column is then the range of the per-round ratios. Without it, the figures
+stored in :data:`GENESIS_MS` are used, and the table says so.
+
+    python bench/tactile.py [--repeat N] [--rounds R] [--device cpu|cuda] [--sizes 8 32 64] [--envs 1 16]
+                            [--typical 1 0] [--genesis-python PY] [--profile]
+    python bench/tactile.py --sizes 32 --envs 64 256 --sensors ContactDepthProbe KinematicTaxel   # large batch
 
 --profile prints, after each row, where the step's time goes: the 12 functions with the largest own time under
 cProfile (warp launches show as ``invoke``, torch ops by their method names).
@@ -19,16 +27,21 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib.util
 import io
+import os
 import pstats
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import torch
 
 from tactile_sim.sensors.layout.probe_layout import generate_grid_points_on_plane
 from tactile_sim.suite import SensorSuite
 
-GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend, 1 thread (issue figures)
+GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend, 1 thread, typical imperfections
     ("ContactDepthProbe", 64, 1): 0.26, ("ContactDepthProbe", 1024, 1): 0.41, ("ContactDepthProbe", 4096, 1): 0.54,
     ("ContactDepthProbe", 64, 16): 0.40, ("ContactDepthProbe", 1024, 16): 0.76, ("ContactDepthProbe", 4096, 16): 1.66,
     ("KinematicTaxel", 64, 1): 0.30, ("KinematicTaxel", 1024, 1): 0.51, ("KinematicTaxel", 4096, 1): 0.78,
@@ -37,6 +50,12 @@ GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend,
     ("ElastomerTaxel", 64, 16): 1.31, ("ElastomerTaxel", 1024, 16): 3.78, ("ElastomerTaxel", 4096, 16): 11.24,
     ("ElastomerTaxel/direct", 64, 1): 0.61, ("ElastomerTaxel/direct", 1024, 1): 2.20,
     ("ElastomerTaxel/direct", 1024, 16): 22.0,
+    # issue #21: bench/genesis_pad.py's sensor update + read, the best of the interleaved rounds of this bench on the
+    # 2-core development machine (Genesis 1.4.5, CPU, 1 thread)
+    ("ProximityTaxel", 64, 1): 0.505, ("ProximityTaxel", 1024, 1): 0.751, ("ProximityTaxel", 4096, 1): 1.469,
+    ("ProximityTaxel", 64, 16): 0.750, ("ProximityTaxel", 1024, 16): 2.796, ("ProximityTaxel", 4096, 16): 10.37,
+    ("ContactDepthProbe", 1024, 64): 3.54, ("ContactDepthProbe", 1024, 256): 12.37,
+    ("KinematicTaxel", 1024, 64): 8.70, ("KinematicTaxel", 1024, 256): 41.9,
 }
 # Genesis has no compressibility (its kernel is c = 1) and always takes its FFT path on a grid: the c < 1 row (our FFT
 # path; c = 1 on an orthogonal grid takes the separable lattice path) is compared with the same grid figures
@@ -70,16 +89,46 @@ def pad_scene(label: str, n: int, n_envs: int, device: str) -> dict:
     }
 
 
-def time_suite(cfg: dict, repeat: int, profile: bool = False) -> tuple[float, str]:
-    """Seconds per engine step (step + the read a consumer makes), best of 5 rounds of `repeat` steps, and with
-    ``profile`` a cProfile summary of `repeat` more steps (else "")."""
-    suite = SensorSuite.from_yaml(cfg)
-    state = suite.world.update(0.0)
-    for _ in range(20):
-        suite.step(state)
-        suite.read("pad")
+def copy_bandwidth(mib: int = 256, rounds: int = 5) -> float:
+    """One core's memory bandwidth, bytes/s: the best of ``rounds`` copies of a ``mib`` MiB float32 tensor into
+    another, counting the bytes read and the bytes written."""
+    src = torch.ones(mib << 18)
+    dst = torch.empty_like(src)
     best = float("inf")
-    for _ in range(5):
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * src.numel() * src.element_size() / best
+
+
+def bytes_per_update(suite: SensorSuite, typical: bool) -> int:
+    """Bytes one probe-update must move through memory: the per-(env, probe) buffers of a step, each value written
+    or read once (K channels of the working dtype, b bytes): the model writes both branches (2Kb), the consumer's
+    read copies the measured one (2Kb); with imperfections the branch kernel updates the measured branch in place
+    (2Kb) and reads one uint32 noise lane per value (4K); ProximityTaxel also reads its per-probe evaluation mark
+    (8). Per-probe tables shared by the envs (positions, normals, noise σ, ProximityTaxel's rest wrenches) are left
+    out: at these sizes they stay in cache. A
+    lower bound: scratch of the models' own (ElastomerTaxel's FFT work arrays, ProximityTaxel's sums of the few
+    probes a sample reaches) and cache misses of gathers are not counted."""
+    batch, _ = suite.locate("pad")
+    k, b = batch.channels, torch.finfo(suite.dtype).bits // 8
+    total = 4 * k * b + (2 * k * b + 4 * k if typical else 0)
+    if type(batch).__name__ == "ProximityTaxelBatch":
+        total += 8
+    return total
+
+
+class SuiteTimer:
+    """A built pad-scene suite; ``timer(repeat)`` → seconds per engine step (step + the read a consumer makes)."""
+
+    def __init__(self, cfg: dict):
+        self.suite = SensorSuite.from_yaml(cfg)
+        self.state = self.suite.world.update(0.0)
+        self(20)
+
+    def __call__(self, repeat: int) -> float:
+        suite, state = self.suite, self.state
         if suite.device.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -88,45 +137,111 @@ def time_suite(cfg: dict, repeat: int, profile: bool = False) -> tuple[float, st
             suite.read("pad")
         if suite.device.type == "cuda":
             torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / repeat)
-    if not profile:
-        return best, ""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(repeat):
-        suite.step(state)
-        suite.read("pad")
-    profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
-    return best, "\n".join(line for line in text.getvalue().splitlines()[4:] if line.strip())
+        return (time.perf_counter() - t0) / repeat
+
+    def profile(self, repeat: int) -> str:
+        """cProfile summary of ``repeat`` steps (12 functions of largest own time)."""
+        profiler = cProfile.Profile()
+        profiler.enable()
+        self(repeat)
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
+        return "\n".join(line for line in text.getvalue().splitlines()[4:] if line.strip())
+
+
+class GenesisWorker:
+    """bench/genesis_pad.py ``--serve`` in interpreter ``python``: ``build`` a cell, then time rounds of it."""
+
+    def __init__(self, python: str):
+        script = Path(__file__).with_name("genesis_pad.py")
+        self.process = subprocess.Popen([python, str(script), "--serve"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True,
+                                        env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    def _ask(self, line: str) -> str:
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        while True:  # Genesis may print lines of its own: the answer is "ok" or a number
+            answer = self.process.stdout.readline()
+            if not answer:
+                raise RuntimeError("the Genesis worker stopped (bench/genesis_pad.py --serve)")
+            answer = answer.strip()
+            if answer == "ok" or answer.replace(".", "", 1).isdigit():
+                return answer
+
+    def build(self, label: str, probes: int, envs: int, typical: bool) -> None:
+        self._ask(f"build {label} {probes} {envs} {int(typical)}")
+
+    def __call__(self, repeat: int) -> float:
+        return float(self._ask(f"time {repeat}")) / 1e3
+
+    def close(self) -> None:
+        """End the worker (closing its stdin ends its command loop)."""
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def default_genesis_python() -> str | None:
+    """This interpreter when it can import genesis, else None."""
+    return sys.executable if importlib.util.find_spec("genesis") is not None else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per cell (interleaved with Genesis)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32, 64])
     parser.add_argument("--envs", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--typical", type=int, nargs="+", default=[1], help="1: typical imperfections, 0: none")
     parser.add_argument("--sensors", nargs="+", default=["ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel",
                                                            "ElastomerTaxel/fft", "ElastomerTaxel/direct",
                                                            "ProximityTaxel"])
+    parser.add_argument("--genesis-python", default=default_genesis_python(),
+                        help="interpreter with genesis-world: time Genesis in interleaved rounds")
     parser.add_argument("--profile", action="store_true", help="print a cProfile summary after each row")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'ms/step':>9} {'probe-upd/s':>12} {'Genesis ms':>10} "
-          f"{'speed-up':>8}")
+    bandwidth = copy_bandwidth()
+    genesis = GenesisWorker(args.genesis_python) if args.genesis_python else None
+    print(f"one core's copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write); Genesis: "
+          + (f"measured in interleaved rounds ({args.genesis_python})" if genesis else
+             "stored figures (GENESIS_MS, typical imperfections; genesis-world not importable here)"))
+    print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'typ':>3} {'ms/step':>9} {'M upd/s':>8} {'B/upd':>5} "
+          f"{'of bw':>6} {'Genesis ms':>10} {'speed-up':>13}")
     for sensor in args.sensors:
-        for envs in args.envs:
-            for n in args.sizes:
-                sec, profile = time_suite(pad_scene(sensor, n, envs, args.device), args.repeat, args.profile)
-                probes = n * n
-                ref = GENESIS_MS.get((sensor, probes, envs))
-                ratio = f"{ref / (sec * 1e3):7.2f}x" if ref else "      -"
-                print(f"{sensor:<21} {probes:>6} {envs:>4} {sec * 1e3:9.3f} {probes * envs / sec:12.3e} "
-                      f"{ref if ref else '-':>10} {ratio:>8}")
-                if profile:
-                    print(profile)
+        for typical in args.typical:
+            for envs in args.envs:
+                for n in args.sizes:
+                    cfg = pad_scene(sensor, n, envs, args.device)
+                    if not typical:
+                        for key in TYPICAL:
+                            cfg["sensors"][0].pop(key)
+                    ours = SuiteTimer(cfg)
+                    probes = n * n
+                    if genesis:
+                        genesis.build(sensor, probes, envs, bool(typical))
+                    times, ratios = [], []
+                    for _ in range(args.rounds):
+                        sec = ours(args.repeat)
+                        times.append(sec)
+                        if genesis:
+                            ratios.append(genesis(max(5, args.repeat // 4)) / sec)
+                    sec = min(times)
+                    rate, moved = probes * envs / sec, bytes_per_update(ours.suite, bool(typical))
+                    if genesis:
+                        ref = f"{min(r * t for r, t in zip(ratios, times)) * 1e3:.3f}"
+                        ratio = f"{min(ratios):.1f}-{max(ratios):.1f}x"
+                    else:
+                        stored = GENESIS_MS.get((sensor, probes, envs)) if typical else None
+                        ref, ratio = (f"{stored}", f"{stored / (sec * 1e3):.2f}x") if stored else ("-", "-")
+                    print(f"{sensor:<21} {probes:>6} {envs:>4} {typical:>3} {sec * 1e3:9.3f} {rate / 1e6:8.1f} "
+                          f"{moved:>5} {rate * moved / bandwidth:6.1%} {ref:>10} {ratio:>13}", flush=True)
+                    if args.profile:
+                        print(ours.profile(args.repeat))
+    if genesis:
+        genesis.close()
 
 
 if __name__ == "__main__":

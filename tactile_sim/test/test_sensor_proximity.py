@@ -242,3 +242,44 @@ def test_cloud_chunks_partition_the_cloud_into_compact_single_body_runs():
     # compact: the median split keeps chunks far smaller than the cloud
     spans = [np.ptp(points[order[a:b]], axis=0).max() for a, b, _ in runs]
     assert np.median(spans) < 0.5 * np.ptp(points, axis=0).max()
+
+
+def rest_wrench(probes, normals, gain, k, k_tw, dtype):
+    """[F, T] of a taxel no sample reaches, statement by statement as the model evaluates it (ΣP = +0,
+    Σ P v = Σ P ω = +0), in ``dtype``: signed zeros whose signs follow the probe's position, normal and gain."""
+    t = np.dtype(dtype).type
+    p, a = probes.astype(dtype), normals.astype(dtype)
+    s, g, k, k_s, k_tw = t(0), t(gain), t(k), t(0), t(k_tw)
+    slip = np.zeros_like(p) - s * np.ones_like(p)                       # v − s·own with v = +0
+    dot = slip[:, 0] * a[:, 0] + slip[:, 1] * a[:, 1] + slip[:, 2] * a[:, 2]
+    force = g * ((-k * s - k_s * dot)[:, None] * a + k_s * slip)
+    twist = s - s
+    cross = np.stack([p[:, 1] * force[:, 2] - p[:, 2] * force[:, 1], p[:, 2] * force[:, 0] - p[:, 0] * force[:, 2],
+                      p[:, 0] * force[:, 1] - p[:, 1] * force[:, 0]], axis=1)
+    return force, cross + (k_tw * twist) * a
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_taxel_out_of_reach_reads_the_zero_sum_wrench_bit_for_bit_while_the_link_moves(dtype):
+    """A taxel that no sample reaches reads the wrench of zero sums, signed zeros included, whatever the link's
+    motion, on both branches and with a gain (the kernel copies one rest wrench per probe, computed at build)."""
+    rng = np.random.default_rng(5)
+    probes = np.column_stack([rng.uniform(-0.02, 0.02, (24, 2)), rng.uniform(-0.003, 0.003, 24)])
+    normals = rng.uniform(-1.0, 1.0, (24, 3))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    k, k_tw, gain = 150.0, 0.7, 1.3
+    suite = make_suite([proximity("px", probes, probe_local_normal=normals.tolist(), probe_radius=0.004,
+                                  stiffness=k, twist_scalar=k_tw, probe_gain=gain, noise=0.0)],
+                       [sphere("ball", 0.015)], dtype=dtype)
+    for n, t in enumerate((0.0, 0.01, 0.02)):
+        ball = np.array([0.0, 0.0, 0.0165 if n == 1 else 0.5])    # step 1: the ball touches some taxels
+        step(suite, t, {"ball": (rot_z(0.1), ball), "pad": (rot_z(0.2 * n), np.array([0.001, -0.002, 0.0]))},
+             {"pad": (np.array([0.3, -0.2, 0.1]), np.array([1.5, -2.0, 0.7]))})
+        for read, g in ((suite.read_ground_truth, 1.0), (suite.read, gain)):
+            force, torque = (x.cpu().numpy() for x in read("px"))
+            f_ref, t_ref = rest_wrench(probes, normals, g, k, k_tw, dtype)
+            rest = (force == 0).all(1) if n == 1 else np.ones(len(probes), bool)
+            assert rest.any() and (n != 1 or not rest.all())
+            assert np.signbit(t_ref[rest]).any() and not np.signbit(t_ref[rest]).all()
+            assert np.array_equal(force[rest].view(np.uint8), f_ref[rest].view(np.uint8))
+            assert np.array_equal(torque[rest].view(np.uint8), t_ref[rest].view(np.uint8))

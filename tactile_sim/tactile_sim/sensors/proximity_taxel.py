@@ -13,15 +13,19 @@ q̃_j = T u_j + t with T = R_Lᵀ R_B, t = R_Lᵀ(o_B − o_L) (u_j: its body-fr
 (R_Lᵀ ω_B) × T u_j and its angular velocity R_Lᵀ ω_B.
 
 One warp kernel per evaluation does the whole step. At build every sensor's cloud is cut into *chunks* (leaves of a
-median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere);
-the probes are visited in the cells and blocks of :class:`~.points.probe_set.ProbeSet` (link-frame bounding spheres, the
-largest reach R + radius noise of each). One thread per (env, block) poses each chunk centre of its sensor into the
-link frame, skips the chunk when its sphere cannot come within reach of the block, then of each cell, then of each
-of the cell's probes, and only then poses the chunk's samples (skipping those beyond the cell's reach) and
-accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe scratch buffer);
-the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the sums. The culls are
-conservative (a round-off margin), so they never change a result. Both branches go straight into the measured
-branch's staging buffers. Output ``(force, torque)``.
+median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere); the
+probes are visited in the cells and blocks of :class:`~.points.probe_set.ProbeSet` (link-frame bounding spheres and
+bounding boxes of their probes — a box is far tighter than a sphere for a flat layout —, the largest reach R + radius
+noise of each). One thread per (env, block) poses each chunk centre of its sensor into the link frame, skips the chunk
+when its sphere cannot come within reach of the block's box, then of each cell's box, then of each of the cell's probes,
+and only then poses the chunk's samples (once per chunk, into a per-thread scratch; skipping those beyond the reach of
+the cell's sphere) and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe
+scratch buffer, cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the
+scratch of the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and
+the tangential projection are applied to the sums. A probe nothing reaches copies its rest wrench instead
+(:func:`_rest_kernel`: the same wrench, computed at build). The culls are conservative (a round-off margin), so they
+never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both branches go straight
+into the measured branch's staging buffers. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import torch
 import warp as wp
 
 from ..geometry.query import ROUND_OFF_ULPS
-from ..geometry.struct_launch import warp_struct
+from ..geometry.struct_launch import StructLaunch, warp_struct
 from ..geometry.warp_kernels import unique_kernel
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
@@ -98,6 +102,18 @@ def _beyond(center: Any, radius: Any, chunk_center: Any, chunk_radius: Any, cut:
     return dc - radius - chunk_radius > cut + margin * (dc + radius + chunk_radius + cut)
 
 
+@wp.func
+def _box_beyond(lo: Any, hi: Any, center: Any, radius: Any, cut: Any, margin: Any, scale: Any):
+    """True when no point of the sphere (center, radius) can come within ``cut`` of any point of the box [lo, hi]
+    (the round-off margin of :func:`_beyond`, relative to the magnitudes involved: ``scale`` ≥ ‖center‖ + the
+    largest ‖corner‖); always True for ``cut`` = −inf (fillers only). A box of a few probes of a flat layout is far
+    tighter than their bounding sphere."""
+    if not cut > -type(cut)(wp.inf):
+        return True
+    d = wp.length(wp.max(wp.max(lo - center, center - hi), center - center))
+    return d - radius > cut + margin * (d + radius + cut + scale)
+
+
 def _taxel_kernel(dtype: torch.dtype):
     """(kernel, call struct type) of the fused ProximityTaxel kernel over (E, blocks)."""
     f, v, m = WP_TYPES[dtype]
@@ -106,16 +122,18 @@ def _taxel_kernel(dtype: torch.dtype):
     name = f"ProximityTaxelCall_{f.__name__}"
     call_type = warp_struct(name, {
         "probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": vs, "cell_radius": fs,
-        "cell_cut": fs, "block_first_cell": i32, "block_cells": i32, "block_link": i32, "block_group": i32,
-        "block_center": vs, "block_radius": fs, "block_cut": fs, "local_pos": vs, "local_normal": vs,
+        "cell_lo": vs, "cell_hi": vs, "cell_scale": fs, "cell_cut": fs, "block_first_cell": i32,
+        "block_cells": i32, "block_link": i32, "block_group": i32, "block_lo": vs, "block_hi": vs, "block_scale": fs,
+        "block_cut": fs, "local_pos": vs, "local_normal": vs,
         "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
         "group_stop_chunk": i32, "chunk_start": i32, "chunk_stop": i32, "chunk_body": i32, "chunk_center": vs,
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
-        "moments": wp.array3d(dtype=v), "ground_truth": wrench, "measured": wrench}, __name__)
+        "moments": wp.array3d(dtype=v), "touched": wp.array2d(dtype=wp.int64), "posed": wp.array3d(dtype=v),
+        "rest": wp.array(dtype=wp.types.vector(6, f)), "ground_truth": wrench, "measured": wrench}, __name__)
 
-    def kernel(call: Any, round_off: Any):
+    def kernel(call: Any, round_off: Any, evaluation: Any):
         e, k = wp.tid()
         g = call.block_group[k]
         link = call.block_link[k]
@@ -125,13 +143,6 @@ def _taxel_kernel(dtype: torch.dtype):
         stop_cell = first_cell + call.block_cells[k]
         zero = round_off - round_off
         origin = type(ol)(zero, zero, zero)
-        for c in range(first_cell, stop_cell):
-            for slot in range(call.cell_start[c], call.cell_stop[c]):
-                i = call.probe_order[slot]
-                call.sums[e, 2 * i] = zero
-                call.sums[e, 2 * i + 1] = zero
-                for m in range(4):
-                    call.moments[e, i, m] = origin
         # chunk poses: q̃ = T u + t per body (chunks of one body are consecutive)
         body = int(-1)
         to_link = rt
@@ -152,10 +163,14 @@ def _taxel_kernel(dtype: torch.dtype):
             center = to_link @ local_center + shift
             chunk_r = call.chunk_radius[ch]
             margin = round_off * (shift_norm + wp.length(local_center) + chunk_r + zero + type(zero)(1.0))
-            if _beyond(call.block_center[k], call.block_radius[k], center, chunk_r, call.block_cut[k], margin):
+            reach_scale = wp.length(center) + chunk_r
+            if _box_beyond(call.block_lo[k], call.block_hi[k], center, chunk_r, call.block_cut[k], margin,
+                           reach_scale + call.block_scale[k]):
                 continue
+            posed = int(0)   # 1 once the chunk's samples T u_j are posed (when it first reaches a probe)
             for c in range(first_cell, stop_cell):
-                if _beyond(call.cell_center[c], call.cell_radius[c], center, chunk_r, call.cell_cut[c], margin):
+                if _box_beyond(call.cell_lo[c], call.cell_hi[c], center, chunk_r, call.cell_cut[c], margin,
+                               reach_scale + call.cell_scale[c]):
                     continue
                 # the cell's probes this chunk may reach (bit slot − start)
                 start = call.cell_start[c]
@@ -168,10 +183,15 @@ def _taxel_kernel(dtype: torch.dtype):
                         reached = reached | (1 << (slot - start))
                 if reached == 0:
                     continue
+                first_sample = call.chunk_start[ch]
+                if posed == 0:
+                    posed = 1
+                    for j in range(first_sample, call.chunk_stop[ch]):
+                        call.posed[e, k, j - first_sample] = to_link @ call.sample_pos[j]
                 cell_center = call.cell_center[c]
                 cell_reach = call.cell_radius[c] + call.cell_cut[c]
-                for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
-                    u = to_link @ call.sample_pos[j]
+                for j in range(first_sample, call.chunk_stop[ch]):
+                    u = call.posed[e, k, j - first_sample]
                     q = u + shift
                     gap = wp.length(q - cell_center)
                     if gap > cell_reach + margin * (gap + cell_reach):
@@ -184,6 +204,12 @@ def _taxel_kernel(dtype: torch.dtype):
                         r0 = call.radius[i]
                         r1 = call.radius_measured[e, i]
                         if d < r0 or d < r1:
+                            if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
+                                call.touched[e, i] = evaluation
+                                call.sums[e, 2 * i] = zero
+                                call.sums[e, 2 * i + 1] = zero
+                                for m in range(4):
+                                    call.moments[e, i, m] = origin
                             vel = lin + wp.cross(spin, u)
                             if d < r0:
                                 pen = r0 - d
@@ -205,19 +231,76 @@ def _taxel_kernel(dtype: torch.dtype):
                 p = call.local_pos[i]
                 own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
                 a = call.local_normal[i]
-                call.ground_truth[e, i] = _wrench(call.ground_truth[e, i], call.sums[e, 2 * i],
-                                                  call.moments[e, i, 0], call.moments[e, i, 1], one, own, link_spin,
-                                                  a, p, call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
-                call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
-                                              call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
-                                              call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+                touched = call.touched[e, i] == evaluation
+                if touched and call.sums[e, 2 * i] > zero:
+                    call.ground_truth[e, i] = _wrench(call.ground_truth[e, i], call.sums[e, 2 * i],
+                                                      call.moments[e, i, 0], call.moments[e, i, 1], one, own,
+                                                      link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
+                                                      call.k_tw[i])
+                else:
+                    call.ground_truth[e, i] = call.rest[i]
+                if touched and call.sums[e, 2 * i + 1] > zero:
+                    call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1],
+                                                  call.moments[e, i, 2], call.moments[e, i, 3], call.gain[e, i], own,
+                                                  link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
+                                                  call.k_tw[i])
+                else:
+                    call.measured[e, i] = call.rest[i]
 
     kernel.__name__ = f"proximity_taxel_{f.__name__}"
-    kernel.__annotations__ = {"call": call_type, "round_off": f}
+    kernel.__annotations__ = {"call": call_type, "round_off": f, "evaluation": wp.int64}
+    return unique_kernel(kernel), call_type
+
+
+def _rest_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over the probes of their rest wrench ``rest[i]``: :func:`_wrench` of zero sums.
+
+    A probe that no sample reaches has ΣP = +0 and Σ P v = Σ P ω = +0 (the sums only grow, by P_j > 0, where a
+    sample is within reach), and then :func:`_wrench` depends neither on the link motion nor on the gain: s·own is
+    ±0, so v − s·own = +0 for any finite own; the force is then g·(+0) = +0 for every gain g > 0 (gains are
+    validated positive), and the twist stays zero whatever the spin. Its [F, T] — the same on both branches — is a
+    function of the probe's static tables alone, computed at build; the step copies it."""
+    f, v, m = WP_TYPES[dtype]
+    vs, fs = wp.array(dtype=v), wp.array(dtype=f)
+    call_type = warp_struct(f"ProximityTaxelRestCall_{f.__name__}", {
+        "local_pos": vs, "local_normal": vs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs,
+        "rest": wp.array(dtype=wp.types.vector(6, f))}, __name__)
+
+    def kernel(call: Any, zero: Any):
+        i = wp.tid()
+        origin = type(call.local_pos[i])(zero, zero, zero)
+        call.rest[i] = _wrench(call.rest[i], zero, origin, origin, zero + type(zero)(1.0), origin, origin,
+                               call.local_normal[i], call.local_pos[i], call.normal_coef[i], call.shear_coef[i],
+                               call.k_tw[i])
+
+    kernel.__name__ = f"proximity_taxel_rest_{f.__name__}"
+    kernel.__annotations__ = {"call": call_type, "zero": f}
     return unique_kernel(kernel), call_type
 
 
 _KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
+_REST_KERNELS = {dt: _rest_kernel(dt) for dt in WP_TYPES}
+
+
+def _cell_boxes(fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Link-frame bounding boxes of the probes of every cell (``cell_lo``, ``cell_hi`` [cells, 3]) and block
+    (``block_lo``, ``block_hi`` [blocks, 3]), m, and the largest corner norm of each (``cell_scale``, ``block_scale``,
+    rounded up), from the probe and cell tables of :meth:`ProbeSet.kernel_fields`."""
+    pos = fields["local_pos"].cpu().numpy()
+    order, start, stop = (fields[k].cpu().numpy() for k in ("probe_order", "cell_start", "cell_stop"))
+    cells = [pos[order[a:b]] for a, b in zip(start, stop)]
+    lo, hi = np.array([c.min(0) for c in cells]), np.array([c.max(0) for c in cells])
+    first, count = fields["block_first_cell"].cpu().numpy(), fields["block_cells"].cpu().numpy()
+    block_lo = np.array([lo[a:a + n].min(0) for a, n in zip(first, count)])
+    block_hi = np.array([hi[a:a + n].max(0) for a, n in zip(first, count)])
+    like = fields["local_pos"]
+
+    def scale(a, b):
+        return np.maximum(np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)) * (1 + 1e-6)
+
+    return {name: torch.as_tensor(x, dtype=like.dtype, device=like.device).contiguous()
+            for name, x in (("cell_lo", lo), ("cell_hi", hi), ("block_lo", block_lo), ("block_hi", block_hi),
+                            ("cell_scale", scale(lo, hi)), ("block_scale", scale(block_lo, block_hi)))}
 
 
 class ProximityTaxelBatch(ProbeSensorBatch):
@@ -226,7 +309,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
 
     sensor_type = "ProximityTaxel"
     channels = 6
-    kernel_tables = (_KERNELS,)
+    kernel_tables = (_KERNELS, _REST_KERNELS)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:
         link = self.ctx.scene.body_index(options.link)
@@ -254,19 +337,25 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                   "body_pos": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "lin_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "ang_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
-                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw)}
+                  "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw),
+                  "touched": torch.zeros(e, probes.n, dtype=torch.int64, device=dev),
+                  "posed": torch.zeros(e, probes.n_blocks, SAMPLES_PER_CHUNK, 3, **kw),
+                  "rest": torch.zeros(probes.n, 6, **kw)}
         probe_tables = probes.kernel_fields(self.cutoff)
         for key in ("local_pos", "probe_order", "cell_start", "cell_stop", "cell_center", "cell_radius", "cell_cut",
-                    "block_first_cell", "block_cells", "block_link", "block_group", "block_center", "block_radius",
-                    "block_cut"):
+                    "block_first_cell", "block_cells", "block_link", "block_group", "block_cut"):
             fields[key] = probe_tables[key].contiguous()
+        fields.update(_cell_boxes(fields))
         widest = int((fields["cell_stop"] - fields["cell_start"]).max())
         if widest > MAX_CELL_PROBES:
             raise ValueError(f"ProximityTaxel: a probe cell holds {widest} probes; allowed: at most {MAX_CELL_PROBES} "
                              "(the kernel marks a cell's reachable probes in the bits of one int32)")
         round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
-        self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off], dev,
+        self.evaluation = 0   # the kernel's count of evaluations (marks the sums it cleared this evaluation)
+        self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off, 0], dev,
                                      outputs=("measured", "ground_truth"))
+        rest_kernel, rest_type = _REST_KERNELS[dt]
+        StructLaunch(rest_kernel, (probes.n,), rest_type, {key: fields[key] for key in rest_type.vars}, [0.0], dev)()
 
     def _chunk_tables(self) -> dict[str, torch.Tensor]:
         """Chunk tables of the batch's clouds (:func:`cloud_chunks`), sensor after sensor: the reordered body-frame
@@ -308,6 +397,8 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         self.bind_new_gain(self.launches)
         branch = self.branch
         launch = self.launches.select(branch.staging())
+        self.evaluation += 1
+        launch.set_arg(2, self.evaluation)
         bind_state(launch, state, twists=True)
         launch()
         branch.push_staged()

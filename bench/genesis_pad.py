@@ -1,0 +1,113 @@
+"""bench/tactile.py's pad scene in Genesis (genesis-world, CPU backend, one thread), for the speed-up column.
+
+Run with a Python that has genesis-world installed (it is never a dependency of tactile_sim). What is timed: Genesis'
+sensor update plus the read a consumer makes (``SensorManager.step`` and ``sensor.read()``), in ms per step. The
+rigid solver's step is not timed (the bench's world does not move either); the scene is stepped a few times first
+so that the SDF-query sensors, which only query geometry the solver reports in contact, find the ball in contact
+with the pad.
+
+    <genesis python> bench/genesis_pad.py --cells ProximityTaxel:1024:16 KinematicTaxel:4096:16 [--typical 0|1]
+
+prints ``sensor probes envs ms`` per cell (best of ``--rounds`` rounds of ``--repeat`` steps). ``--serve`` is the
+worker bench/tactile.py starts for interleaved rounds: it reads commands from stdin, one a line — ``build
+<sensor> <probes> <envs> <typical 0|1>`` (answers ``ok``), ``time <repeat>`` (answers the ms per step of
+``repeat`` steps of the cell built last), ``quit`` — and answers each on one line of stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+
+TYPICAL = {"noise": 1e-4, "bias": 1e-5, "probe_gain": 1.1, "delay": 0.01}   # bench/tactile.py's typical set
+SENSOR_CLASS = {"ContactDepthProbe": "ContactDepthProbe", "KinematicTaxel": "KinematicTaxel",
+                "ElastomerTaxel": "ElastomerTaxel", "ElastomerTaxel/fft": "ElastomerTaxel",
+                "ElastomerTaxel/direct": "ElastomerTaxel", "ProximityTaxel": "ProximityTaxel"}
+
+
+def probe_grid(n: int, flat: bool) -> np.ndarray:
+    """The bench's n×n probe grid over 7×7 cm of the pad's top face (link frame, m): (n, n, 3), or (n², 3)."""
+    xs = np.linspace(-0.035, 0.035, n)
+    grid = np.stack([*np.meshgrid(xs, xs, indexing="xy"), np.zeros((n, n))], axis=-1)
+    return grid.reshape(-1, 3) if flat else grid
+
+
+def build_cell(gs, label: str, n: int, n_envs: int, typical: bool):
+    """The Genesis scene of one pad-scene cell, built and warmed up; returns a callable: ``repeat`` → s per step."""
+    scene = gs.Scene(sim_options=gs.options.SimOptions(dt=0.01, gravity=(0.0, 0.0, 0.0)), show_viewer=False)
+    pad = scene.add_entity(gs.morphs.Box(size=(0.08, 0.08, 0.02), pos=(0.0, 0.0, -0.01), fixed=True))
+    ball = scene.add_entity(gs.morphs.Sphere(radius=0.02, pos=(0.0, 0.0, 0.018)))
+    options = dict(entity_idx=pad.idx, link_idx_local=0, probe_radius=0.002,
+                   probe_local_pos=probe_grid(n, flat=label == "ElastomerTaxel/direct" or
+                                              SENSOR_CLASS[label] not in ("ElastomerTaxel", "ProximityTaxel")))
+    if SENSOR_CLASS[label] in ("ElastomerTaxel", "ProximityTaxel"):
+        options["track_link_idx"] = [ball.base_link.idx]
+    if typical:
+        options.update(TYPICAL)
+    sensor = scene.add_sensor(getattr(gs.sensors, SENSOR_CLASS[label])(**options))
+    scene.build(n_envs=n_envs)
+    for _ in range(3):
+        scene.step()
+    manager = scene.sim._sensor_manager
+    for _ in range(10):
+        manager.step()
+        sensor.read()
+
+    def seconds_per_step(repeat: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            manager.step()
+            sensor.read()
+        return (time.perf_counter() - t0) / repeat
+
+    seconds_per_step.scene = scene
+    return seconds_per_step
+
+
+def serve(gs) -> None:
+    """The stdin/stdout worker of ``--serve`` (module docstring)."""
+    timer = None
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        if words[0] == "build":
+            if timer is not None:
+                timer.scene.destroy()
+            label, probes, envs, typical = words[1], int(words[2]), int(words[3]), bool(int(words[4]))
+            timer = build_cell(gs, label, int(round(probes ** 0.5)), envs, typical)
+            answer = "ok"
+        else:
+            answer = f"{1e3 * timer(int(words[1])):.6f}"
+        print(answer, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cells", nargs="+", default=[], help="sensor:probes:envs (probes a square n²)")
+    parser.add_argument("--serve", action="store_true", help="run as bench/tactile.py's worker (stdin commands)")
+    parser.add_argument("--typical", type=int, default=1, help="1: the typical imperfection set, 0: none")
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    import genesis as gs
+    gs.init(backend=gs.cpu, logging_level="error")
+    if args.serve:
+        serve(gs)
+        return
+    for cell in args.cells:
+        label, probes, envs = cell.split(":")
+        n = int(round(int(probes) ** 0.5))
+        timer = build_cell(gs, label, n, int(envs), bool(args.typical))
+        ms = 1e3 * min(timer(args.repeat) for _ in range(args.rounds))
+        timer.scene.destroy()
+        print(f"{label} {n * n} {envs} {ms:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
