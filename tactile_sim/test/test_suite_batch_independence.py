@@ -16,33 +16,30 @@ OFFSETS = (3.0, 3.7, 5.1)
 """s: where on the demo trajectory each env starts (closing, squeezing, sliding)."""
 
 
-def test_each_env_of_a_batch_reads_the_ground_truth_of_a_suite_of_its_own():
-    config = load_config(DEMO_CONFIG)
-    batch = SensorSuite(config, n_envs=len(OFFSETS))
+def assert_each_env_reads_as_a_suite_of_its_own(config, steps: int, ground_truth: bool, noise_streams=None):
+    """Step a batch of len(OFFSETS) envs and one 1-env suite per offset alike; every read of env e equals, bit for
+    bit, that of the suite of offset e."""
+    batch = SensorSuite(config, n_envs=len(OFFSETS), noise_streams=noise_streams)
     alone = [SensorSuite(config, n_envs=1) for _ in OFFSETS]
-    for k in range(100):
+    for k in range(steps):
         t = k * batch.dt
         step(batch, t, OFFSETS)
         for suite, offset in zip(alone, OFFSETS):
             step(suite, t, (offset,))
         for e, suite in enumerate(alone):
-            for (name, a), (_, b) in zip(reads_of(batch, e, ground_truth=True), reads_of(suite, 0, ground_truth=True),
-                                         strict=True):
+            for (name, a), (_, b) in zip(reads_of(batch, e, ground_truth=ground_truth),
+                                         reads_of(suite, 0, ground_truth=ground_truth), strict=True):
                 assert a == b, f"{name} of env {e} differs at step {k}"
+
+
+def test_each_env_of_a_batch_reads_the_ground_truth_of_a_suite_of_its_own():
+    assert_each_env_reads_as_a_suite_of_its_own(load_config(DEMO_CONFIG), steps=100, ground_truth=True)
 
 
 def test_envs_of_noise_stream_0_read_what_suites_of_one_env_read(tmp_path):
     config = demo_with_reset_draws(tmp_path)  # gains and dead taxels drawn per env and reset too
-    batch = SensorSuite(config, n_envs=len(OFFSETS), noise_streams=[0] * len(OFFSETS))
-    alone = [SensorSuite(config, n_envs=1) for _ in OFFSETS]
-    for k in range(60):
-        t = k * batch.dt
-        step(batch, t, OFFSETS)
-        for suite, offset in zip(alone, OFFSETS):
-            step(suite, t, (offset,))
-        for e, suite in enumerate(alone):
-            for (name, a), (_, b) in zip(reads_of(batch, e), reads_of(suite, 0), strict=True):
-                assert a == b, f"{name} of env {e} differs at step {k}"
+    assert_each_env_reads_as_a_suite_of_its_own(config, steps=60, ground_truth=False,
+                                                 noise_streams=[0] * len(OFFSETS))
 
 
 def test_envs_of_their_own_streams_draw_their_own_noise():
