@@ -23,7 +23,7 @@ a process on the same transport (and rclpy executor) that answers each joint sta
 ``tactile_sim_msgs`` built; without one they are skipped with the reason.
 
     python bench/node_live.py --step-on joint_states --rate 1000 --loop closed --runs 3
-    python bench/node_live.py --transports rclpy --executor events single_threaded --scenes echo "hand 368"
+    python bench/node_live.py --transports rclpy --executors events single_threaded --scenes echo "hand 368"
     python bench/node_live.py --step-on timer --rate 100 --loop open --runs 3
 """
 
@@ -114,22 +114,22 @@ def echo_node(transport: str, domain: int, executor: str) -> None:
         t.close()
         return
     import rclpy
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Header
 
-    from tactile_sim.ros.node import make_executor
+    from tactile_sim.ros.node import make_executor, rclpy_qos
 
     rclpy.init()
     node = rclpy.create_node("tactile_sim_node")
-    pub = node.create_publisher(Header, ECHO_TOPIC, 10)
+    pub = node.create_publisher(Header, ECHO_TOPIC, rclpy_qos(DEFAULT))
     node.create_subscription(JointState, "/joint_states", lambda raw: pub.publish(header_now()),
-                             QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
+                             rclpy_qos(JOINT_STATES_QOS), raw=True)
     ex = make_executor(executor, markers=False)
     ex.add_node(node)
     try:
         ex.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         ex.shutdown()

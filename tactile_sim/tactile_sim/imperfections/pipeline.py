@@ -226,8 +226,9 @@ class MeasuredBranch:
     latch_thresholds: (contact, release) [P] m of the ContactProbe latch (stage 10, K = 1; applied by
     :meth:`push_staged`), or None; streams: the noise stream of each env (int64 [E], in the lane hash of every
     draw, :func:`.rng.lane_keys`), or None for the env indices. Attributes: ``gain`` [E, P] (probe gain, 1 at
-    fillers), ``slices[i]`` the probe range of sensor i, ``sensor_of_probe`` [P] long, ``active`` [P] bool, ``radius_varies`` (True when some sensor
-    has radius noise: :meth:`radius` then differs per evaluation), ``transforms`` (True when some sensor has
+    fillers), ``slices[i]`` the probe range of sensor i, ``sensor_of_probe`` [P] long, ``active`` [P] bool,
+    ``radius_varies`` (True when some sensor has radius noise: :meth:`radius` then differs per evaluation),
+    ``transforms`` (True when some sensor has
     crosstalk or hysteresis, stages 1–2: :meth:`transform` then changes the measured values), ``staging_slots`` (see
     :meth:`staging`). Build ends with a reset of every env.
     """

@@ -151,9 +151,9 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
                 stats = loop.finish()
             read_failed = error is not None
             if error is None and stats.productive_ticks == 0:
-                reason = core.build_error or (f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf
-                                              else None) \
-                    or ("no robot description arrived" if not core.ready else "no tick produced a message")
+                waiting = f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf else None
+                reason = core.build_error or waiting or ("no robot description arrived" if not core.ready
+                                                         else "no tick produced a message")
                 error = f"replay of {str(source)!r} produced no sensor messages ({stats.ticks} ticks): {reason}"
             return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate,
                                 dict(core.stats.dropped), error, read_failed)
