@@ -32,6 +32,7 @@ from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
 from .input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
+from .mcap_bag import McapBag, open_mcap_bag
 from .mcap_file import McapFile
 from .msg_types import full_type_name, message_definition, serialize_cdr, type_hash, typestore
 
@@ -229,19 +230,33 @@ def _dependencies(store: Typestore, typename: str, found: dict[str, Any]) -> dic
     return found
 
 
+def _open_storage(path: Path) -> McapBag | Reader:
+    """The bag at ``path`` open with :func:`~.mcap_bag.open_mcap_bag` where it takes it, else with rosbags."""
+    try:
+        bag = open_mcap_bag(path) if path.exists() else None
+    except Exception:  # noqa: BLE001 - rosbags, the reference reader, decides what a bag it cannot open is
+        bag = None
+    if bag is None:
+        reader = Reader(path)
+        reader.open()
+        return reader
+    return bag
+
+
 class BagReader:
     """Read a rosbag2 bag (directory, or a single .mcap/.db3 file) as (topic, stamp_ns, message) tuples.
 
     Joint states and TF messages (of the standard definitions) come from :mod:`.input_cdr` as
     :class:`~.wire_message.WireMessage` s, every other message from rosbags' deserialiser.
     Messages are deserialised one at a time while iterating (memory stays bounded by one message and the storage
-    plugin's chunk), in receive-time order. Use as a context manager, or call :meth:`close`.
+    plugin's chunk), in receive-time order. MCAP bags are read by :mod:`.mcap_bag`; sqlite3 bags, and any bag it
+    leaves or fails to open, by rosbags (which then reads it, or raises the error it always gave).
+    Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._reader = Reader(self.path)
-        self._reader.open()
+        self._reader = _open_storage(self.path)
         try:
             self.typestore = self._types_from_bag()
         except BaseException:
