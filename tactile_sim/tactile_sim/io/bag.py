@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -243,6 +243,34 @@ def _open_storage(path: Path) -> McapBag | Reader:
     return bag
 
 
+@lru_cache(maxsize=16)
+def _typestore_of(definitions: tuple[tuple[str, str, MessageDefinitionFormat, str], ...]) -> Typestore:
+    """A fresh typestore (shared by the bags that store the same definitions: it is only read) with the types of
+    (topic, type, definition format, definition text) connections, from those definitions (a definition identical
+    to the library's text is taken from the library's store, without parsing it again). ValueError naming the topic
+    for a type without definition or definitions that conflict."""
+    store = get_typestore(Stores.EMPTY)
+    for topic, msgtype, form, data in definitions:
+        known = msgtype in typestore().fielddefs
+        try:
+            if known and form == MessageDefinitionFormat.MSG and data == message_definition(msgtype):
+                types = _dependencies(typestore(), msgtype, {})
+            elif form == MessageDefinitionFormat.MSG and data:
+                types = get_types_from_msg(data, msgtype)
+            elif form == MessageDefinitionFormat.IDL and data:
+                types = get_types_from_idl(data)
+            elif known:
+                types = _dependencies(typestore(), msgtype, {})
+            else:
+                raise ValueError(f"topic {topic!r} of type {msgtype} has no stored message definition and the type "
+                                 "is neither a ROS 2 Jazzy nor a tactile_sim_msgs type")
+            store.register(types)
+        except TypesysError as err:
+            raise ValueError(f"the definitions stored for topic {topic!r} ({msgtype}) conflict with another "
+                             f"topic's: {err}") from err
+    return store
+
+
 class BagReader:
     """Read a rosbag2 bag (directory, or a single .mcap/.db3 file) as (topic, stamp_ns, message) tuples.
 
@@ -274,35 +302,12 @@ class BagReader:
         return all(self.typestore.fielddefs.get(name) == definition for name, definition in ours.items())
 
     def _types_from_bag(self) -> Typestore:
-        """A fresh typestore with the types the bag's connections need, from the definitions it stores (a stored
-        definition identical to the library's text is taken from the library's store, without parsing it again)."""
-        store = get_typestore(Stores.EMPTY)
-        for connection in self._reader.connections:
-            definition = connection.msgdef
-            known = connection.msgtype in typestore().fielddefs
-            try:
-                if (known and definition.format == MessageDefinitionFormat.MSG
-                        and definition.data == message_definition(connection.msgtype)):
-                    types = _dependencies(typestore(), connection.msgtype, {})
-                elif definition.format == MessageDefinitionFormat.MSG and definition.data:
-                    types = get_types_from_msg(definition.data, connection.msgtype)
-                elif definition.format == MessageDefinitionFormat.IDL and definition.data:
-                    types = get_types_from_idl(definition.data)
-                elif known:
-                    types = _dependencies(typestore(), connection.msgtype, {})
-                else:
-                    raise ValueError(
-                        f"BagReader({str(self.path)!r}): topic {connection.topic!r} of type {connection.msgtype} "
-                        "has no stored message definition and the type is neither a ROS 2 Jazzy nor a "
-                        "tactile_sim_msgs type"
-                    )
-                store.register(types)
-            except TypesysError as err:
-                raise ValueError(
-                    f"BagReader({str(self.path)!r}): the definitions stored for topic {connection.topic!r} "
-                    f"({connection.msgtype}) conflict with another topic's: {err}"
-                ) from err
-        return store
+        """The typestore of the definitions the bag's connections store (see :func:`_typestore_of`)."""
+        try:
+            return _typestore_of(tuple((c.topic, c.msgtype, c.msgdef.format, c.msgdef.data)
+                                       for c in self._reader.connections))
+        except ValueError as err:
+            raise ValueError(f"BagReader({str(self.path)!r}): {err}") from err.__cause__
 
     @property
     def topics(self) -> dict[str, str]:
