@@ -12,6 +12,7 @@ the other. :func:`open_mcap_bag` returns None for what it leaves to rosbags: sql
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from functools import lru_cache
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -30,7 +31,13 @@ _NO_DEFINITION = MessageDefinition(MessageDefinitionFormat.NONE, "")
 
 def _qos(profiles: Any) -> list:
     """rosbags' QoS list of a stored ``offered_qos_profiles`` (YAML text or the list it holds)."""
-    return parse_qos(yaml.load(profiles, Loader=_LOADER) if isinstance(profiles, str) else profiles or [])
+    return _qos_of_text(profiles) if isinstance(profiles, str) else parse_qos(profiles or [])
+
+
+@lru_cache(maxsize=64)
+def _qos_of_text(text: str) -> list:
+    """:func:`_qos` of YAML text (the few profiles a corpus uses are parsed once; the list is only read)."""
+    return parse_qos(yaml.load(text, Loader=_LOADER))
 
 
 def _channel_connections(reader: McapReader) -> list[Connection]:
