@@ -134,13 +134,17 @@ LAYOUTS = [dict(), dict(compression="lz4"), dict(compression="zstd", crc=True), 
            dict(indexes=False, statistics=False, compression="zstd")]
 
 
-@pytest.mark.parametrize("layout", LAYOUTS, ids=[",".join(f"{k}={v}" for k, v in x.items()) or "default"
-                                                 for x in LAYOUTS])
-@pytest.mark.parametrize("shuffle", [False, True])
+def _indexed(layout: dict) -> bool:
+    return layout.get("chunk", 4) is not None and layout.get("indexes", True) and layout.get("summary", True)
+
+
+CASES = [(layout, shuffle) for layout in LAYOUTS for shuffle in (False, True) if _indexed(layout) or not shuffle]
+"""Without chunk indexes messages must be in time order (out of order: see the test after)."""
+
+
+@pytest.mark.parametrize("layout, shuffle", CASES, ids=[(",".join(f"{k}={v}" for k, v in x.items()) or "default")
+                                                        + (",shuffled" if s else "") for x, s in CASES])
 def test_every_layout_reads_as_rosbags_reads_it(tmp_path, layout, shuffle):
-    if shuffle and (layout.get("chunk", 4) is None or not layout.get("indexes", True)
-                    or not layout.get("summary", True)):
-        pytest.skip("without chunk indexes messages must be in time order (tested below)")
     path = write_mcap(tmp_path / "f.mcap", stream(shuffle=shuffle), **layout)
     expected = theirs(path)
     assert ours(path) == expected and len(expected[3]) == 23
@@ -238,3 +242,17 @@ def test_files_it_cannot_open_give_rosbags_errors(tmp_path, cut):
         with pytest.raises(type(expected.value)) as got:
             BagReader(path)
         assert str(got.value) == str(expected.value)
+
+
+def test_a_bag_of_several_files_reads_them_one_after_the_other(tmp_path):
+    bag, other = tmp_path / "split", tmp_path / "other"
+    write_stream(bag, "mcap", sample_stream())
+    write_stream(other, "mcap", [(topic, typename, stamp - 10**9, msg) for topic, typename, stamp, msg
+                                 in sample_stream()[::2]])  # earlier, in a file of its own
+    (bag / "split.mcap").rename(bag / "split_0.mcap")
+    (other / "other.mcap").rename(bag / "split_1.mcap")
+    metadata = (bag / "metadata.yaml").read_text()
+    (bag / "metadata.yaml").write_text(metadata.replace("- split.mcap", "- split_0.mcap\n  - split_1.mcap"))
+    read = ours(bag)
+    assert read == theirs(bag) and len(read[3]) == len(sample_stream()) + len(sample_stream()[::2])
+    assert read[3][-1][1] < read[3][0][1]  # file by file, not merged
