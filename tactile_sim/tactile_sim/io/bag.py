@@ -215,8 +215,8 @@ def _qos_yaml(qos: Qos) -> str:
 
 def _yaml(data: Any) -> str:
     """Block-style YAML of plain data (libyaml's emitter when PyYAML has it): the text of ``yaml.dump(data,
-    default_flow_style=False, sort_keys=False, allow_unicode=True)``, from nodes built directly (:func:`_node`),
-    a third of the time of PyYAML's representer (~2 ms less per closed bag of a dozen topics)."""
+    default_flow_style=False, sort_keys=False, allow_unicode=True)``, from nodes built directly (:func:`_node`)
+    instead of by PyYAML's representer (the metadata of the 11-topic demo output: 1.33 -> 0.93 ms)."""
     return yaml.serialize(_node(data), Dumper=_DUMPER, allow_unicode=True)
 
 
