@@ -256,3 +256,19 @@ def test_a_bag_of_several_files_reads_them_one_after_the_other(tmp_path):
     read = ours(bag)
     assert read == theirs(bag) and len(read[3]) == len(sample_stream()) + len(sample_stream()[::2])
     assert read[3][-1][1] < read[3][0][1]  # file by file, not merged
+
+
+@pytest.mark.parametrize("summary", [True, False])
+def test_a_message_record_too_short_for_its_head_is_refused(tmp_path, summary):
+    path = write_mcap(tmp_path / "f.mcap", stream(6), chunk=3, summary=summary)
+    data = bytearray(path.read_bytes())
+    with McapReader(path) as reader:
+        chunk = reader.chunks[0].offset if summary else None
+    if chunk is None:  # the first chunk record follows the header, schemas and channels
+        chunk = data.index(bytes([0x06]) + struct.pack("<Q", 40 + 3 * 31 + 1 + 2 + 3))
+    data[chunk + 50:chunk + 58] = struct.pack("<Q", 10)  # the first message record claims 10 bytes
+    path.write_bytes(bytes(data))
+    with pytest.raises(Exception):
+        theirs(path)
+    with pytest.raises(McapError, match=f"{path}.*(< 22|runs past)"):
+        ours(path) if summary else McapReader(path)

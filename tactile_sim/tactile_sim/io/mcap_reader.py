@@ -288,6 +288,9 @@ class McapReader:
                 for opcode, body, body_end in _chunk_walk(records, offset):
                     if opcode == CHUNK:
                         raise ValueError(f"the chunk at byte {offset} holds a chunk")
+                    if opcode == MESSAGE and body_end - body < 22:
+                        raise ValueError(f"a message record of the chunk at byte {offset} is {body_end - body} bytes "
+                                         "long (< 22)")
                     if opcode in (MESSAGE, SCHEMA, CHANNEL):
                         yield opcode, records, body, body_end
 
