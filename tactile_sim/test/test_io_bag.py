@@ -5,6 +5,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import yaml
 import pytest
 from helpers_io import (
     assert_messages_equal,
@@ -17,7 +18,7 @@ from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from tactile_sim.io import encode, markers
+from tactile_sim.io import bag, encode, markers
 from tactile_sim.io.bag import BagReader, BagWriter, qos_profile
 from tactile_sim.io.msg_types import type_hash, typestore
 from tactile_sim.io.readings import JointTorqueReading
@@ -226,3 +227,19 @@ def test_batches_write_what_single_messages_write(tmp_path, monkeypatch):
                     {c.topic: c.msgcount for c in reader.connections})
             contents.append((info, [(c.topic, t, bytes(d)) for c, t, d in reader.messages()]))
     assert contents[0] == contents[1] and len(contents[0][1]) == len(stream)
+
+
+def test_metadata_yaml_is_what_pyyaml_dumps(tmp_path):
+    """The nodes written directly give PyYAML's text of the same data, quoting and unicode included."""
+    write_stream(tmp_path / "bag", "mcap", sample_stream())
+    with BagWriter(tmp_path / "other", "mcap") as writer:
+        metadata = writer._metadata()
+    odd = {"strings": ["", "true", "123", "1.5", "a: b", "- x", "#c", "ü π", "null", "x" * 200, "two words " * 20],
+           "nested": [{"k": [1, -2, True, False, None]}, []], "empty": {}, "n": 2**63 - 1, "metadata": metadata}
+    with tmp_path.joinpath("bag", "metadata.yaml").open() as f:
+        written = yaml.safe_load(f)["rosbag2_bagfile_information"]
+    for data in (odd, written, metadata):
+        assert bag._yaml(data) == yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+                                            default_flow_style=False, sort_keys=False, allow_unicode=True)
+    with pytest.raises(TypeError, match="float"):
+        bag._yaml({"x": 1.5})
