@@ -61,7 +61,8 @@ from tactile_sim.offline.digest import TaxelSeries
 from tactile_sim.offline.input_messages import joint_state_message
 from tactile_sim.offline.output_bag import OutputBag
 from tactile_sim.offline.replay import replay_bag
-from tactile_sim.offline.run_loop import InputEvent, RunLoop, tick_time_ns
+from tactile_sim.offline.run_loop import InputEvent, RunLoop
+from tactile_sim.offline.tick_clock import tick_time_ns
 from tactile_sim.ros.node_core import NodeCore
 from tactile_sim.ros.node_params import NodeParams
 from tactile_sim.suite import SensorSuite
