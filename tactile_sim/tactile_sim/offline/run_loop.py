@@ -87,6 +87,19 @@ class RunStats:
     wall_s: float = 0.0
 
 
+def hand_over(core: NodeCore, event: InputEvent) -> None:
+    """Give one input to ``core`` (ValueError for a kind other than :data:`INPUT_KINDS`)."""
+    msg = event.message
+    if event.kind == "joint_states":
+        core.on_joint_state(decode_joint_state(msg))
+    elif event.kind in ("tf", "tf_static"):
+        core.on_tf_message(msg, static=event.kind == "tf_static")
+    elif event.kind == "robot_description":
+        core.set_robot_description(decode_robot_description(msg))
+    else:
+        raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
+
+
 Writer = Callable[[int, list[tuple[str, Any]]], None]
 """(receive time ns, [(topic, message), ...]) → None: where the loop's messages go, those of one tick (or one
 copied input) in one call (``OutputBag.write_all``)."""
@@ -161,18 +174,10 @@ class RunLoop:
         return self.stats
 
     def _apply(self, event: InputEvent) -> None:
-        core, msg = self.core, event.message
-        if event.kind == "joint_states":
-            core.on_joint_state(decode_joint_state(msg))
-        elif event.kind in ("tf", "tf_static"):
-            core.on_tf_message(msg, static=event.kind == "tf_static")
-        elif event.kind == "robot_description":
-            core.set_robot_description(decode_robot_description(msg))
-        else:
-            raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
+        hand_over(self.core, event)
         self.stats.inputs[event.kind] = self.stats.inputs.get(event.kind, 0) + 1
         if self.copy_inputs:
-            self.write(event.log_ns, [(event.topic, msg)])
+            self.write(event.log_ns, [(event.topic, event.message)])
 
     # ------------------------------------------------------------------ ticks
     def _new_line(self, t0: int, reason: str) -> None:
