@@ -27,10 +27,12 @@ from typing import Any
 import torch
 
 from ..config.schema import SuiteConfig
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD
 from ..errors import ConfigError
 from ..io.stamps import NS_PER_S
 from ..ros.node_core import NodeCore
 from ..ros.node_params import NodeParams
+from ..ros.sensor_encoders import KeptTemplates, SensorEncoder, TemplateMemory, node_encoders
 from ..ros.throttled_log import LogSink
 from ..suite import SensorSuite
 from ..world.motion import WorldModel
@@ -106,6 +108,8 @@ class SharedSuite:
     def __init__(self, n_envs: int):
         self.n_envs = n_envs
         self.suite: SensorSuite | None = None
+        self.templates: KeptTemplates = {}
+        """The message templates of the first env's encoders, copied by the others'."""
 
     def view(self, env: int, config: SuiteConfig, description: str | None, device: str, tf: TFBuffer,
              root_from_tf: bool) -> EnvSuite:
@@ -129,6 +133,13 @@ class EnvCore(NodeCore):
 
     def _new_suite(self, config: SuiteConfig, root_from_tf: bool) -> EnvSuite:
         return self._shared.view(self.env, config, self._description, self.params.device, self.tf, root_from_tf)
+
+    def _new_encoders(self, suite: EnvSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+        return node_encoders(suite, self.world_frame, self.env, self._shared.templates)
+
+    def _root_link(self, config: SuiteConfig) -> str | None:
+        robot = self._shared.suite.robot if self._shared.suite is not None else None
+        return robot.root_link if robot is not None else super()._root_link(config)
 
 
 class BatchCores:
@@ -277,8 +288,8 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
                             publish_ground_truth=options.get("ground_truth", False), viz_rate=0.0)
         logs = {job.name: [] for job in jobs}
         cores = _batch_cores().take(config, params, [kept_log(lines) for lines in logs.values()])
-        jump = round(check_threshold("jump_threshold", options["jump_threshold"]) * NS_PER_S)
-        gap = round(check_threshold("gap_threshold", options["gap_threshold"]) * NS_PER_S)
+        jump = round(check_threshold("jump_threshold", options.get("jump_threshold", JUMP_THRESHOLD)) * NS_PER_S)
+        gap = round(check_threshold("gap_threshold", options.get("gap_threshold", GAP_THRESHOLD)) * NS_PER_S)
     except (OSError, ConfigError, ValueError):
         return [run_job(config_source, options, verbose, job) for job in jobs]  # each says why, as alone
     lanes: list[Lane | ReplayJob] = []

@@ -178,7 +178,7 @@ class NodeCore:
         check_suite(config)  # jitter < dt with the new engine step
         root = self._root_link(config)
         suite = self._new_suite(config, root is not None and root != self.world_frame)
-        encoders, self._templates = node_encoders(suite, self.world_frame, self.env)
+        encoders, self._templates = self._new_encoders(suite)
         schedule = [ScheduledEncoder(e, every) for e, every in encoders]
         published_topics(config, ground_truth=True,  # an output on a ContactSensor body's topic, now known
                          contact_bodies={e.name: e.bodies for e, _ in encoders if hasattr(e, "bodies")})
@@ -202,8 +202,9 @@ class NodeCore:
         self._pending_joints = self._have_joints
         self.stats.restart_timing()
 
-    env = 0
-    """The env of :attr:`suite` whose readings this core publishes (its own unbatched suite: 0)."""
+    def _new_encoders(self, suite: SensorSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+        """The encoders of the readings this core publishes (:func:`~.sensor_encoders.node_encoders`)."""
+        return node_encoders(suite, self.world_frame)
 
     def _new_suite(self, config: SuiteConfig, root_from_tf: bool) -> SensorSuite:
         """The sensors of ``config`` (its engine step and world frame those of the parameters), posed by this core's
