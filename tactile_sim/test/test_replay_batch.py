@@ -1,7 +1,7 @@
 """``tactile-sim replay --batch N``: recordings stepped as the envs of one suite give, byte for byte, the output of
 replaying each alone — recordings of different lengths, input rates, time bases and joint sets and orders, one
-with a simulation reset and one with a forward gap (those two replayed alone), one with reordered inputs; recordings with a JointTorque sensor
-are not batched."""
+with reordered inputs, one with a simulation reset and one with a forward gap (those two replayed alone); with a
+JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone."""
 
 import numpy as np
 import pytest
@@ -87,6 +87,23 @@ def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs(tmp_path, monk
             (tmp_path / "one" / name / f"{name}.mcap").read_bytes()
 
 
+def test_with_joint_torque_recordings_whose_joint_samples_the_batch_cannot_follow_go_alone(tmp_path, monkeypatch):
+    recs = recordings(tmp_path / "recs")
+    went_alone = lone_replays(monkeypatch)
+    config = pads_yaml(tmp_path, names=("pad_left", "pad_right", "joint_torque"))
+    extra = ("--batch", "6", "--gap-threshold", "5", "--config", str(config))
+    status, _, err = corpus(tmp_path, recs, extra=extra)
+    assert status == 0, err
+    for name in ("long", "fast", "slow", "late"):
+        status, _, err = corpus(tmp_path, recs / name, out=f"alone/{name}.mcap", extra=("--config", str(config)))
+        assert status == 0, err
+        assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
+            (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
+    # slow: a new joint sample every 4th tick (held stamps); late: another time base (other Δt bits); both differ from
+    # long's and fast's in what the torque estimator sees; reset and gap restart
+    assert sorted(went_alone) == ["gap", "late", "reset", "slow"]
+
+
 @pytest.mark.parametrize("options, why", [
     ({"markers": True}, "--markers"),
     ({"output_format": "npz"}, "--format npz"),
@@ -97,8 +114,8 @@ def test_options_that_a_shared_suite_cannot_give_are_named(tmp_path, options, wh
     config = load_config(pads_yaml(tmp_path))
     assert batch_replay.batch_problem(config, {"robot": None}) is None
     assert batch_replay.batch_problem(config, {"robot": None, **options}) == why
-    torque = load_config(pads_yaml(tmp_path, names=("pad_left", "joint_torque")))
-    assert "JointTorque" in batch_replay.batch_problem(torque, {"robot": None})
+    assert "robot description" in batch_replay.batch_problem(load_config(pads_yaml(tmp_path, robot=False)),
+                                                              {"robot": None})
 
 
 def test_batches_differ_in_size_by_at_most_one():

@@ -11,8 +11,9 @@ lane that has ended writes nothing more; its env is stepped on with its last wor
 What one shared suite cannot reproduce is replayed alone (:func:`~.corpus.run_job`, the lane's output replaced): a
 recording whose time line restarts (a backwards jump or a forward gap: the suite would have to be rewound for one
 env), one whose update does not step the suite (waiting for TF, a failed world update), one that cannot be opened or
-read through, and one that ticks nothing. Options and configurations that cannot be batched at all
-(:func:`batch_problem`) replay every recording alone.
+read through, one that ticks nothing, and, with a JointTorque sensor, one whose joint samples the sensor would not
+see as in its lone replay (:func:`torque_agrees`). Options that cannot be batched at all (:func:`batch_problem`)
+replay every recording alone.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..ros.node_params import NodeParams
 from ..ros.sensor_encoders import KeptTemplates, SensorEncoder, TemplateMemory, node_encoders
 from ..ros.throttled_log import LogSink
 from ..suite import SensorSuite
+from ..sensors.joint_torque.sensor import joint_sample
 from ..world.motion import WorldModel
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer
@@ -45,18 +47,9 @@ from .replay import check_output_place, default_rate
 from .run_loop import InputEvent, check_threshold, hand_over
 from .tick_clock import Tick, TickClock
 
-UNBATCHED_TYPES = ("JointTorque",)
-"""Sensor types a shared suite cannot step per recording: JointTorque's velocity estimator takes one joint-sample
-stamp and Δt per step, not one per env."""
-
-
 def batch_problem(config: SuiteConfig, options: dict[str, Any]) -> str | None:
     """Why recordings replayed with ``config`` and the :func:`~.replay.replay_bag` keywords ``options`` cannot share
-    a suite (None when they can): a sensor of :data:`UNBATCHED_TYPES`, markers, array outputs, or a robot description
-    that comes from each recording."""
-    types = sorted({s.type for s in config.sensors if s.type in UNBATCHED_TYPES})
-    if types:
-        return f"the configuration has {', '.join(types)} sensors"
+    a suite (None when they can): markers, array outputs, or a robot description that comes from each recording."""
     if options.get("markers"):
         return "--markers"
     if options.get("output_format", "bag") != "bag":
@@ -178,6 +171,8 @@ class Lane:
         self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
         self.copy_inputs = copy_inputs
         self.ticks = self.productive_ticks = 0
+        self.torque_stamps: dict[int, float] = {}
+        """Stamp (s) of the latest joint sample each JointTorque batch (by id) accepted from this recording."""
         self.alone: str | None = None
         """Why this recording is to be replayed alone (None while it runs in the batch)."""
         self._due = self._feed(events)
@@ -217,16 +212,31 @@ class Lane:
         return self.clock.take()
 
 
-def joined(states: Sequence[WorldState]) -> WorldState:
-    """One world state whose env e is ``states[e]`` (each of one env); time and joint stamp those of the first (read
-    by :data:`UNBATCHED_TYPES` only)."""
-    first = states[0]
+def joined(states: Sequence[WorldState], first: WorldState) -> WorldState:
+    """One world state whose env e is ``states[e]`` (each of one env); time, joint stamp and whether the joint
+    velocities were measured those of ``first`` (read by JointTorque only, :func:`torque_agrees`)."""
 
     def cat(name: str) -> torch.Tensor | None:
         return None if getattr(first, name) is None else torch.cat([getattr(s, name) for s in states])
 
     return WorldState(first.t, cat("rot"), cat("pos"), cat("lin_vel"), cat("ang_vel"), cat("joint_pos"),
                       cat("joint_vel"), cat("joint_acc"), first.joint_vel_measured, first.joint_stamp)
+
+
+def torque_agrees(suite: SensorSuite, stepped: list[tuple[Lane, Tick, WorldState]]) -> list[tuple[Lane, Tick]]:
+    """The lanes of ``stepped`` (lane, tick, its world state) whose joint sample every JointTorque batch due on this
+    step sees as in the lane's lone replay (accepted or not, Δt, measured velocities: :func:`joint_sample`, one value
+    per batch for all envs, taken from the first lane's state); the others go alone."""
+    torque = [b for k, b in suite.batches if b.sensor_type == "JointTorque" and suite.steps % k == 0]
+    kept = []
+    for lane, tick, state in stepped:
+        samples = [(b, joint_sample(state, lane.torque_stamps.get(id(b)))) for b in torque]
+        if all(sample[1:] == joint_sample(stepped[0][2], b.t_prev)[1:] for b, sample in samples):
+            lane.torque_stamps.update((id(b), sample[0]) for b, sample in samples if sample[1])
+            kept.append((lane, tick))
+        else:
+            lane.alone = "its joint samples differ from the batch's in what JointTorque sees (stamp steps)"
+    return kept
 
 
 def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
@@ -246,11 +256,12 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
                     "its world update failed"
                 continue
             states[lane.core.env] = state
-            stepped.append((lane, tick))
+            stepped.append((lane, tick, state))
         if not stepped:
             return
-        fill = next(s for s in states if s is not None)
-        suite.step(joined([fill if s is None else s for s in states]))
+        first = stepped[0][2]
+        stepped = torque_agrees(suite, stepped)
+        suite.step(joined([first if s is None else s for s in states], first))
         for lane, tick in stepped:
             out = lane.core.publish(tick.t_ns)
             lane.ticks += 1
