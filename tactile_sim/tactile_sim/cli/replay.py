@@ -10,9 +10,6 @@ from .common import RUN_ERROR, USAGE_ERROR, fail, number_arg, stderr_log
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..ros.node_params import SPECS
 
-BATCH = 16
-"""Recordings of a corpus stepped as the envs of one suite by default (--batch)."""
-
 DESCRIPTION = """\
 Read joint states and TF from a rosbag2 bag (a folder, or one .mcap / .db3 file), step the sensors of SENSORS.yaml
 at the configured rate over the recording (sample and hold between inputs, time from the bag) and write the sensor
@@ -43,9 +40,9 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
                    help="also replay the recordings listed in FILE (one path, folder or pattern per line)")
     p.add_argument("--workers", type=number_arg(1, 1024, "processes", low_inclusive=True, kind=int), default=1,
                    metavar="N", help="replay several recordings in N processes (default: 1)")
-    p.add_argument("--batch", type=number_arg(1, 4096, "recordings", low_inclusive=True, kind=int), default=BATCH,
+    p.add_argument("--batch", type=number_arg(1, 4096, "recordings", low_inclusive=True, kind=int), default=1,
                    metavar="N", help="replay up to N recordings at a time as the envs of one suite, each output as "
-                                     f"if replayed alone (default: {BATCH}; 1: one after another)")
+                                     "if replayed alone (default: 1, one after another)")
     p.add_argument("--config", required=True, metavar="SENSORS.yaml",
                    help="sensor configuration (path or package://<pkg>/<path>)")
     p.add_argument("--robot", metavar="URDF",
