@@ -35,8 +35,8 @@ from ..ros.node_core import NodeCore
 from ..ros.node_params import NodeParams
 from ..ros.sensor_encoders import KeptTemplates, SensorEncoder, TemplateMemory, node_encoders
 from ..ros.throttled_log import LogSink
-from ..suite import SensorSuite
 from ..sensors.joint_torque.sensor import joint_sample
+from ..suite import SensorSuite
 from ..world.motion import WorldModel
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer
@@ -46,6 +46,7 @@ from .output_bag import OutputBag
 from .replay import check_output_place, default_rate
 from .run_loop import InputEvent, check_threshold, hand_over
 from .tick_clock import Tick, TickClock
+
 
 def batch_problem(config: SuiteConfig, options: dict[str, Any]) -> str | None:
     """Why recordings replayed with ``config`` and the :func:`~.replay.replay_bag` keywords ``options`` cannot share

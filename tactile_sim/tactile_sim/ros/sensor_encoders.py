@@ -532,7 +532,8 @@ class ContactSensorEncoder(SensorEncoder):
                         self.gather.add(source, view, at[part])
                 else:
                     self.gather.add(source, *memory.elements(link, name))
-        self.since = self.gather.source(self.evaluations[self.env:self.env + 1])  # a read is valid once evaluated since the reset
+        # a read is valid once evaluated since the reset
+        self.since = self.gather.source(self.evaluations[self.env:self.env + 1])
         self.valid_bytes = memory.elements(self.links[0], "valid")[0], np.concatenate(
             [memory.elements(link, "valid")[1] for link in self.links])
         self.outputs = [(link, wrench, self.wrench_topic(body))
