@@ -62,7 +62,7 @@ def test_each_batched_output_equals_its_recording_replayed_alone(tmp_path, monke
     assert ticks["long"] == 61 and ticks["slow"] == 41 and ticks["late"] == 31 and ticks["reset"] == 32
 
 
-def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs(tmp_path, monkeypatch):
+def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs_also_in_worker_processes(tmp_path, monkeypatch):
     recs = recordings(tmp_path / "recs")
     for name in ("reset", "gap"):
         (recs / name / f"{name}.mcap").unlink()
@@ -82,9 +82,12 @@ def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs(tmp_path, monk
     status, _, err = corpus(tmp_path, recs, out="two", extra=("--batch", "2"))
     assert status == 0, err
     assert built == [2]  # two batches of two: the second takes the first's suite and cores rewound
+    status, _, err = corpus(tmp_path, recs, out="workers", extra=("--batch", "2", "--workers", "2"))
+    assert status == 0, err  # a batch per worker process
     for name in ("long", "slow", "fast", "late"):
-        assert (tmp_path / "two" / name / f"{name}.mcap").read_bytes() == \
-            (tmp_path / "one" / name / f"{name}.mcap").read_bytes()
+        for out in ("two", "workers"):
+            assert (tmp_path / out / name / f"{name}.mcap").read_bytes() == \
+                (tmp_path / "one" / name / f"{name}.mcap").read_bytes(), (out, name)
 
 
 def test_with_joint_torque_recordings_whose_joint_samples_the_batch_cannot_follow_go_alone(tmp_path, monkeypatch):
