@@ -23,13 +23,15 @@ next (velocity estimates, imperfection state, thermal and filter state), so it i
 
 Third table (``--corpus N ...``): N variants of each recording (the demo cycle cut at lengths from 0.75 to 1.25 ×
 S, the hand closing to 50–90 % of its flexion) replayed as one corpus in one process on one thread
-(``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs: bags written, run
-digest included; the sensors built once and rewound for each further recording), in a fresh process per N so that
-its peak memory is its own: aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus
+(``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs, bags written), up
+to B recordings at a time as the envs of one suite (``--batch B ...``, a row per B; B = 1: one after another, each
+with its run digest, the sensors built once and rewound for each further recording; a configuration with a
+JointTorque sensor, the demo's, is replayed one after another whatever B), in a fresh process per row so that its
+peak memory is its own: aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus
 (the build included); 'RSS MiB' = the process's peak resident memory, 'growth' = that peak − the peak after the
 imports, before the corpus (MiB).
 
-    python bench/replay.py [--seconds S] [--corpus N ...] [--only-corpus]
+    python bench/replay.py [--seconds S] [--corpus N ...] [--batch B ...] [--only-corpus]
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ from tactile_sim.offline.digest import TaxelSeries
 from tactile_sim.offline.input_messages import joint_state_message
 from tactile_sim.offline.output_bag import OutputBag
 from tactile_sim.offline.replay import replay_bag
-from tactile_sim.offline.run_loop import InputEvent, RunLoop, tick_time_ns
+from tactile_sim.offline.run_loop import InputEvent, RunLoop
+from tactile_sim.offline.tick_clock import tick_time_ns
 from tactile_sim.ros.node_core import NodeCore
 from tactile_sim.ros.node_params import NodeParams
 from tactile_sim.suite import SensorSuite
@@ -181,13 +184,15 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def corpus_in_process(folder: str, config_source: str, out: str) -> tuple[int, float, float, float, float]:
+def corpus_in_process(folder: str, config_source: str, out: str,
+                      batch: int) -> tuple[int, float, float, float, float]:
     """(ticks, simulated s, wall s, max RSS MiB, its growth MiB during the corpus) of replaying every recording in
-    ``folder`` into ``out`` in this process on one thread (run in a fresh process)."""
+    ``folder`` into ``out`` in this process on one thread, up to ``batch`` at a time as the envs of one suite (run
+    in a fresh process)."""
     torch.set_num_threads(1)
     before = peak_rss_mib()
     jobs = plan_jobs(expand_inputs([folder]), out, "bag", False)
-    outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, progress=False)
+    outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, batch=batch, progress=False)
     failed = [o.error for o in outcomes if o.status]
     if failed:
         raise RuntimeError(f"corpus replay failed: {failed[:3]}")
@@ -195,17 +200,20 @@ def corpus_in_process(folder: str, config_source: str, out: str) -> tuple[int, f
     return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, rss, rss - before
 
 
-def corpus(label: str, config_source: str, variant, counts: list[int], folder: Path) -> None:
-    """One row per N of ``counts``: N variants ``variant(i, n)`` → (config, events) replayed as one corpus."""
+def corpus(label: str, config_source: str, variant, counts: list[int], batches: list[int], folder: Path) -> None:
+    """One row per N of ``counts`` and batch size of ``batches``: N variants ``variant(i, n)`` → (config, events)
+    replayed as one corpus."""
     for n in counts:
         recordings = folder / f"{label.replace(' ', '_')}_{n}"
         for i in range(n):
             record(recordings / f"rec_{i:03d}", variant(i, n)[1])
-        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-            ticks, simulated, wall, rss, growth = pool.submit(corpus_in_process, str(recordings), config_source,
-                                                      str(folder / f"{recordings.name}_out")).result()
-        print(f"{label:>9} {n:>4} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} {1e3 * wall / ticks:8.3f} "
-              f"{simulated / wall:8.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
+        for batch in batches:
+            with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+                ticks, simulated, wall, rss, growth = pool.submit(
+                    corpus_in_process, str(recordings), config_source, str(folder / f"{recordings.name}_{batch}_out"),
+                    batch).result()
+            print(f"{label:>9} {n:>4} {batch:>5} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} {1e3 * wall / ticks:8.3f} "
+                  f"{simulated / wall:8.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
 
 
 def main() -> None:
@@ -213,6 +221,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per scene (default 2)")
     parser.add_argument("--corpus", type=int, nargs="+", default=[], metavar="N",
                         help="also replay N variants of each recording as one corpus (third table)")
+    parser.add_argument("--batch", type=int, nargs="+", default=[16], metavar="B",
+                        help="corpus: up to B recordings at a time as the envs of one suite, a row per B (default 16; "
+                             "1: one after another)")
     parser.add_argument("--only-corpus", action="store_true", help="only the third table")
     args = parser.parse_args()
     seconds = args.seconds
@@ -237,12 +248,14 @@ def main() -> None:
             hand_yaml.write_text(yaml.safe_dump(hand_config(urdf)))
             print(f"\ncorpus: N recordings of about {seconds:g} s in one process, one thread, bags written; "
                   "x real = aggregate (all simulated s / wall s of the whole corpus)\n"
-                  f"{'scene':>9} {'N':>4} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} {'x real':>8} | "
+                  f"{'scene':>9} {'N':>4} {'batch':>5} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} "
+                  f"{'x real':>8} | "
                   f"{'RSS MiB':>8} {'growth':>8}")
             corpus("demo", DEMO_CONFIG, lambda i, n: demo_inputs(seconds * (0.75 + 0.5 * i / max(n - 1, 1))),
-                   args.corpus, folder)
+                   args.corpus, args.batch, folder)
             corpus("hand 368", str(hand_yaml),
-                   lambda i, n: hand_inputs(seconds, urdf, 0.5 + 0.4 * i / max(n - 1, 1)), args.corpus, folder)
+                   lambda i, n: hand_inputs(seconds, urdf, 0.5 + 0.4 * i / max(n - 1, 1)), args.corpus,
+                   args.batch, folder)
 
 
 if __name__ == "__main__":

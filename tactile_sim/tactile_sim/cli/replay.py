@@ -18,8 +18,9 @@ rosbag2 bags are folders: out.mcap gives out/out.mcap. The bag is read and writt
 --format npz (or -o out.npz) writes the sensor values as arrays instead: one out.npz, read with numpy.load.
 
 Several recordings (several IN, a folder of recordings, a glob pattern, --input-list FILE) are each replayed as if
-alone into the folder OUT, named after the recording (OUT/<name>/<name>.mcap, or OUT/<name>.npz), one after another
-in each of --workers processes; a table over the corpus follows.
+alone into the folder OUT, named after the recording (OUT/<name>/<name>.mcap, or OUT/<name>.npz), up to --batch of
+them at a time as the envs of one suite (the same bytes as one after another), in each of --workers processes; a
+table over the corpus follows.
 
 Clock: `header` (default) uses the joint states' header stamps (simulation time and resets replay exactly; a step
 back of more than --jump-threshold restarts the sensors, and so does a step forward of more than --gap-threshold,
@@ -39,6 +40,9 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
                    help="also replay the recordings listed in FILE (one path, folder or pattern per line)")
     p.add_argument("--workers", type=number_arg(1, 1024, "processes", low_inclusive=True, kind=int), default=1,
                    metavar="N", help="replay several recordings in N processes (default: 1)")
+    p.add_argument("--batch", type=number_arg(1, 4096, "recordings", low_inclusive=True, kind=int), default=1,
+                   metavar="N", help="replay up to N recordings at a time as the envs of one suite, each output as "
+                                     "if replayed alone (default: 1, one after another)")
     p.add_argument("--config", required=True, metavar="SENSORS.yaml",
                    help="sensor configuration (path or package://<pkg>/<path>)")
     p.add_argument("--robot", metavar="URDF",
@@ -130,8 +134,8 @@ def run_corpus(args: argparse.Namespace, options: dict) -> int:
                          args.overwrite)
     except (ConfigError, ValueError, FileExistsError) as exc:
         return fail("replay", str(exc), USAGE_ERROR)
-    outcomes, wall = replay_corpus(jobs, args.config, options, workers=args.workers, verbose=args.verbose,
-                                   progress=not args.no_progress)
+    outcomes, wall = replay_corpus(jobs, args.config, options, workers=args.workers, batch=args.batch,
+                                   verbose=args.verbose, progress=not args.no_progress)
     print(format_corpus(outcomes, wall))
     status = max(o.status for o in outcomes)
     if status:

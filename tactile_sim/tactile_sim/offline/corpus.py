@@ -6,8 +6,9 @@ restarts; the node core of the process's previous recording, rewound to its stat
 of building the sensors again: :mod:`.core_pool`), so its output is byte for byte the output of replaying it alone
 into the same name: the bag
 ``OUT/<name>/<name>.mcap`` (with its ``metadata.yaml``) or the arrays ``OUT/<name>.npz``, ``<name>`` the
-recording's folder name or file stem. Recordings are evaluated one after another in each process; ``workers`` > 1
-processes (forked where possible, each loading the configuration once) take the next recording as they finish one.
+recording's folder name or file stem. Recordings are evaluated one after another in each process, or up to ``batch``
+at a time as the envs of one suite (:mod:`.batch_replay`; same outputs); ``workers`` > 1 processes (forked where
+possible, each loading the configuration once) take the next recording or batch as they finish one.
 """
 
 from __future__ import annotations
@@ -243,27 +244,56 @@ def one_thread() -> None:
     torch.set_num_threads(1)
 
 
+def run_group(config_source: str, options: dict[str, Any], verbose: bool,
+              jobs: Sequence[ReplayJob]) -> list[RecordingOutcome]:
+    """The outcomes of ``jobs``: one replayed alone (:func:`run_job`), several as one batch
+    (:func:`~.batch_replay.run_batch`)."""
+    if len(jobs) == 1:
+        return [run_job(config_source, options, verbose, jobs[0])]
+    from .batch_replay import run_batch
+
+    return run_batch(config_source, options, verbose, jobs)
+
+
+def groups_of(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any],
+              batch: int) -> list[list[ReplayJob]]:
+    """The jobs as batches of at most ``batch`` recordings (:func:`~.batch_replay.split`), or one by one when
+    batch = 1 or the configuration and options cannot be batched (:func:`~.batch_replay.batch_problem`)."""
+    if batch > 1 and len(jobs) > 1:
+        from .batch_replay import batch_problem, split
+
+        try:
+            if batch_problem(_config(config_source), options) is None:
+                return split(jobs, batch)
+        except ConfigError:
+            pass  # each job reports it
+    return [[job] for job in jobs]
+
+
 def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], *, workers: int = 1,
-                  verbose: bool = False, progress: bool = True) -> tuple[list[RecordingOutcome], float]:
-    """Run every job (:func:`run_job`) in this process (workers = 1) or in ``workers`` processes
-    (:func:`worker_context`, one torch thread each); returns the outcomes in job order and the wall seconds of the
-    whole corpus."""
+                  batch: int = 1, verbose: bool = False,
+                  progress: bool = True) -> tuple[list[RecordingOutcome], float]:
+    """Run every job in this process (workers = 1) or in ``workers`` processes (:func:`worker_context`, one torch
+    thread each), up to ``batch`` of them as the envs of one suite (:func:`groups_of`, :func:`run_group`); returns
+    the outcomes in job order and the wall seconds of the whole corpus."""
     outcomes: dict[ReplayJob, RecordingOutcome] = {}
+    groups = groups_of(jobs, config_source, options, batch)
     with CorpusProgress(len(jobs), enabled=progress) as bar:
-        if workers <= 1 or len(jobs) <= 1:
-            for job in jobs:
-                outcomes[job] = run_job(config_source, options, verbose, job)
-                bar.done(outcomes[job])
+        if workers <= 1 or len(groups) <= 1:
+            for group in groups:
+                for outcome in run_group(config_source, options, verbose, group):
+                    outcomes[outcome.job] = outcome
+                    bar.done(outcome)
         else:
             from . import replay  # noqa: F401 - imported once here, so that forked workers start with it loaded
 
-            with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=worker_context(),
+            with ProcessPoolExecutor(min(workers, len(groups)), mp_context=worker_context(),
                                      initializer=one_thread) as pool:
-                futures = [pool.submit(run_job, config_source, options, verbose, job) for job in jobs]
+                futures = [pool.submit(run_group, config_source, options, verbose, group) for group in groups]
                 for future in as_completed(futures):
-                    outcome = future.result()
-                    outcomes[outcome.job] = outcome
-                    bar.done(outcome)
+                    for outcome in future.result():
+                        outcomes[outcome.job] = outcome
+                        bar.done(outcome)
         wall = time.perf_counter() - bar.start
     return [outcomes[job] for job in jobs], wall
 

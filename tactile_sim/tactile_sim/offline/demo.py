@@ -30,7 +30,8 @@ from .input_messages import joint_state_message, string_message, tf_message
 from .output_bag import OutputBag
 from .progress import ClockProgress
 from .robot_tf import RobotTransforms
-from .run_loop import InputEvent, RunLoop, RunStats, tick_time_ns
+from .run_loop import InputEvent, RunLoop, RunStats
+from .tick_clock import tick_time_ns
 
 DEMO_BAG = "gripper_demo"
 """Name of the demo's bag folder inside the output folder (its data file is ``gripper_demo/gripper_demo.mcap``)."""

@@ -81,6 +81,17 @@ def each_tick(*calls: Callable[[int], None] | None) -> Callable[[int], None] | N
     return both
 
 
+def check_output_place(source: str | Path, output: str | Path, output_format: OutputFormat) -> None:
+    """ConfigError when the output of replaying ``source`` into ``output`` would replace the input bag or a folder
+    holding it."""
+    source_folder = Path(source).resolve()
+    source_folder = source_folder.parent if source_folder.is_file() else source_folder
+    place = array_location(output) if output_format == "npz" else bag_location(output)[0]
+    if place.resolve() in (source_folder, *source_folder.parents):
+        raise ConfigError(f"replay output {str(output)!r}: it would replace the input bag {str(source)!r} (or a "
+                          "folder holding it); choose another output name")
+
+
 def default_rate(config: SuiteConfig) -> float:
     """The configuration's engine rate, Hz (1 / ``suite.dt`` or ``suite.rate``)."""
     return 1.0 / config.suite.step_dt
@@ -110,12 +121,7 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
     check_count("max_restarts", max_restarts)
     check_output_format(output_format, output, copy_inputs=copy_inputs, markers=markers)
     rate = float(rate) if rate is not None else default_rate(config)
-    source_folder = Path(source).resolve()
-    source_folder = source_folder.parent if source_folder.is_file() else source_folder
-    place = array_location(output) if output_format == "npz" else bag_location(output)[0]
-    if place.resolve() in (source_folder, *source_folder.parents):
-        raise ConfigError(f"replay output {str(output)!r}: it would replace the input bag {str(source)!r} (or a "
-                          "folder holding it); choose another output name")
+    check_output_place(source, output, output_format)
     description = ""
     if robot is not None:
         path = Path(robot)

@@ -20,7 +20,7 @@ raise :class:`TooManyRestarts` (inputs that jump back and forth would otherwise 
 Outputs are written with the tick time as header stamp (the core's doing) and, as bag receive time, the tick time
 carried over to the receive clock of the latest clock input (``receive + (T − clock)``; equal to T when the bag's
 receive times are its stamps), never earlier than a previous output. Inputs copied to the output keep their receive
-time.
+time. These clock rules live in :class:`~.tick_clock.TickClock`; this loop adds the core, restarts and outputs.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import decode_joint_state, decode_robot_description
 from ..ros.node_core import MARKERS_TOPIC, NodeCore
+from .tick_clock import TickClock
 
 InputKind = Literal["joint_states", "tf", "tf_static", "robot_description"]
 INPUT_KINDS: tuple[str, ...] = ("joint_states", "tf", "tf_static", "robot_description")
@@ -86,9 +87,17 @@ class RunStats:
     wall_s: float = 0.0
 
 
-def tick_time_ns(t0_ns: int, k: int, rate: float) -> int:
-    """Time of tick k of a time line that starts at t0_ns, ns (no accumulated rounding)."""
-    return t0_ns + round(k * NS_PER_S / rate)
+def hand_over(core: NodeCore, event: InputEvent) -> None:
+    """Give one input to ``core`` (ValueError for a kind other than :data:`INPUT_KINDS`)."""
+    msg = event.message
+    if event.kind == "joint_states":
+        core.on_joint_state(decode_joint_state(msg))
+    elif event.kind in ("tf", "tf_static"):
+        core.on_tf_message(msg, static=event.kind == "tf_static")
+    elif event.kind == "robot_description":
+        core.set_robot_description(decode_robot_description(msg))
+    else:
+        raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
 
 
 Writer = Callable[[int, list[tuple[str, Any]]], None]
@@ -113,18 +122,13 @@ class RunLoop:
         self.rate = core.params.update_rate
         self.write = write
         self.copy_inputs = copy_inputs
-        self.jump_threshold_ns = round(check_threshold("jump_threshold", jump_threshold) * NS_PER_S)
-        self.gap_threshold_ns = round(check_threshold("gap_threshold", gap_threshold) * NS_PER_S)
+        self.clock = TickClock(self.rate, round(check_threshold("jump_threshold", jump_threshold) * NS_PER_S),
+                               round(check_threshold("gap_threshold", gap_threshold) * NS_PER_S))
         self.max_restarts = check_count("max_restarts", max_restarts)
         self.on_tick = on_tick
         viz = core.params.viz_rate
         self.markers_every = max(1, round(self.rate / viz)) if viz > 0 else 0
         self.stats = RunStats()
-        self._t0: int | None = None
-        self._k = 0
-        self._clock: int | None = None
-        self._receive: int | None = None
-        self._last_out = -(2**63)
         self._wall_start: float | None = None
 
     # ------------------------------------------------------------------ inputs
@@ -140,24 +144,26 @@ class RunLoop:
             self._wall_start = time.perf_counter()
         c = event.clock_ns
         if c is not None:
-            if self._clock is None:
-                self._start_line(c)
-            elif c < self._clock - self.jump_threshold_ns:
-                self._new_line(c, f"input time went backwards from {self._clock / NS_PER_S:.6f} s to "
+            clock = self.clock
+            change = clock.change(c)
+            if change == "start":
+                clock.start_line(c)
+            elif change == "back":
+                self._new_line(c, f"input time went backwards from {clock.clock / NS_PER_S:.6f} s to "
                                   f"{c / NS_PER_S:.6f} s ({event.topic})")
-            elif c > self._clock + self.gap_threshold_ns:
+            elif change == "gap":
                 self.stats.skipped_gaps += 1
-                self._new_line(c, f"input time jumped forward by {(c - self._clock) / NS_PER_S:.6g} s from "
-                                  f"{self._clock / NS_PER_S:.6f} s ({event.topic}), more than the gap threshold "
-                                  f"{self.gap_threshold_ns / NS_PER_S:g} s (--gap-threshold); not ticked through")
-            elif c < self._clock:
+                self._new_line(c, f"input time jumped forward by {(c - clock.clock) / NS_PER_S:.6g} s from "
+                                  f"{clock.clock / NS_PER_S:.6f} s ({event.topic}), more than the gap threshold "
+                                  f"{clock.gap_threshold_ns / NS_PER_S:g} s (--gap-threshold); not ticked through")
+            elif change == "reordered":
                 self.stats.reordered += 1
-                c = self._clock
+                c = clock.clock
             else:
-                self.stats.longest_gap_ns = max(self.stats.longest_gap_ns, c - self._clock)
-                while self._next_tick() < c:
+                self.stats.longest_gap_ns = max(self.stats.longest_gap_ns, c - clock.clock)
+                while clock.due(c):
                     self._tick()
-            self._clock, self._receive = c, event.log_ns
+            clock.set(c, event.log_ns)
         self._apply(event)
 
     def finish(self) -> RunStats:
@@ -168,18 +174,10 @@ class RunLoop:
         return self.stats
 
     def _apply(self, event: InputEvent) -> None:
-        core, msg = self.core, event.message
-        if event.kind == "joint_states":
-            core.on_joint_state(decode_joint_state(msg))
-        elif event.kind in ("tf", "tf_static"):
-            core.on_tf_message(msg, static=event.kind == "tf_static")
-        elif event.kind == "robot_description":
-            core.set_robot_description(decode_robot_description(msg))
-        else:
-            raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
+        hand_over(self.core, event)
         self.stats.inputs[event.kind] = self.stats.inputs.get(event.kind, 0) + 1
         if self.copy_inputs:
-            self.write(event.log_ns, [(event.topic, msg)])
+            self.write(event.log_ns, [(event.topic, event.message)])
 
     # ------------------------------------------------------------------ ticks
     def _new_line(self, t0: int, reason: str) -> None:
@@ -192,32 +190,23 @@ class RunLoop:
         if self.core.ready:
             self.core.restart(reason)
         self.stats.restarts += 1
-        self._start_line(t0)
-
-    def _start_line(self, t0: int) -> None:
-        self._t0, self._k = t0, 0
-
-    def _next_tick(self) -> int:
-        return tick_time_ns(self._t0, self._k, self.rate)
+        self.clock.start_line(t0)
 
     def _flush(self) -> None:
-        while self._clock is not None and self._next_tick() <= self._clock:
+        while self.clock.due():
             self._tick()
 
     def _tick(self) -> None:
-        t = self._next_tick()
+        k, t, log_ns = self.clock.take()
         outputs = self.core.update(t)
-        log_ns = max(self._last_out, self._receive + (t - self._clock))
-        self._last_out = log_ns
         stats = self.stats
         stats.ticks += 1
         stats.productive_ticks += bool(outputs)
-        if self.markers_every and self._k % self.markers_every == 0:
+        if self.markers_every and k % self.markers_every == 0:
             markers = self.core.markers()
             if markers is not None:
                 outputs = [*outputs, (MARKERS_TOPIC, markers)]
         if outputs:
             self.write(log_ns, outputs)
-        self._k += 1
         if self.on_tick is not None:
             self.on_tick(t)

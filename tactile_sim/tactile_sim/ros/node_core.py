@@ -42,6 +42,7 @@ from ..io.msg_types import deserialize_cdr
 from ..io.readings import DiagnosticStatusReading
 from ..io.stamps import ns_to_seconds, time_msg_from_ns
 from ..suite import SensorSuite
+from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer, TFError, TFFull
 from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample, decode_tf_message
@@ -176,9 +177,8 @@ class NodeCore:
         config = self.config.model_copy(update={"suite": suite_settings})
         check_suite(config)  # jitter < dt with the new engine step
         root = self._root_link(config)
-        suite = SensorSuite(config, robot_description=self._description, device=self.params.device or None,
-                            n_envs=0, tf=self.tf, root_from_tf=root is not None and root != self.world_frame)
-        encoders, self._templates = node_encoders(suite, self.world_frame)
+        suite = self._new_suite(config, root is not None and root != self.world_frame)
+        encoders, self._templates = self._new_encoders(suite)
         schedule = [ScheduledEncoder(e, every) for e, every in encoders]
         published_topics(config, ground_truth=True,  # an output on a ContactSensor body's topic, now known
                          contact_bodies={e.name: e.bodies for e, _ in encoders if hasattr(e, "bodies")})
@@ -201,6 +201,16 @@ class NodeCore:
         self._all_qd_known = bool(self._qd_known.all())
         self._pending_joints = self._have_joints
         self.stats.restart_timing()
+
+    def _new_encoders(self, suite: SensorSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+        """The encoders of the readings this core publishes (:func:`~.sensor_encoders.node_encoders`)."""
+        return node_encoders(suite, self.world_frame)
+
+    def _new_suite(self, config: SuiteConfig, root_from_tf: bool) -> SensorSuite:
+        """The sensors of ``config`` (its engine step and world frame those of the parameters), posed by this core's
+        TF buffer; root_from_tf: the root link is posed by TF."""
+        return SensorSuite(config, robot_description=self._description, device=self.params.device or None, n_envs=0,
+                           tf=self.tf, root_from_tf=root_from_tf)
 
     def _root_link(self, config: SuiteConfig) -> str | None:
         """The robot's root link name (None without a robot)."""
@@ -386,14 +396,32 @@ class NodeCore:
         """One update at node time ``now_ns`` (integer nanoseconds): step the suite and return the messages of the
         sensors evaluated on this step (and their ground truth when enabled). Empty while waiting, or when the
         time did not advance."""
-        if not self.ready:
+        wall = time.perf_counter()
+        state = self.pose(now_ns)
+        if state is None:
             return []
+        world_done = time.perf_counter()
+        self.suite.step(state)
+        step_done = time.perf_counter()
+        out = self.publish(now_ns)
+        end = time.perf_counter()
+        self.stats.record_phase("world", world_done - wall)
+        self.stats.record_phase("suite_step", step_done - world_done)
+        self.stats.record_phase("encode", end - step_done)
+        self.stats.record_update(self._last_t, end - wall, self.params.period, ticked=self.params.step_on == "timer")
+        return out
+
+    def pose(self, now_ns: int) -> WorldState | None:
+        """The first half of :meth:`update`: the world state at ``now_ns`` (ns) from the held inputs, counted as this
+        core's latest update; None when the suite is not to be stepped (not ready, time did not advance, waiting for
+        TF, or the world update failed and the core restarted)."""
+        if not self.ready:
+            return None
         t = ns_to_seconds(now_ns)
         if self._last_t is not None and t < self._last_t:
             self.restart(f"time went backwards from {self._last_t:.6f} s to {t:.6f} s (simulation reset?)")
         elif self._last_t is not None and t == self._last_t:
-            return []
-        wall = time.perf_counter()
+            return None
         inputs = {}
         if self._pending_joints:
             inputs["joint_pos"] = self._q
@@ -405,23 +433,19 @@ class NodeCore:
             needed = ", ".join(f"{self.world_frame} -> {f}" for f in self.tf_frames())
             self.waiting_for_tf = f"{exc} (needed: {needed})"
             self.log("warn", "tf.waiting", f"{self.name}: not stepping, waiting for TF: {self.waiting_for_tf}")
-            return []
+            return None
         except ValueError as exc:  # e.g. TF stamps of a body went backwards while the node clock did not
             self.restart(f"the world update failed ({exc})")
-            return []
+            return None
         self.waiting_for_tf = None
         self._pending_joints = False
-        world_done = time.perf_counter()
-        self.suite.step(state)
-        step_done = time.perf_counter()
         self._last_t, self.last_step_ns = t, now_ns
-        out = self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
-        end = time.perf_counter()
-        self.stats.record_phase("world", world_done - wall)
-        self.stats.record_phase("suite_step", step_done - world_done)
-        self.stats.record_phase("encode", end - step_done)
-        self.stats.record_update(t, end - wall, self.params.period, ticked=self.params.step_on == "timer")
-        return out
+        return state
+
+    def publish(self, now_ns: int) -> list[Output]:
+        """The second half of :meth:`update`, once the suite has stepped: the messages of the sensors evaluated on
+        that step, stamped ``now_ns`` (ns)."""
+        return self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
 
     def _encode(self, stamp: Any, step: int) -> list[Output]:
         out = []

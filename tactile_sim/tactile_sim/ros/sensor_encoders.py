@@ -26,8 +26,10 @@ buffers (:class:`HostGather`). Colour scales are fixed per sensor (:func:`taxel_
 
 from __future__ import annotations
 
+import copy
 import struct
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -59,6 +61,10 @@ from ..io.readings import (
     ThermalReading,
 )
 from .profile_encoders import link_groups, profile_encoders
+
+KeptTemplates = dict[tuple[str, int], CdrTemplate]
+"""Templates of the encoders of one env of a suite by (sensor name, template number), for the encoders of its other
+envs to copy (:meth:`SensorEncoder.template`)."""
 
 Output = tuple[str, Any]
 """(topic relative to the node, e.g. ``~/pad``; :class:`~tactile_sim.io.wire_message.WireMessage`: the CDR bytes
@@ -93,24 +99,26 @@ class MarkerSettings:
 
 
 class HostRows:
-    """Env 0 of tensors read on every update (a branch's reads), as flat host arrays: on a CPU device a view of the
-    tensor's memory, made once for a tensor that comes back (a ring slot, a shared mask: the same object over the
-    same memory) and kept while it does; on other devices a host copy of env 0 on each call."""
+    """Env ``env`` of tensors read on every update (a branch's reads), as flat host arrays: on a CPU device a view of
+    the tensor's memory, made once for a tensor that comes back (a ring slot, a shared mask: the same object over
+    the same memory) and kept while it does; on other devices a host copy of that env on each call."""
 
     LIMIT = 64
     """Tensors kept at most; the cache is emptied when full (so that reads that are fresh tensors do not pile up)."""
 
-    def __init__(self):
+    def __init__(self, env: int = 0):
+        self.env = env
         self._views: dict[int, tuple[torch.Tensor, int, np.ndarray]] = {}
 
     def __call__(self, tensor: torch.Tensor) -> np.ndarray:
-        """Env 0 of ``tensor`` [E, ...] flattened (host array; a view is valid while the tensor's buffer is)."""
+        """Env :attr:`env` of ``tensor`` [E, ...] flattened (host array; a view is valid while the tensor's buffer
+        is)."""
         kept = self._views.get(id(tensor))
         if kept is not None and kept[1] == tensor.data_ptr():
             return kept[2]
         if not tensor.is_cpu:
-            return tensor[0].cpu().numpy().reshape(-1)
-        row = tensor.numpy()[0]
+            return tensor[self.env].cpu().numpy().reshape(-1)
+        row = tensor.numpy()[self.env]
         if not row.flags.c_contiguous:  # flattening copies: a copy holds this read only
             return row.reshape(-1)
         if len(self._views) >= self.LIMIT:
@@ -242,16 +250,19 @@ def stamp_bytes(stamp: Any) -> bytes:
 
 
 class SensorEncoder:
-    """Base of the encoders. suite: the built suite (one env, unbatched); batch / index: the sensor's batch and
-    its position in it; world_frame: the node's world frame."""
+    """Base of the encoders. suite: the built suite; batch / index: the sensor's batch and its position in it;
+    world_frame: the node's world frame; env: the env of the suite whose readings are encoded (0 for the node's
+    unbatched suite); kept: :data:`KeptTemplates` shared by the encoders of the suite's envs (None: none)."""
 
     message_type: ClassVar[str] = ""
     has_ground_truth: ClassVar[bool] = True
     templates: list[CdrTemplate]
     """Every template of the encoder (:func:`node_encoders` moves them into its :class:`TemplateMemory`)."""
 
-    def __init__(self, suite, batch, index: int, world_frame: str):
-        self.suite, self.batch, self.index = suite, batch, index
+    def __init__(self, suite, batch, index: int, world_frame: str, env: int = 0,
+                 kept: KeptTemplates | None = None):
+        self.suite, self.batch, self.index, self.env = suite, batch, index, env
+        self._kept = kept
         self.name = batch.names[index]
         self.sensor_type = batch.sensor_type
         self.options = batch.options[index]
@@ -259,6 +270,18 @@ class SensorEncoder:
         self.topic = f"~/{self.name}"
         self.ground_truth_topic = f"{self.topic}/ground_truth"
         self.last: list[Any] = []
+
+    def template(self, number: int, msg: Any, changing: Sequence[str]) -> CdrTemplate:
+        """Template ``number`` of this encoder: of ``msg`` with the fields ``changing``, or a copy of the one the
+        encoder of another env built (taken before any update, so its bytes are the message's; it gets bytes of its
+        own in :class:`TemplateMemory`)."""
+        if self._kept is None:
+            return CdrTemplate(msg, changing)
+        key = (self.name, number)
+        if key in self._kept:
+            return copy.copy(self._kept[key])
+        template = self._kept[key] = CdrTemplate(msg, changing)
+        return template
 
     def topics(self, ground_truth: bool) -> list[tuple[str, str]]:
         """(topic, message type) of every topic this sensor publishes on; ground_truth adds the GT topics."""
@@ -297,7 +320,7 @@ class BranchEncoder(SensorEncoder):
         self.columns = columns
         self.templates: list[CdrTemplate] = []
         for ground_truth in (False, True):
-            template = CdrTemplate(msg, changing)
+            template = self.template(ground_truth, msg, changing)
             if template.changes("ground_truth"):
                 template.view("ground_truth")[0] = ground_truth
             self.templates.append(template)
@@ -340,12 +363,12 @@ class BranchCopy:
                        for (_, threshold), (view, src, dst) in groups.items()]
         self.flags = (run_index(np.concatenate(flags[0])), run_index(np.concatenate(flags[1])), flags_view) \
             if flags[0] else None
-        self.host = HostRows()
+        self.host = HostRows(encoders[0].env)
         self.written: BatchReads | None = None
         """The update whose read was written last."""
 
     def write(self, reads: BatchReads) -> None:
-        """Write this update's read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of env 0: value
+        """Write this update's read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of the env: value
         [P, K] — zeros at filler probes and where invalid — and valid [S]; on a CPU device views of the branch's
         buffers that the next evaluation overwrites, so they are copied at once) into the templates."""
         branch = self.batch.branch
@@ -381,8 +404,8 @@ class TaxelEncoder(BranchEncoder):
 
     message_type = TAXEL_ARRAY
 
-    def __init__(self, suite, batch, index, world_frame):
-        super().__init__(suite, batch, index, world_frame)
+    def __init__(self, suite, batch, index, world_frame, env=0, kept=None):
+        super().__init__(suite, batch, index, world_frame, env, kept)
         layout = suite.layouts[self.name]
         self.layout = layout
         rows, cols = layout.shape if layout.is_grid else (0, 0)
@@ -421,8 +444,8 @@ class ThermalEncoder(BranchEncoder):
 
     message_type = THERMAL_GRID
 
-    def __init__(self, suite, batch, index, world_frame):
-        super().__init__(suite, batch, index, world_frame)
+    def __init__(self, suite, batch, index, world_frame, env=0, kept=None):
+        super().__init__(suite, batch, index, world_frame, env, kept)
         self.frame = batch.frame(index)
         names = list(batch.link_temperatures(index))
         reading = ThermalReading(self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
@@ -434,7 +457,7 @@ class ThermalEncoder(BranchEncoder):
 
     def place(self, memory):
         for gather, template in zip(self.lumped, self.templates):
-            gather.add(self.batch.system.t_lump[0], *memory.elements(template, "link_temperatures"))
+            gather.add(self.batch.system.t_lump[self.env], *memory.elements(template, "link_temperatures"))
 
     def encode(self, reads, ground_truth):
         self.lumped[ground_truth].write()
@@ -452,8 +475,8 @@ class JointTorqueEncoder(BranchEncoder):
 
     message_type = JOINT_STATE
 
-    def __init__(self, suite, batch, index, world_frame):
-        super().__init__(suite, batch, index, world_frame)
+    def __init__(self, suite, batch, index, world_frame, env=0, kept=None):
+        super().__init__(suite, batch, index, world_frame, env, kept)
         names = batch.joint_names(index)
         self.setup(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
                    ("header.stamp", "effort"), [("effort", 0, 1, None)])
@@ -466,8 +489,8 @@ class ContactSensorEncoder(SensorEncoder):
     message_type = LINK_CONTACT
     has_ground_truth = False
 
-    def __init__(self, suite, batch, index, world_frame):
-        super().__init__(suite, batch, index, world_frame)
+    def __init__(self, suite, batch, index, world_frame, env=0, kept=None):
+        super().__init__(suite, batch, index, world_frame, env, kept)
         names = suite.scene.body_names
         self.bodies = [names[b] for b in batch.sensor_bodies[index]]
         self.filters = list(batch.filter_names[index])
@@ -487,20 +510,21 @@ class ContactSensorEncoder(SensorEncoder):
         self.evaluations = evaluations
         self.links, self.wrenches = [], []
         zeros = np.zeros(3)
-        for body in self.bodies:
+        for k, body in enumerate(self.bodies):
             reading = LinkContactReading(self.name, body, body, 0.0, zeros, zeros, zeros, zeros, self.filters,
                                          np.zeros((f, 3)), np.zeros((f, 3)), np.zeros((f, 3)),
                                          np.zeros((f, 3)) if points else None,
                                          AirTimes(0.0, 0.0, 0.0, 0.0) if o.track_air_time else None, False)
-            self.links.append(CdrTemplate(encode_link_contact(reading), ["header.stamp", "valid", *changing]))
-            self.wrenches.append(CdrTemplate(encode_wrench_stamped(reading.wrench()), ("header.stamp", "wrench")))
+            self.links.append(self.template(2 * k, encode_link_contact(reading), ["header.stamp", "valid", *changing]))
+            self.wrenches.append(self.template(2 * k + 1, encode_wrench_stamped(reading.wrench()),
+                                               ("header.stamp", "wrench")))
         self.templates = self.links + self.wrenches
 
     def place(self, memory):
         self.gather = HostGather()
         for k, (link, wrench) in enumerate(zip(self.links, self.wrenches)):
             for name, tensor in self.sources.items():
-                source = tensor[0, k]  # (3,), (F, 3), or () for the timers
+                source = tensor[self.env, k]  # (3,), (F, 3), or () for the timers
                 if name.startswith("wrench"):
                     part = slice(0, 3) if name == "wrench[:3]" else slice(3, 6)
                     for template in (link, wrench):
@@ -508,7 +532,8 @@ class ContactSensorEncoder(SensorEncoder):
                         self.gather.add(source, view, at[part])
                 else:
                     self.gather.add(source, *memory.elements(link, name))
-        self.since = self.gather.source(self.evaluations[:1])  # a read is valid once evaluated since the reset
+        # a read is valid once evaluated since the reset
+        self.since = self.gather.source(self.evaluations[self.env:self.env + 1])
         self.valid_bytes = memory.elements(self.links[0], "valid")[0], np.concatenate(
             [memory.elements(link, "valid")[1] for link in self.links])
         self.outputs = [(link, wrench, self.wrench_topic(body))
@@ -553,11 +578,13 @@ ENCODERS: dict[str, type[SensorEncoder]] = {
 """Sensor type (the YAML ``type:``) → encoder class."""
 
 
-def node_encoders(suite, world_frame: str) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
-    """Every sensor's encoder with its batch's evaluation period (engine steps), in batch order; their templates
-    moved into one :class:`TemplateMemory` (returned); the branch encoders of each batch linked to its
-    :class:`BranchCopy` pair."""
-    batches = [(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame)
+def node_encoders(suite, world_frame: str, env: int = 0,
+                  kept: KeptTemplates | None = None) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+    """Every sensor's encoder of env ``env`` with its batch's evaluation period (engine steps), in batch order; their
+    templates moved into one :class:`TemplateMemory` (returned); the branch encoders of each batch linked to its
+    :class:`BranchCopy` pair. kept: templates to copy from, and to keep those built here in, for the other envs of
+    ``suite`` (building a template costs milliseconds)."""
+    batches = [(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame, env, kept)
                                for i in range(len(batch.names))]) for every, batch in suite.batches]
     memory = TemplateMemory([t for _, _, encoders in batches for e in encoders for t in e.templates])
     order = {name: k for k, name in enumerate(suite.sensor_names)}  # shared messages list sensors in this order

@@ -39,6 +39,16 @@ from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, JOINT_TO
 from ..warp_launch import SlotLaunches
 
 
+def joint_sample(state: WorldState, t_prev: float | None) -> tuple[float, bool, float, bool]:
+    """docs/models/joint_torque.md#velocity: (stamp s, accepted, Δt s, velocity measured) of ``state``'s joint sample
+    after the accepted one stamped ``t_prev`` (None: none yet): accepted when its stamp increased; Δt 1 when not
+    accepted or the first."""
+    stamp = state.joint_stamp if state.joint_stamp is not None else state.t
+    accept = t_prev is None or stamp > t_prev
+    dt = stamp - t_prev if t_prev is not None and accept else 1.0
+    return stamp, accept, dt, state.joint_vel is not None and state.joint_vel_measured
+
+
 class JointTorqueBatch(SensorBatch):
     """JointTorque sensors of one evaluation period (see the module docstring).
 
@@ -276,12 +286,9 @@ class JointTorqueBatch(SensorBatch):
                             ("sources", "measured", "ground_truth"))
 
     def evaluate(self, state: WorldState) -> None:
-        # docs/models/joint_torque.md#velocity: a joint sample is accepted when its stamp increased
-        stamp = state.joint_stamp if state.joint_stamp is not None else state.t
-        accept = self.t_prev is None or stamp > self.t_prev
+        stamp, accept, dt, vel_measured = joint_sample(state, self.t_prev)
         if not accept:
             self.dropped_samples += 1
-        dt = stamp - self.t_prev if self.t_prev is not None and accept else 1.0
         if self._moving is None:
             self._resolve_loads()
         branch = self.branch
@@ -290,7 +297,6 @@ class JointTorqueBatch(SensorBatch):
             launches = self._launches = self._build_launches(state)
         measured, gt = branch.staging()
         launch = launches.select((self._source_table(), measured, gt))
-        vel_measured = state.joint_vel is not None and state.joint_vel_measured
         acc_mode = ACC_ESTIMATED if state.joint_acc is None else (
             ACC_GIVEN_WITH_VELOCITY if vel_measured else ACC_GIVEN)
         launch.bind("joint_pos", state.joint_pos.contiguous())

@@ -1,0 +1,334 @@
+"""Many recordings replayed as the envs of one sensor suite (``tactile-sim replay --batch N``).
+
+A batch of N recordings shares one :class:`~..suite.SensorSuite` of N envs, each drawing noise stream 0 (what the
+one-env suite of a lone replay draws). Each recording is a :class:`Lane`: env e of that suite behind a node core of
+its own (:class:`EnvCore`: inputs, TF buffer, held joints, a one-env world model, the encoders of env e), its clock
+(:class:`~.tick_clock.TickClock`) and its output bag. Every lane's time line starts at suite step 0 and each suite
+step is tick k of every lane, so the step count and the per-evaluation counters of the shared sensors are each
+lane's own tick count, as in a lone replay: each output is byte for byte that of replaying its recording alone. A
+lane that has ended writes nothing more; its env is stepped on with its last world state, read by nobody.
+
+What one shared suite cannot reproduce is replayed alone (:func:`~.corpus.run_job`, the lane's output replaced): a
+recording whose time line restarts (a backwards jump or a forward gap: the suite would have to be rewound for one
+env), one whose update does not step the suite (waiting for TF, a failed world update), one that cannot be opened or
+read through, one that ticks nothing, and, with a JointTorque sensor, one whose joint samples the sensor would not
+see as in its lone replay (:func:`torque_agrees`). Options that cannot be batched at all (:func:`batch_problem`)
+replay every recording alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config.schema import SuiteConfig
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD
+from ..errors import ConfigError
+from ..io.stamps import NS_PER_S
+from ..ros.node_core import NodeCore
+from ..ros.node_params import NodeParams
+from ..ros.sensor_encoders import KeptTemplates, SensorEncoder, TemplateMemory, node_encoders
+from ..ros.throttled_log import LogSink
+from ..sensors.joint_torque.sensor import joint_sample
+from ..suite import SensorSuite
+from ..world.motion import WorldModel
+from ..world.state import WorldState
+from ..world.tf_buffer import TFBuffer
+from .bag_inputs import BagInputError, BagInputs, InputTopics, open_bag
+from .corpus import RecordingOutcome, ReplayJob, prefixed_log, run_job
+from .output_bag import OutputBag
+from .replay import check_output_place, default_rate
+from .run_loop import InputEvent, check_threshold, hand_over
+from .tick_clock import Tick, TickClock
+
+
+def batch_problem(config: SuiteConfig, options: dict[str, Any]) -> str | None:
+    """Why recordings replayed with ``config`` and the :func:`~.replay.replay_bag` keywords ``options`` cannot share
+    a suite (None when they can): markers, array outputs, or a robot description that comes from each recording."""
+    if options.get("markers"):
+        return "--markers"
+    if options.get("output_format", "bag") != "bag":
+        return "--format npz"
+    if options.get("robot") is None and config.robot is None:
+        return "the robot description comes from each recording"
+    return None
+
+
+def split(jobs: Sequence[ReplayJob], size: int) -> list[list[ReplayJob]]:
+    """``jobs`` in order as the fewest batches of at most ``size`` jobs, their sizes differing by at most one."""
+    count = -(-len(jobs) // size)
+    base, extra = divmod(len(jobs), count)
+    groups, start = [], 0
+    for i in range(count):
+        end = start + base + (i < extra)
+        groups.append(list(jobs[start:end]))
+        start = end
+    return groups
+
+
+class EnvSuite:
+    """Env ``env`` of a shared suite as a node core uses it: the suite's scene, robot, layouts, sensors and step count,
+    and a world model of its own (one env, posed by the core's TF buffer ``tf``; root_from_tf: the root link too)."""
+
+    def __init__(self, suite: SensorSuite, env: int, tf: TFBuffer, root_from_tf: bool):
+        self.shared, self.env = suite, env
+        self.scene, self.robot, self.layouts, self.batches = suite.scene, suite.robot, suite.layouts, suite.batches
+        self.sensor_names = suite.sensor_names
+        self._new_world = functools.partial(WorldModel, suite.scene, device=suite.device, dtype=suite.dtype,
+                                            world_frame=suite.config.suite.world_frame, tf=tf,
+                                            root_from_tf=root_from_tf)
+        self.world = self._new_world()
+
+    @property
+    def steps(self) -> int:
+        """Steps of the shared suite."""
+        return self.shared.steps
+
+    def rewind(self) -> None:
+        """A new world model (the shared suite is rewound by the batch's owner, once for all envs)."""
+        self.world = self._new_world()
+
+
+class SharedSuite:
+    """The suite of ``n_envs`` envs of a batch, built for the first :class:`EnvCore` that asks (:meth:`view`); every
+    env draws noise stream 0."""
+
+    def __init__(self, n_envs: int):
+        self.n_envs = n_envs
+        self.suite: SensorSuite | None = None
+        self.templates: KeptTemplates = {}
+        """The message templates of the first env's encoders, copied by the others'."""
+
+    def view(self, env: int, config: SuiteConfig, description: str | None, device: str, tf: TFBuffer,
+             root_from_tf: bool) -> EnvSuite:
+        """Env ``env`` of the suite of ``config`` (built on the first call; raises what its construction raises)."""
+        if self.suite is None:
+            self.suite = SensorSuite(config, robot_description=description, device=device or None,
+                                     n_envs=self.n_envs, tf=tf, root_from_tf=root_from_tf,
+                                     noise_streams=[0] * self.n_envs)
+        return EnvSuite(self.suite, env, tf, root_from_tf)
+
+
+class EnvCore(NodeCore):
+    """A node core that publishes env ``env`` of ``shared``'s suite; config, params and log as :class:`NodeCore`'s.
+    Its :meth:`update` is not used: the batch poses every env (:meth:`pose`), steps the shared suite once, then
+    publishes each (:meth:`publish`)."""
+
+    def __init__(self, shared: SharedSuite, env: int, config: SuiteConfig, params: NodeParams,
+                 log: LogSink | None = None):
+        self._shared, self.env = shared, env
+        super().__init__(config, params, log=log)
+
+    def _new_suite(self, config: SuiteConfig, root_from_tf: bool) -> EnvSuite:
+        return self._shared.view(self.env, config, self._description, self.params.device, self.tf, root_from_tf)
+
+    def _new_encoders(self, suite: EnvSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+        return node_encoders(suite, self.world_frame, self.env, self._shared.templates)
+
+    def _root_link(self, config: SuiteConfig) -> str | None:
+        robot = self._shared.suite.robot if self._shared.suite is not None else None
+        return robot.root_link if robot is not None else super()._root_link(config)
+
+
+class BatchCores:
+    """The env cores of this process's latest batch, kept for the next batch of the same configuration object,
+    parameters and size (the shared suite and every core rewound instead of built again)."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[SuiteConfig, NodeParams, list[EnvCore]] | None = None
+
+    def take(self, config: SuiteConfig, params: NodeParams, logs: Sequence[LogSink]) -> list[EnvCore]:
+        """An env core per log sink of ``logs``, of one shared suite, rewound or new (raises what building raises)."""
+        kept, self._kept = self._kept, None
+        if kept is not None and kept[0] is config and kept[1] == params and len(kept[2]) == len(logs):
+            cores = kept[2]
+            cores[0]._shared.suite.rewind()
+            for core, log in zip(cores, logs):
+                core.rewind(log)
+        else:
+            shared = SharedSuite(len(logs))
+            cores = [EnvCore(shared, e, config, params, log) for e, log in enumerate(logs)]
+        self._kept = (config, params, cores)
+        return cores
+
+
+class GoAlone(Exception):
+    """A lane's recording must be replayed alone; the message says why."""
+
+
+class Lane:
+    """One recording of a batch: its job, env core, inputs, clock and output bag (module docstring). rate: Hz;
+    jump_threshold_ns, gap_threshold_ns: the clock's; copy_inputs: also write every input to the bag."""
+
+    def __init__(self, job: ReplayJob, core: EnvCore, events: Iterable[InputEvent], bag: OutputBag, rate: float,
+                 jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool):
+        self.job, self.core, self.bag = job, core, bag
+        self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
+        self.copy_inputs = copy_inputs
+        self.ticks = self.productive_ticks = 0
+        self.torque_stamps: dict[int, float] = {}
+        """Stamp (s) of the latest joint sample each JointTorque batch (by id) accepted from this recording."""
+        self.alone: str | None = None
+        """Why this recording is to be replayed alone (None while it runs in the batch)."""
+        self._due = self._feed(events)
+
+    def _feed(self, events: Iterable[InputEvent]) -> Iterator[None]:
+        """Hand the inputs to the core as :class:`~.run_loop.RunLoop` does, pausing whenever a tick is due."""
+        clock = self.clock
+        for event in events:
+            c = event.clock_ns
+            if c is not None:
+                change = clock.change(c)
+                if change in ("back", "gap"):
+                    raise GoAlone(f"its time line restarts at {c / NS_PER_S:.6f} s")
+                if change == "start":
+                    clock.start_line(c)
+                elif change == "reordered":
+                    c = clock.clock
+                else:
+                    while clock.due(c):
+                        yield
+                clock.set(c, event.log_ns)
+            hand_over(self.core, event)
+            if self.copy_inputs:
+                self.bag.write_all(event.log_ns, [(event.topic, event.message)])
+        while clock.due():
+            yield
+
+    def next_tick(self) -> Tick | None:
+        """Feed inputs until the next tick is due and take it; None when the recording has ended or goes alone."""
+        try:
+            next(self._due)
+        except StopIteration:
+            return None
+        except (GoAlone, BagInputError) as exc:
+            self.alone = str(exc)
+            return None
+        return self.clock.take()
+
+
+def joined(states: Sequence[WorldState], first: WorldState) -> WorldState:
+    """One world state whose env e is ``states[e]`` (each of one env); time, joint stamp and whether the joint
+    velocities were measured those of ``first`` (read by JointTorque only, :func:`torque_agrees`)."""
+
+    def cat(name: str) -> torch.Tensor | None:
+        return None if getattr(first, name) is None else torch.cat([getattr(s, name) for s in states])
+
+    return WorldState(first.t, cat("rot"), cat("pos"), cat("lin_vel"), cat("ang_vel"), cat("joint_pos"),
+                      cat("joint_vel"), cat("joint_acc"), first.joint_vel_measured, first.joint_stamp)
+
+
+def torque_agrees(suite: SensorSuite, stepped: list[tuple[Lane, Tick, WorldState]]) -> list[tuple[Lane, Tick]]:
+    """The lanes of ``stepped`` (lane, tick, its world state) whose joint sample every JointTorque batch due on this
+    step sees as in the lane's lone replay (accepted or not, Δt, measured velocities: :func:`joint_sample`, one value
+    per batch for all envs, taken from the first lane's state); the others go alone."""
+    torque = [b for k, b in suite.batches if b.sensor_type == "JointTorque" and suite.steps % k == 0]
+    kept = []
+    for lane, tick, state in stepped:
+        samples = [(b, joint_sample(state, lane.torque_stamps.get(id(b)))) for b in torque]
+        if all(sample[1:] == joint_sample(stepped[0][2], b.t_prev)[1:] for b, sample in samples):
+            lane.torque_stamps.update((id(b), sample[0]) for b, sample in samples if sample[1])
+            kept.append((lane, tick))
+        else:
+            lane.alone = "its joint samples differ from the batch's in what JointTorque sees (stamp steps)"
+    return kept
+
+
+def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
+    """Run every lane to its end: per suite step, each live lane's next tick posed by its core, the suite stepped
+    once, and each lane's messages written to its bag. A lane whose core does not step goes alone."""
+    states: list[WorldState | None] = [None] * suite.n_envs
+    live = list(lanes)
+    while live:
+        stepped = []
+        for lane in live:
+            tick = lane.next_tick()
+            if tick is None:
+                continue
+            state = lane.core.pose(tick.t_ns)
+            if state is None:
+                lane.alone = (lane.core.waiting_for_tf and f"waiting for TF: {lane.core.waiting_for_tf}") or \
+                    "its world update failed"
+                continue
+            states[lane.core.env] = state
+            stepped.append((lane, tick, state))
+        if not stepped:
+            return
+        first = stepped[0][2]
+        stepped = torque_agrees(suite, stepped)
+        suite.step(joined([first if s is None else s for s in states], first))
+        for lane, tick in stepped:
+            out = lane.core.publish(tick.t_ns)
+            lane.ticks += 1
+            if out:
+                lane.productive_ticks += 1
+                lane.bag.write_all(tick.log_ns, out)
+        live = [lane for lane, _ in stepped]
+
+
+def kept_log(lines: list[tuple[str, str]]) -> LogSink:
+    """A log sink that keeps the (level, text) of each line in ``lines`` (printed once the lane is known not to go
+    alone, whose replay logs them again)."""
+    return lambda level, text: lines.append((level, text))
+
+
+@functools.cache
+def _batch_cores() -> BatchCores:
+    return BatchCores()
+
+
+def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
+              jobs: Sequence[ReplayJob]) -> list[RecordingOutcome]:
+    """Replay ``jobs`` as one batch (module docstring) with the configuration at ``config_source`` and the
+    :func:`~.replay.replay_bag` keywords ``options`` (:func:`batch_problem` None for them); the outcomes in job
+    order, those of the recordings that went alone from :func:`~.corpus.run_job`."""
+    from .corpus import _config
+
+    start = time.perf_counter()
+    config = _config(config_source)
+    rate = float(options["rate"]) if options.get("rate") is not None else default_rate(config)
+    try:
+        robot = options.get("robot")
+        description = Path(robot).read_text() if robot is not None else ""
+        params = NodeParams(update_rate=rate, device=options.get("device", ""), robot_description=description,
+                            publish_ground_truth=options.get("ground_truth", False), viz_rate=0.0)
+        logs = {job.name: [] for job in jobs}
+        cores = _batch_cores().take(config, params, [kept_log(lines) for lines in logs.values()])
+        jump = round(check_threshold("jump_threshold", options.get("jump_threshold", JUMP_THRESHOLD)) * NS_PER_S)
+        gap = round(check_threshold("gap_threshold", options.get("gap_threshold", GAP_THRESHOLD)) * NS_PER_S)
+    except (OSError, ConfigError, ValueError):
+        return [run_job(config_source, options, verbose, job) for job in jobs]  # each says why, as alone
+    lanes: list[Lane | ReplayJob] = []
+    with ExitStack() as stack:
+        for job, core in zip(jobs, cores):
+            try:
+                check_output_place(job.source, job.output, "bag")
+                reader = stack.enter_context(open_bag(job.source))
+                inputs = BagInputs(reader, options.get("topics", InputTopics()), options.get("clock", "header"))
+                bag = stack.enter_context(OutputBag(job.output, node_name=core.name,
+                                                    overwrite=options.get("overwrite", False)))
+            except (BagInputError, ConfigError, FileExistsError, ValueError):
+                lanes.append(job)
+                continue
+            lanes.append(Lane(job, core, inputs.events(), bag, rate, jump, gap, options.get("copy_inputs", False)))
+        step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])
+    wall = (time.perf_counter() - start) / len(jobs)
+    outcomes = []
+    for lane in lanes:
+        if isinstance(lane, ReplayJob):
+            outcomes.append(run_job(config_source, options, verbose, lane))
+        elif lane.alone is not None or lane.productive_ticks == 0:
+            outcomes.append(run_job(config_source, {**options, "overwrite": True}, verbose, lane.job))
+        else:
+            log = prefixed_log(lane.job.name, verbose)
+            for level, text in logs[lane.job.name]:
+                log(level, text)
+            outcomes.append(RecordingOutcome(lane.job, str(lane.bag.data_file), lane.ticks, lane.ticks / rate, wall,
+                                             sum(lane.bag.counts.values()), None, 0))
+    return outcomes

@@ -1,0 +1,88 @@
+"""The clock rules of a replay (:mod:`.run_loop`'s docstring), apart from any node core: where the ticks of a time
+line fall, what a clock input does to the line, and the receive time each tick's output gets.
+
+One :class:`TickClock` per recording being replayed; the loop that drives a core asks it what a clock input means
+(:meth:`TickClock.change`), which ticks are due (:meth:`TickClock.due`), and takes the ticks it runs from it
+(:meth:`TickClock.take`). Times are integer nanoseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from ..io.stamps import NS_PER_S
+
+Change = Literal["start", "back", "gap", "reordered", "ahead"]
+"""What a clock input does: starts the first line; jumps back more than the jump threshold (a new line); jumps
+forward more than the gap threshold (a new line); steps back less than the jump threshold (reordering jitter: the
+clock stays); or moves the clock ahead (or not at all), the ticks before it running first."""
+
+
+def tick_time_ns(t0_ns: int, k: int, rate: float) -> int:
+    """Time of tick k of a time line that starts at t0_ns, ns (no accumulated rounding)."""
+    return t0_ns + round(k * NS_PER_S / rate)
+
+
+class Tick(NamedTuple):
+    """A tick taken from the clock: its index k on its line, its time t_ns and the receive time log_ns of its
+    output."""
+
+    k: int
+    t_ns: int
+    log_ns: int
+
+
+class TickClock:
+    """Ticks at ``rate`` Hz on the time line of the latest clock input; jump_threshold_ns, gap_threshold_ns: how far
+    a clock input may step back / ahead of the clock and stay on the line (ns, > 0)."""
+
+    def __init__(self, rate: float, jump_threshold_ns: int, gap_threshold_ns: int):
+        self.rate = rate
+        self.jump_threshold_ns = jump_threshold_ns
+        self.gap_threshold_ns = gap_threshold_ns
+        self.t0: int | None = None
+        self.k = 0
+        self.clock: int | None = None
+        """Latest clock time, ns (None before the first clock input)."""
+        self.receive: int | None = None
+        """Receive time of the input that set :attr:`clock`, ns."""
+        self._last_out = -(2**63)
+
+    def change(self, c: int) -> Change:
+        """What clock input time ``c`` (ns) does to the line (:data:`Change`); nothing is changed here."""
+        if self.clock is None:
+            return "start"
+        if c < self.clock - self.jump_threshold_ns:
+            return "back"
+        if c > self.clock + self.gap_threshold_ns:
+            return "gap"
+        return "reordered" if c < self.clock else "ahead"
+
+    def start_line(self, t0: int) -> None:
+        """A new time line from t0 (ns): its tick 0 falls on t0."""
+        self.t0, self.k = t0, 0
+
+    def set(self, c: int, receive: int) -> None:
+        """The clock is at ``c`` (ns), set by an input received at ``receive`` (ns)."""
+        self.clock, self.receive = c, receive
+
+    def next_tick(self) -> int:
+        """Time of the next tick of the line, ns."""
+        return tick_time_ns(self.t0, self.k, self.rate)
+
+    def due(self, before: int | None = None) -> bool:
+        """Whether the next tick runs before clock time ``before`` (ns; an input moving the clock ahead there), or,
+        with None, at or before the clock (the rest of a line that ends)."""
+        if before is not None:
+            return self.next_tick() < before
+        return self.clock is not None and self.next_tick() <= self.clock
+
+    def take(self) -> Tick:
+        """The next tick, counted as run: its output's receive time is its time carried over to the receive clock of
+        the latest clock input, never earlier than a previous output's."""
+        t = self.next_tick()
+        log_ns = max(self._last_out, self.receive + (t - self.clock))
+        self._last_out = log_ns
+        tick = Tick(self.k, t, log_ns)
+        self.k += 1
+        return tick

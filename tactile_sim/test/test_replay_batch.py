@@ -1,0 +1,127 @@
+"""``tactile-sim replay --batch N``: recordings stepped as the envs of one suite give, byte for byte, the output of
+replaying each alone — recordings of different lengths, input rates, time bases and joint sets and orders, one
+with reordered inputs, one with a simulation reset and one with a forward gap (those two replayed alone); with a
+JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone."""
+
+import numpy as np
+import pytest
+
+from helpers_offline import write_bag
+from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
+from tactile_sim.offline import batch_replay
+from test_cli_replay import closing, joints, pads_yaml, static_tf
+from test_replay_corpus import alone, corpus
+
+
+def recordings(folder):
+    """Six rosbag2 folders in ``folder`` (see the module docstring)."""
+    late = closing(1000.0, 31, 1000.5)  # another time base, received half a second after its stamps
+    (_, r10, m10), (_, r11, m11) = late[10:12]
+    late[10:12] = [("/joint_states", r10, m11), ("/joint_states", r11, m10)]  # one a step back: the clock holds
+    items = {
+        "long": [joints(0.01 * k, [0.0, q, q]) for k, q in enumerate(np.linspace(0.015, SQUEEZE, 61))],
+        "slow": [joints(0.04 * k, [q, q], names=JOINT_NAMES[1:], velocity=(0.0, 0.0))
+                 for k, q in enumerate(np.linspace(0.02, SQUEEZE, 11))],
+        "fast": [joints(0.005 * k, [q, q, 0.0], names=JOINT_NAMES[::-1], velocity=(0.1, 0.1, 0.0))
+                 for k, q in enumerate(np.linspace(0.018, SQUEEZE, 50))],
+        "late": late,
+        "reset": closing(10.0, 21, 10.0) + closing(0.0, 11, 10.3),
+        "gap": closing(0.0, 11, 0.0) + closing(30.0, 11, 30.0),
+    }
+    for name, messages in items.items():
+        write_bag(folder / name, [static_tf()] + messages)
+    return folder
+
+
+def lone_replays(monkeypatch):
+    """The names of the recordings a batch hands to a replay alone, as they are handed."""
+    names = []
+    run_job = batch_replay.run_job
+
+    def counted(config_source, options, verbose, job):
+        names.append(job.name)
+        return run_job(config_source, options, verbose, job)
+
+    monkeypatch.setattr(batch_replay, "run_job", counted)
+    return names
+
+
+def test_each_batched_output_equals_its_recording_replayed_alone(tmp_path, monkeypatch):
+    recs = recordings(tmp_path / "recs")
+    went_alone = lone_replays(monkeypatch)
+    status, out, err = corpus(tmp_path, recs, extra=("--batch", "6", "--gap-threshold", "5"))
+    assert status == 0, err
+    assert sorted(went_alone) == ["gap", "reset"]  # their sensors restart; the other four share one suite
+    ticks = {}
+    for name in ("long", "slow", "fast", "late", "reset", "gap"):
+        alone(tmp_path, recs / name, f"alone/{name}.mcap")
+        for part in (f"{name}.mcap", "metadata.yaml"):
+            assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
+                (name, part)
+        ticks[name] = int(next(line.split()[1] for line in out.splitlines() if line.startswith(name)))
+    assert ticks["long"] == 61 and ticks["slow"] == 41 and ticks["late"] == 31 and ticks["reset"] == 32
+
+
+def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs_also_in_worker_processes(tmp_path, monkeypatch):
+    recs = recordings(tmp_path / "recs")
+    for name in ("reset", "gap"):
+        (recs / name / f"{name}.mcap").unlink()
+        (recs / name / "metadata.yaml").unlink()
+        (recs / name).rmdir()
+    status, _, err = corpus(tmp_path, recs, out="one", extra=("--batch", "1"))
+    assert status == 0, err
+    built = []
+    shared = batch_replay.SharedSuite
+
+    class Counted(shared):
+        def __init__(self, n_envs):
+            built.append(n_envs)
+            super().__init__(n_envs)
+
+    monkeypatch.setattr(batch_replay, "SharedSuite", Counted)
+    status, _, err = corpus(tmp_path, recs, out="two", extra=("--batch", "2"))
+    assert status == 0, err
+    assert built == [2]  # two batches of two: the second takes the first's suite and cores rewound
+    status, _, err = corpus(tmp_path, recs, out="workers", extra=("--batch", "2", "--workers", "2"))
+    assert status == 0, err  # a batch per worker process
+    for name in ("long", "slow", "fast", "late"):
+        for out in ("two", "workers"):
+            assert (tmp_path / out / name / f"{name}.mcap").read_bytes() == \
+                (tmp_path / "one" / name / f"{name}.mcap").read_bytes(), (out, name)
+
+
+def test_with_joint_torque_recordings_whose_joint_samples_the_batch_cannot_follow_go_alone(tmp_path, monkeypatch):
+    recs = recordings(tmp_path / "recs")
+    went_alone = lone_replays(monkeypatch)
+    config = pads_yaml(tmp_path, names=("pad_left", "pad_right", "joint_torque"))
+    extra = ("--batch", "6", "--gap-threshold", "5", "--config", str(config))
+    status, _, err = corpus(tmp_path, recs, extra=extra)
+    assert status == 0, err
+    for name in ("long", "fast", "slow", "late"):
+        status, _, err = corpus(tmp_path, recs / name, out=f"alone/{name}.mcap", extra=("--config", str(config)))
+        assert status == 0, err
+        assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
+            (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
+    # slow: a new joint sample every 4th tick (held stamps); late: another time base (other Δt bits); both differ from
+    # long's and fast's in what the torque estimator sees; reset and gap restart
+    assert sorted(went_alone) == ["gap", "late", "reset", "slow"]
+
+
+@pytest.mark.parametrize("options, why", [
+    ({"markers": True}, "--markers"),
+    ({"output_format": "npz"}, "--format npz"),
+])
+def test_options_that_a_shared_suite_cannot_give_are_named(tmp_path, options, why):
+    from tactile_sim.config import load_config
+
+    config = load_config(pads_yaml(tmp_path))
+    assert batch_replay.batch_problem(config, {"robot": None}) is None
+    assert batch_replay.batch_problem(config, {"robot": None, **options}) == why
+    assert "robot description" in batch_replay.batch_problem(load_config(pads_yaml(tmp_path, robot=False)),
+                                                              {"robot": None})
+
+
+def test_batches_differ_in_size_by_at_most_one():
+    sizes = [len(g) for g in batch_replay.split(list(range(17)), 16)]
+    assert sizes == [9, 8]
+    assert [len(g) for g in batch_replay.split(list(range(5)), 16)] == [5]
