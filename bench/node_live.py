@@ -25,6 +25,8 @@ a process on the same transport (and rclpy executor) that answers each joint sta
     python bench/node_live.py --step-on joint_states --rate 1000 --loop closed --runs 3
     python bench/node_live.py --transports rclpy --executors events single_threaded --scenes echo "hand 368"
     python bench/node_live.py --step-on timer --rate 100 --loop open --runs 3
+    python bench/node_live.py --transports dds --step-on timer --rate 200 --loop open --scenes demo --duration 60 \
+        --realtime-priorities 0 50
 """
 
 from __future__ import annotations
@@ -73,10 +75,11 @@ ECHO_TOPIC = "/tactile_sim_node/echo"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def start_node(transport: str, domain: int, config: Path | None, executor: str, args, log: Path) -> subprocess.Popen:
+def start_node(transport: str, domain: int, config: Path | None, executor: str, args, log: Path,
+               priority: int) -> subprocess.Popen:
     """The node under test on ``transport`` (dds on loopback, or rclpy with rmw_cyclonedds on the loopback
-    configuration and the ``executor`` parameter), markers off, one torch thread (its output in ``log``); ``config``
-    None: the echo floor."""
+    configuration and the ``executor`` parameter), markers off, one torch thread, ``realtime_priority`` (its output
+    in ``log``); ``config`` None: the echo floor (normal scheduling)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PACKAGE), os.environ.get("PYTHONPATH", "")]),
                OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", ROS_DOMAIN_ID=str(domain))
     if transport == "rclpy":
@@ -88,7 +91,7 @@ def start_node(transport: str, domain: int, config: Path | None, executor: str, 
     else:
         command = [sys.executable, "-m", "tactile_sim", "node", "--transport", transport, "--config", str(config),
                    "-p", f"update_rate:={args.rate}", "-p", f"step_on:={args.step_on}", "-p", "viz_rate:=0",
-                   "-p", f"executor:={executor}"]
+                   "-p", f"executor:={executor}", "-p", f"realtime_priority:={priority}"]
         if transport == "dds":
             command += ["--loopback", "--domain-id", str(domain)]
     return subprocess.Popen(command, cwd=PACKAGE, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
@@ -229,11 +232,18 @@ def drive(client: Client, configs: tuple[np.ndarray, np.ndarray], rate: float, l
     return sends
 
 
-def run_once(scene: dict, transport: str, executor: str, args, work: Path, index: int) -> dict:
-    """One run of one scene: start the node, warm up, measure; the figures of the run."""
-    domain = random.Random(f"{os.getpid()} {scene['label']} {transport} {executor} {index}").randrange(100, 230)
-    log = work / f"{scene['label'].replace(' ', '_')}_{transport}_{executor}_{index}.log"
-    node = start_node(transport, domain, scene["config"], executor, args, log)
+def row_name(transport: str, priority: int) -> str:
+    """The table's first column: the transport (and executor), with ``/rt<priority>`` under SCHED_FIFO."""
+    return f"{transport}/rt{priority}" if priority else transport
+
+
+def run_once(scene: dict, transport: str, executor: str, args, work: Path, index: int, priority: int) -> dict:
+    """One run of one scene with the node at real-time ``priority`` (0: normal): start the node, warm up, measure;
+    the figures of the run."""
+    domain = random.Random(f"{os.getpid()} {scene['label']} {transport} {executor} {index} {priority}").randrange(
+        100, 230)
+    log = work / f"{scene['label'].replace(' ', '_')}_{transport}_{executor}_rt{priority}_{index}.log"
+    node = start_node(transport, domain, scene["config"], executor, args, log, priority)
     client = Client(domain, scene["names"], scene["topics"])
     try:
         end = time.monotonic() + START_TIMEOUT
@@ -313,6 +323,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per scene (the table gives ranges over them)")
     parser.add_argument("--scenes", nargs="+", choices=("echo", "demo pads", "hand 368", "demo"),
                         default=["echo", "demo pads", "hand 368", "demo"])
+    parser.add_argument("--realtime-priorities", nargs="+", type=int, default=[0], metavar="P",
+                        help="the node's realtime_priority parameter (0: normal scheduling); several: runs "
+                             "interleaved, a row set each (e.g. 0 50)")
     parser.add_argument("--echo-node", nargs=3, metavar=("TRANSPORT", "DOMAIN", "EXECUTOR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo_node:
@@ -335,21 +348,24 @@ def main() -> None:
             for executor in args.executors if transport == "rclpy" else ["auto"]:
                 name = f"rclpy/{executor}" if transport == "rclpy" else transport
                 for label in args.scenes:
-                    runs = []
+                    runs: dict[int, list[dict]] = {p: [] for p in args.realtime_priorities}
                     for k in range(args.runs):
-                        r = run_once(table[label], transport, executor, args, work, k)
-                        runs.append(r)
-                        n = r["node"]
-                        print(f"{name:>15} {label:>9} {k:>3} | {r['rate']:7.1f} {r['median']:7.3f} {r['p99']:7.3f} "
-                              f"{r['max']:7.2f} {r['missed']:>4} {r['cpu']:5.0f} | {n['decode']:6.3f} "
-                              f"{n['world']:6.3f} {n['suite_step']:6.3f} {n['encode']:6.3f} {n['publish']:7.3f} "
-                              f"{n['step']:6.3f} {r['misses']:>4}", flush=True)
-                    print(f"{name:>15} {label:>9} all | rate {span([r['rate'] for r in runs])} Hz, round trip median "
-                          f"{span([r['median'] for r in runs])} / p99 {span([r['p99'] for r in runs])} / max "
-                          f"{span([r['max'] for r in runs])} ms, CPU {span([r['cpu'] for r in runs])} %, node "
-                          f"update {span([r['node']['step'] for r in runs])} ms + publish "
-                          f"{span([r['node']['publish'] for r in runs])} ms", flush=True)
-
+                        for priority in args.realtime_priorities:  # interleaved: A, B, A, B, ...
+                            r = run_once(table[label], transport, executor, args, work, k, priority)
+                            runs[priority].append(r)
+                            n = r["node"]
+                            print(f"{row_name(name, priority):>15} {label:>9} {k:>3} | {r['rate']:7.1f} "
+                                  f"{r['median']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} {r['missed']:>4} "
+                                  f"{r['cpu']:5.0f} | {n['decode']:6.3f} {n['world']:6.3f} {n['suite_step']:6.3f} "
+                                  f"{n['encode']:6.3f} {n['publish']:7.3f} {n['step']:6.3f} {r['misses']:>4}",
+                                  flush=True)
+                    for priority, done in runs.items():
+                        print(f"{row_name(name, priority):>15} {label:>9} all | rate {span([r['rate'] for r in done])} "
+                              f"Hz, round trip median {span([r['median'] for r in done])} / p99 "
+                              f"{span([r['p99'] for r in done])} / max {span([r['max'] for r in done])} ms, CPU "
+                              f"{span([r['cpu'] for r in done])} %, node update {span([r['node']['step'] for r in done])}"
+                              f" ms + publish {span([r['node']['publish'] for r in done])} ms, deadline misses "
+                              f"{span([r['misses'] for r in done])}", flush=True)
 
 if __name__ == "__main__":
     main()

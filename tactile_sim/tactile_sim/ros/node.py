@@ -24,7 +24,7 @@ import sys
 from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
@@ -122,7 +122,9 @@ class RclpyTransport(Transport):
 def descriptor(spec) -> ParameterDescriptor:
     """The ROS parameter descriptor of one entry of :data:`~.node_params.PARAMETERS`."""
     d = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
-    if spec.range is not None:
+    if isinstance(spec.default, int) and not isinstance(spec.default, bool):
+        d.integer_range = [IntegerRange(from_value=spec.range[0], to_value=spec.range[1], step=1)]
+    elif spec.range is not None:
         d.floating_point_range = [FloatingPointRange(from_value=spec.range[0], to_value=spec.range[1], step=0.0)]
         d.dynamic_typing = True  # `update_rate:=100` (an integer) is accepted too; the value is checked here
     return d
