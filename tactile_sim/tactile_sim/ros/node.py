@@ -26,7 +26,7 @@ from typing import Any
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
@@ -207,7 +207,8 @@ def main(args: list[str] | None = None) -> int:
     rclpy.init(args=args)
     try:
         node = TactileSimNode()
-    except (ConfigError, SceneError, ValueError, OSError) as exc:
+    except (ConfigError, SceneError, ValueError, OSError, ParameterException) as exc:
+        # ParameterException: rclpy refused a -p value against its descriptor (type, range) before our checks
         rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
         rclpy.try_shutdown()
         return 2
