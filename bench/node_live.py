@@ -12,7 +12,8 @@ next tick, in the ``step_on: joint_states`` mode it is the answer to that joint 
 Reported per run, over ``--duration`` s after ``--warmup`` s: achieved rate (complete answers per second), round
 trip median / p99 / max, the node's CPU share of one core (utime + stime of the child from /proc, every thread),
 and the node's own per-update breakdown from its ``/diagnostics`` (means over the 1 s windows of the run: decode
-per joint state, world, suite_step, encode, publish, and step = world + suite_step + encode). What it leaves out:
+per joint state, world, suite_step, encode, publish, and step = world + suite_step + encode), the deadline misses
+it counted, and its longest update ('longest', ms: a miss with short updates is a late wake-up). What it leaves out:
 the executor's own time (waking up, taking the sample, dispatching), which shows only in the round trip and the CPU
 share; the client shares the machine's two cores with the node.
 
@@ -267,7 +268,8 @@ def run_once(scene: dict, transport: str, executor: str, args, work: Path, index
         return {"sent": len(sends), "rate": len(done) / ((wall1 - wall0) * 1e-9), "median": np.median(ms),
                 "p99": np.percentile(ms, 99), "max": ms.max(), "missed": sum(a is None for a in trips),
                 "cpu": 100 * (cpu1 - cpu0) / ((wall1 - wall0) * 1e-9), "node": node_ms,
-                "misses": sum(int(v["deadline_misses_window"]) for v in windows)}
+                "misses": sum(int(v["deadline_misses_window"]) for v in windows),
+                "longest": max((float(v["step_time_max_ms"]) for v in windows), default=np.nan)}
     finally:
         stop(node)
         client.t.close()
@@ -339,7 +341,7 @@ def main() -> None:
               f"{args.rate:g} Hz; {args.duration:g} s per run after {args.warmup:g} s; ms unless marked")
         print(f"{'transport':>15} {'scene':>9} {'run':>3} | {'rate Hz':>7} {'median':>7} {'p99':>7} {'max':>7} "
               f"{'lost':>4} {'CPU %':>5} | {'decode':>6} {'world':>6} {'step':>6} {'encode':>6} {'publish':>7} "
-              f"{'update':>6} {'miss':>4}")
+              f"{'update':>6} {'miss':>4} {'longest':>7}")
         for transport in args.transports:
             if transport == "rclpy" and not rclpy:
                 print(f"{'rclpy':>15} skipped: rclpy is not importable here (source a ROS 2 Jazzy setup with "
@@ -357,7 +359,8 @@ def main() -> None:
                             print(f"{row_name(name, priority):>15} {label:>9} {k:>3} | {r['rate']:7.1f} "
                                   f"{r['median']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} {r['missed']:>4} "
                                   f"{r['cpu']:5.0f} | {n['decode']:6.3f} {n['world']:6.3f} {n['suite_step']:6.3f} "
-                                  f"{n['encode']:6.3f} {n['publish']:7.3f} {n['step']:6.3f} {r['misses']:>4}",
+                                  f"{n['encode']:6.3f} {n['publish']:7.3f} {n['step']:6.3f} {r['misses']:>4} "
+                                  f"{r['longest']:7.2f}",
                                   flush=True)
                     for priority, done in runs.items():
                         print(f"{row_name(name, priority):>15} {label:>9} all | rate {span([r['rate'] for r in done])} "
@@ -365,7 +368,8 @@ def main() -> None:
                               f"{span([r['p99'] for r in done])} / max {span([r['max'] for r in done])} ms, CPU "
                               f"{span([r['cpu'] for r in done])} %, node update {span([r['node']['step'] for r in done])}"
                               f" ms + publish {span([r['node']['publish'] for r in done])} ms, deadline misses "
-                              f"{span([r['misses'] for r in done])}", flush=True)
+                              f"{span([r['misses'] for r in done])}, longest update "
+                              f"{span([r['longest'] for r in done])} ms", flush=True)
 
 if __name__ == "__main__":
     main()
