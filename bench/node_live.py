@@ -12,7 +12,8 @@ next tick, in the ``step_on: joint_states`` mode it is the answer to that joint 
 Reported per run, over ``--duration`` s after ``--warmup`` s: achieved rate (complete answers per second), round
 trip median / p99 / max, the node's CPU share of one core (utime + stime of the child from /proc, every thread),
 and the node's own per-update breakdown from its ``/diagnostics`` (means over the 1 s windows of the run: decode
-per joint state, world, suite_step, encode, publish, and step = world + suite_step + encode). What it leaves out:
+per joint state, world, suite_step, encode, publish, and step = world + suite_step + encode), the deadline misses
+it counted, and its longest update ('longest', ms: a miss with short updates is a late wake-up). What it leaves out:
 the executor's own time (waking up, taking the sample, dispatching), which shows only in the round trip and the CPU
 share; the client shares the machine's two cores with the node.
 
@@ -25,6 +26,8 @@ a process on the same transport (and rclpy executor) that answers each joint sta
     python bench/node_live.py --step-on joint_states --rate 1000 --loop closed --runs 3
     python bench/node_live.py --transports rclpy --executors events single_threaded --scenes echo "hand 368"
     python bench/node_live.py --step-on timer --rate 100 --loop open --runs 3
+    python bench/node_live.py --transports dds --step-on timer --rate 200 --loop open --scenes demo --duration 60 \
+        --realtime-priorities 0 50
 """
 
 from __future__ import annotations
@@ -73,10 +76,11 @@ ECHO_TOPIC = "/tactile_sim_node/echo"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def start_node(transport: str, domain: int, config: Path | None, executor: str, args, log: Path) -> subprocess.Popen:
+def start_node(transport: str, domain: int, config: Path | None, executor: str, args, log: Path,
+               priority: int) -> subprocess.Popen:
     """The node under test on ``transport`` (dds on loopback, or rclpy with rmw_cyclonedds on the loopback
-    configuration and the ``executor`` parameter), markers off, one torch thread (its output in ``log``); ``config``
-    None: the echo floor."""
+    configuration and the ``executor`` parameter), markers off, one torch thread, ``realtime_priority`` (its output
+    in ``log``); ``config`` None: the echo floor (normal scheduling)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PACKAGE), os.environ.get("PYTHONPATH", "")]),
                OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", ROS_DOMAIN_ID=str(domain))
     if transport == "rclpy":
@@ -88,7 +92,7 @@ def start_node(transport: str, domain: int, config: Path | None, executor: str, 
     else:
         command = [sys.executable, "-m", "tactile_sim", "node", "--transport", transport, "--config", str(config),
                    "-p", f"update_rate:={args.rate}", "-p", f"step_on:={args.step_on}", "-p", "viz_rate:=0",
-                   "-p", f"executor:={executor}"]
+                   "-p", f"executor:={executor}", "-p", f"realtime_priority:={priority}"]
         if transport == "dds":
             command += ["--loopback", "--domain-id", str(domain)]
     return subprocess.Popen(command, cwd=PACKAGE, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
@@ -229,11 +233,18 @@ def drive(client: Client, configs: tuple[np.ndarray, np.ndarray], rate: float, l
     return sends
 
 
-def run_once(scene: dict, transport: str, executor: str, args, work: Path, index: int) -> dict:
-    """One run of one scene: start the node, warm up, measure; the figures of the run."""
-    domain = random.Random(f"{os.getpid()} {scene['label']} {transport} {executor} {index}").randrange(100, 230)
-    log = work / f"{scene['label'].replace(' ', '_')}_{transport}_{executor}_{index}.log"
-    node = start_node(transport, domain, scene["config"], executor, args, log)
+def row_name(transport: str, priority: int) -> str:
+    """The table's first column: the transport (and executor), with ``/rt<priority>`` under SCHED_FIFO."""
+    return f"{transport}/rt{priority}" if priority else transport
+
+
+def run_once(scene: dict, transport: str, executor: str, args, work: Path, index: int, priority: int) -> dict:
+    """One run of one scene with the node at real-time ``priority`` (0: normal): start the node, warm up, measure;
+    the figures of the run."""
+    domain = random.Random(f"{os.getpid()} {scene['label']} {transport} {executor} {index} {priority}").randrange(
+        100, 230)
+    log = work / f"{scene['label'].replace(' ', '_')}_{transport}_{executor}_rt{priority}_{index}.log"
+    node = start_node(transport, domain, scene["config"], executor, args, log, priority)
     client = Client(domain, scene["names"], scene["topics"])
     try:
         end = time.monotonic() + START_TIMEOUT
@@ -257,7 +268,8 @@ def run_once(scene: dict, transport: str, executor: str, args, work: Path, index
         return {"sent": len(sends), "rate": len(done) / ((wall1 - wall0) * 1e-9), "median": np.median(ms),
                 "p99": np.percentile(ms, 99), "max": ms.max(), "missed": sum(a is None for a in trips),
                 "cpu": 100 * (cpu1 - cpu0) / ((wall1 - wall0) * 1e-9), "node": node_ms,
-                "misses": sum(int(v["deadline_misses_window"]) for v in windows)}
+                "misses": sum(int(v["deadline_misses_window"]) for v in windows),
+                "longest": max((float(v["step_time_max_ms"]) for v in windows), default=np.nan)}
     finally:
         stop(node)
         client.t.close()
@@ -313,6 +325,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per scene (the table gives ranges over them)")
     parser.add_argument("--scenes", nargs="+", choices=("echo", "demo pads", "hand 368", "demo"),
                         default=["echo", "demo pads", "hand 368", "demo"])
+    parser.add_argument("--realtime-priorities", nargs="+", type=int, default=[0], metavar="P",
+                        help="the node's realtime_priority parameter (0: normal scheduling); several: runs "
+                             "interleaved, a row set each (e.g. 0 50)")
     parser.add_argument("--echo-node", nargs=3, metavar=("TRANSPORT", "DOMAIN", "EXECUTOR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo_node:
@@ -326,7 +341,7 @@ def main() -> None:
               f"{args.rate:g} Hz; {args.duration:g} s per run after {args.warmup:g} s; ms unless marked")
         print(f"{'transport':>15} {'scene':>9} {'run':>3} | {'rate Hz':>7} {'median':>7} {'p99':>7} {'max':>7} "
               f"{'lost':>4} {'CPU %':>5} | {'decode':>6} {'world':>6} {'step':>6} {'encode':>6} {'publish':>7} "
-              f"{'update':>6} {'miss':>4}")
+              f"{'update':>6} {'miss':>4} {'longest':>7}")
         for transport in args.transports:
             if transport == "rclpy" and not rclpy:
                 print(f"{'rclpy':>15} skipped: rclpy is not importable here (source a ROS 2 Jazzy setup with "
@@ -335,21 +350,26 @@ def main() -> None:
             for executor in args.executors if transport == "rclpy" else ["auto"]:
                 name = f"rclpy/{executor}" if transport == "rclpy" else transport
                 for label in args.scenes:
-                    runs = []
+                    runs: dict[int, list[dict]] = {p: [] for p in args.realtime_priorities}
                     for k in range(args.runs):
-                        r = run_once(table[label], transport, executor, args, work, k)
-                        runs.append(r)
-                        n = r["node"]
-                        print(f"{name:>15} {label:>9} {k:>3} | {r['rate']:7.1f} {r['median']:7.3f} {r['p99']:7.3f} "
-                              f"{r['max']:7.2f} {r['missed']:>4} {r['cpu']:5.0f} | {n['decode']:6.3f} "
-                              f"{n['world']:6.3f} {n['suite_step']:6.3f} {n['encode']:6.3f} {n['publish']:7.3f} "
-                              f"{n['step']:6.3f} {r['misses']:>4}", flush=True)
-                    print(f"{name:>15} {label:>9} all | rate {span([r['rate'] for r in runs])} Hz, round trip median "
-                          f"{span([r['median'] for r in runs])} / p99 {span([r['p99'] for r in runs])} / max "
-                          f"{span([r['max'] for r in runs])} ms, CPU {span([r['cpu'] for r in runs])} %, node "
-                          f"update {span([r['node']['step'] for r in runs])} ms + publish "
-                          f"{span([r['node']['publish'] for r in runs])} ms", flush=True)
-
+                        for priority in args.realtime_priorities:  # interleaved: A, B, A, B, ...
+                            r = run_once(table[label], transport, executor, args, work, k, priority)
+                            runs[priority].append(r)
+                            n = r["node"]
+                            print(f"{row_name(name, priority):>15} {label:>9} {k:>3} | {r['rate']:7.1f} "
+                                  f"{r['median']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} {r['missed']:>4} "
+                                  f"{r['cpu']:5.0f} | {n['decode']:6.3f} {n['world']:6.3f} {n['suite_step']:6.3f} "
+                                  f"{n['encode']:6.3f} {n['publish']:7.3f} {n['step']:6.3f} {r['misses']:>4} "
+                                  f"{r['longest']:7.2f}",
+                                  flush=True)
+                    for priority, done in runs.items():
+                        print(f"{row_name(name, priority):>15} {label:>9} all | rate {span([r['rate'] for r in done])} "
+                              f"Hz, round trip median {span([r['median'] for r in done])} / p99 "
+                              f"{span([r['p99'] for r in done])} / max {span([r['max'] for r in done])} ms, CPU "
+                              f"{span([r['cpu'] for r in done])} %, node update {span([r['node']['step'] for r in done])}"
+                              f" ms + publish {span([r['node']['publish'] for r in done])} ms, deadline misses "
+                              f"{span([r['misses'] for r in done])}, longest update "
+                              f"{span([r['longest'] for r in done])} ms", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -288,8 +288,14 @@ def test_parameters_are_validated_against_their_ranges():
     with pytest.raises(ValueError, match=re.escape("parameter 'executor': got 'event'; allowed: 'auto', 'events', "
                                                    "'single_threaded', 'multi_threaded'")):
         NodeParams(executor="event")
+    for bad in (100, -1, 1.5, True, "50"):
+        with pytest.raises(ValueError, match=re.escape(f"parameter 'realtime_priority': got {bad!r}; allowed: an "
+                                                       "integer 0 <= value <= 99")):
+            NodeParams(realtime_priority=bad)
+    assert NodeParams(realtime_priority=99).realtime_priority == 99
     assert [p.name for p in PARAMETERS] == list(NodeParams.__dataclass_fields__)
-    assert all(p.range is not None for p in PARAMETERS if isinstance(p.default, float))
+    assert all(p.range is not None for p in PARAMETERS if isinstance(p.default, (int, float))
+               and not isinstance(p.default, bool))
 
 
 def test_the_shipped_params_file_lists_every_parameter_at_its_default():

@@ -24,9 +24,9 @@ import sys
 from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
@@ -122,7 +122,9 @@ class RclpyTransport(Transport):
 def descriptor(spec) -> ParameterDescriptor:
     """The ROS parameter descriptor of one entry of :data:`~.node_params.PARAMETERS`."""
     d = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
-    if spec.range is not None:
+    if isinstance(spec.default, int) and not isinstance(spec.default, bool):
+        d.integer_range = [IntegerRange(from_value=spec.range[0], to_value=spec.range[1], step=1)]
+    elif spec.range is not None:
         d.floating_point_range = [FloatingPointRange(from_value=spec.range[0], to_value=spec.range[1], step=0.0)]
         d.dynamic_typing = True  # `update_rate:=100` (an integer) is accepted too; the value is checked here
     return d
@@ -205,7 +207,8 @@ def main(args: list[str] | None = None) -> int:
     rclpy.init(args=args)
     try:
         node = TactileSimNode()
-    except (ConfigError, SceneError, ValueError, OSError) as exc:
+    except (ConfigError, SceneError, ValueError, OSError, ParameterException) as exc:
+        # ParameterException: rclpy refused a -p value against its descriptor (type, range) before our checks
         rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
         rclpy.try_shutdown()
         return 2

@@ -48,6 +48,7 @@ from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample, decode_tf_message
 from .name_tally import NAMES_SHOWN, NameTally, listed
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
+from .realtime import Scheduling
 from .scene_markers import ObjectMarkers
 from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders,
                               run_index)
@@ -542,8 +543,10 @@ class NodeCore:
         return [f for f in self.tf_frames()
                 if self.tf.has_frame(f) and self.tf.is_stale(f, t, self.params.tf_stale_age)]
 
-    def diagnostics(self, now_ns: int) -> Any:
-        """DiagnosticArray of the window since the previous call (one status, name ``<node>: update loop``)."""
+    def diagnostics(self, now_ns: int, scheduling: Scheduling | None = None) -> Any:
+        """DiagnosticArray of the window since the previous call (one status, name ``<node>: update loop``);
+        ``scheduling``: the live node's thread scheduling (a ``scheduling`` value, and a warning when the asked
+        real-time priority is not in force)."""
         t = ns_to_seconds(now_ns)
         w = self.stats.close_window(t)
         stale = self.stale_frames(t)
@@ -562,6 +565,8 @@ class NodeCore:
             problems.append(f"stale TF: {stale}")
         if w.deadline_misses:
             problems.append(f"{w.deadline_misses} deadline misses")
+        if scheduling is not None and scheduling.problem:
+            problems.append(scheduling.problem)
         if w.dropped:
             problems.append(f"{w.dropped} dropped inputs")
         if self.ready and w.updates > 1 and w.rate < 0.9 * self.params.update_rate:
@@ -582,6 +587,8 @@ class NodeCore:
             "resets": str(self.stats.resets),
             "sensors": str(len(self.schedule)),
         }
+        if scheduling is not None:
+            values["scheduling"] = scheduling.text
         values.update({f"dropped.{k}": str(v) for k, v in sorted(self.stats.dropped.items())})
         if len(self._ignored_joint_names):
             values["ignored_joint_names_count"] = self._ignored_joint_names.count_text()

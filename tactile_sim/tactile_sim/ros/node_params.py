@@ -29,7 +29,7 @@ EXECUTORS = ("auto", "events", "single_threaded", "multi_threaded")
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One node parameter. ``default`` fixes the type (bool, float, str or tuple of str = string array);
+    """One node parameter. ``default`` fixes the type (bool, int, float, str or tuple of str = string array);
     ``range``: inclusive (low, high) for numbers; ``read_only``: only settable at start-up."""
 
     name: str
@@ -62,6 +62,11 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "'multi_threaded' (two threads: the markers run beside the updates) or 'auto' (events where this "
               "rclpy has it, else single_threaded when the node starts with viz_rate 0, else multi_threaded). The "
               "DDS transport has its own loop and ignores it."),
+    ParamSpec("realtime_priority", 0,
+              "Linux real-time priority (SCHED_FIFO, 1-99) of the node's threads, so that a loaded machine does not "
+              "wake the update late; 0 keeps normal scheduling. Needs CAP_SYS_NICE or an rtprio limit (ulimit -r) of "
+              "at least this value; when it is not granted the node runs with normal scheduling, logs a warning and "
+              "reports it in /diagnostics.", range=(0, 99)),
     ParamSpec("device", "",
               "Torch device of the sensor models: cpu, cuda, cuda:<index> or auto. Empty: the configuration's "
               "suite.device."),
@@ -103,6 +108,7 @@ class NodeParams:
     update_rate: float = 100.0
     step_on: str = "timer"
     executor: str = "auto"
+    realtime_priority: int = 0
     device: str = ""
     publish_ground_truth: bool = False
     viz_rate: float = 10.0
@@ -134,6 +140,11 @@ def check_value(spec: ParamSpec, value: Any) -> Any:
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ValueError(f"{where}: got {value!r}; allowed: true or false")
+        return value
+    if isinstance(default, int):
+        low, high = spec.range
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"{where}: got {value!r}; allowed: an integer {low} <= value <= {high}")
         return value
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

@@ -16,6 +16,9 @@
   (the update's other phases are the core's; all in ``/diagnostics``);
 * once the sensors are built (at start, after a robot description arrives, after an ``update_rate`` change) the heap is
   settled (:func:`settle_heap`), so that Python's full collections do not stall updates;
+* with ``realtime_priority`` > 0 every thread of the node runs under ``SCHED_FIFO`` (:mod:`.realtime`), set once
+  the subscriptions and timers exist; when that is refused the node warns and runs on (``scheduling`` in
+  ``/diagnostics``);
 * every callback is guarded: an unexpected exception is counted in the core's drop statistics (``<what>.error``)
   and logged (throttled) instead of ending the node; once the transport is stopping, a failing callback is part of
   the shutdown and neither counted nor logged.
@@ -32,6 +35,7 @@ from ..io.encode import JOINT_STATE
 from ..transport.base import DEFAULT, LATCHED, SENSOR_DATA, Publisher, QosProfile, Transport
 from .inputs import decode_joint_state, decode_robot_description
 from .node_core import MARKERS_TOPIC, NodeCore
+from .realtime import set_realtime_priority
 
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 STRING = "std_msgs/msg/String"
@@ -78,6 +82,9 @@ class NodeRuntime:
         self._viz_timer = None
         self._start_viz_timer()
         transport.create_timer(DIAGNOSTICS_PERIOD, self.guard("diagnostics", self._on_diagnostics))
+        self.scheduling = set_realtime_priority(core.params.realtime_priority)
+        if self.scheduling.problem:
+            transport.log("warn", self.scheduling.problem)
 
     # ------------------------------------------------------------------ plumbing
     def guard(self, what: str, callback: Callable[..., None]) -> Callable[..., None]:
@@ -175,4 +182,4 @@ class NodeRuntime:
             self.publish([(MARKERS_TOPIC, markers)])
 
     def _on_diagnostics(self) -> None:
-        self.publish([("/diagnostics", self.core.diagnostics(self.transport.now_ns()))])
+        self.publish([("/diagnostics", self.core.diagnostics(self.transport.now_ns(), self.scheduling))])
