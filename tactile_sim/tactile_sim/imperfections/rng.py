@@ -167,27 +167,21 @@ STANDARD_NORMAL_CPP = {
         r = 3.3333331174e-1f + r * x;
         const float w = -(x + (x * x2 * r - 2.12194440e-4f * ex - 0.5f * x2) + 0.693359375f * ex);
 #endif
-        const float c = w - 2.5f;
-        float p = 2.81022636e-08f;
-        p = 3.43273939e-07f + p * c;
-        p = -3.5233877e-06f + p * c;
-        p = -4.39150654e-06f + p * c;
-        p = 0.00021858087f + p * c;
-        p = -0.00125372503f + p * c;
-        p = -0.00417768164f + p * c;
-        p = 0.246640727f + p * c;
-        p = 1.50140941f + p * c;
-        const float t = sqrtf(w) - 3.0f;
-        float q = -0.000200214257f;
-        q = 0.000100950558f + q * t;
-        q = 0.00134934322f + q * t;
-        q = -0.00367342844f + q * t;
-        q = 0.00573950773f + q * t;
-        q = -0.0076224613f + q * t;
-        q = 0.00943887047f + q * t;
-        q = 1.00167406f + q * t;
-        q = 2.83297682f + q * t;
-        return 1.41421356f * (w < 5.0f ? p : q) * v;
+        // Giles' two branches as one polynomial with the coefficients of each draw's branch (w < 5: in w - 2.5,
+        // else in sqrt(w) - 3): per draw the operations of its branch, so the values of evaluating both and
+        // selecting, with one polynomial per vector of draws instead of two
+        const bool central = w < 5.0f;
+        const float c = central ? w - 2.5f : sqrtf(w) - 3.0f;
+        float p = central ? 2.81022636e-08f : -0.000200214257f;
+        p = (central ? 3.43273939e-07f : 0.000100950558f) + p * c;
+        p = (central ? -3.5233877e-06f : 0.00134934322f) + p * c;
+        p = (central ? -4.39150654e-06f : -0.00367342844f) + p * c;
+        p = (central ? 0.00021858087f : 0.00573950773f) + p * c;
+        p = (central ? -0.00125372503f : -0.0076224613f) + p * c;
+        p = (central ? -0.00417768164f : 0.00943887047f) + p * c;
+        p = (central ? 0.246640727f : 1.00167406f) + p * c;
+        p = (central ? 1.50140941f : 2.83297682f) + p * c;
+        return 1.41421356f * p * v;
     };
 """,
     torch.float64: r"""

@@ -22,10 +22,11 @@ and only then poses the chunk's samples (once per chunk, into a per-thread scrat
 the cell's sphere) and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe
 scratch buffer, cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the
 scratch of the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and
-the tangential projection are applied to the sums. A probe nothing reaches copies its rest wrench instead
-(:func:`_rest_kernel`: the same wrench, computed at build). The culls are conservative (a round-off margin), so they
-never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both branches go straight
-into the measured branch's staging buffers. Output ``(force, torque)``.
+the tangential projection are applied to the sums. The thread then sets both branches of its block's probes to their
+rest wrench (:func:`_rest_kernel`: the wrench of zero sums, computed at build; a native copy loop, :func:`_rest_fill`)
+and overwrites the branches of the probes that samples reached. The culls are conservative (a round-off margin), so
+they never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both branches go
+straight into the measured branch's staging buffers. Output ``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -114,6 +115,35 @@ def _box_beyond(lo: Any, hi: Any, center: Any, radius: Any, cut: Any, margin: An
     return d - radius > cut + margin * (d + radius + cut + scale)
 
 
+def _rest_fill(call_type, dtype: torch.dtype):
+    """Native ``rest_fill(call, e, first, stop)``: both branches of env e at the rest wrench (``call.rest``) for the
+    probes of slots [first, stop) of ``call.probe_order``: a plain loop over raw pointers, cheaper on the CPU than
+    warp's code for the same copy (the kernel with nothing in reach, 4096 probes × 16 envs: about
+    0.6 → 0.4 ms)."""
+    scalar = "float" if dtype == torch.float32 else "double"
+    snippet = f"""
+    using wrench = wp::vec_t<6, {scalar}>;
+    auto row = [e](auto& a) {{
+        return reinterpret_cast<wrench*>(reinterpret_cast<char*>(a.data) + static_cast<size_t>(e) * a.strides[0]);
+    }};
+    wrench* truth = row(call.ground_truth);
+    wrench* measured = row(call.measured);
+    const wrench* rest = call.rest.data;
+    const int* order = call.probe_order.data;
+    for (int slot = first; slot < stop; ++slot) {{
+        const int i = order[slot];
+        truth[i] = rest[i];
+        measured[i] = rest[i];
+    }}
+"""
+
+    def fill(call, e, first, stop): ...
+
+    fill.__name__ = f"proximity_taxel_rest_fill_{WP_TYPES[dtype][0].__name__}"
+    fill.__annotations__ = {"call": call_type, "e": int, "first": int, "stop": int}
+    return wp.func_native(snippet)(fill)
+
+
 def _taxel_kernel(dtype: torch.dtype):
     """(kernel, call struct type) of the fused ProximityTaxel kernel over (E, blocks)."""
     f, v, m = WP_TYPES[dtype]
@@ -132,6 +162,8 @@ def _taxel_kernel(dtype: torch.dtype):
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
         "moments": wp.array3d(dtype=v), "touched": wp.array2d(dtype=wp.int64), "posed": wp.array3d(dtype=v),
         "rest": wp.array(dtype=wp.types.vector(6, f)), "ground_truth": wrench, "measured": wrench}, __name__)
+
+    rest_fill = _rest_fill(call_type, dtype)
 
     def kernel(call: Any, round_off: Any, evaluation: Any):
         e, k = wp.tid()
@@ -225,27 +257,23 @@ def _taxel_kernel(dtype: torch.dtype):
         link_lin = rt @ call.lin_vel[e, link]
         link_spin = rt @ call.ang_vel[e, link]
         one = zero + type(zero)(1.0)
+        rest_fill(call, e, call.cell_start[first_cell], call.cell_stop[stop_cell - 1])  # the block's cells: consecutive
         for c in range(first_cell, stop_cell):
             for slot in range(call.cell_start[c], call.cell_stop[c]):
                 i = call.probe_order[slot]
+                if call.touched[e, i] != evaluation:  # no sample reached the probe: both branches stay at rest
+                    continue
                 p = call.local_pos[i]
                 own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
                 a = call.local_normal[i]
-                touched = call.touched[e, i] == evaluation
-                if touched and call.sums[e, 2 * i] > zero:
-                    call.ground_truth[e, i] = _wrench(call.ground_truth[e, i], call.sums[e, 2 * i],
-                                                      call.moments[e, i, 0], call.moments[e, i, 1], one, own,
-                                                      link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
-                                                      call.k_tw[i])
-                else:
-                    call.ground_truth[e, i] = call.rest[i]
-                if touched and call.sums[e, 2 * i + 1] > zero:
-                    call.measured[e, i] = _wrench(call.measured[e, i], call.sums[e, 2 * i + 1],
-                                                  call.moments[e, i, 2], call.moments[e, i, 3], call.gain[e, i], own,
-                                                  link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
-                                                  call.k_tw[i])
-                else:
-                    call.measured[e, i] = call.rest[i]
+                if call.sums[e, 2 * i] > zero:
+                    call.ground_truth[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i], call.moments[e, i, 0],
+                                                      call.moments[e, i, 1], one, own, link_spin, a, p,
+                                                      call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+                if call.sums[e, 2 * i + 1] > zero:
+                    call.measured[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
+                                                  call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
+                                                  call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
 
     kernel.__name__ = f"proximity_taxel_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "round_off": f, "evaluation": wp.int64}
