@@ -24,12 +24,12 @@ next (velocity estimates, imperfection state, thermal and filter state), so it i
 Third table (``--corpus N ...``): N variants of each recording (the demo cycle cut at lengths from 0.75 to 1.25 ×
 S, the hand closing to 50–90 % of its flexion) replayed as one corpus in one process on one thread
 (``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs, bags written), up
-to B recordings at a time as the envs of one suite (``--batch B ...``, a row per B; B = 1: one after another, each
-with its run digest, the sensors built once and rewound for each further recording; a configuration with a
-JointTorque sensor, the demo's, is replayed one after another whatever B), in a fresh process per row so that its
-peak memory is its own: aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus
-(the build included); 'RSS MiB' = the process's peak resident memory, 'growth' = that peak − the peak after the
-imports, before the corpus (MiB).
+to B recordings at a time as the envs of one suite (``--batch B ...``, a row per B, repeated values for
+interleaved rounds: ``--batch 1 16 1 16``; B = 1: one after another, each with its run digest, the sensors built
+once and rewound for each further recording), in a fresh process per row so that its peak memory is its own:
+aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus (the build included), and ÷
+its CPU seconds (user + system: steadier on a shared machine); 'RSS MiB' = the process's peak resident memory,
+'growth' = that peak − the peak after the imports, before the corpus (MiB).
 
     python bench/replay.py [--seconds S] [--corpus N ...] [--batch B ...] [--only-corpus]
 """
@@ -184,20 +184,28 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_s() -> float:
+    """CPU seconds (user + system) of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def corpus_in_process(folder: str, config_source: str, out: str,
-                      batch: int) -> tuple[int, float, float, float, float]:
-    """(ticks, simulated s, wall s, max RSS MiB, its growth MiB during the corpus) of replaying every recording in
-    ``folder`` into ``out`` in this process on one thread, up to ``batch`` at a time as the envs of one suite (run
-    in a fresh process)."""
+                      batch: int) -> tuple[int, float, float, float, float, float]:
+    """(ticks, simulated s, wall s, CPU s, max RSS MiB, its growth MiB during the corpus) of replaying every
+    recording in ``folder`` into ``out`` in this process on one thread, up to ``batch`` at a time as the envs of one
+    suite (run in a fresh process)."""
     torch.set_num_threads(1)
     before = peak_rss_mib()
     jobs = plan_jobs(expand_inputs([folder]), out, "bag", False)
+    cpu = cpu_s()
     outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, batch=batch, progress=False)
+    cpu = cpu_s() - cpu
     failed = [o.error for o in outcomes if o.status]
     if failed:
         raise RuntimeError(f"corpus replay failed: {failed[:3]}")
     rss = peak_rss_mib()
-    return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, rss, rss - before
+    return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, cpu, rss, rss - before
 
 
 def corpus(label: str, config_source: str, variant, counts: list[int], batches: list[int], folder: Path) -> None:
@@ -207,13 +215,13 @@ def corpus(label: str, config_source: str, variant, counts: list[int], batches: 
         recordings = folder / f"{label.replace(' ', '_')}_{n}"
         for i in range(n):
             record(recordings / f"rec_{i:03d}", variant(i, n)[1])
-        for batch in batches:
+        for row, batch in enumerate(batches):
             with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-                ticks, simulated, wall, rss, growth = pool.submit(
-                    corpus_in_process, str(recordings), config_source, str(folder / f"{recordings.name}_{batch}_out"),
+                ticks, simulated, wall, cpu, rss, growth = pool.submit(
+                    corpus_in_process, str(recordings), config_source, str(folder / f"{recordings.name}_{row}_out"),
                     batch).result()
             print(f"{label:>9} {n:>4} {batch:>5} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} {1e3 * wall / ticks:8.3f} "
-                  f"{simulated / wall:8.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
+                  f"{simulated / wall:8.2f} | {cpu:7.2f} {simulated / cpu:8.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
 
 
 def main() -> None:
@@ -223,7 +231,7 @@ def main() -> None:
                         help="also replay N variants of each recording as one corpus (third table)")
     parser.add_argument("--batch", type=int, nargs="+", default=[16], metavar="B",
                         help="corpus: up to B recordings at a time as the envs of one suite, a row per B (default 16; "
-                             "1: one after another)")
+                             "1: one after another; repeat them for interleaved rounds: 1 16 1 16)")
     parser.add_argument("--only-corpus", action="store_true", help="only the third table")
     args = parser.parse_args()
     seconds = args.seconds
@@ -247,10 +255,9 @@ def main() -> None:
             hand_yaml = folder / "hand.yaml"
             hand_yaml.write_text(yaml.safe_dump(hand_config(urdf)))
             print(f"\ncorpus: N recordings of about {seconds:g} s in one process, one thread, bags written; "
-                  "x real = aggregate (all simulated s / wall s of the whole corpus)\n"
+                  "x real = aggregate (all simulated s / wall s, then / CPU s of the whole corpus)\n"
                   f"{'scene':>9} {'N':>4} {'batch':>5} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} "
-                  f"{'x real':>8} | "
-                  f"{'RSS MiB':>8} {'growth':>8}")
+                  f"{'x real':>8} | {'CPU s':>7} {'x real':>8} | {'RSS MiB':>8} {'growth':>8}")
             corpus("demo", DEMO_CONFIG, lambda i, n: demo_inputs(seconds * (0.75 + 0.5 * i / max(n - 1, 1))),
                    args.corpus, args.batch, folder)
             corpus("hand 368", str(hand_yaml),

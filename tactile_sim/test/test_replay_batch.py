@@ -1,7 +1,8 @@
 """``tactile-sim replay --batch N``: recordings stepped as the envs of one suite give, byte for byte, the output of
 replaying each alone — recordings of different lengths, input rates, time bases and joint sets and orders, one
 with reordered inputs, one with a simulation reset and one with a forward gap (those two replayed alone); with a
-JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone."""
+JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone; the encoders of every
+env keep each sensor's own layout values."""
 
 import numpy as np
 import pytest
@@ -125,3 +126,23 @@ def test_batches_differ_in_size_by_at_most_one():
     sizes = [len(g) for g in batch_replay.split(list(range(17)), 16)]
     assert sizes == [9, 8]
     assert [len(g) for g in batch_replay.split(list(range(5)), 16)] == [5]
+
+
+def test_the_encoders_of_every_env_of_a_batch_keep_the_layout_values_of_a_lone_cores():
+    """Values of a sensor's layout made once per batch (SensorEncoder.shared: the marker sphere size) are each
+    sensor's own, as a lone core makes them."""
+    from tactile_sim.config import load_config
+    from tactile_sim.demo_trajectory import DEMO_CONFIG
+    from tactile_sim.ros.node_core import NodeCore
+    from tactile_sim.ros.node_params import NodeParams
+
+    config, params = load_config(DEMO_CONFIG), NodeParams(update_rate=100.0, viz_rate=0.0)
+
+    def sizes(core):
+        return {s.encoder.name: s.encoder.sphere_diameter for s in core.schedule
+                if hasattr(s.encoder, "sphere_diameter")}
+
+    lone = sizes(NodeCore(config, params))
+    assert len(set(lone.values())) > 1  # one value for every sensor would show
+    shared = batch_replay.SharedSuite(2)
+    assert [sizes(batch_replay.EnvCore(shared, env, config, params)) for env in range(2)] == [lone, lone]

@@ -14,6 +14,7 @@ possible, each loading the configuration once) take the next recording or batch 
 from __future__ import annotations
 
 import functools
+import gc
 import glob
 import sys
 import time
@@ -270,12 +271,22 @@ def groups_of(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, 
     return [[job] for job in jobs]
 
 
+@functools.cache
+def freeze_imports() -> None:
+    """Move every object alive now into the collector's permanent generation (``gc.freeze``), once per process: the
+    imported libraries' objects (torch, Warp, SciPy, rosbags: hundreds of thousands) are then not walked by the full
+    collection a corpus triggers (16 recordings of 2 s: 0.23 -> 0.05 s of collection). No collection first, unlike
+    the live node's ``settle_heap``: it would cost about what it saves."""
+    gc.freeze()
+
+
 def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], *, workers: int = 1,
                   batch: int = 1, verbose: bool = False,
                   progress: bool = True) -> tuple[list[RecordingOutcome], float]:
     """Run every job in this process (workers = 1) or in ``workers`` processes (:func:`worker_context`, one torch
     thread each), up to ``batch`` of them as the envs of one suite (:func:`groups_of`, :func:`run_group`); returns
     the outcomes in job order and the wall seconds of the whole corpus."""
+    freeze_imports()
     outcomes: dict[ReplayJob, RecordingOutcome] = {}
     groups = groups_of(jobs, config_source, options, batch)
     with CorpusProgress(len(jobs), enabled=progress) as bar:

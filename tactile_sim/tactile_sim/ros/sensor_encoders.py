@@ -27,9 +27,10 @@ buffers (:class:`HostGather`). Colour scales are fixed per sensor (:func:`taxel_
 from __future__ import annotations
 
 import copy
+import functools
 import struct
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -62,9 +63,10 @@ from ..io.readings import (
 )
 from .profile_encoders import link_groups, profile_encoders
 
-KeptTemplates = dict[tuple[str, int], CdrTemplate]
-"""Templates of the encoders of one env of a suite by (sensor name, template number), for the encoders of its other
-envs to copy (:meth:`SensorEncoder.template`)."""
+KeptTemplates = dict[tuple[str, int | str], Any]
+"""What the encoders of one env of a suite built, for the encoders of its other envs: templates by (sensor name,
+template number), copied (:meth:`SensorEncoder.template`), and values of a sensor's fixed layout by (sensor name,
+value name), shared (:meth:`SensorEncoder.shared`)."""
 
 Output = tuple[str, Any]
 """(topic relative to the node, e.g. ``~/pad``; :class:`~tactile_sim.io.wire_message.WireMessage`: the CDR bytes
@@ -271,17 +273,27 @@ class SensorEncoder:
         self.ground_truth_topic = f"{self.topic}/ground_truth"
         self.last: list[Any] = []
 
-    def template(self, number: int, msg: Any, changing: Sequence[str]) -> CdrTemplate:
-        """Template ``number`` of this encoder: of ``msg`` with the fields ``changing``, or a copy of the one the
-        encoder of another env built (taken before any update, so its bytes are the message's; it gets bytes of its
-        own in :class:`TemplateMemory`)."""
+    def template(self, number: int, message: Callable[[], Any], changing: Sequence[str]) -> CdrTemplate:
+        """Template ``number`` of this encoder: of the message ``message()`` with the fields ``changing``, or a copy
+        of the one the encoder of another env built (taken before any update, so its bytes are the message's; it
+        gets bytes of its own in :class:`TemplateMemory`), the message then not built."""
         if self._kept is None:
-            return CdrTemplate(msg, changing)
+            return CdrTemplate(message(), changing)
         key = (self.name, number)
         if key in self._kept:
             return copy.copy(self._kept[key])
-        template = self._kept[key] = CdrTemplate(msg, changing)
+        template = self._kept[key] = CdrTemplate(message(), changing)
         return template
+
+    def shared(self, name: str, make: Callable[[], Any]) -> Any:
+        """``make()``, a value of the sensor's fixed layout (never modified), or the one the encoder of another env
+        made under ``name``."""
+        if self._kept is None:
+            return make()
+        key = (self.name, name)
+        if key not in self._kept:
+            self._kept[key] = make()
+        return self._kept[key]
 
     def topics(self, ground_truth: bool) -> list[tuple[str, str]]:
         """(topic, message type) of every topic this sensor publishes on; ground_truth adds the GT topics."""
@@ -312,15 +324,17 @@ class BranchEncoder(SensorEncoder):
     branch (measured, ground truth), written with the batch's other sensors by the batch's :class:`BranchCopy`
     pair (:func:`node_encoders` links them). Subclasses call :meth:`setup`."""
 
-    def setup(self, msg: Any, changing: tuple[str, ...], columns: list[tuple[str, int, int, float | None]]) -> None:
-        """Templates of ``msg`` (its ``ground_truth`` flag, when it has one, set per branch) with the fields
-        ``changing`` (``header.stamp`` among them); ``columns``: (field, first and end column of the branch value,
-        ``np.greater`` threshold or None) of the values copied from the read."""
+    def setup(self, message: Callable[[], Any], changing: tuple[str, ...],
+              columns: list[tuple[str, int, int, float | None]]) -> None:
+        """Templates of the message ``message()`` (its ``ground_truth`` flag, when it has one, set per branch) with
+        the fields ``changing`` (``header.stamp`` among them); ``columns``: (field, first and end column of the
+        branch value, ``np.greater`` threshold or None) of the values copied from the read."""
         self.rows = self.batch.branch.slices[self.index]
         self.columns = columns
         self.templates: list[CdrTemplate] = []
+        message = functools.cache(message)  # built once for both branches, not at all where copied
         for ground_truth in (False, True):
-            template = self.template(ground_truth, msg, changing)
+            template = self.template(ground_truth, message, changing)
             if template.changes("ground_truth"):
                 template.view("ground_truth")[0] = ground_truth
             self.templates.append(template)
@@ -410,14 +424,18 @@ class TaxelEncoder(BranchEncoder):
         self.layout = layout
         rows, cols = layout.shape if layout.is_grid else (0, 0)
         columns = TAXEL_CHANNELS_OF[self.sensor_type]
-        channels = {name: np.zeros((layout.n, TAXEL_CHANNELS[name][1]) if TAXEL_CHANNELS[name][1] else layout.n,
-                                   dtype=TAXEL_CHANNELS[name][0]) for name in columns}
-        reading = TaxelReading(self.name, self.sensor_type, self.options.link, 0.0, rows, cols, layout.positions,
-                               layout.normals, layout.radius, channels,
-                               world_frame_id=world_frame if "nearest_points" in channels else "")
-        self.setup(encode_taxel_array(reading), ("header.stamp", *channels, "valid", "ground_truth"),
+
+        def message() -> Any:
+            channels = {name: np.zeros((layout.n, TAXEL_CHANNELS[name][1]) if TAXEL_CHANNELS[name][1] else layout.n,
+                                       dtype=TAXEL_CHANNELS[name][0]) for name in columns}
+            return encode_taxel_array(TaxelReading(
+                self.name, self.sensor_type, self.options.link, 0.0, rows, cols, layout.positions, layout.normals,
+                layout.radius, channels, world_frame_id=world_frame if "nearest_points" in channels else ""))
+
+        self.setup(message, ("header.stamp", *columns, "valid", "ground_truth"),
                    [(name, a, b, CONTACT_ON if name == "contact" else None) for name, (a, b) in columns.items()])
-        self.sphere_diameter = default_sphere_diameter(layout.flat_positions, layout.flat_radius)
+        self.sphere_diameter = self.shared("sphere_diameter", lambda: default_sphere_diameter(
+            layout.flat_positions, layout.flat_radius))
         self.profiles = profile_encoders(self.name, self.sensor_type, self.options.link, layout, self.options.outputs)
 
     def topics(self, ground_truth):
@@ -448,10 +466,10 @@ class ThermalEncoder(BranchEncoder):
         super().__init__(suite, batch, index, world_frame, env, kept)
         self.frame = batch.frame(index)
         names = list(batch.link_temperatures(index))
-        reading = ThermalReading(self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
-                                 np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
-                                 link_temperatures=np.zeros(len(names), np.float32))
-        self.setup(encode_thermal_grid(reading), ("header.stamp", "temperatures", "link_temperatures", "valid",
+        self.setup(lambda: encode_thermal_grid(ThermalReading(
+            self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
+            np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
+            link_temperatures=np.zeros(len(names), np.float32))), ("header.stamp", "temperatures", "link_temperatures", "valid",
                                                   "ground_truth"), [("temperatures", 0, 1, None)])
         self.lumped = [HostGather(), HostGather()]  # per branch: [E, NL] °C, in link_temperatures order
 
@@ -478,7 +496,7 @@ class JointTorqueEncoder(BranchEncoder):
     def __init__(self, suite, batch, index, world_frame, env=0, kept=None):
         super().__init__(suite, batch, index, world_frame, env, kept)
         names = batch.joint_names(index)
-        self.setup(encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
+        self.setup(lambda: encode_joint_torque(JointTorqueReading(0.0, names, np.zeros(len(names)))),
                    ("header.stamp", "effort"), [("effort", 0, 1, None)])
 
 
@@ -515,8 +533,9 @@ class ContactSensorEncoder(SensorEncoder):
                                          np.zeros((f, 3)), np.zeros((f, 3)), np.zeros((f, 3)),
                                          np.zeros((f, 3)) if points else None,
                                          AirTimes(0.0, 0.0, 0.0, 0.0) if o.track_air_time else None, False)
-            self.links.append(self.template(2 * k, encode_link_contact(reading), ["header.stamp", "valid", *changing]))
-            self.wrenches.append(self.template(2 * k + 1, encode_wrench_stamped(reading.wrench()),
+            self.links.append(self.template(2 * k, functools.partial(encode_link_contact, reading),
+                                            ["header.stamp", "valid", *changing]))
+            self.wrenches.append(self.template(2 * k + 1, lambda: encode_wrench_stamped(reading.wrench()),
                                                ("header.stamp", "wrench")))
         self.templates = self.links + self.wrenches
 
