@@ -64,3 +64,15 @@ def start_dds_node(domain_id: int, log_path: Path, *args: str) -> subprocess.Pop
     return subprocess.Popen([sys.executable, "-m", "tactile_sim", "node", "--transport", "dds", "--loopback",
                              "--domain-id", str(domain_id), *args], cwd=PACKAGE_ROOT, env=node_env(), stdout=log,
                             stderr=subprocess.STDOUT)
+
+
+def thread_policies(pid: int) -> dict[int, tuple[int, int]]:
+    """tid → (scheduling policy, real-time priority) of every thread of process ``pid`` (Linux)."""
+    policies = {}
+    for entry in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            policies[int(entry.name)] = (os.sched_getscheduler(int(entry.name)),
+                                         os.sched_getparam(int(entry.name)).sched_priority)
+        except ProcessLookupError:
+            continue  # the thread ended meanwhile
+    return policies

@@ -8,25 +8,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from helpers_ros_launch import demo_with_robot, interrupt, require_ros, start_module
+from helpers_transport import thread_policies
 
 require_ros()
-
-
-def thread_policies(pid: int) -> dict[int, tuple[int, int]]:
-    """tid → (scheduling policy, priority) of every thread of process ``pid``."""
-    policies = {}
-    for entry in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            policies[int(entry.name)] = (os.sched_getscheduler(int(entry.name)),
-                                         os.sched_getparam(int(entry.name)).sched_priority)
-        except ProcessLookupError:
-            continue
-    return policies
 
 
 def test_the_running_node_and_its_executor_threads_are_fifo_at_the_asked_priority():

@@ -8,8 +8,9 @@ markers and diagnostics, which this process records as raw CDR. Checked: content
 contact, the update rate as a property of the stamps, every written message byte-equal to rosbags' CDR (and
 decodable by cyclonedds' own codec), the graph announcement, incompatible QoS reported, a writer that leaves and an
 undecodable sample survived, and clean shutdown on SIGTERM and SIGINT. A second node in another namespace shows
-the namespace and remapping across processes."""
+the namespace and remapping across processes, and its ``realtime_priority`` on every thread of the running node."""
 
+import os
 import signal
 import time
 
@@ -21,7 +22,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
 from helpers_ros import DEMO_YAML, pad_contact_truth, tf_msg
-from helpers_transport import isolated_domain_id, padded, start_dds_node
+from helpers_transport import isolated_domain_id, padded, start_dds_node, thread_policies
 from tactile_sim.constants import EPS_D
 from tactile_sim.demo_trajectory import DEMO_URDF, JOINT_NAMES, SQUEEZE, gripper_trajectory
 from tactile_sim.io.msg_types import deserialize_cdr, message_class, new_message, serialize_cdr
@@ -38,6 +39,8 @@ DOMAIN = isolated_domain_id(offset=1)
 RATE = 20.0
 NODE = "/tactile_sim_node"
 SECOND = "/spare/second"
+PRIORITY = 15
+"""realtime_priority of the second node."""
 PROBE_RADIUS = 0.0005
 MARGIN = 2e-5
 START_TIMEOUT = 90.0
@@ -124,10 +127,12 @@ def run(tmp_path_factory):
                           "-p", f"update_rate:={RATE}", "-p", "publish_ground_truth:=true", "-p", "viz_rate:=4",
                           "-p", "sensor_data_qos:=[pad_right]")
     second = start_dds_node(DOMAIN, tmp / "second.log", "--name", "second", "--namespace", "/spare",
-                            "-r", "/joint_states:=/spare/joint_states", "-p", "update_rate:=5", "-p", "viz_rate:=0")
+                            "-r", "/joint_states:=/spare/joint_states", "-p", "update_rate:=5", "-p", "viz_rate:=0",
+                            "-p", f"realtime_priority:={PRIORITY}")
     try:
         rec.wait_for(f"{NODE}/pad_left", START_TIMEOUT)
         rec.wait_for(f"{SECOND}/pad_left", START_TIMEOUT)
+        policies = thread_policies(second.pid)
         phases = {"open": time.monotonic()}
         rec.spin(1.0)
         # the controller restarts: its writer leaves (the node's reader gets an invalid sample), a new one comes
@@ -166,7 +171,7 @@ def run(tmp_path_factory):
                 proc.kill()
                 proc.wait()
     logs = {"node": (tmp / "node.log").read_text(), "second": (tmp / "second.log").read_text()}
-    yield rec, phases, logs, codes, left, (graph, writers)
+    yield rec, phases, logs, codes, left, (graph, writers, policies)
     rec.t.close()
 
 
@@ -264,7 +269,7 @@ def test_every_written_message_is_rosbags_cdr_byte_for_byte(run):
 
 
 def test_both_nodes_are_announced_in_the_ros_graph_with_their_writers(run):
-    _, _, _, _, _, (graph, writers) = run
+    _, _, _, _, _, (graph, writers, _) = run
     node, second = graph[("/", "tactile_sim_node")], graph[("/spare", "second")]
     for entry, prefix in ((node, NODE), (second, SECOND)):
         announced = {bytes(g.data) for g in entry.writer_gid_seq}
@@ -297,3 +302,18 @@ def test_sigterm_and_sigint_end_the_nodes_cleanly(run):
     for delay, remaining in left.values():
         assert remaining == 0 and delay < 10.0  # the writers left with the process, not by lease expiry (10 s)
 
+
+def test_realtime_priority_puts_every_thread_of_the_dds_node_under_fifo(run):
+    """The second node asked for realtime_priority: where this process may grant it (root here, or an rtprio limit)
+    every thread of the running node, DDS's own included, is SCHED_FIFO at that priority and /diagnostics says so;
+    elsewhere none is, and the node warned once and says so in /diagnostics."""
+    rec, _, logs, _, _, (_, _, policies) = run
+    statuses = [s for m in rec.messages("/diagnostics") for s in m.status if s.name.startswith("second")]
+    assert statuses and len(policies) >= 3  # main, DDS's receive and timed-event threads, ...
+    scheduling = {kv.value for s in statuses for kv in s.values if kv.key == "scheduling"}
+    if os.geteuid() == 0:
+        assert set(policies.values()) == {(os.SCHED_FIFO, PRIORITY)}, policies
+        assert scheduling == {f"SCHED_FIFO {PRIORITY}"} and "realtime_priority" not in logs["second"]
+    else:
+        assert {p for p, _ in policies.values()} == {os.SCHED_OTHER}
+        assert scheduling == {"normal"} and logs["second"].count(f"realtime_priority {PRIORITY}: SCHED_FIFO") == 1
