@@ -288,9 +288,6 @@ class McapReader:
                 for opcode, body, body_end in _chunk_walk(records, offset):
                     if opcode == CHUNK:
                         raise ValueError(f"the chunk at byte {offset} holds a chunk")
-                    if opcode == MESSAGE and body_end - body < 22:
-                        raise ValueError(f"a message record of the chunk at byte {offset} is {body_end - body} bytes "
-                                         "long (< 22)")
                     if opcode in (MESSAGE, SCHEMA, CHANNEL):
                         yield opcode, records, body, body_end
 
@@ -316,9 +313,6 @@ class McapReader:
         unpack = _MESSAGE_HEAD.unpack_from
         for opcode, body, end in _chunk_walk(records, chunk.offset):
             if opcode == MESSAGE:
-                if end - body < 22:
-                    raise ValueError(f"a message record of the chunk at byte {chunk.offset} is {end - body} bytes "
-                                     "long (< 22)")
                 channel, _, log_ns, _ = unpack(records, body)
                 if start <= log_ns < stop and channel in wanted:
                     out.append((log_ns, channel, records[body + 22:end]))
@@ -392,7 +386,8 @@ def _log_time(item: tuple[int, int, bytes]) -> int:
 
 
 def _chunk_walk(records: bytes, offset: int) -> Iterator[tuple[int, int, int]]:
-    """(opcode, body start, body end) of each record of a chunk's records (the chunk record at ``offset``)."""
+    """(opcode, body start, body end) of each record of a chunk's records (the chunk record at ``offset``); a
+    message record too short for its head (< 22 bytes) is refused."""
     pos, size = 0, len(records)
     unpack = _RECORD_HEAD.unpack_from
     while pos < size:
@@ -401,4 +396,6 @@ def _chunk_walk(records: bytes, offset: int) -> Iterator[tuple[int, int, int]]:
         pos = body + length
         if pos > size:
             raise ValueError(f"a record of the chunk at byte {offset} runs past the chunk's records")
+        if opcode == MESSAGE and length < 22:
+            raise ValueError(f"a message record of the chunk at byte {offset} is {length} bytes long (< 22)")
         yield opcode, body, pos
