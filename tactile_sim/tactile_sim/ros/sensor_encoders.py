@@ -29,8 +29,8 @@ from __future__ import annotations
 import copy
 import functools
 import struct
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -466,11 +466,15 @@ class ThermalEncoder(BranchEncoder):
         super().__init__(suite, batch, index, world_frame, env, kept)
         self.frame = batch.frame(index)
         names = list(batch.link_temperatures(index))
-        self.setup(lambda: encode_thermal_grid(ThermalReading(
-            self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
-            np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
-            link_temperatures=np.zeros(len(names), np.float32))), ("header.stamp", "temperatures", "link_temperatures", "valid",
-                                                  "ground_truth"), [("temperatures", 0, 1, None)])
+
+        def message() -> Any:
+            return encode_thermal_grid(ThermalReading(
+                self.name, self.frame, 0.0, batch.grid_origin(index), batch.cell_size(index),
+                np.zeros(tuple(self.options.grid_size), np.float32), link_names=names,
+                link_temperatures=np.zeros(len(names), np.float32)))
+
+        self.setup(message, ("header.stamp", "temperatures", "link_temperatures", "valid", "ground_truth"),
+                   [("temperatures", 0, 1, None)])
         self.lumped = [HostGather(), HostGather()]  # per branch: [E, NL] °C, in link_temperatures order
 
     def place(self, memory):
@@ -535,7 +539,7 @@ class ContactSensorEncoder(SensorEncoder):
                                          AirTimes(0.0, 0.0, 0.0, 0.0) if o.track_air_time else None, False)
             self.links.append(self.template(2 * k, functools.partial(encode_link_contact, reading),
                                             ["header.stamp", "valid", *changing]))
-            self.wrenches.append(self.template(2 * k + 1, lambda: encode_wrench_stamped(reading.wrench()),
+            self.wrenches.append(self.template(2 * k + 1, functools.partial(encode_wrench_stamped, reading.wrench()),
                                                ("header.stamp", "wrench")))
         self.templates = self.links + self.wrenches
 
