@@ -13,7 +13,7 @@ from scipy import integrate, optimize, special
 
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, pad_sd, sphere, step
 from tactile_sim.errors import ConfigError
-from tactile_sim.sensors.elastomer import dilation as elastomer_dilation
+from tactile_sim.sensors.elastomer import dilation as elastomer_dilation, source_rows as elastomer_source_rows
 from tactile_sim.sensors.elastomer.layer_profile import NODES, RHO_MAX, layer_profile
 
 
@@ -132,13 +132,15 @@ def test_fft_and_direct_paths_agree(dtype, tol):
         assert np.abs(u_grid - u_flat).max() <= tol * scale, (k, np.abs(u_grid - u_flat).max() / scale)
 
 
-@pytest.mark.parametrize("tables", ["dense", "on_the_fly"])
+@pytest.mark.parametrize("tables", ["dense", "source_rows", "per_step"])
 def test_direct_path_matches_the_double_sum(tables, monkeypatch):
     # an irregular flat layout with per-probe normals against an independent double sum of
-    # docs/models/elastomer_taxel.md#dilation; both the
-    # precomputed pair tables and the per-step kernel evaluation used beyond DENSE_LIMIT
-    if tables == "on_the_fly":
+    # docs/models/elastomer_taxel.md#dilation; the precomputed pair tables, and beyond DENSE_LIMIT the
+    # cached source rows (CPU) and the per-step kernel evaluation (no room for rows)
+    if tables != "dense":
         monkeypatch.setattr(elastomer_dilation, "DENSE_LIMIT", 0)
+    if tables == "per_step":
+        monkeypatch.setattr(elastomer_source_rows, "ROW_CACHE_LIMIT", 0)
     rng = np.random.default_rng(3)
     pos = np.column_stack([rng.uniform(-0.015, 0.015, (24, 2)), np.zeros(24)])
     normals = np.column_stack([rng.uniform(-0.2, 0.2, (24, 2)), np.ones(24)])

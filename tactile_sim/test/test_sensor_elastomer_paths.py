@@ -13,7 +13,8 @@ import torch
 import test_sensor_elastomer as checks
 import test_sensor_elastomer_lattice as lattice_checks
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
-from tactile_sim.sensors.elastomer import pairwise as elastomer_pairwise, shear as elastomer_shear
+from tactile_sim.sensors.elastomer import dilation as elastomer_dilation, pairwise as elastomer_pairwise
+from tactile_sim.sensors.elastomer import shear as elastomer_shear, source_rows as elastomer_source_rows
 from tactile_sim.suite import SensorSuite
 
 
@@ -39,6 +40,66 @@ def test_lattice_shear_of_sensors_apart_in_the_batch(without_pair_sums):
 @pytest.mark.parametrize("full_sum_limit", [0, 10**6])
 def test_compacted_and_whole_direct_sums_agree_with_the_lattice(without_pair_sums, full_sum_limit, monkeypatch):
     lattice_checks.test_compacted_and_whole_direct_sums_agree_with_the_lattice(full_sum_limit, monkeypatch)
+
+
+@pytest.mark.parametrize("tables", ["dense", "source_rows", "per_step"])
+def test_direct_path_matches_the_double_sum(without_pair_sums, tables, monkeypatch):
+    checks.test_direct_path_matches_the_double_sum(tables, monkeypatch)
+
+
+_SOURCE_ROWS_CALL = elastomer_source_rows.SourceRows.__call__
+
+
+def _rolling_ball_fields(slots: int, monkeypatch) -> tuple[list[np.ndarray], list[bool]]:
+    """Ground truth of two flat sensors (c = 1; c = 0.4, h = 4 mm, p = 1.5) on the direct path beyond DENSE_LIMIT
+    while a ball rolls over them differently in three envs, leaves contact, presses deep (more sources than
+    ``slots``) and comes back, with a reset of one env; the source rows get ``slots`` slots (0: none). Returns the
+    fields of every step, per step whether the cached rows were summed, and the rows filled in all."""
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+    monkeypatch.setattr(elastomer_dilation, "DENSE_LIMIT", 0)
+    rng = np.random.default_rng(11)
+    first = np.column_stack([rng.uniform(-0.012, 0.012, (70, 2)), np.zeros(70)])
+    second = np.column_stack([rng.uniform(-0.012, 0.012, (45, 2)), np.zeros(45)])
+    base = {"type": "ElastomerTaxel", "link": "pad", "track": ["ball"], "lambda_d": 9000.0, "shear_scale": 0.0}
+    sensors = [{**base, "name": "plain", "probe_local_pos": first.tolist()},
+               {**base, "name": "layer", "probe_local_pos": second.tolist(), "compressibility": 0.4,
+                "elastomer_thickness": 0.004, "normal_exponent": 1.5}]
+    # a slot holds TARGETS_PER_THREAD targets per chunk: plain has 2 chunks, layer 1
+    row = 4 * elastomer_source_rows.TARGETS_PER_THREAD * 3
+    monkeypatch.setattr(elastomer_source_rows, "ROW_CACHE_LIMIT", slots * row)
+    suite = make_suite(sensors, [sphere("ball", 0.006)], n_envs=3)
+    summed, filled = [], []
+
+    def spy(rows, selected):
+        new = int((selected.any(0) & (rows.slot < 0)).sum())
+        summed.append(_SOURCE_ROWS_CALL(rows, selected))
+        filled.append(new if summed[-1] else 0)
+        return summed[-1]
+
+    monkeypatch.setattr(elastomer_source_rows.SourceRows, "__call__", spy)
+    rot = torch.eye(3, dtype=torch.float64).expand(3, 3, 3)
+    fields = []
+    for k in range(12):
+        x = -0.01 + 0.002 * k + np.array([0.0, 0.003, -0.002])
+        z = np.full(3, 0.0055) - (0.003 if k in (5, 6) else 0.0) + (0.02 if k == 8 else 0.0)
+        centre = torch.as_tensor(np.column_stack([x, [0.0, 0.004, -0.003], z]), dtype=torch.float64)
+        if k == 9:
+            suite.reset([1])
+        suite.update(0.01 * k, object_poses={"ball": (rot, centre)})
+        fields.append(np.concatenate([numpy(suite.read_ground_truth(s["name"])) for s in sensors], 1))
+    return fields, summed, sum(filled)
+
+
+def test_cached_source_rows_sum_bit_for_bit_as_the_per_step_kernel(monkeypatch):
+    # sources come into contact and leave it, slots are reused (the longest unused first), a step with more sources
+    # than slots falls back to the per-step evaluation, a reset empties an env: every field equals the per-step
+    # kernel's exactly, and the per-step kernel agrees with an independent double sum (test above)
+    cached, summed, filled = _rolling_ball_fields(20, monkeypatch)
+    per_step, _, _ = _rolling_ball_fields(0, monkeypatch)
+    assert True in summed and False in summed and filled > 20
+    assert all(np.abs(u).max() > 0 for u in cached[:8])
+    for u, v in zip(cached, per_step):
+        assert np.array_equal(u, v)
 
 
 def _sliding_box_fields(pair_sums: bool, monkeypatch) -> dict[str, np.ndarray]:

@@ -8,8 +8,9 @@ P_i = I − a_i a_iᵀ, r = ‖δ‖:
     K_in = c K_loc + (1 − c) K_glob
     u_dil,i = dilate_scale · Σ_{active j, H_j > 0} [K_in H_j − a_i G H_j^p]          (link frame, [E, P, 3])
 
-The kernel pair (K_in, G) has one implementation, the warp function :func:`dilation_pair`; it fills the tables at
-build (in float64) and is evaluated per step only by the direct path of very large layouts.
+The kernel pair (K_in, G) has one implementation, the warp function :func:`~.pair_kernel.dilation_pair`; it fills
+the tables at build (in float64) and is evaluated per step only by the direct path of very large layouts (on the CPU
+once per source coming into contact, :mod:`.source_rows`).
 
 * FFT path (regular planar grid with one shared normal a, docs/models/layouts.md#planar-grids): the (M, N) depth maps H
 and H^p — on the CPU
@@ -41,7 +42,9 @@ import warp as wp
 from ...geometry.struct_launch import StructLaunch, warp_struct
 from ...geometry.warp_kernels import unique_kernel
 from ..points.compaction import SegmentCompaction
-from .layer_profile import FAR_FIELD, layer_profile
+from .layer_profile import layer_profile
+from .pair_kernel import dilation_pair, profile_arrays
+from .source_rows import SourceRows
 from ..layout.probe_layout import ProbeLayout
 from ..points.probe_set import WP_TYPES
 
@@ -76,43 +79,6 @@ class DilationParameters:
         peak = math.exp(-0.5) / math.sqrt(2.0 * self.lambda_d)
         return [self.lambda_d, self.compressibility, peak, self.epsilon0, self.thickness,
                 1.0 / layer_profile().peak, self.dilate_scale]
-
-
-# ---------------------------------------------------------------------------------------------- kernel functions
-@wp.func
-def layer_profile_at(rho: Any, coefficients: wp.array2d(dtype=Any), table: wp.array(dtype=Any)):
-    """κ₁(ρ): cubic pieces on [0, ρ_max] (table = spacing, ρ_max, 3/(4π)), far field 3/(4πρ) beyond."""
-    if rho >= table[1]:
-        return table[2] / rho
-    k = wp.min(int(rho / table[0]), coefficients.shape[0] - 1)
-    s = rho - type(rho)(k) * table[0]
-    return coefficients[k, 3] + s * (coefficients[k, 2] + s * (coefficients[k, 1] + s * coefficients[k, 0]))
-
-
-@wp.func
-def dilation_pair(d: Any, a: Any, params: wp.array2d(dtype=Any), s: int, coefficients: wp.array2d(dtype=Any),
-                  table: wp.array(dtype=Any)):
-    """(K_in(P d), G(‖P d‖)) for the raw offset d = p_i − p_j, target normal a and the parameters of sensor s
-    (without dilate_scale)."""
-    lam = params[s, 0]
-    c = params[s, 1]
-    zero = c - c
-    one = zero + type(c)(1.0)
-    delta = d - wp.dot(a, d) * a
-    r2 = wp.dot(delta, delta)
-    g = wp.exp(-lam * r2)
-    k = (c * g) * delta
-    if c < one:
-        peak = params[s, 2]
-        eps0 = params[s, 3]
-        h = params[s, 4]
-        if h > zero:
-            r = wp.sqrt(r2)
-            if r > zero:
-                k = k + ((one - c) * peak * params[s, 5] * layer_profile_at(r / h, coefficients, table) / r) * delta
-        else:
-            k = k + ((one - c) * peak * (eps0 + eps0) / (r2 + eps0 * eps0)) * delta
-    return k, g
 
 
 _F64 = {"params": wp.array2d(dtype=wp.float64), "coefficients": wp.array2d(dtype=wp.float64),
@@ -185,13 +151,6 @@ _DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}
 
 
 # ---------------------------------------------------------------------------------------------- shared tables
-def _profile_arrays(device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """(cubic coefficients [NODES, 4], (spacing, ρ_max, 3/(4π))) of κ₁ as tensors."""
-    prof = layer_profile()
-    return (torch.tensor(prof.coefficients, device=device, dtype=dtype),
-            torch.tensor([prof.spacing, prof.rho_max, FAR_FIELD], device=device, dtype=dtype))
-
-
 def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal e₁, e₂ perpendicular to the unit normal a (e₁ along the grid axis least parallel to a)."""
     candidates = [t - np.dot(a, t) * a for t in (t_u, t_v)]
@@ -210,7 +169,7 @@ def pair_tables(positions: np.ndarray, normals: np.ndarray, sensors: Sequence[in
     n = len(positions)
     pos64 = torch.tensor(np.array(positions, dtype=np.float64), device=device)  # copies: layouts are read-only
     nrm64 = torch.tensor(np.array(normals, dtype=np.float64), device=device)
-    coef, prof = _profile_arrays(device, torch.float64)
+    coef, prof = profile_arrays(device, torch.float64)
     table_k = torch.zeros((n, n, 3), device=device, dtype=torch.float64)
     table_g = torch.zeros((n, n), device=device, dtype=torch.float64)
     fields = {"pos": pos64, "normal": nrm64, "params": params, "coefficients": coef, "table": prof,
@@ -309,7 +268,7 @@ class LatticeConvolution(_LatticeGroup):
                  exponents: Sequence[float], device, dtype: torch.dtype):
         super().__init__(members, exponents, device)
         m, n = self.shape
-        coef, table = _profile_arrays(device, torch.float64)
+        coef, table = profile_arrays(device, torch.float64)
         kernels, bases = [], []
         for s, _, layout in members:
             grid = layout.grid
@@ -441,7 +400,8 @@ class SeparableLattice(_LatticeGroup):
 class _DirectSum:
     """Direct path for the sensors ``members``: per env, the probes with H > 0 are compacted per sensor; the sum
     weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere), or — beyond
-    DENSE_LIMIT — evaluates the kernels per step in a warp kernel.
+    DENSE_LIMIT — reads the rows of the sources in contact cached on the CPU (:class:`~.source_rows.SourceRows`) or,
+    on CUDA and when they do not fit, evaluates the kernels per step in a warp kernel.
     Call with H, H^p [E, P] → u of the members' probes [E, P_d, 3] (in ``probes`` order)."""
 
     def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
@@ -453,7 +413,7 @@ class _DirectSum:
         n = int(at[-1])
         self.probes = torch.as_tensor(np.concatenate([np.arange(starts[s], starts[s] + c)
                                                       for s, c in zip(members, counts)]), device=device)
-        self.normal = local_normal[self.probes]
+        self.normal = local_normal[self.probes].contiguous()
         self.compaction = SegmentCompaction(at[:-1], counts, e, device)
         self.depth = torch.zeros((e, n), device=device, dtype=dtype)
         self.depth_p = torch.zeros((e, n), device=device, dtype=dtype)
@@ -466,15 +426,19 @@ class _DirectSum:
             self.table_g = table_g.to(dtype)                                           # [source, target]
         else:
             self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
-            coef, prof = _profile_arrays(device, dtype)
+            pos, sensors, table = local_pos[self.probes].contiguous(), list(members), params.to(dtype)
+            coef, prof = profile_arrays(device, dtype)
             kernel, call_type = _DIRECT_SUM_KERNELS[dtype]
             self.launch = StructLaunch(kernel, (e, n), call_type, {
-                "pos": local_pos[self.probes].contiguous(), "normal": self.normal.contiguous(),
-                "segment": self.compaction.segment, "sensor": torch.as_tensor(list(members), device=device,
-                                                                              dtype=torch.int32),
-                "params": params.to(dtype), "coefficients": coef, "table": prof, "depth": self.depth,
+                "pos": pos, "normal": self.normal, "segment": self.compaction.segment,
+                "sensor": torch.as_tensor(sensors, device=device, dtype=torch.int32),
+                "params": table, "coefficients": coef, "table": prof, "depth": self.depth,
                 "depth_p": self.depth_p, "order": self.compaction.order, "first": self.compaction.starts,
                 "count": self.compaction.count, "out": self.out}, [], device)
+            self.rows = SourceRows(
+                pos, self.normal, self.compaction.segment, sensors, table, self.depth, self.depth_p,
+                self.compaction.order, self.compaction.starts, self.compaction.count, self.out) \
+                if device.type == "cpu" else None
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
         torch.index_select(depth, 1, self.probes, out=self.depth)
@@ -483,9 +447,11 @@ class _DirectSum:
         if self.dense and self.depth.shape[1] <= FULL_SUM_LIMIT:                # sources with H = 0 add exactly 0
             u = torch.matmul(self.depth, self.table_k).view(e, -1, 3)
             return u - torch.matmul(self.depth_p, self.table_g)[..., None] * self.normal
-        self.compaction(self.depth > 0)
+        selected = self.depth > 0
+        self.compaction(selected)
         if not self.dense:
-            self.launch()
+            if self.rows is None or not self.rows(selected):
+                self.launch()
             return self.out
         index, valid = self.compaction.slots()
         if index.shape[-1] == 0:

@@ -8,7 +8,7 @@ probe i (several on the CPU) adds
     u_i = Σ_{sources j of i's sensor, H_j > 0} [K(i, j) H_j − a_i G(i, j) H_j^p]
         + P_i Σ_{anchored samples k, D_k > 0} c_k exp(−λ_s ‖P_i(p_i − q̃_k)‖²)
 
-with the dense pair tables K = dilate_scale·K_in, G = dilate_scale·G of :func:`~.dilation.dilation_pair`
+with the dense pair tables K = dilate_scale·K_in, G = dilate_scale·G of :func:`~.pair_kernel.dilation_pair`
 (built once in float64), and c_k the weighted drags compacted by :class:`~.shear.ShearAnchors`. The sums
 are the same as the lattice and direct paths': regular planar grids with a shared normal use the ideal lattice
 positions and that normal for the dilation (as the FFT path), orthogonal grids use the ideal lattice for the shear

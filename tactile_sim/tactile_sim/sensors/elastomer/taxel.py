@@ -80,23 +80,44 @@ def _indentation_kernel(dtype: torch.dtype):
 _DEPTH_KERNELS = {dt: _indentation_kernel(dt) for dt in WP_TYPES}
 
 
+def _emit_loop(dtype: torch.dtype) -> str:
+    """C++ body of the emit kernel's run of probes [start, stop) in env e: u and g·u, value by value (the gain
+    repeated per channel), in a loop the compiler vectorises."""
+    real = "float" if dtype == torch.float32 else "double"
+    return f"""
+    const size_t row = static_cast<size_t>(e) * call.field.shape[1] * 3;
+    const {real}* __restrict__ u = reinterpret_cast<const {real}*>(call.field.data) + row;
+    const {real}* __restrict__ g = reinterpret_cast<const {real}*>(call.gain.data) + row;
+    {real}* __restrict__ truth = reinterpret_cast<{real}*>(call.ground_truth.data) + row;
+    {real}* __restrict__ measured = reinterpret_cast<{real}*>(call.measured.data) + row;
+    for (int k = 3 * start; k < 3 * stop; ++k) {{
+        truth[k] = u[k];
+        measured[k] = u[k] * g[k];
+    }}
+"""
+
+
 def _emit_kernel(dtype: torch.dtype):
     """(kernel, call struct type) over (E, runs of ``per_thread`` probes): ground truth u and measured g·u of every
-    probe (``field`` [E, P] vectors, probe gain [E, P]) into the measured branch's staging buffers."""
+    probe (``field`` [E, P] vectors, probe gain per channel [E, P] vectors) into the measured branch's staging
+    buffers."""
     f, v, _ = WP_TYPES[dtype]
     call_type = warp_struct(f"ElastomerEmitCall_{f.__name__}", {
-        "field": wp.array2d(dtype=v), "gain": wp.array2d(dtype=f), "ground_truth": wp.array2d(dtype=v),
+        "field": wp.array2d(dtype=v), "gain": wp.array2d(dtype=v), "ground_truth": wp.array2d(dtype=v),
         "measured": wp.array2d(dtype=v)}, __name__)
+    name = f"elastomer_emit_{f.__name__}"
+
+    def run(call, e, start, stop): ...
+
+    run.__name__, run.__annotations__ = f"{name}_run", {"call": call_type, "e": int, "start": int, "stop": int}
+    native = wp.func_native(_emit_loop(dtype))(run)
 
     def kernel(call: Any, per_thread: int):
         e, t = wp.tid()
         first = t * per_thread
-        for i in range(first, wp.min(first + per_thread, call.field.shape[1])):
-            u = call.field[e, i]
-            call.ground_truth[e, i] = u
-            call.measured[e, i] = u * call.gain[e, i]
+        native(call, e, first, wp.min(first + per_thread, call.field.shape[1]))
 
-    kernel.__name__ = f"elastomer_emit_{f.__name__}"
+    kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "per_thread": int}
     return unique_kernel(kernel), call_type
 
@@ -172,7 +193,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             kernel, call_type = _EMIT_KERNELS[dt]
             per_thread = max(p, 1) if torch.device(dev).type == "cpu" else 1
             self.emit = SlotLaunches(kernel, (e, -(-p // per_thread)), call_type,
-                                     {"field": self.field, "gain": self.branch.gain}, [per_thread], dev,
+                                     {"field": self.field, "gain": self._gain}, [per_thread], dev,
                                      outputs=("measured", "ground_truth"))
 
     def point_cloud(self, i: int) -> PointCloud:
@@ -192,7 +213,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
             self.pairwise()
         branch = self.branch
         if self.emit is not None:
-            self.bind_new_gain(self.emit)
+            self._channel_gain()                     # bound to the launches; refreshed here when the gain changed
             self.emit.select(branch.staging())()
             branch.push_staged()
             return
