@@ -79,17 +79,35 @@ def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_C
 
 
 @wp.func
-def _wrench(like: Any, s: Any, v: Any, w: Any, gain: Any, own: Any, spin: Any, a: Any, lever: Any,
-            normal_coef: Any, shear_coef: Any, k_tw: Any):
-    """[F, T] (``like``'s 6-vector type) from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame)."""
+def _unit_gain_force(s: Any, v: Any, own: Any, a: Any, normal_coef: Any, shear_coef: Any):
+    """F / g (link frame, N per unit gain) from the sums ΣP = s, Σ P_j v_j = v and the probe's own velocity."""
     slip = v - s * own
-    force = gain * ((-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip)
+    return (-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip
+
+
+@wp.func
+def _twist(s: Any, w: Any, spin: Any, a: Any):
+    """ω̄ (rad/s) from the sums ΣP = s, Σ P_j ω_j = w and the link's spin (0 when s = 0)."""
     zero = s - s
     twist = zero
     if s > zero:
         twist = (wp.dot(w, a) - s * wp.dot(spin, a)) / s
+    return twist
+
+
+@wp.func
+def _assembled(like: Any, force: Any, twist: Any, a: Any, lever: Any, k_tw: Any):
+    """[F, T] (``like``'s 6-vector type) of a force F and a twist ω̄: T = p × F + k_tw ω̄ a."""
     torque = wp.cross(lever, force) + (k_tw * twist) * a
     return type(like)(force[0], force[1], force[2], torque[0], torque[1], torque[2])
+
+
+@wp.func
+def _wrench(like: Any, s: Any, v: Any, w: Any, gain: Any, own: Any, spin: Any, a: Any, lever: Any,
+            normal_coef: Any, shear_coef: Any, k_tw: Any):
+    """[F, T] (``like``'s 6-vector type) from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame)."""
+    force = gain * _unit_gain_force(s, v, own, a, normal_coef, shear_coef)
+    return _assembled(like, force, _twist(s, w, spin, a), a, lever, k_tw)
 
 
 @wp.func
@@ -232,7 +250,7 @@ def _taxel_kernel(dtype: torch.dtype):
                                     call.sums[e, 2 * i] += pen
                                     call.moments[e, i, 0] += pen * vel
                                     call.moments[e, i, 1] += pen * spin
-                                if d < r1:
+                                if d < r1 and r1 != r0:   # r1 = r0: the measured branch's sums are these
                                     pen = r1 - d
                                     call.sums[e, 2 * i + 1] += pen
                                     call.moments[e, i, 2] += pen * vel
@@ -246,10 +264,20 @@ def _taxel_kernel(dtype: torch.dtype):
             p = call.local_pos[i]
             own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
             a = call.local_normal[i]
-            if call.sums[e, 2 * i] > zero:
-                call.ground_truth[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i], call.moments[e, i, 0],
-                                                  call.moments[e, i, 1], one, own, link_spin, a, p,
-                                                  call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+            s0 = call.sums[e, 2 * i]
+            if call.radius[i] == call.radius_measured[e, i]:  # one set of sums: F of unit gain and ω̄ shared
+                if s0 > zero:
+                    force = _unit_gain_force(s0, call.moments[e, i, 0], own, a, call.normal_coef[i],
+                                             call.shear_coef[i])
+                    twist = _twist(s0, call.moments[e, i, 1], link_spin, a)
+                    call.ground_truth[e, i] = _assembled(call.rest[i], force, twist, a, p, call.k_tw[i])
+                    call.measured[e, i] = _assembled(call.rest[i], call.gain[e, i] * force, twist, a, p,
+                                                     call.k_tw[i])
+                continue
+            if s0 > zero:
+                call.ground_truth[e, i] = _wrench(call.rest[i], s0, call.moments[e, i, 0], call.moments[e, i, 1], one,
+                                                  own, link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
+                                                  call.k_tw[i])
             if call.sums[e, 2 * i + 1] > zero:
                 call.measured[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
                                               call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
