@@ -312,6 +312,7 @@ def test_probe_grid_bins_every_active_probe_once_in_the_cell_of_its_position():
                 assert i in f["cell_probe"][f["cell_start"][c]:f["cell_start"][c + 1]]
             binned += active
         assert sorted(f["cell_probe"].tolist()) == binned                   # each active probe once, no filler
+        assert np.array_equal(f["cell_pos"], points[f["cell_probe"]])
 
 
 @pytest.mark.parametrize("spacing", [1.0, 0.9])

@@ -148,14 +148,15 @@ def _rest_fill(call_type, dtype: torch.dtype):
 
 
 @wp.func
-def _cell_span(x: Any, lo: Any, hi: Any, reach: Any, cell: Any, cells: int):
-    """Cells [first, last] of one axis of a grid (``cells`` cells of edge ``cell`` from ``lo``; its probes within
-    [lo, hi]) that may hold probes within ``reach`` of coordinate x; last < first when none (or x is not finite)."""
+def _cell_span(x: Any, lo: Any, hi: Any, reach: Any, inv_cell: Any, cells: int):
+    """Cells [first, last] of one axis of a grid (``cells`` cells of edge 1 / ``inv_cell`` from ``lo``; its probes
+    within [lo, hi]) that may hold probes within ``reach`` of coordinate x (``reach`` padded for the round-off of
+    the bins); last < first when none (or x is not finite)."""
     if not (x - reach <= hi and x + reach >= lo):
         return int(0), int(-1)
-    top = type(cell)(float(cells - 1))
-    low = wp.min(wp.max((x - lo - reach) / cell, cell - cell), top)
-    high = wp.max(wp.min((x - lo + reach) / cell, top), cell - cell)
+    top = type(inv_cell)(float(cells - 1))
+    low = wp.min(wp.max((x - lo - reach) * inv_cell, inv_cell - inv_cell), top)
+    high = wp.max(wp.min((x - lo + reach) * inv_cell, top), inv_cell - inv_cell)
     return int(low), int(high)
 
 
@@ -168,8 +169,8 @@ def _taxel_kernel(dtype: torch.dtype):
     call_type = warp_struct(name, {
         "block_group": i32, "block_link": i32, "block_first": i32, "block_stop": i32, "block_lo": vs,
         "block_hi": vs, "block_cut": fs, "block_scale": fs, "grid_cell": fs, "grid_dims": wp.array(dtype=wp.vec3i),
-        "grid_first_cell": i32, "cell_start": i32, "cell_probe": i32, "local_pos": vs, "local_normal": vs,
-        "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
+        "grid_first_cell": i32, "cell_start": i32, "cell_probe": i32, "cell_pos": vs, "local_pos": vs,
+        "local_normal": vs, "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
         "group_stop_chunk": i32, "chunk_start": i32, "chunk_stop": i32, "chunk_body": i32, "chunk_center": vs,
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
@@ -196,6 +197,8 @@ def _taxel_kernel(dtype: torch.dtype):
         zero = round_off - round_off
         one = zero + type(zero)(1.0)
         origin = type(ol)(zero, zero, zero)
+        inv_cell = one / cell
+        cut_sq = cut * cut * (one + round_off)   # ≥ the square of every probe's reach, with a round-off margin
         n_reached = int(0)   # probes reached this evaluation: reached[e, first_probe:first_probe + n_reached]
         # chunk poses: q̃ = T u + t per body (chunks of one body are consecutive)
         body = int(-1)
@@ -219,22 +222,26 @@ def _taxel_kernel(dtype: torch.dtype):
             margin = round_off * (shift_norm + wp.length(local_center) + chunk_r + one)
             if _box_beyond(lo, hi, center, chunk_r, cut, margin, wp.length(center) + chunk_r + scale):
                 continue
+            # the reach of a sample's cell search, padded for the round-off of q (‖u‖ ≤ ‖centre‖ + chunk radius)
+            # and of the bins
+            reach = cut + margin + round_off * (cut + scale)
             for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
                 u = to_link @ call.sample_pos[j]
                 q = u + shift
-                # the grid cells within reach of q (the reach padded for the round-off of q and of the bins)
-                reach = cut + round_off * (shift_norm + wp.length(u) + cut + scale + one)
-                x0, x1 = _cell_span(q[0], lo[0], hi[0], reach, cell, dims[0])
-                y0, y1 = _cell_span(q[1], lo[1], hi[1], reach, cell, dims[1])
-                z0, z1 = _cell_span(q[2], lo[2], hi[2], reach, cell, dims[2])
+                x0, x1 = _cell_span(q[0], lo[0], hi[0], reach, inv_cell, dims[0])
+                y0, y1 = _cell_span(q[1], lo[1], hi[1], reach, inv_cell, dims[1])
+                z0, z1 = _cell_span(q[2], lo[2], hi[2], reach, inv_cell, dims[2])
                 for z in range(z0, z1 + 1):
                     for y in range(y0, y1 + 1):
                         row = first_cell + (z * dims[1] + y) * dims[0]
                         for slot in range(call.cell_start[row + x0], call.cell_start[row + x1 + 1]):
+                            gap = q - call.cell_pos[slot]
+                            if wp.length_sq(gap) > cut_sq:
+                                continue   # beyond every reach of the block: no square root, no probe tables
                             i = call.cell_probe[slot]
-                            d = wp.length(q - call.local_pos[i])
                             r0 = call.radius[i]
                             r1 = call.radius_measured[e, i]
+                            d = wp.length(gap)
                             if d < r0 or d < r1:
                                 if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
                                     call.touched[e, i] = evaluation

@@ -47,7 +47,8 @@ class ProbeGrid:
       the box's extent (the magnitude of the round-off margins);
     * ``grid_cell`` [K] m: cell edge h, ``grid_dims`` [K, 3] int32: cells per axis, ``grid_first_cell`` [K] int32:
       the block's first cell (cell (x, y, z) is first + (z·ny + y)·nx + x);
-    * ``cell_start`` [C + 1] int32: the probes of cell c are ``cell_probe[cell_start[c]:cell_start[c + 1]]``.
+    * ``cell_start`` [C + 1] int32: the probes of cell c are ``cell_probe[cell_start[c]:cell_start[c + 1]]``, their
+      positions ``cell_pos`` [·, 3] m (copies of ``points``, so that a search reads them in cell order).
     """
 
     def __init__(self, points: np.ndarray, slices: Sequence[tuple[int, int]], group_link: Sequence[int],
@@ -77,7 +78,7 @@ class ProbeGrid:
                         "block_cut": floats(cols["cut"]), "block_scale": floats(cols["scale"]),
                         "grid_cell": floats(cols["cell"]), "grid_dims": ints(cols["dims"], 3),
                         "grid_first_cell": ints(cols["first_cell"]), "cell_start": ints(cell_start),
-                        "cell_probe": ints(cell_probe)}
+                        "cell_probe": ints(cell_probe), "cell_pos": floats(pts[np.asarray(cell_probe, np.int64)], 3)}
 
     @staticmethod
     def _add_block(pts, cutoff, first, stop, dtype, cols, cell_start, cell_probe) -> None:
