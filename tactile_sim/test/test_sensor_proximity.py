@@ -293,26 +293,32 @@ def test_probe_grid_bins_every_active_probe_once_in_the_cell_of_its_position():
     slices = [(0, 200), (200, 236), (236, 286)]
     cutoff = np.concatenate([np.full(200, 0.005), np.full(36, 0.004), np.full(50, 0.001)])
     cutoff[[3, 210, 211]] = -np.inf                                          # fillers
-    for device_blocks, expected in (("cpu", 3), ("meta", 286)):             # whole groups; one probe per block
-        grid = ProbeGrid(points, slices, [2, 2, 5], cutoff, device_blocks, torch.float64)
-        assert grid.n_blocks == expected
-        if device_blocks == "meta":
-            continue
-        f = {k: v.numpy() for k, v in grid.fields().items()}
-        binned = []
-        for k, (a, b) in enumerate(slices):
-            active = [i for i in range(a, b) if np.isfinite(cutoff[i])]
-            h, dims, lo = f["grid_cell"][k], f["grid_dims"][k], f["block_lo"][k]
-            assert h >= cutoff[active].max() and np.prod(dims) <= CELLS_PER_PROBE * len(active) + 8
-            assert np.allclose(lo, points[active].min(0)) and np.allclose(f["block_hi"][k], points[active].max(0))
-            assert f["block_cut"][k] == cutoff[active].max() and f["block_link"][k] == [2, 2, 5][k]
-            for i in active:
-                x, y, z = np.minimum(np.floor((points[i] - lo) / h).astype(int), dims - 1)
-                c = f["grid_first_cell"][k] + (z * dims[1] + y) * dims[0] + x
-                assert i in f["cell_probe"][f["cell_start"][c]:f["cell_start"][c + 1]]
-            binned += active
-        assert sorted(f["cell_probe"].tolist()) == binned                   # each active probe once, no filler
-        assert np.array_equal(f["cell_pos"], points[f["cell_probe"]])
+    per_probe = {k: v.numpy() for k, v in ProbeGrid(points, slices, [2, 2, 5], cutoff, "cpu", torch.float64,
+                                                     whole_groups=False).fields().items()}
+    active = np.isfinite(cutoff)
+    assert np.array_equal(per_probe["block_first"], np.arange(286)) and (per_probe["grid_dims"] == 1).all()
+    assert np.array_equal(per_probe["cell_probe"], np.flatnonzero(active))  # one cell per block: its probe or none
+    assert np.array_equal(np.diff(per_probe["cell_start"]), active.astype(int))
+    assert np.array_equal(per_probe["block_cut"], cutoff)
+    assert np.array_equal(per_probe["block_link"][[0, 236]], [2, 5])
+    assert np.array_equal(per_probe["block_lo"][active], points[active])
+    grid = ProbeGrid(points, slices, [2, 2, 5], cutoff, "cpu", torch.float64, whole_groups=True)
+    assert grid.n_blocks == 3
+    f = {k: v.numpy() for k, v in grid.fields().items()}
+    binned = []
+    for k, (a, b) in enumerate(slices):
+        active = [i for i in range(a, b) if np.isfinite(cutoff[i])]
+        h, dims, lo = f["grid_cell"][k], f["grid_dims"][k], f["block_lo"][k]
+        assert h >= cutoff[active].max() and np.prod(dims) <= CELLS_PER_PROBE * len(active) + 8
+        assert np.allclose(lo, points[active].min(0)) and np.allclose(f["block_hi"][k], points[active].max(0))
+        assert f["block_cut"][k] == cutoff[active].max() and f["block_link"][k] == [2, 2, 5][k]
+        for i in active:
+            x, y, z = np.minimum(np.floor((points[i] - lo) / h).astype(int), dims - 1)
+            c = f["grid_first_cell"][k] + (z * dims[1] + y) * dims[0] + x
+            assert i in f["cell_probe"][f["cell_start"][c]:f["cell_start"][c + 1]]
+        binned += active
+    assert sorted(f["cell_probe"].tolist()) == binned                   # each active probe once, no filler
+    assert np.array_equal(f["cell_pos"], points[f["cell_probe"]])
 
 
 @pytest.mark.parametrize("spacing", [1.0, 0.9])

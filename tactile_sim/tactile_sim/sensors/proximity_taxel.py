@@ -365,7 +365,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                   "rest": torch.zeros(probes.n, 6, **kw), "local_pos": probes.local_pos.contiguous()}
         links = probes.link_of_probe.cpu().numpy()
         grid = ProbeGrid(probes.local_pos.cpu().numpy(), probes.slices, [links[a] for a, _ in probes.slices],
-                         self.cutoff.cpu().numpy(), dev, dt)
+                         self.cutoff.cpu().numpy(), dev, dt, whole_groups=torch.device(dev).type == "cpu")
         fields.update(grid.fields())
         round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
         self.evaluation = 0   # the kernel's count of evaluations (marks the sums it cleared this evaluation)

@@ -37,7 +37,8 @@ class ProbeGrid:
 
     points: (P, 3) link-frame probe positions, m (values of the working ``dtype``), groups as contiguous ``slices``
     (start, stop) riding on the bodies ``group_link``; cutoff: (P,) each probe's largest reach, m (−inf: a filler,
-    never reached); device, dtype: of the tables. :meth:`fields` returns the kernel tables (K blocks, C cells over
+    never reached); device, dtype: of the tables; whole_groups: one block per group (the CPU's blocking), else one
+    per probe. :meth:`fields` returns the kernel tables (K blocks, C cells over
     all blocks):
 
     * ``block_group``, ``block_link``, ``block_first``, ``block_stop`` [K] int32: group, link body and probe range
@@ -52,18 +53,19 @@ class ProbeGrid:
     """
 
     def __init__(self, points: np.ndarray, slices: Sequence[tuple[int, int]], group_link: Sequence[int],
-                 cutoff: np.ndarray, device, dtype: torch.dtype):
-        device = torch.device(device)
-        whole_group = device.type == "cpu"
+                 cutoff: np.ndarray, device, dtype: torch.dtype, whole_groups: bool):
         pts = np.asarray(points, np.float64)
-        cols: dict[str, list] = {k: [] for k in ("group", "link", "first", "stop", "lo", "hi", "cut", "scale", "cell",
-                                                 "dims", "first_cell")}
-        cell_start, cell_probe = [0], []
-        for g, (a, b) in enumerate(slices):
-            for first in range(a, b, (b - a) if whole_group else 1):
-                stop = b if whole_group else first + 1
-                self._add_block(pts, cutoff, first, stop, dtype, cols, cell_start, cell_probe)
-                cols["group"].append(g), cols["link"].append(int(group_link[g]))
+        blocks = self._group_block if whole_groups else self._probe_blocks
+        rows, counts, probes, first_cell = [], [], [], 0
+        for g, (a, b) in enumerate(slices):           # one group (sensor) after the other, at least one
+            row, cell_counts, cell_probes = blocks(pts, cutoff, a, b, dtype)
+            n = len(row["first"])
+            rows.append({**row, "group": np.full(n, g), "link": np.full(n, int(group_link[g])),
+                         "cells": row["cells"] + first_cell})
+            counts.append(cell_counts), probes.append(cell_probes)
+            first_cell += len(cell_counts)
+        cols = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+        probe = np.concatenate(probes).astype(np.int64)
 
         def ints(v, *shape):
             return torch.as_tensor(np.asarray(v, np.int32).reshape(-1, *shape), device=device)
@@ -71,20 +73,22 @@ class ProbeGrid:
         def floats(v, *shape):
             return torch.as_tensor(np.asarray(v, np.float64).reshape(-1, *shape), device=device, dtype=dtype)
 
-        self.n_blocks = len(cols["group"])
+        self.n_blocks = len(cols["first"])
         self._fields = {"block_group": ints(cols["group"]), "block_link": ints(cols["link"]),
                         "block_first": ints(cols["first"]), "block_stop": ints(cols["stop"]),
                         "block_lo": floats(cols["lo"], 3), "block_hi": floats(cols["hi"], 3),
                         "block_cut": floats(cols["cut"]), "block_scale": floats(cols["scale"]),
                         "grid_cell": floats(cols["cell"]), "grid_dims": ints(cols["dims"], 3),
-                        "grid_first_cell": ints(cols["first_cell"]), "cell_start": ints(cell_start),
-                        "cell_probe": ints(cell_probe), "cell_pos": floats(pts[np.asarray(cell_probe, np.int64)], 3)}
+                        "grid_first_cell": ints(cols["cells"]),
+                        "cell_start": ints(np.concatenate([[0], np.cumsum(np.concatenate(counts))])),
+                        "cell_probe": ints(probe), "cell_pos": floats(pts[probe], 3)}
 
     @staticmethod
-    def _add_block(pts, cutoff, first, stop, dtype, cols, cell_start, cell_probe) -> None:
-        """Append block [first, stop)'s row to ``cols`` and its cells to the CSR lists (the cell edge rounded to
-        ``dtype``, as the kernel reads it)."""
-        active = np.flatnonzero(np.isfinite(cutoff[first:stop])) + first
+    def _group_block(pts, cutoff, a, b, dtype):
+        """One block of the probes [a, b) (CPU): its columns as 1-row arrays (``cells``: its first cell within the
+        group), the probe count of every cell and the active probes cell by cell. The cell edge is rounded to
+        ``dtype``, as the kernel reads it."""
+        active = np.flatnonzero(np.isfinite(cutoff[a:b])) + a
         cut = float(cutoff[active].max()) if len(active) else -np.inf
         own = pts[active] if len(active) else np.zeros((1, 3))
         lo, hi = own.min(0), own.max(0)
@@ -93,13 +97,25 @@ class ProbeGrid:
         cells = np.clip(np.floor((pts[active] - lo) / h).astype(np.int64), 0, dims - 1)
         flat = (cells[:, 2] * dims[1] + cells[:, 1]) * dims[0] + cells[:, 0]
         counts = np.bincount(flat, minlength=int(np.prod(dims)))
-        cols["first_cell"].append(len(cell_start) - 1)
-        cell_start.extend((cell_start[-1] + np.cumsum(counts)).tolist())
-        cell_probe.extend(active[np.argsort(flat, kind="stable")].tolist())
         corner = max(np.linalg.norm(lo), np.linalg.norm(hi))
-        for key, v in zip(("first", "stop", "lo", "hi", "cut", "scale", "cell", "dims"),
-                          (first, stop, lo, hi, cut, (corner + np.linalg.norm(hi - lo)) * (1 + 1e-6), h, dims)):
-            cols[key].append(v)
+        row = {"first": [a], "stop": [b], "lo": lo[None], "hi": hi[None], "cut": [cut],
+               "scale": [(corner + np.linalg.norm(hi - lo)) * (1 + 1e-6)], "cell": [h], "dims": dims[None],
+               "cells": [0]}
+        return {k: np.asarray(v) for k, v in row.items()}, counts, active[np.argsort(flat, kind="stable")]
+
+    @staticmethod
+    def _probe_blocks(pts, cutoff, a, b, dtype):
+        """One block per probe of [a, b) (CUDA), in the form of :meth:`_group_block`, vectorised: a grid of one cell
+        (edge: the probe's reach) holding the probe, or nothing for a filler."""
+        idx = np.arange(a, b)
+        active = np.isfinite(cutoff[a:b])
+        own = np.where(active[:, None], pts[a:b], 0.0)
+        reach = np.where(active, cutoff[a:b], 0.0)
+        h = torch.tensor(np.maximum(reach, 1e-6), dtype=dtype).double().numpy()     # grid_shape of an empty extent
+        row = {"first": idx, "stop": idx + 1, "lo": own, "hi": own, "cut": cutoff[a:b], "cell": h,
+               "scale": np.linalg.norm(own, axis=1) * (1 + 1e-6), "dims": np.ones((b - a, 3), np.int64),
+               "cells": idx - a}
+        return row, active.astype(np.int64), idx[active]
 
     def fields(self) -> dict[str, torch.Tensor]:
         """The kernel tables (class docstring)."""
