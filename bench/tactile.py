@@ -106,17 +106,13 @@ def bytes_per_update(suite: SensorSuite, typical: bool) -> int:
     """Bytes one probe-update must move through memory: the per-(env, probe) buffers of a step, each value written
     or read once (K channels of the working dtype, b bytes): the model writes both branches (2Kb), the consumer's
     read copies the measured one (2Kb); with imperfections the branch kernel updates the measured branch in place
-    (2Kb) and reads one uint32 noise lane per value (4K); ProximityTaxel also reads its per-probe evaluation mark
-    (8). Per-probe tables shared by the envs (positions, normals, noise σ, ProximityTaxel's rest wrenches) are left
-    out: at these sizes they stay in cache. A
-    lower bound: scratch of the models' own (ElastomerTaxel's FFT work arrays, ProximityTaxel's sums of the few
-    probes a sample reaches) and cache misses of gathers are not counted."""
+    (2Kb) and reads one uint32 noise lane per value (4K). Per-probe tables shared by the envs (positions, normals,
+    noise σ, ProximityTaxel's rest wrenches) are left out: at these sizes they stay in cache. A lower bound: scratch
+    of the models' own (ElastomerTaxel's FFT work arrays, ProximityTaxel's sums and marks of the few probes a sample
+    reaches) and cache misses of gathers are not counted."""
     batch, _ = suite.locate("pad")
     k, b = batch.channels, torch.finfo(suite.dtype).bits // 8
-    total = 4 * k * b + (2 * k * b + 4 * k if typical else 0)
-    if type(batch).__name__ == "ProximityTaxelBatch":
-        total += 8
-    return total
+    return 4 * k * b + (2 * k * b + 4 * k if typical else 0)
 
 
 class SuiteTimer:

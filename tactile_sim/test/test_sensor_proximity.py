@@ -283,3 +283,62 @@ def test_a_taxel_out_of_reach_reads_the_zero_sum_wrench_bit_for_bit_while_the_li
             assert np.signbit(t_ref[rest]).any() and not np.signbit(t_ref[rest]).all()
             assert np.array_equal(force[rest].view(np.uint8), f_ref[rest].view(np.uint8))
             assert np.array_equal(torque[rest].view(np.uint8), t_ref[rest].view(np.uint8))
+
+
+def test_probe_grid_bins_every_active_probe_once_in_the_cell_of_its_position():
+    from tactile_sim.sensors.points.probe_grid import CELLS_PER_PROBE, ProbeGrid
+    rng = np.random.default_rng(8)
+    points = np.concatenate([rng.uniform(-0.03, 0.03, (200, 3)), centred_lattice(6, 0.004).reshape(-1, 3),
+                             rng.uniform(-1.0, 1.0, (50, 3))])
+    slices = [(0, 200), (200, 236), (236, 286)]
+    cutoff = np.concatenate([np.full(200, 0.005), np.full(36, 0.004), np.full(50, 0.001)])
+    cutoff[[3, 210, 211]] = -np.inf                                          # fillers
+    per_probe = {k: v.numpy() for k, v in ProbeGrid(points, slices, [2, 2, 5], cutoff, "cpu", torch.float64,
+                                                     whole_groups=False).fields().items()}
+    active = np.isfinite(cutoff)
+    assert np.array_equal(per_probe["block_first"], np.arange(286)) and (per_probe["grid_dims"] == 1).all()
+    assert np.array_equal(per_probe["cell_probe"], np.flatnonzero(active))  # one cell per block: its probe or none
+    assert np.array_equal(np.diff(per_probe["cell_start"]), active.astype(int))
+    assert np.array_equal(per_probe["block_cut"], cutoff)
+    assert np.array_equal(per_probe["block_link"][[0, 236]], [2, 5])
+    assert np.array_equal(per_probe["block_lo"][active], points[active])
+    grid = ProbeGrid(points, slices, [2, 2, 5], cutoff, "cpu", torch.float64, whole_groups=True)
+    assert grid.n_blocks == 3
+    f = {k: v.numpy() for k, v in grid.fields().items()}
+    binned = []
+    for k, (a, b) in enumerate(slices):
+        active = [i for i in range(a, b) if np.isfinite(cutoff[i])]
+        h, dims, lo = f["grid_cell"][k], f["grid_dims"][k], f["block_lo"][k]
+        assert h >= cutoff[active].max() and np.prod(dims) <= CELLS_PER_PROBE * len(active) + 8
+        assert np.allclose(lo, points[active].min(0)) and np.allclose(f["block_hi"][k], points[active].max(0))
+        assert f["block_cut"][k] == cutoff[active].max() and f["block_link"][k] == [2, 2, 5][k]
+        for i in active:
+            x, y, z = np.minimum(np.floor((points[i] - lo) / h).astype(int), dims - 1)
+            c = f["grid_first_cell"][k] + (z * dims[1] + y) * dims[0] + x
+            assert i in f["cell_probe"][f["cell_start"][c]:f["cell_start"][c + 1]]
+        binned += active
+    assert sorted(f["cell_probe"].tolist()) == binned                   # each active probe once, no filler
+    assert np.array_equal(f["cell_pos"], points[f["cell_probe"]])
+
+
+@pytest.mark.parametrize("spacing", [1.0, 0.9])
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-9), ("float32", 1e-4)])
+def test_probes_on_grid_cell_boundaries_and_box_faces_match_the_independent_sum(dtype, tol, spacing):
+    """A 3-D lattice of probes spaced by the probe radius (the grid's cell edge: probes on cell boundaries and on
+    the faces of the grid's box) or by 0.9 of it (the last cell reaches beyond the box), the ball over a corner so
+    that samples reach the box from outside and across cells: every probe's sum against the independent replay."""
+    radius = 0.004
+    layers = [centred_lattice(7, spacing * radius) + [0.0, 0.0, z] for z in (0.0, -radius, -2 * radius)]
+    probes = np.concatenate([p.reshape(-1, 3) for p in layers])
+    normals = np.tile([0.0, 0.0, 1.0], (len(probes), 1))
+    suite = make_suite([proximity("px", probes, probe_radius=radius, n_sample_points=3000)],
+                       [sphere("ball", 0.01)], dtype=dtype)
+    for origin in ([0.012, 0.012, 0.009], [-0.013, 0.0, 0.006], [0.0, 0.0, -0.004]):
+        step(suite, 0.0, {"ball": (rot_z(0.3), np.array(origin))})
+        force, torque = (numpy(x) for x in suite.read_ground_truth("px"))
+        f_ref, t_ref = replay(suite.point_cloud("px"), rot_z(0.3), np.array(origin), np.zeros(3), np.zeros(3),
+                              probes, normals, radius, 100.0, 0.0, 1.0, 100)
+        touched = np.abs(f_ref).sum(1) > 0
+        assert 0 < touched.sum() < len(probes)
+        assert np.abs(force - f_ref).max() <= tol * np.abs(f_ref).max()
+        assert (force[~touched] == 0).all()

@@ -13,20 +13,20 @@ q̃_j = T u_j + t with T = R_Lᵀ R_B, t = R_Lᵀ(o_B − o_L) (u_j: its body-fr
 (R_Lᵀ ω_B) × T u_j and its angular velocity R_Lᵀ ω_B.
 
 One warp kernel per evaluation does the whole step. At build every sensor's cloud is cut into *chunks* (leaves of a
-median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere); the
-probes are visited in the cells and blocks of :class:`~.points.probe_set.ProbeSet` (link-frame bounding spheres and
-bounding boxes of their probes — a box is far tighter than a sphere for a flat layout —, the largest reach R + radius
-noise of each). One thread per (env, block) poses each chunk centre of its sensor into the link frame, skips the chunk
-when its sphere cannot come within reach of the block's box, then of each cell's box, then of each of the cell's probes,
-and only then poses the chunk's samples (once per chunk, into a per-thread scratch; skipping those beyond the reach of
-the cell's sphere) and accumulates ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes it may reach (a per-probe
-scratch buffer, cleared by the first sample that reaches the probe in an evaluation, which marks it ``touched``: the
-scratch of the probes nothing reaches is neither written nor read); the velocity sums being linear, v_L(x_i), ω_L and
-the tangential projection are applied to the sums. The thread then sets both branches of its block's probes to their
-rest wrench (:func:`_rest_kernel`: the wrench of zero sums, computed at build; a native copy loop, :func:`_rest_fill`)
-and overwrites the branches of the probes that samples reached. The culls are conservative (a round-off margin), so
-they never change a result, nor the order of a probe's sums (chunks, then samples, in cloud order). Both branches go
-straight into the measured branch's staging buffers. Output ``(force, torque)``.
+median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere) and
+its probes into the blocks of :class:`~.points.probe_grid.ProbeGrid` (the whole sensor on the CPU, one probe on CUDA),
+each with the link-frame bounding box of its probes, their largest reach (R + radius noise) and a uniform grid of
+them. One thread per (env, block) poses each chunk centre of its sensor into the link frame and skips the chunk when its
+sphere cannot come within reach of the block's box; otherwise it poses the chunk's samples one by one and visits the
+probes of the grid cells within reach of each, accumulating ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes
+within R (R̃) of it (a per-probe scratch buffer, cleared by the first sample that reaches the probe in an evaluation,
+which marks it ``touched`` and lists it in ``reached``: the scratch of the probes nothing reaches is neither written
+nor read); the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the sums. The
+thread then sets both branches of its block's probes to their rest wrench (:func:`_rest_kernel`: the wrench of zero
+sums, computed at build; a native copy loop, :func:`_rest_fill`) and overwrites the branches of the probes it listed.
+The culls are conservative (a round-off margin), so they never change a result, nor the order of a probe's sums
+(chunks, then samples, in cloud order). Both branches go straight into the measured branch's staging buffers. Output
+``(force, torque)``.
 """
 
 from __future__ import annotations
@@ -43,14 +43,13 @@ from ..geometry.warp_kernels import unique_kernel
 from ..world.state import WorldState
 from .kinematic_taxel import ForceTorque
 from .points.probe_sensor import ProbeSensorBatch, per_probe
+from .points.probe_grid import ProbeGrid
 from .points.probe_set import WP_TYPES, ProbeSensorGeometry
 from .points.tracked_cloud import PointCloud, sample_tracked_cloud, tracked_shape_mask
 from .warp_launch import SlotLaunches, bind_state
 
 SAMPLES_PER_CHUNK = 16
 """Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
-MAX_CELL_PROBES = 31
-"""Most probes a cell of :class:`~.points.probe_set.ProbeSet` may hold here (one bit each in an int32 mask)."""
 
 
 def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_CHUNK) -> tuple[np.ndarray, list]:
@@ -80,35 +79,42 @@ def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_C
 
 
 @wp.func
-def _wrench(like: Any, s: Any, v: Any, w: Any, gain: Any, own: Any, spin: Any, a: Any, lever: Any,
-            normal_coef: Any, shear_coef: Any, k_tw: Any):
-    """[F, T] (``like``'s 6-vector type) from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame)."""
+def _unit_gain_force(s: Any, v: Any, own: Any, a: Any, normal_coef: Any, shear_coef: Any):
+    """F / g (link frame, N per unit gain) from the sums ΣP = s, Σ P_j v_j = v and the probe's own velocity."""
     slip = v - s * own
-    force = gain * ((-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip)
+    return (-normal_coef * s - shear_coef * wp.dot(slip, a)) * a + shear_coef * slip
+
+
+@wp.func
+def _twist(s: Any, w: Any, spin: Any, a: Any):
+    """ω̄ (rad/s) from the sums ΣP = s, Σ P_j ω_j = w and the link's spin (0 when s = 0)."""
     zero = s - s
     twist = zero
     if s > zero:
         twist = (wp.dot(w, a) - s * wp.dot(spin, a)) / s
+    return twist
+
+
+@wp.func
+def _assembled(like: Any, force: Any, twist: Any, a: Any, lever: Any, k_tw: Any):
+    """[F, T] (``like``'s 6-vector type) of a force F and a twist ω̄: T = p × F + k_tw ω̄ a."""
     torque = wp.cross(lever, force) + (k_tw * twist) * a
     return type(like)(force[0], force[1], force[2], torque[0], torque[1], torque[2])
 
 
 @wp.func
-def _beyond(center: Any, radius: Any, chunk_center: Any, chunk_radius: Any, cut: Any, margin: Any):
-    """True when no point of the chunk sphere can come within ``cut`` of any point of the probe sphere (with a
-    round-off margin relative to the magnitudes involved); always True for ``cut`` = −inf (fillers only)."""
-    if not cut > -type(cut)(wp.inf):
-        return True
-    dc = wp.length(chunk_center - center)
-    return dc - radius - chunk_radius > cut + margin * (dc + radius + chunk_radius + cut)
+def _wrench(like: Any, s: Any, v: Any, w: Any, gain: Any, own: Any, spin: Any, a: Any, lever: Any,
+            normal_coef: Any, shear_coef: Any, k_tw: Any):
+    """[F, T] (``like``'s 6-vector type) from the sums ΣP = s, Σ P_j v_j = v, Σ P_j ω_j = w (link frame)."""
+    force = gain * _unit_gain_force(s, v, own, a, normal_coef, shear_coef)
+    return _assembled(like, force, _twist(s, w, spin, a), a, lever, k_tw)
 
 
 @wp.func
 def _box_beyond(lo: Any, hi: Any, center: Any, radius: Any, cut: Any, margin: Any, scale: Any):
     """True when no point of the sphere (center, radius) can come within ``cut`` of any point of the box [lo, hi]
-    (the round-off margin of :func:`_beyond`, relative to the magnitudes involved: ``scale`` ≥ ‖center‖ + the
-    largest ‖corner‖); always True for ``cut`` = −inf (fillers only). A box of a few probes of a flat layout is far
-    tighter than their bounding sphere."""
+    (with a round-off margin: ``margin`` times the magnitudes involved, ``scale`` ≥ ‖center‖ + radius + the largest
+    ‖corner‖); always True for ``cut`` = −inf (fillers only)."""
     if not cut > -type(cut)(wp.inf):
         return True
     d = wp.length(wp.max(wp.max(lo - center, center - hi), center - center))
@@ -117,9 +123,8 @@ def _box_beyond(lo: Any, hi: Any, center: Any, radius: Any, cut: Any, margin: An
 
 def _rest_fill(call_type, dtype: torch.dtype):
     """Native ``rest_fill(call, e, first, stop)``: both branches of env e at the rest wrench (``call.rest``) for the
-    probes of slots [first, stop) of ``call.probe_order``: a plain loop over raw pointers, cheaper on the CPU than
-    warp's code for the same copy (the kernel with nothing in reach, 4096 probes × 16 envs: about
-    0.6 → 0.4 ms)."""
+    probes [first, stop): a plain copy loop over raw pointers, cheaper on the CPU than warp's code for the same copy
+    (the kernel with nothing in reach, 4096 probes × 16 envs: about 0.6 → 0.4 ms)."""
     scalar = "float" if dtype == torch.float32 else "double"
     snippet = f"""
     using wrench = wp::vec_t<6, {scalar}>;
@@ -129,9 +134,7 @@ def _rest_fill(call_type, dtype: torch.dtype):
     wrench* truth = row(call.ground_truth);
     wrench* measured = row(call.measured);
     const wrench* rest = call.rest.data;
-    const int* order = call.probe_order.data;
-    for (int slot = first; slot < stop; ++slot) {{
-        const int i = order[slot];
+    for (int i = first; i < stop; ++i) {{
         truth[i] = rest[i];
         measured[i] = rest[i];
     }}
@@ -144,6 +147,19 @@ def _rest_fill(call_type, dtype: torch.dtype):
     return wp.func_native(snippet)(fill)
 
 
+@wp.func
+def _cell_span(x: Any, lo: Any, hi: Any, reach: Any, inv_cell: Any, cells: int):
+    """Cells [first, last] of one axis of a grid (``cells`` cells of edge 1 / ``inv_cell`` from ``lo``; its probes
+    within [lo, hi]) that may hold probes within ``reach`` of coordinate x (``reach`` padded for the round-off of
+    the bins); last < first when none (or x is not finite)."""
+    if not (x - reach <= hi and x + reach >= lo):
+        return int(0), int(-1)
+    top = type(inv_cell)(float(cells - 1))
+    low = wp.min(wp.max((x - lo - reach) * inv_cell, inv_cell - inv_cell), top)
+    high = wp.max(wp.min((x - lo + reach) * inv_cell, top), inv_cell - inv_cell)
+    return int(low), int(high)
+
+
 def _taxel_kernel(dtype: torch.dtype):
     """(kernel, call struct type) of the fused ProximityTaxel kernel over (E, blocks)."""
     f, v, m = WP_TYPES[dtype]
@@ -151,16 +167,15 @@ def _taxel_kernel(dtype: torch.dtype):
     wrench = wp.array2d(dtype=wp.types.vector(6, f))
     name = f"ProximityTaxelCall_{f.__name__}"
     call_type = warp_struct(name, {
-        "probe_order": i32, "cell_start": i32, "cell_stop": i32, "cell_center": vs, "cell_radius": fs,
-        "cell_lo": vs, "cell_hi": vs, "cell_scale": fs, "cell_cut": fs, "block_first_cell": i32,
-        "block_cells": i32, "block_link": i32, "block_group": i32, "block_lo": vs, "block_hi": vs, "block_scale": fs,
-        "block_cut": fs, "local_pos": vs, "local_normal": vs,
-        "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
+        "block_group": i32, "block_link": i32, "block_first": i32, "block_stop": i32, "block_lo": vs,
+        "block_hi": vs, "block_cut": fs, "block_scale": fs, "grid_cell": fs, "grid_dims": wp.array(dtype=wp.vec3i),
+        "grid_first_cell": i32, "cell_start": i32, "cell_probe": i32, "cell_pos": vs, "local_pos": vs,
+        "local_normal": vs, "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
         "group_stop_chunk": i32, "chunk_start": i32, "chunk_stop": i32, "chunk_body": i32, "chunk_center": vs,
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
-        "moments": wp.array3d(dtype=v), "touched": wp.array2d(dtype=wp.int64), "posed": wp.array3d(dtype=v),
+        "moments": wp.array3d(dtype=v), "touched": wp.array2d(dtype=wp.int64), "reached": wp.array2d(dtype=wp.int32),
         "rest": wp.array(dtype=wp.types.vector(6, f)), "ground_truth": wrench, "measured": wrench}, __name__)
 
     rest_fill = _rest_fill(call_type, dtype)
@@ -171,10 +186,20 @@ def _taxel_kernel(dtype: torch.dtype):
         link = call.block_link[k]
         rt = wp.transpose(call.body_rot[e, link])
         ol = call.body_pos[e, link]
-        first_cell = call.block_first_cell[k]
-        stop_cell = first_cell + call.block_cells[k]
+        first_probe = call.block_first[k]
+        lo = call.block_lo[k]
+        hi = call.block_hi[k]
+        cut = call.block_cut[k]
+        scale = call.block_scale[k]
+        cell = call.grid_cell[k]
+        dims = call.grid_dims[k]
+        first_cell = call.grid_first_cell[k]
         zero = round_off - round_off
+        one = zero + type(zero)(1.0)
         origin = type(ol)(zero, zero, zero)
+        inv_cell = one / cell
+        cut_sq = cut * cut * (one + round_off)   # ≥ the square of every probe's reach, with a round-off margin
+        n_reached = int(0)   # probes reached this evaluation: reached[e, first_probe:first_probe + n_reached]
         # chunk poses: q̃ = T u + t per body (chunks of one body are consecutive)
         body = int(-1)
         to_link = rt
@@ -194,86 +219,76 @@ def _taxel_kernel(dtype: torch.dtype):
             local_center = call.chunk_center[ch]
             center = to_link @ local_center + shift
             chunk_r = call.chunk_radius[ch]
-            margin = round_off * (shift_norm + wp.length(local_center) + chunk_r + zero + type(zero)(1.0))
-            reach_scale = wp.length(center) + chunk_r
-            if _box_beyond(call.block_lo[k], call.block_hi[k], center, chunk_r, call.block_cut[k], margin,
-                           reach_scale + call.block_scale[k]):
+            margin = round_off * (shift_norm + wp.length(local_center) + chunk_r + one)
+            if _box_beyond(lo, hi, center, chunk_r, cut, margin, wp.length(center) + chunk_r + scale):
                 continue
-            posed = int(0)   # 1 once the chunk's samples T u_j are posed (when it first reaches a probe)
-            for c in range(first_cell, stop_cell):
-                if _box_beyond(call.cell_lo[c], call.cell_hi[c], center, chunk_r, call.cell_cut[c], margin,
-                               reach_scale + call.cell_scale[c]):
-                    continue
-                # the cell's probes this chunk may reach (bit slot − start)
-                start = call.cell_start[c]
-                stop = call.cell_stop[c]
-                reached = int(0)
-                for slot in range(start, stop):
-                    i = call.probe_order[slot]
-                    reach = wp.max(call.radius[i], call.radius_measured[e, i])
-                    if not _beyond(call.local_pos[i], zero, center, chunk_r, reach, margin):
-                        reached = reached | (1 << (slot - start))
-                if reached == 0:
-                    continue
-                first_sample = call.chunk_start[ch]
-                if posed == 0:
-                    posed = 1
-                    for j in range(first_sample, call.chunk_stop[ch]):
-                        call.posed[e, k, j - first_sample] = to_link @ call.sample_pos[j]
-                cell_center = call.cell_center[c]
-                cell_reach = call.cell_radius[c] + call.cell_cut[c]
-                for j in range(first_sample, call.chunk_stop[ch]):
-                    u = call.posed[e, k, j - first_sample]
-                    q = u + shift
-                    gap = wp.length(q - cell_center)
-                    if gap > cell_reach + margin * (gap + cell_reach):
-                        continue
-                    for slot in range(start, stop):
-                        if (reached >> (slot - start)) & 1 == 0:
-                            continue
-                        i = call.probe_order[slot]
-                        d = wp.length(q - call.local_pos[i])
-                        r0 = call.radius[i]
-                        r1 = call.radius_measured[e, i]
-                        if d < r0 or d < r1:
-                            if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
-                                call.touched[e, i] = evaluation
-                                call.sums[e, 2 * i] = zero
-                                call.sums[e, 2 * i + 1] = zero
-                                for m in range(4):
-                                    call.moments[e, i, m] = origin
-                            vel = lin + wp.cross(spin, u)
-                            if d < r0:
-                                pen = r0 - d
-                                call.sums[e, 2 * i] += pen
-                                call.moments[e, i, 0] += pen * vel
-                                call.moments[e, i, 1] += pen * spin
-                            if d < r1:
-                                pen = r1 - d
-                                call.sums[e, 2 * i + 1] += pen
-                                call.moments[e, i, 2] += pen * vel
-                                call.moments[e, i, 3] += pen * spin
-        # forces and torques of both branches
+            # the reach of a sample's cell search, padded for the round-off of q (‖u‖ ≤ ‖centre‖ + chunk radius)
+            # and of the bins
+            reach = cut + margin + round_off * (cut + scale)
+            for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
+                u = to_link @ call.sample_pos[j]
+                q = u + shift
+                x0, x1 = _cell_span(q[0], lo[0], hi[0], reach, inv_cell, dims[0])
+                y0, y1 = _cell_span(q[1], lo[1], hi[1], reach, inv_cell, dims[1])
+                z0, z1 = _cell_span(q[2], lo[2], hi[2], reach, inv_cell, dims[2])
+                for z in range(z0, z1 + 1):
+                    for y in range(y0, y1 + 1):
+                        row = first_cell + (z * dims[1] + y) * dims[0]
+                        for slot in range(call.cell_start[row + x0], call.cell_start[row + x1 + 1]):
+                            gap = q - call.cell_pos[slot]
+                            if wp.length_sq(gap) > cut_sq:
+                                continue   # beyond every reach of the block: no square root, no probe tables
+                            i = call.cell_probe[slot]
+                            r0 = call.radius[i]
+                            r1 = call.radius_measured[e, i]
+                            d = wp.length(gap)
+                            if d < r0 or d < r1:
+                                if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
+                                    call.touched[e, i] = evaluation
+                                    call.reached[e, first_probe + n_reached] = i
+                                    n_reached += 1
+                                    call.sums[e, 2 * i] = zero
+                                    call.sums[e, 2 * i + 1] = zero
+                                    for m in range(4):
+                                        call.moments[e, i, m] = origin
+                                vel = lin + wp.cross(spin, u)
+                                if d < r0:
+                                    pen = r0 - d
+                                    call.sums[e, 2 * i] += pen
+                                    call.moments[e, i, 0] += pen * vel
+                                    call.moments[e, i, 1] += pen * spin
+                                if d < r1 and r1 != r0:   # r1 = r0: the measured branch's sums are these
+                                    pen = r1 - d
+                                    call.sums[e, 2 * i + 1] += pen
+                                    call.moments[e, i, 2] += pen * vel
+                                    call.moments[e, i, 3] += pen * spin
+        # forces and torques of both branches: the rest wrench, then the probes that samples reached
         link_lin = rt @ call.lin_vel[e, link]
         link_spin = rt @ call.ang_vel[e, link]
-        one = zero + type(zero)(1.0)
-        rest_fill(call, e, call.cell_start[first_cell], call.cell_stop[stop_cell - 1])  # the block's cells: consecutive
-        for c in range(first_cell, stop_cell):
-            for slot in range(call.cell_start[c], call.cell_stop[c]):
-                i = call.probe_order[slot]
-                if call.touched[e, i] != evaluation:  # no sample reached the probe: both branches stay at rest
-                    continue
-                p = call.local_pos[i]
-                own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
-                a = call.local_normal[i]
-                if call.sums[e, 2 * i] > zero:
-                    call.ground_truth[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i], call.moments[e, i, 0],
-                                                      call.moments[e, i, 1], one, own, link_spin, a, p,
-                                                      call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
-                if call.sums[e, 2 * i + 1] > zero:
-                    call.measured[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
-                                                  call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
-                                                  call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
+        rest_fill(call, e, first_probe, call.block_stop[k])
+        for n in range(n_reached):
+            i = call.reached[e, first_probe + n]
+            p = call.local_pos[i]
+            own = link_lin + wp.cross(link_spin, p)                 # R_Lᵀ v_L(x_i)
+            a = call.local_normal[i]
+            s0 = call.sums[e, 2 * i]
+            if call.radius[i] == call.radius_measured[e, i]:  # one set of sums: F of unit gain and ω̄ shared
+                if s0 > zero:
+                    force = _unit_gain_force(s0, call.moments[e, i, 0], own, a, call.normal_coef[i],
+                                             call.shear_coef[i])
+                    twist = _twist(s0, call.moments[e, i, 1], link_spin, a)
+                    call.ground_truth[e, i] = _assembled(call.rest[i], force, twist, a, p, call.k_tw[i])
+                    call.measured[e, i] = _assembled(call.rest[i], call.gain[e, i] * force, twist, a, p,
+                                                     call.k_tw[i])
+                continue
+            if s0 > zero:
+                call.ground_truth[e, i] = _wrench(call.rest[i], s0, call.moments[e, i, 0], call.moments[e, i, 1], one,
+                                                  own, link_spin, a, p, call.normal_coef[i], call.shear_coef[i],
+                                                  call.k_tw[i])
+            if call.sums[e, 2 * i + 1] > zero:
+                call.measured[e, i] = _wrench(call.rest[i], call.sums[e, 2 * i + 1], call.moments[e, i, 2],
+                                              call.moments[e, i, 3], call.gain[e, i], own, link_spin, a, p,
+                                              call.normal_coef[i], call.shear_coef[i], call.k_tw[i])
 
     kernel.__name__ = f"proximity_taxel_{f.__name__}"
     kernel.__annotations__ = {"call": call_type, "round_off": f, "evaluation": wp.int64}
@@ -308,27 +323,6 @@ def _rest_kernel(dtype: torch.dtype):
 
 _KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
 _REST_KERNELS = {dt: _rest_kernel(dt) for dt in WP_TYPES}
-
-
-def _cell_boxes(fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Link-frame bounding boxes of the probes of every cell (``cell_lo``, ``cell_hi`` [cells, 3]) and block
-    (``block_lo``, ``block_hi`` [blocks, 3]), m, and the largest corner norm of each (``cell_scale``, ``block_scale``,
-    rounded up), from the probe and cell tables of :meth:`ProbeSet.kernel_fields`."""
-    pos = fields["local_pos"].cpu().numpy()
-    order, start, stop = (fields[k].cpu().numpy() for k in ("probe_order", "cell_start", "cell_stop"))
-    cells = [pos[order[a:b]] for a, b in zip(start, stop)]
-    lo, hi = np.array([c.min(0) for c in cells]), np.array([c.max(0) for c in cells])
-    first, count = fields["block_first_cell"].cpu().numpy(), fields["block_cells"].cpu().numpy()
-    block_lo = np.array([lo[a:a + n].min(0) for a, n in zip(first, count)])
-    block_hi = np.array([hi[a:a + n].max(0) for a, n in zip(first, count)])
-    like = fields["local_pos"]
-
-    def scale(a, b):
-        return np.maximum(np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)) * (1 + 1e-6)
-
-    return {name: torch.as_tensor(x, dtype=like.dtype, device=like.device).contiguous()
-            for name, x in (("cell_lo", lo), ("cell_hi", hi), ("block_lo", block_lo), ("block_hi", block_hi),
-                            ("cell_scale", scale(lo, hi)), ("block_scale", scale(block_lo, block_hi)))}
 
 
 class ProximityTaxelBatch(ProbeSensorBatch):
@@ -367,20 +361,15 @@ class ProximityTaxelBatch(ProbeSensorBatch):
                   "ang_vel": torch.zeros(e, scene.n_bodies, 3, **kw),
                   "sums": torch.zeros(e, 2 * probes.n, **kw), "moments": torch.zeros(e, probes.n, 4, 3, **kw),
                   "touched": torch.zeros(e, probes.n, dtype=torch.int64, device=dev),
-                  "posed": torch.zeros(e, probes.n_blocks, SAMPLES_PER_CHUNK, 3, **kw),
-                  "rest": torch.zeros(probes.n, 6, **kw)}
-        probe_tables = probes.kernel_fields(self.cutoff)
-        for key in ("local_pos", "probe_order", "cell_start", "cell_stop", "cell_center", "cell_radius", "cell_cut",
-                    "block_first_cell", "block_cells", "block_link", "block_group", "block_cut"):
-            fields[key] = probe_tables[key].contiguous()
-        fields.update(_cell_boxes(fields))
-        widest = int((fields["cell_stop"] - fields["cell_start"]).max())
-        if widest > MAX_CELL_PROBES:
-            raise ValueError(f"ProximityTaxel: a probe cell holds {widest} probes; allowed: at most {MAX_CELL_PROBES} "
-                             "(the kernel marks a cell's reachable probes in the bits of one int32)")
+                  "reached": torch.zeros(e, probes.n, dtype=torch.int32, device=dev),
+                  "rest": torch.zeros(probes.n, 6, **kw), "local_pos": probes.local_pos.contiguous()}
+        links = probes.link_of_probe.cpu().numpy()
+        grid = ProbeGrid(probes.local_pos.cpu().numpy(), probes.slices, [links[a] for a, _ in probes.slices],
+                         self.cutoff.cpu().numpy(), dev, dt, whole_groups=torch.device(dev).type == "cpu")
+        fields.update(grid.fields())
         round_off = ROUND_OFF_ULPS * float(torch.finfo(dt).eps)       # relative margin of the culls
         self.evaluation = 0   # the kernel's count of evaluations (marks the sums it cleared this evaluation)
-        self.launches = SlotLaunches(kernel, (e, probes.n_blocks), call_type, fields, [round_off, 0], dev,
+        self.launches = SlotLaunches(kernel, (e, grid.n_blocks), call_type, fields, [round_off, 0], dev,
                                      outputs=("measured", "ground_truth"))
         rest_kernel, rest_type = _REST_KERNELS[dt]
         StructLaunch(rest_kernel, (probes.n,), rest_type, {key: fields[key] for key in rest_type.vars}, [0.0], dev)()
