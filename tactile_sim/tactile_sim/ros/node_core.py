@@ -110,6 +110,9 @@ class NodeCore:
     names an unknown sensor, or a robot description is at hand and the suite cannot be built from it.
     """
 
+    env: int = 0
+    """The row of the template memory this core publishes (its env, for cores of envs of one suite)."""
+
     def __init__(self, config: SuiteConfig, params: NodeParams = NodeParams(), *, log: LogSink | None = None,
                  name: str = "tactile_sim_node", clock: Callable[[], float] = time.monotonic):
         self.config = config
@@ -204,8 +207,10 @@ class NodeCore:
         self.stats.restart_timing()
 
     def _new_encoders(self, suite: SensorSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
-        """The encoders of the readings this core publishes (:func:`~.sensor_encoders.node_encoders`)."""
-        return node_encoders(suite, self.world_frame)
+        """The encoders of the readings this core publishes and the memory of their templates, whose row
+        :attr:`env` is theirs (:func:`~.sensor_encoders.node_encoders`)."""
+        (encoders,), memory = node_encoders(suite, self.world_frame, ground_truth=self.params.publish_ground_truth)
+        return encoders, memory
 
     def _new_suite(self, config: SuiteConfig, root_from_tf: bool) -> SensorSuite:
         """The sensors of ``config`` (its engine step and world frame those of the parameters), posed by this core's
@@ -443,16 +448,16 @@ class NodeCore:
         self._last_t, self.last_step_ns = t, now_ns
         return state
 
-    def publish(self, now_ns: int) -> list[Output]:
+    def publish(self, now_ns: int, reads: BatchReads | None = None) -> list[Output]:
         """The second half of :meth:`update`, once the suite has stepped: the messages of the sensors evaluated on
-        that step, stamped ``now_ns`` (ns)."""
-        return self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
+        that step, stamped ``now_ns`` (ns). reads: the update, where cores that share encoders' writers publish it
+        (each writer writes once; default: a new one)."""
+        return self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1, reads or BatchReads())
 
-    def _encode(self, stamp: Any, step: int) -> list[Output]:
+    def _encode(self, stamp: Any, step: int, reads: BatchReads) -> list[Output]:
         out = []
         gt = self.params.publish_ground_truth
-        self._templates.write_stamp(stamp)
-        reads = BatchReads()
+        self._templates.write_stamp(stamp, self.env)
         for s in self.schedule:
             if step % s.every == 0:
                 out += s.encoder.encode(reads, False)
