@@ -71,7 +71,8 @@ class McapFile:
     def _new_chunk(self) -> None:
         self._chunk: list[bytes] = []
         self._chunk_size = 0
-        self._index: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        self._index: dict[int, list[int]] = defaultdict(list)
+        """Channel id → its message index entries in the open chunk, flat: log time, offset, log time, ..."""
         self._chunk_start, self._chunk_end = 2**64 - 1, 0
 
     def add_schema(self, name: str, encoding: str, data: str) -> int:
@@ -108,7 +109,7 @@ class McapFile:
         start = size
         chunk, index, pack = self._chunk, self._index, _MESSAGE.pack
         for channel_id, data in messages:
-            index[channel_id].append((log_ns, size))
+            index[channel_id] += (log_ns, size)
             n = len(data)
             chunk += (pack(MESSAGE, 22 + n, channel_id, 0, log_ns, log_ns), data)
             size += 31 + n
@@ -121,7 +122,7 @@ class McapFile:
         start = self._chunk_size
         index = self._index
         for channel_id, offset in zip(channels, offsets):
-            index[channel_id].append((log_ns, start + offset))
+            index[channel_id] += (log_ns, start + offset)
         self._chunk.append(records)
         self._appended(log_ns, start, start + len(records))
 
@@ -143,7 +144,7 @@ class McapFile:
         """Messages written per channel id (every declared channel)."""
         counts = dict(self._counts)
         for channel_id, entries in self._index.items():
-            counts[channel_id] += len(entries)
+            counts[channel_id] += len(entries) // 2
         return counts
 
     def _close_chunk(self) -> None:
@@ -160,9 +161,9 @@ class McapFile:
         chunk_length = f.tell() - chunk_offset
         offsets = []
         for channel_id, entries in self._index.items():
-            self._counts[channel_id] += len(entries)
+            self._counts[channel_id] += len(entries) // 2
             offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            body = struct.pack(f"<{2 * len(entries)}Q", *(v for entry in entries for v in entry))
+            body = struct.pack(f"<{len(entries)}Q", *entries)
             f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
         index_length = f.tell() - chunk_offset - chunk_length
         offset_map = b"".join(offsets)
