@@ -237,7 +237,8 @@ def test_records_laid_out_by_the_caller_write_the_bag_that_write_all_writes(tmp_
     from tactile_sim.io.msg_types import serialize_cdr
 
     monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 4096)
-    stream = [(topic, typename, 1000 + 7 * (i // 4), msg) for i, (topic, typename, _, msg) in enumerate(sample_stream())]
+    stream = [(topic, typename, 1000 + 7 * (i // 4), msg)
+              for i, (topic, typename, _, msg) in enumerate(sample_stream())]
     for way in ("all", "records"):
         with BagWriter(tmp_path / way / "bag") as writer:
             for topic, typename in dict.fromkeys((topic, typename) for topic, typename, _, _ in stream):

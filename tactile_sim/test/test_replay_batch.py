@@ -2,7 +2,8 @@
 replaying each alone — recordings of different lengths, input rates, time bases and joint sets and orders, one
 with reordered inputs, one with a simulation reset and one with a forward gap (those two replayed alone); with a
 JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone; the encoders of every
-env keep each sensor's own layout values."""
+env keep each sensor's own layout values; with ground truth, copied inputs and sensors of several periods the bags
+are the lone ones too, written as records built in place or (output profiles) by each core."""
 
 import shutil
 
@@ -152,7 +153,8 @@ def test_the_encoders_of_every_env_of_a_batch_keep_the_layout_values_of_a_lone_c
 
 
 def sensors_yaml(tmp_path, periods, outputs=None):
-    """The demo YAML with the sensors of ``periods`` (name → update_period s) and ``outputs`` (name → outputs list)."""
+    """The demo YAML with the sensors of ``periods`` (name → update_period s) and ``outputs`` (name → their
+    outputs list)."""
     path = pads_yaml(tmp_path, names=tuple(periods))
     data = yaml.safe_load(path.read_text())
     for s in data["sensors"]:

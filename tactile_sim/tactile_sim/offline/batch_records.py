@@ -20,6 +20,7 @@ is one of its templates (no output profiles) and every bag is MCAP (:func:`appli
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import numpy as np
 
 from ..io.mcap_file import MESSAGE_HEAD, TIMES_AT, message_head
@@ -66,6 +67,8 @@ class StepKind:
         """The records of every row, back to back (where they are not one slice of the rows)."""
         self.times = (self.starts[:, None] + TIMES_AT + np.arange(16)).reshape(-1)
         """Bytes of a row that hold the records' log and publish times."""
+        self.time_bytes = np.tile(np.arange(16), len(self.sizes))
+        """The bytes of a row's (log time, publish time) [16] that go there."""
 
 
 class BatchRecords:
@@ -106,7 +109,7 @@ class BatchRecords:
             stamps[env] = sec, nanosec
             log[env] = log_ns
         self.memory.write_stamps(stamps.view(np.uint8).reshape(-1, 8))
-        rows[:, kind.times] = log.view(np.uint8)[:, np.tile(np.arange(16), len(kind.sizes))]
+        rows[:, kind.times] = log.view(np.uint8)[:, kind.time_bytes]
         reads = BatchReads()
         for w in kind.writers:
             w.write(reads)
