@@ -240,8 +240,12 @@ class TemplateMemory:
                 self._start[id(t)] = at
         self._views: dict[tuple[np.dtype, int], np.ndarray] = {}
         stamps = [self.elements(t, "header.stamp")[1] for t in rows[0]]  # row 0: bytes of the row (mixed types)
-        self._stamp_dst = run_index(np.concatenate([np.zeros(0, np.intp), *stamps]))
+        self._stamp_at = np.concatenate([np.zeros(0, np.intp), *stamps])
+        self._stamp_dst = run_index(self._stamp_at)
         self._stamp_src = run_index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
+        self._row_stamps: dict[int, np.ndarray | slice] = {}
+        """Row → the bytes of its stamps in the buffer (one row's stamp is written through a flat index)."""
+        self._bytes = self.view(np.uint8, 0)
 
     def view(self, dtype: Any, offset: int) -> np.ndarray:
         """The buffer as elements of ``dtype`` from byte ``offset`` on (one array per dtype and offset)."""
@@ -268,7 +272,14 @@ class TemplateMemory:
     def write_stamp(self, stamp: Any, env: int | None = None) -> None:
         """Write ``stamp`` (builtin_interfaces/Time) into every template's ``header.stamp`` (of row ``env`` only,
         where given)."""
-        self.write_stamps(np.frombuffer(stamp_bytes(stamp), np.uint8), slice(None) if env is None else env)
+        data = np.frombuffer(stamp_bytes(stamp), np.uint8)
+        if env is None:
+            self.write_stamps(data)
+            return
+        at = self._row_stamps.get(env)
+        if at is None:
+            at = self._row_stamps[env] = run_index(self._stamp_at + env * self.row_bytes)
+        self._bytes[at] = data[self._stamp_src]
 
     def write_stamps(self, stamps: np.ndarray, rows: int | slice = slice(None)) -> None:
         """Write ``stamps`` (CDR ``builtin_interfaces/Time`` bytes: uint8 [8] for all ``rows``, or [R, 8], one per
@@ -305,7 +316,8 @@ class SensorEncoder:
         self.world_frame = world_frame
         self.topic = f"~/{self.name}"
         self.ground_truth_topic = f"{self.topic}/ground_truth"
-        self.last: list[Any] = []
+        self.last: list[Output] = []
+        """The (topic, message) outputs of the latest measured evaluation (empty before it)."""
 
     def template(self, number: int, message: Callable[[], Any], changing: Sequence[str]) -> CdrTemplate:
         """Template ``number`` of this encoder: of the message ``message()`` with the fields ``changing``, or a copy
@@ -370,7 +382,7 @@ class SensorEncoder:
             w.write(reads)
         out = [(topic, t.wire()) for topic, t in records]
         if not ground_truth:
-            self.last = [m for _, m in out]
+            self.last = out
         return out
 
     def markers(self, settings: MarkerSettings) -> list[Any]:
@@ -529,7 +541,7 @@ class TaxelEncoder(BranchEncoder):
         if not self.last:
             return []
         channel, scale = taxel_colour_scale(self.sensor_type, self.layout.flat_radius, settings)
-        return taxel_markers(decode_taxel_array(self.last[0]), max_value=scale, sphere_diameter=self.sphere_diameter,
+        return taxel_markers(decode_taxel_array(self.last[0][1]), max_value=scale, sphere_diameter=self.sphere_diameter,
                              channel=channel, force_arrows=settings.force_arrows)
 
 
@@ -564,7 +576,7 @@ class ThermalEncoder(BranchEncoder):
     def markers(self, settings):
         if not self.last:
             return []
-        return thermal_markers(decode_thermal_grid(self.last[0]),
+        return thermal_markers(decode_thermal_grid(self.last[0][1]),
                                temperature_range=tuple(self.options.debug_temperature_range))
 
 
@@ -658,7 +670,7 @@ class ContactSensorEncoder(SensorEncoder):
         view[at] = array[index[0]] > 0
 
     def markers(self, settings):
-        return [m for msg in self.last if msg.__msgtype__ == LINK_CONTACT
+        return [m for _, msg in self.last if msg.__msgtype__ == LINK_CONTACT
                 for m in link_contact_markers(decode_link_contact(msg), max_force=settings.max_link_force)]
 
 
