@@ -39,17 +39,16 @@ def applies(cores: Sequence[NodeCore], bags: Sequence[OutputBag]) -> bool:
 
 
 class StepKind:
-    """What a step on which the sensors of ``due`` (schedule positions) are evaluated publishes, the same for
-    every lane: the writers of all cores' due encoders (each once), and the records of a row (topic, message type,
-    where its head starts and its length in bytes) in the order :meth:`NodeCore.publish` returns the messages."""
+    """What engine step ``step`` publishes, the same for every lane (the cores' :meth:`NodeCore.step_plan`): the
+    writers of all cores' due encoders (each once), and the records of a row (topic, message type, where its head
+    starts and its length in bytes) in the order :meth:`NodeCore.publish` returns the messages."""
 
-    def __init__(self, cores: Sequence[NodeCore], due: list[int], ground_truth: bool):
-        branches = (False, True)[:1 + ground_truth]
-        writers = {id(w): w for c in cores for k in due for gt in branches for w in c.schedule[k].encoder.parts[gt][0]}
-        self.writers = list(writers.values())
+    def __init__(self, cores: Sequence[NodeCore], step: int):
+        plans = [c.step_plan(step) for c in cores]
+        self.writers = list({id(w): w for plan in plans for w in plan.writers}.values())
         memory = cores[0]._templates
         records = [(topic, t.message_class.__msgtype__, memory.head_start(t), MESSAGE_HEAD + len(t.buffer))
-                   for k in due for gt in branches for topic, t in cores[0].schedule[k].encoder.parts[gt][1]]
+                   for e, gt in plans[0].branches for topic, t in e.parts[gt][1]]
         self.topics = [(topic, msgtype) for topic, msgtype, _, _ in records]
         self.sizes = [size for _, _, _, size in records]
         self.starts = np.array([start for _, _, start, _ in records], dtype=np.intp)
@@ -77,9 +76,8 @@ class BatchRecords:
     def __init__(self, cores: Sequence[NodeCore]):
         self.cores = cores
         self.memory: TemplateMemory = cores[0]._templates
-        self.periods = sorted({s.every for s in cores[0].schedule})
-        self.ground_truth = cores[0].params.publish_ground_truth
-        self._kinds: dict[tuple[bool, ...], StepKind] = {}
+        self._kinds: dict[int, StepKind] = {}
+        """id of the first core's step plan → the step kind."""
         self._channels: dict[tuple[int, int], list[int]] = {}
         """(id of a lane's bag, id of a step kind) → its records' channel ids in that bag (heads written)."""
         n = len(self.memory.rows)
@@ -87,12 +85,11 @@ class BatchRecords:
         self._log = np.zeros((n, 2), dtype="<u8")
 
     def kind(self, step: int) -> StepKind:
-        """The step kind of suite step ``step`` (0-based; a sensor is due where its period divides it)."""
-        key = tuple(step % every == 0 for every in self.periods)
+        """The step kind of engine step ``step`` (0-based)."""
+        key = id(self.cores[0].step_plan(step))
         kind = self._kinds.get(key)
         if kind is None:
-            due = [k for k, s in enumerate(self.cores[0].schedule) if step % s.every == 0]
-            kind = self._kinds[key] = StepKind(self.cores, due, self.ground_truth)
+            kind = self._kinds[key] = StepKind(self.cores, step)
         return kind
 
     def write(self, step: int, lanes: Sequence[tuple[int, int, int, OutputBag]]) -> bool:

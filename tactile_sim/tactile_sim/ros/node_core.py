@@ -101,6 +101,16 @@ class ScheduledEncoder:
     every: int
 
 
+class StepPlan:
+    """What a core publishes on a step on which the encoders of ``due`` (of its schedule, in order) are evaluated,
+    with ground truth or not: ``branches``, (encoder, ground truth) in publishing order, and their ``writers``
+    (each once: one shared by several encoders writes once)."""
+
+    def __init__(self, due: list[SensorEncoder], ground_truth: bool):
+        self.branches = [(e, gt) for e in due for gt in (False, True)[:1 + ground_truth]]
+        self.writers = list({id(w): w for e, gt in self.branches for w in e.parts[gt][0]}.values())
+
+
 class NodeCore:
     """See the module docstring. config: a validated configuration (:func:`~tactile_sim.config.load_config`);
     params: the node parameters; log: (level, text) sink, throttled here; name: node name for diagnostics;
@@ -189,6 +199,8 @@ class NodeCore:
         order = {name: k for k, name in enumerate(suite.sensor_names)}
         schedule.sort(key=lambda s: order[s.encoder.name])
         self.suite, self.schedule, self.build_error = suite, schedule, None
+        self._periods = sorted({s.every for s in schedule})
+        self._plans: dict[tuple[bool, ...], StepPlan] = {}
         self.object_markers = ObjectMarkers(suite.scene, self.world_frame)
         robot = suite.robot
         actuated = robot.actuated_joint_names if robot is not None else ()
@@ -456,14 +468,22 @@ class NodeCore:
 
     def _encode(self, stamp: Any, step: int, reads: BatchReads) -> list[Output]:
         out = []
-        gt = self.params.publish_ground_truth
         self._templates.write_stamp(stamp, self.env)
-        for s in self.schedule:
-            if step % s.every == 0:
-                out += s.encoder.encode(reads, False)
-                if gt:
-                    out += s.encoder.encode(reads, True)
+        plan = self.step_plan(step)
+        for w in plan.writers:
+            w.write(reads)
+        for encoder, gt in plan.branches:
+            out += encoder.messages(gt)
         return out
+
+    def step_plan(self, step: int) -> StepPlan:
+        """The :class:`StepPlan` of engine step ``step`` (0-based; a sensor is due where its period divides it), for
+        the current ``publish_ground_truth``."""
+        key = (self.params.publish_ground_truth, *(step % every == 0 for every in self._periods))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = StepPlan([s.encoder for s in self.schedule if step % s.every == 0], key[0])
+        return plan
 
     def restart(self, reason: str) -> None:
         """Forget dynamic TF and every sensor state: rewind the sensors (:meth:`SensorSuite.rewind`, bit for bit a

@@ -376,11 +376,15 @@ class SensorEncoder:
 
     def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
         """Messages of the latest evaluation of one branch (the update's stamp is in the templates already): its
-        writers write, then the records' templates are taken; the measured ones are kept for :meth:`markers`."""
-        writers, records = self.parts[ground_truth]
-        for w in writers:
+        writers write, then :meth:`messages`."""
+        for w in self.parts[ground_truth][0]:
             w.write(reads)
-        out = [(topic, t.wire()) for topic, t in records]
+        return self.messages(ground_truth)
+
+    def messages(self, ground_truth: bool) -> list[Output]:
+        """The messages of one branch once its writers wrote this update: the records' templates taken; the
+        measured ones are kept for :meth:`markers`."""
+        out = [(topic, t.wire()) for topic, t in self.parts[ground_truth][1]]
         if not ground_truth:
             self.last = out
         return out
@@ -530,8 +534,8 @@ class TaxelEncoder(BranchEncoder):
     def templated(self):
         return not self.profiles
 
-    def encode(self, reads, ground_truth):
-        out = super().encode(reads, ground_truth)
+    def messages(self, ground_truth):
+        out = super().messages(ground_truth)
         if ground_truth or not self.profiles:
             return out
         stamp = self.templates[0].view("header.stamp")
