@@ -384,7 +384,9 @@ class SensorEncoder:
     def messages(self, ground_truth: bool) -> list[Output]:
         """The messages of one branch once its writers wrote this update: the records' templates taken; the
         measured ones are kept for :meth:`markers`."""
-        out = [(topic, t.wire()) for topic, t in self.parts[ground_truth][1]]
+        out = []
+        for topic, template in self.parts[ground_truth][1]:
+            out.append((topic, template.wire()))
         if not ground_truth:
             self.last = out
         return out
