@@ -229,6 +229,39 @@ def test_batches_write_what_single_messages_write(tmp_path, monkeypatch):
     assert contents[0] == contents[1] and len(contents[0][1]) == len(stream)
 
 
+def test_records_laid_out_by_the_caller_write_the_bag_that_write_all_writes(tmp_path, monkeypatch):
+    """MCAP message records joined by the caller (mcap_file.message_head and the CDR bytes, written with
+    BagWriter.write_records) give byte for byte the bag write_all gives for the same updates, across several
+    chunks; only an added topic of its own type has a channel."""
+    from tactile_sim.io import mcap_file
+    from tactile_sim.io.msg_types import serialize_cdr
+
+    monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 4096)
+    stream = [(topic, typename, 1000 + 7 * (i // 4), msg)
+              for i, (topic, typename, _, msg) in enumerate(sample_stream())]
+    for way in ("all", "records"):
+        with BagWriter(tmp_path / way / "bag") as writer:
+            for topic, typename in dict.fromkeys((topic, typename) for topic, typename, _, _ in stream):
+                writer.add_topic(topic, typename, qos=qos_profile(transient_local=topic == "/joint_torques"))
+            for start in range(0, len(stream), 4):
+                group, log_ns = stream[start:start + 4], stream[start][2]
+                if way == "all":
+                    writer.write_all(log_ns, [(topic, msg) for topic, _, _, msg in group])
+                    continue
+                channels = [writer.channel(topic, typename) for topic, typename, _, _ in group]
+                records = [mcap_file.message_head(c, len(data), log_ns) + data
+                           for c, data in zip(channels, (serialize_cdr(msg, t) for _, t, _, msg in group))]
+                writer.write_records(log_ns, b"".join(records), channels,
+                                     np.cumsum([0] + [len(r) for r in records[:-1]]).tolist())
+            with pytest.raises(ValueError, match="not an added topic of that type"):
+                writer.channel("/skin/pad", encode.THERMAL_GRID)
+            with pytest.raises(ValueError, match="not an added topic of that type"):
+                writer.channel("/other", encode.TAXEL_ARRAY)
+    assert (tmp_path / "all" / "bag" / "bag.mcap").stat().st_size > 3 * 4096  # several chunks
+    for part in ("bag.mcap", "metadata.yaml"):
+        assert (tmp_path / "records" / "bag" / part).read_bytes() == (tmp_path / "all" / "bag" / part).read_bytes()
+
+
 def test_metadata_yaml_is_what_pyyaml_dumps(tmp_path):
     """The nodes written directly give PyYAML's text of the same data, quoting and unicode included."""
     write_stream(tmp_path / "bag", "mcap", sample_stream())

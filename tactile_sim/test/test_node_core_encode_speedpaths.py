@@ -5,6 +5,7 @@ any order, a subset of the joints and velocities given or not land where the gen
 ContactSensor over several bodies copies each body's rows of the batch's live buffers."""
 
 import numpy as np
+import pytest
 import torch
 
 from helpers_ros import by_topic, demo_core, demo_dict, joint_state_msg, ns, sensors_only
@@ -119,3 +120,36 @@ def test_a_contact_sensor_over_several_bodies_sends_each_body_its_own_rows():
     assert [serialize_cdr(m) for m in sent] == [serialize_cdr(m) for m in expected]
     assert [m.body_name for m in out["~/palm_contact"]] == list(bodies)
     assert all(abs(m.wrench.force.y) > 0 for m in out["~/palm_contact"])  # both fingertips squeeze the can
+
+
+def test_a_template_memory_of_several_envs_keeps_each_template_aligned_after_room_for_its_record_head():
+    """Rows of the same layout, one per env; each template's bytes are its message's, its CDR fields aligned in
+    memory, after ``head`` bytes no other template uses; a stamp per row reaches only that row's messages."""
+    from helpers_io import sample_link_contact_reading, sample_taxel_reading
+    from tactile_sim.io import encode
+    from tactile_sim.io.cdr_template import CdrTemplate
+    from tactile_sim.io.stamps import time_msg_from_ns
+    from tactile_sim.ros.sensor_encoders import TemplateMemory, stamp_bytes
+
+    messages = [encode.encode_taxel_array(sample_taxel_reading()),
+                encode.encode_wrench_stamped(sample_link_contact_reading().wrench())]
+    changing = [("header.stamp", "force", "valid"), ("header.stamp", "wrench")]
+    rows = [[CdrTemplate(m, c) for m, c in zip(messages, changing)] for _ in range(3)]
+    memory = TemplateMemory(rows, head=31)
+    assert memory.rows.shape == (3, memory.row_bytes) and memory.row_bytes % 8 == 0
+    spans = []
+    for t, m in zip(rows[1], messages):
+        assert t.cdr() == serialize_cdr(m)
+        start = memory.head_start(t) + 31
+        assert start % 8 == 4 and memory.rows[1, start:start + len(t.buffer)].tobytes() == t.cdr()
+        spans.append((memory.head_start(t), start + len(t.buffer)))
+        view, _ = memory.elements(t, "wrench" if "wrench" in t.fields else "force")
+        assert view.flags.aligned
+    assert spans[0][0] >= 0 and spans[0][1] <= spans[1][0] and spans[1][1] <= memory.row_bytes
+    stamps = [time_msg_from_ns(ns(1.5) + k) for k in range(3)]
+    memory.write_stamps(np.stack([np.frombuffer(stamp_bytes(s), np.uint8) for s in stamps]))
+    memory.write_stamp(time_msg_from_ns(ns(9.0)), env=2)
+    got = [[deserialize_cdr(t.cdr(), t.msgtype).header.stamp for t in row] for row in rows]
+    assert got == [[stamps[0]] * 2, [stamps[1]] * 2, [time_msg_from_ns(ns(9.0))] * 2]
+    with pytest.raises(ValueError, match="same sizes"):
+        TemplateMemory([rows[0], rows[1][:1]])

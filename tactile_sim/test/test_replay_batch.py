@@ -2,10 +2,14 @@
 replaying each alone — recordings of different lengths, input rates, time bases and joint sets and orders, one
 with reordered inputs, one with a simulation reset and one with a forward gap (those two replayed alone); with a
 JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone; the encoders of every
-env keep each sensor's own layout values."""
+env keep each sensor's own layout values; with ground truth, copied inputs and sensors of several periods the bags
+are the lone ones too, written as records built in place or (output profiles) by each core."""
+
+import shutil
 
 import numpy as np
 import pytest
+import yaml
 
 from helpers_offline import write_bag
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
@@ -146,3 +150,60 @@ def test_the_encoders_of_every_env_of_a_batch_keep_the_layout_values_of_a_lone_c
     assert len(set(lone.values())) > 1  # one value for every sensor would show
     shared = batch_replay.SharedSuite(2)
     assert [sizes(batch_replay.EnvCore(shared, env, config, params)) for env in range(2)] == [lone, lone]
+
+
+def sensors_yaml(tmp_path, periods, outputs=None):
+    """The demo YAML with the sensors of ``periods`` (name → update_period s) and ``outputs`` (name → their
+    outputs list)."""
+    path = pads_yaml(tmp_path, names=tuple(periods))
+    data = yaml.safe_load(path.read_text())
+    for s in data["sensors"]:
+        s["update_period"] = periods[s["name"]]
+        if outputs and s["name"] in outputs:
+            s["outputs"] = outputs[s["name"]]
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def records_in_place(monkeypatch):
+    """Whether each batch wrote its messages as records built in place (batch_records.applies), as batches ran."""
+    used = []
+    applies = batch_replay.applies
+
+    def spied(cores, bags):
+        used.append(applies(cores, bags))
+        return used[-1]
+
+    monkeypatch.setattr(batch_replay, "applies", spied)
+    return used
+
+
+@pytest.mark.parametrize("outputs, in_place", [
+    (None, True),
+    ({"pad_left": [{"profile": "wrench"}]}, False),  # a profile's message is no template: each core publishes
+])
+def test_batched_outputs_with_ground_truth_copied_inputs_and_sensors_of_several_periods_equal_the_lone_ones(
+        tmp_path, monkeypatch, outputs, in_place):
+    """Steps that publish every sensor, some, or none (periods of 2 and 3 steps at 100 Hz), measured and ground-truth
+    messages interleaved, the input topics declared and written between them, a ContactSensor (two messages per
+    body) and a TemperatureGrid (lumped temperatures gathered per env): each batched bag is its lone replay's."""
+    recs = recordings(tmp_path / "recs")
+    for name in ("reset", "gap"):
+        shutil.rmtree(recs / name)
+    config = sensors_yaml(tmp_path, {"pad_left": 0.02, "pad_right": 0.03, "palm_contact": 0.02,
+                                     "thermal_left": 0.03}, outputs)
+    used = records_in_place(monkeypatch)
+    flags = ("--config", str(config), "--ground-truth", "--copy-inputs")
+    status, _, err = corpus(tmp_path, recs, extra=("--batch", "4", *flags))
+    assert status == 0, err
+    assert used == [in_place]
+    for name in ("long", "slow", "fast", "late"):
+        status, _, err = corpus(tmp_path, recs / name, out=f"alone/{name}.mcap", extra=flags)
+        assert status == 0, err
+        for part in (f"{name}.mcap", "metadata.yaml"):
+            assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
+                (name, part)
+    topics = yaml.safe_load((tmp_path / "out" / "long" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    counts = {t["topic_metadata"]["name"]: t["message_count"] for t in topics["topics_with_message_count"]}
+    assert counts["/joint_states"] == 61 and counts["/tactile_sim_node/pad_left/ground_truth"] == 31
+    assert counts["/tactile_sim_node/pad_right"] == 21 and counts["/tactile_sim_node/palm_contact"] == 31

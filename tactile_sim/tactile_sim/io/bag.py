@@ -150,6 +150,27 @@ class BagWriter:
             for topic, _ in items:
                 self._counts[topic] += 1
 
+    def channel(self, topic: str, typename: str) -> int:
+        """The MCAP channel id of ``topic`` (added, of message type ``typename``), for :meth:`write_records`;
+        ValueError for a topic not added, of another type, or a bag of another storage."""
+        entry = self._topics.get(topic)
+        if self._mcap is None or entry is None or entry[0] != full_type_name(typename):
+            raise ValueError(f"BagWriter({str(self.path)!r}).channel: {topic!r} ({typename}) is not an added topic of "
+                             f"that type of an MCAP bag; added: {sorted(self._topics)}")
+        return entry[1]
+
+    def write_records(self, stamp_ns: int, records: bytes, channels: Sequence[int], offsets: Sequence[int]) -> None:
+        """Append MCAP message records laid out back to back in ``records`` at receive time ``stamp_ns`` (ns), of
+        the channels ``channels`` (:meth:`channel`) at ``offsets`` in it
+        (:meth:`~.mcap_file.McapFile.write_records`): what :meth:`write_all` writes for their messages."""
+        if not channels:
+            return
+        self._mcap.write_records(stamp_ns, records, channels, offsets)
+        if stamp_ns < self._start:
+            self._start = stamp_ns
+        if stamp_ns > self._end:
+            self._end = stamp_ns
+
     @property
     def counts(self) -> dict[str, int]:
         """Messages written per topic (every added topic)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 MAGIC = b"\x89MCAP0\r\n"
@@ -27,7 +27,17 @@ MESSAGE_INDEX, CHUNK_INDEX, STATISTICS, METADATA, METADATA_INDEX, SUMMARY_OFFSET
 
 _MESSAGE = struct.Struct("<BQHIQQ")
 """Message record up to its data: opcode, length, channel id, sequence, log time, publish time."""
+MESSAGE_HEAD = _MESSAGE.size
+"""Bytes of a message record before its data (31)."""
+TIMES_AT = 15
+"""Where a message record's log time starts (its publish time follows: 16 bytes, two little-endian uint64)."""
 _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
+
+
+def message_head(channel_id: int, data_size: int, log_ns: int) -> bytes:
+    """The head of a message record of ``data_size`` bytes of data on a channel at log time ``log_ns`` (publish
+    time = log time, sequence 0), as :meth:`McapFile.write_all` writes it."""
+    return _MESSAGE.pack(MESSAGE, 22 + data_size, channel_id, 0, log_ns, log_ns)
 
 
 def _string(text: str) -> bytes:
@@ -61,7 +71,8 @@ class McapFile:
     def _new_chunk(self) -> None:
         self._chunk: list[bytes] = []
         self._chunk_size = 0
-        self._index: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        self._index: dict[int, list[int]] = defaultdict(list)
+        """Channel id → its message index entries in the open chunk, flat: log time, offset, log time, ..."""
         self._chunk_start, self._chunk_end = 2**64 - 1, 0
 
     def add_schema(self, name: str, encoding: str, data: str) -> int:
@@ -98,10 +109,26 @@ class McapFile:
         start = size
         chunk, index, pack = self._chunk, self._index, _MESSAGE.pack
         for channel_id, data in messages:
-            index[channel_id].append((log_ns, size))
+            index[channel_id] += (log_ns, size)
             n = len(data)
             chunk += (pack(MESSAGE, 22 + n, channel_id, 0, log_ns, log_ns), data)
             size += 31 + n
+        self._appended(log_ns, start, size)
+
+    def write_records(self, log_ns: int, records: bytes, channels: Sequence[int], offsets: Sequence[int]) -> None:
+        """Append message records laid out back to back in ``records`` (each a :func:`message_head` at log time
+        ``log_ns`` and its data; ``channels`` and ``offsets``: each record's channel id and where it starts in
+        ``records``, in order) to the open chunk: what :meth:`write_all` writes for their messages."""
+        start = self._chunk_size
+        index = self._index
+        for channel_id, offset in zip(channels, offsets):
+            index[channel_id] += (log_ns, start + offset)
+        self._chunk.append(records)
+        self._appended(log_ns, start, start + len(records))
+
+    def _appended(self, log_ns: int, start: int, size: int) -> None:
+        """The open chunk grew from ``start`` to ``size`` bytes with messages at ``log_ns``: its time range, and
+        closed once it holds more than :data:`CHUNK_BYTES`."""
         if size == start:
             return
         self._chunk_size = size
@@ -117,7 +144,7 @@ class McapFile:
         """Messages written per channel id (every declared channel)."""
         counts = dict(self._counts)
         for channel_id, entries in self._index.items():
-            counts[channel_id] += len(entries)
+            counts[channel_id] += len(entries) // 2
         return counts
 
     def _close_chunk(self) -> None:
@@ -134,9 +161,9 @@ class McapFile:
         chunk_length = f.tell() - chunk_offset
         offsets = []
         for channel_id, entries in self._index.items():
-            self._counts[channel_id] += len(entries)
+            self._counts[channel_id] += len(entries) // 2
             offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            body = struct.pack(f"<{2 * len(entries)}Q", *(v for entry in entries for v in entry))
+            body = struct.pack(f"<{len(entries)}Q", *entries)
             f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
         index_length = f.tell() - chunk_offset - chunk_length
         offset_map = b"".join(offsets)

@@ -33,7 +33,8 @@ from ..errors import ConfigError
 from ..io.stamps import NS_PER_S
 from ..ros.node_core import NodeCore
 from ..ros.node_params import NodeParams
-from ..ros.sensor_encoders import KeptTemplates, SensorEncoder, TemplateMemory, node_encoders
+from ..io.mcap_file import MESSAGE_HEAD
+from ..ros.sensor_encoders import BatchReads, SensorEncoder, TemplateMemory, node_encoders
 from ..ros.throttled_log import LogSink
 from ..sensors.joint_torque.sensor import joint_sample
 from ..suite import SensorSuite
@@ -41,6 +42,7 @@ from ..world.motion import WorldModel
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer
 from .bag_inputs import BagInputError, BagInputs, InputTopics, open_bag
+from .batch_records import BatchRecords, applies
 from .corpus import RecordingOutcome, ReplayJob, prefixed_log, run_job
 from .output_bag import OutputBag
 from .replay import check_output_place, default_rate
@@ -96,14 +98,13 @@ class EnvSuite:
 
 
 class SharedSuite:
-    """The suite of ``n_envs`` envs of a batch, built for the first :class:`EnvCore` that asks (:meth:`view`); every
-    env draws noise stream 0."""
+    """The suite of ``n_envs`` envs of a batch and the encoders of every env, built for the first :class:`EnvCore`
+    that asks (:meth:`view`, :meth:`encoders`); every env draws noise stream 0."""
 
     def __init__(self, n_envs: int):
         self.n_envs = n_envs
         self.suite: SensorSuite | None = None
-        self.templates: KeptTemplates = {}
-        """The message templates of the first env's encoders, copied by the others'."""
+        self._encoders: tuple[list[list[tuple[SensorEncoder, int]]], TemplateMemory] | None = None
 
     def view(self, env: int, config: SuiteConfig, description: str | None, device: str, tf: TFBuffer,
              root_from_tf: bool) -> EnvSuite:
@@ -113,6 +114,16 @@ class SharedSuite:
                                      n_envs=self.n_envs, tf=tf, root_from_tf=root_from_tf,
                                      noise_streams=[0] * self.n_envs)
         return EnvSuite(self.suite, env, tf, root_from_tf)
+
+    def encoders(self, suite: EnvSuite, world_frame: str, env: int,
+                 ground_truth: bool) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
+        """The encoders of env ``env`` and the memory of every env's templates (a row per env, with room for MCAP
+        message heads: :mod:`.batch_records`); built on the first call (``suite``: any env's view; ``world_frame``,
+        ``ground_truth``: those of every core of the batch)."""
+        if self._encoders is None:
+            self._encoders = node_encoders(suite, world_frame, range(self.n_envs), ground_truth, MESSAGE_HEAD)
+        encoders, memory = self._encoders
+        return encoders[env], memory
 
 
 class EnvCore(NodeCore):
@@ -129,7 +140,7 @@ class EnvCore(NodeCore):
         return self._shared.view(self.env, config, self._description, self.params.device, self.tf, root_from_tf)
 
     def _new_encoders(self, suite: EnvSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
-        return node_encoders(suite, self.world_frame, self.env, self._shared.templates)
+        return self._shared.encoders(suite, self.world_frame, self.env, self.params.publish_ground_truth)
 
     def _root_link(self, config: SuiteConfig) -> str | None:
         robot = self._shared.suite.robot if self._shared.suite is not None else None
@@ -242,9 +253,12 @@ def torque_agrees(suite: SensorSuite, stepped: list[tuple[Lane, Tick, WorldState
 
 def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
     """Run every lane to its end: per suite step, each live lane's next tick posed by its core, the suite stepped
-    once, and each lane's messages written to its bag. A lane whose core does not step goes alone."""
+    once, and each lane's messages written to its bag (as records built in place, :mod:`.batch_records`, where that
+    applies; else published by each core). A lane whose core does not step goes alone."""
     states: list[WorldState | None] = [None] * suite.n_envs
     live = list(lanes)
+    records = BatchRecords([lane.core for lane in lanes]) \
+        if lanes and applies([lane.core for lane in lanes], [lane.bag for lane in lanes]) else None
     while live:
         stepped = []
         for lane in live:
@@ -263,12 +277,20 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
         first = stepped[0][2]
         stepped = torque_agrees(suite, stepped)
         suite.step(joined([first if s is None else s for s in states], first))
-        for lane, tick in stepped:
-            out = lane.core.publish(tick.t_ns)
-            lane.ticks += 1
-            if out:
-                lane.productive_ticks += 1
-                lane.bag.write_all(tick.log_ns, out)
+        if records is not None:
+            wrote = records.write(suite.steps - 1, [(lane.core.env, tick.t_ns, tick.log_ns, lane.bag)
+                                                    for lane, tick in stepped])
+            for lane, _ in stepped:
+                lane.ticks += 1
+                lane.productive_ticks += wrote
+        else:
+            reads = BatchReads()
+            for lane, tick in stepped:
+                out = lane.core.publish(tick.t_ns, reads)
+                lane.ticks += 1
+                if out:
+                    lane.productive_ticks += 1
+                    lane.bag.write_all(tick.log_ns, out)
         live = [lane for lane, _ in stepped]
 
 

@@ -99,18 +99,35 @@ class OutputBag:
         for topic, msg in items:
             name = names.get(topic)
             if name is None:
-                name = self._declare(topic, msg)
+                name = self._declare(topic, msg.__msgtype__)
             resolved.append((name, msg))
         self._writer.write_all(log_ns, resolved)
         if self.on_write is not None:
             for name, msg in resolved:
                 self.on_write(name, log_ns, msg)
 
-    def _declare(self, topic: str, msg: Any) -> str:
-        """Add the topic (of ``msg``'s type) to the bag on its first message; returns its resolved name."""
+    def channels(self, items: Sequence[tuple[str, str]]) -> list[int]:
+        """The MCAP channel ids of (topic, message type) items, for :meth:`write_records`; topics declared where
+        this is their first use, in order (as :meth:`write_all` declares them). ValueError for a bag of another
+        storage or a topic of another type."""
+        names = self._names
+        return [self._writer.channel(names.get(topic) or self._declare(topic, msgtype), msgtype)
+                for topic, msgtype in items]
+
+    def write_records(self, log_ns: int, records: bytes, channels: Sequence[int], offsets: Sequence[int]) -> None:
+        """Append MCAP message records (heads included) laid out back to back in ``records``, of the channels
+        ``channels`` (:meth:`channels`) at ``offsets`` in it, sharing the bag (receive) time ``log_ns``: what
+        :meth:`write_all` writes for one update's messages. The messages are bytes only: a bag with ``on_write``
+        raises ValueError."""
+        if self.on_write is not None:
+            raise ValueError(f"OutputBag({str(self.path)!r}).write_records: records are not messages for on_write")
+        self._writer.write_records(log_ns, records, channels, offsets)
+
+    def _declare(self, topic: str, msgtype: str) -> str:
+        """Add the topic (of message type ``msgtype``) to the bag on its first message; returns its resolved name."""
         name = self.resolve(topic)
         if name not in self._writer.counts:
-            self._writer.add_topic(name, msg.__msgtype__, qos_profile(transient_local=name in LATCHED_TOPICS))
+            self._writer.add_topic(name, msgtype, qos_profile(transient_local=name in LATCHED_TOPICS))
         self._names[topic] = name
         return name
 

@@ -101,6 +101,16 @@ class ScheduledEncoder:
     every: int
 
 
+class StepPlan:
+    """What a core publishes on a step on which the encoders of ``due`` (of its schedule, in order) are evaluated,
+    with ground truth or not: ``branches``, (encoder, ground truth) in publishing order, and their ``writers``
+    (each once: one shared by several encoders writes once)."""
+
+    def __init__(self, due: list[SensorEncoder], ground_truth: bool):
+        self.branches = [(e, gt) for e in due for gt in (False, True)[:1 + ground_truth]]
+        self.writers = list({id(w): w for e, gt in self.branches for w in e.parts[gt][0]}.values())
+
+
 class NodeCore:
     """See the module docstring. config: a validated configuration (:func:`~tactile_sim.config.load_config`);
     params: the node parameters; log: (level, text) sink, throttled here; name: node name for diagnostics;
@@ -109,6 +119,9 @@ class NodeCore:
     Raises ConfigError / SceneError at construction when a sensor name cannot be a topic, ``sensor_data_qos``
     names an unknown sensor, or a robot description is at hand and the suite cannot be built from it.
     """
+
+    env: int = 0
+    """The row of the template memory this core publishes (its env, for cores of envs of one suite)."""
 
     def __init__(self, config: SuiteConfig, params: NodeParams = NodeParams(), *, log: LogSink | None = None,
                  name: str = "tactile_sim_node", clock: Callable[[], float] = time.monotonic):
@@ -186,6 +199,8 @@ class NodeCore:
         order = {name: k for k, name in enumerate(suite.sensor_names)}
         schedule.sort(key=lambda s: order[s.encoder.name])
         self.suite, self.schedule, self.build_error = suite, schedule, None
+        self._periods = sorted({s.every for s in schedule})
+        self._plans: dict[tuple[bool, ...], StepPlan] = {}
         self.object_markers = ObjectMarkers(suite.scene, self.world_frame)
         robot = suite.robot
         actuated = robot.actuated_joint_names if robot is not None else ()
@@ -204,8 +219,10 @@ class NodeCore:
         self.stats.restart_timing()
 
     def _new_encoders(self, suite: SensorSuite) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
-        """The encoders of the readings this core publishes (:func:`~.sensor_encoders.node_encoders`)."""
-        return node_encoders(suite, self.world_frame)
+        """The encoders of the readings this core publishes and the memory of their templates, whose row
+        :attr:`env` is theirs (:func:`~.sensor_encoders.node_encoders`)."""
+        (encoders,), memory = node_encoders(suite, self.world_frame, ground_truth=self.params.publish_ground_truth)
+        return encoders, memory
 
     def _new_suite(self, config: SuiteConfig, root_from_tf: bool) -> SensorSuite:
         """The sensors of ``config`` (its engine step and world frame those of the parameters), posed by this core's
@@ -443,22 +460,30 @@ class NodeCore:
         self._last_t, self.last_step_ns = t, now_ns
         return state
 
-    def publish(self, now_ns: int) -> list[Output]:
+    def publish(self, now_ns: int, reads: BatchReads | None = None) -> list[Output]:
         """The second half of :meth:`update`, once the suite has stepped: the messages of the sensors evaluated on
-        that step, stamped ``now_ns`` (ns)."""
-        return self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1)
+        that step, stamped ``now_ns`` (ns). reads: the update, where cores that share encoders' writers publish it
+        (each writer writes once; default: a new one)."""
+        return self._encode(time_msg_from_ns(now_ns), self.suite.steps - 1, reads or BatchReads())
 
-    def _encode(self, stamp: Any, step: int) -> list[Output]:
+    def _encode(self, stamp: Any, step: int, reads: BatchReads) -> list[Output]:
         out = []
-        gt = self.params.publish_ground_truth
-        self._templates.write_stamp(stamp)
-        reads = BatchReads()
-        for s in self.schedule:
-            if step % s.every == 0:
-                out += s.encoder.encode(reads, False)
-                if gt:
-                    out += s.encoder.encode(reads, True)
+        self._templates.write_stamp(stamp, self.env)
+        plan = self.step_plan(step)
+        for w in plan.writers:
+            w.write(reads)
+        for encoder, gt in plan.branches:
+            out += encoder.messages(gt)
         return out
+
+    def step_plan(self, step: int) -> StepPlan:
+        """The :class:`StepPlan` of engine step ``step`` (0-based; a sensor is due where its period divides it), for
+        the current ``publish_ground_truth``."""
+        key = (self.params.publish_ground_truth, *(step % every == 0 for every in self._periods))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = StepPlan([s.encoder for s in self.schedule if step % s.every == 0], key[0])
+        return plan
 
     def restart(self, reason: str) -> None:
         """Forget dynamic TF and every sensor state: rewind the sensors (:meth:`SensorSuite.rewind`, bit for bit a

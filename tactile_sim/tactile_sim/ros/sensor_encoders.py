@@ -31,7 +31,7 @@ import functools
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -101,14 +101,15 @@ class MarkerSettings:
 
 
 class HostRows:
-    """Env ``env`` of tensors read on every update (a branch's reads), as flat host arrays: on a CPU device a view of
-    the tensor's memory, made once for a tensor that comes back (a ring slot, a shared mask: the same object over
-    the same memory) and kept while it does; on other devices a host copy of that env on each call."""
+    """Env ``env`` of tensors read on every update (a branch's reads; ``slice(None)``: every env), as flat host
+    arrays: on a CPU device a view of the tensor's memory, made once for a tensor that comes back (a ring slot, a
+    shared mask: the same object over the same memory) and kept while it does; on other devices a host copy of
+    that env on each call."""
 
     LIMIT = 64
     """Tensors kept at most; the cache is emptied when full (so that reads that are fresh tensors do not pile up)."""
 
-    def __init__(self, env: int = 0):
+    def __init__(self, env: int | slice = 0):
         self.env = env
         self._views: dict[int, tuple[torch.Tensor, int, np.ndarray]] = {}
 
@@ -173,8 +174,9 @@ class HostGather:
         src.append(index)
         dst.append(at)
 
-    def write(self) -> None:
-        """Copy the device storages to the host (nothing to do on the CPU), then the values to their places."""
+    def write(self, reads: BatchReads | None = None) -> None:
+        """Copy the device storages to the host (nothing to do on the CPU), then the values to their places (on every
+        call: ``reads``, the update, is a :class:`Writer`'s argument)."""
         if self._groups is None:
             self._groups = [(view, run_index(np.concatenate(dst)), array, run_index(np.concatenate(src)))
                             for array, view, src, dst in self._copies.values()]
@@ -187,9 +189,16 @@ class HostGather:
 
 class BatchReads:
     """One update of the encoders: a :class:`BranchCopy` written for it is not written again (a new one per
-    update)."""
+    update, shared by the envs that publish it)."""
 
     __slots__ = ()
+
+
+class Writer(Protocol):
+    """What writes one update's values into templates: ``write(reads)`` (:class:`BranchCopy`, :class:`HostGather`,
+    an encoder of its own)."""
+
+    def write(self, reads: BatchReads) -> None: ...
 
 
 def run_index(index: np.ndarray) -> np.ndarray | slice:
@@ -201,23 +210,42 @@ def run_index(index: np.ndarray) -> np.ndarray | slice:
 
 
 class TemplateMemory:
-    """The templates of every encoder of the node in one buffer (:attr:`memory`; each template from a multiple of
-    8 bytes on): an update's stamp goes into all of them with one indexed copy (:meth:`write_stamp`), and the
-    values of a field are elements of a typed view of the buffer (:meth:`elements`)."""
+    """The templates of the encoders of one or more envs in one buffer (:attr:`memory`): a row per env (:attr:`rows`,
+    uint8 [R, row bytes], a multiple of 8), each row the same layout of its env's templates (the rows' template
+    lists of equal sizes, in the same order). Each template starts 4 bytes past a multiple of 8, where its CDR
+    fields (aligned from its byte 4 on) are aligned in memory, after ``head`` bytes of room for a record head (a bag
+    writer's, :meth:`head_start`) or more. An update's stamp goes into all templates of a row (or every row) with
+    one indexed copy (:meth:`write_stamp`), and the values of a field are elements of a typed view of the buffer
+    (:meth:`elements`)."""
 
-    def __init__(self, templates: list[CdrTemplate]):
-        starts = np.cumsum([0] + [-(-len(t.buffer) // 8) * 8 for t in templates])
-        self.memory = bytearray(int(starts[-1]))
+    def __init__(self, rows: list[list[CdrTemplate]], head: int = 0):
+        sizes = [len(t.buffer) for t in rows[0]]
+        if any([len(t.buffer) for t in row] != sizes for row in rows):
+            raise ValueError("TemplateMemory: every row needs templates of the same sizes in the same order")
+        starts, end = [], 0
+        for n in sizes:
+            start = end + head + (4 - end - head) % 8
+            starts.append(start)
+            end = start + n
+        self.head = head
+        self.row_bytes = -(-end // 8) * 8
+        self.memory = bytearray(self.row_bytes * len(rows))
+        self.rows = np.frombuffer(self.memory, np.uint8).reshape(len(rows), self.row_bytes)
         memory = memoryview(self.memory)
         self._start: dict[int, int] = {}
-        for t, start in zip(templates, starts):
-            t.move_to(memory[start:start + len(t.buffer)])
-            self._start[id(t)] = int(start)
+        for r, row in enumerate(rows):
+            for t, start in zip(row, starts):
+                at = r * self.row_bytes + int(start)
+                t.move_to(memory[at:at + len(t.buffer)])
+                self._start[id(t)] = at
         self._views: dict[tuple[np.dtype, int], np.ndarray] = {}
-        stamps = [self.elements(t, "header.stamp")[1] for t in templates]  # in the raw uint8 view (mixed types)
-        self._stamp_view = self.view(np.uint8, 0)
-        self._stamp_dst = run_index(np.concatenate([np.zeros(0, np.intp), *stamps]))
+        stamps = [self.elements(t, "header.stamp")[1] for t in rows[0]]  # row 0: bytes of the row (mixed types)
+        self._stamp_at = np.concatenate([np.zeros(0, np.intp), *stamps])
+        self._stamp_dst = run_index(self._stamp_at)
         self._stamp_src = run_index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
+        self._row_stamps: dict[int, np.ndarray | slice] = {}
+        """Row → the bytes of its stamps in the buffer (one row's stamp is written through a flat index)."""
+        self._bytes = self.view(np.uint8, 0)
 
     def view(self, dtype: Any, offset: int) -> np.ndarray:
         """The buffer as elements of ``dtype`` from byte ``offset`` on (one array per dtype and offset)."""
@@ -237,9 +265,26 @@ class TemplateMemory:
         at = first + dtype.itemsize * np.arange(template.view(field).size)
         return self.view(dtype, first % dtype.itemsize), at // dtype.itemsize
 
-    def write_stamp(self, stamp: Any) -> None:
-        """Write ``stamp`` (builtin_interfaces/Time) into every template's ``header.stamp``."""
-        self._stamp_view[self._stamp_dst] = np.frombuffer(stamp_bytes(stamp), np.uint8)[self._stamp_src]
+    def head_start(self, template: CdrTemplate) -> int:
+        """Where the room for ``template``'s record head starts in its row (bytes; the template follows it)."""
+        return self._start[id(template)] % self.row_bytes - self.head
+
+    def write_stamp(self, stamp: Any, env: int | None = None) -> None:
+        """Write ``stamp`` (builtin_interfaces/Time) into every template's ``header.stamp`` (of row ``env`` only,
+        where given)."""
+        data = np.frombuffer(stamp_bytes(stamp), np.uint8)
+        if env is None:
+            self.write_stamps(data)
+            return
+        at = self._row_stamps.get(env)
+        if at is None:
+            at = self._row_stamps[env] = run_index(self._stamp_at + env * self.row_bytes)
+        self._bytes[at] = data[self._stamp_src]
+
+    def write_stamps(self, stamps: np.ndarray, rows: int | slice = slice(None)) -> None:
+        """Write ``stamps`` (CDR ``builtin_interfaces/Time`` bytes: uint8 [8] for all ``rows``, or [R, 8], one per
+        row of ``rows``) into the ``header.stamp`` of every template of those rows."""
+        self.rows[rows, self._stamp_dst] = stamps[..., self._stamp_src]
 
 
 _STAMP = struct.Struct("<iI")
@@ -271,7 +316,8 @@ class SensorEncoder:
         self.world_frame = world_frame
         self.topic = f"~/{self.name}"
         self.ground_truth_topic = f"{self.topic}/ground_truth"
-        self.last: list[Any] = []
+        self.last: list[Output] = []
+        """The (topic, message) outputs of the latest measured evaluation (empty before it)."""
 
     def template(self, number: int, message: Callable[[], Any], changing: Sequence[str]) -> CdrTemplate:
         """Template ``number`` of this encoder: of the message ``message()`` with the fields ``changing``, or a copy
@@ -309,10 +355,41 @@ class SensorEncoder:
         """Forget the kept messages, as right after construction (no markers until the next encode)."""
         self.last = []
 
-    def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
-        """Messages of the latest evaluation of one branch (the update's stamp is in the templates already); the
-        measured ones are kept for :meth:`markers`."""
+    def writers(self, ground_truth: bool) -> tuple[Writer, ...]:
+        """What writes an update's values of one branch into the templates (writers shared by several encoders, or
+        envs, are the same objects)."""
         raise NotImplementedError
+
+    def records(self, ground_truth: bool) -> list[tuple[str, CdrTemplate]]:
+        """(topic, template) of each message of one evaluation of one branch, in publishing order."""
+        raise NotImplementedError
+
+    @property
+    def templated(self) -> bool:
+        """True when :meth:`encode` returns exactly the messages of :meth:`records`' templates."""
+        return True
+
+    def link(self) -> None:
+        """Fix :meth:`writers` and :meth:`records` of both branches for :meth:`encode` (once every template is placed
+        and shared writers are given)."""
+        self.parts = tuple((self.writers(gt), self.records(gt)) for gt in (False, True))
+
+    def encode(self, reads: BatchReads, ground_truth: bool) -> list[Output]:
+        """Messages of the latest evaluation of one branch (the update's stamp is in the templates already): its
+        writers write, then :meth:`messages`."""
+        for w in self.parts[ground_truth][0]:
+            w.write(reads)
+        return self.messages(ground_truth)
+
+    def messages(self, ground_truth: bool) -> list[Output]:
+        """The messages of one branch once its writers wrote this update: the records' templates taken; the
+        measured ones are kept for :meth:`markers`."""
+        out = []
+        for topic, template in self.parts[ground_truth][1]:
+            out.append((topic, template.wire()))
+        if not ground_truth:
+            self.last = out
+        return out
 
     def markers(self, settings: MarkerSettings) -> list[Any]:
         """rviz markers of the last measured messages (empty before the first one)."""
@@ -340,21 +417,17 @@ class BranchEncoder(SensorEncoder):
             self.templates.append(template)
         self.copies: tuple[BranchCopy, BranchCopy] | None = None
 
-    def encode(self, reads, ground_truth):
-        copy = self.copies[ground_truth]
-        if copy.written is not reads:
-            copy.write(reads)
-        msg = self.templates[ground_truth].wire()
-        if ground_truth:
-            return [(self.ground_truth_topic, msg)]
-        self.last = [msg]
-        return [(self.topic, msg)]
+    def writers(self, ground_truth):
+        return (self.copies[ground_truth],)
+
+    def records(self, ground_truth):
+        return [(self.ground_truth_topic if ground_truth else self.topic, self.templates[ground_truth])]
 
 
 class BranchCopy:
-    """One update's read of one branch (measured or ground truth) of a batch written into its encoders'
-    templates (in a :class:`TemplateMemory`): the values with one indexed copy per typed view, the sensors'
-    valid flags with one."""
+    """One update's read of one branch (measured or ground truth) of a batch written into its encoders' templates
+    (in a :class:`TemplateMemory`; the encoders of one env or of several envs of the suite): the values with one
+    indexed copy per typed view, the sensors' valid flags with one."""
 
     def __init__(self, batch: Any, encoders: list[BranchEncoder], ground_truth: bool, memory: TemplateMemory):
         self.batch, self.ground_truth = batch, ground_truth
@@ -367,26 +440,44 @@ class BranchCopy:
             for field, first, end, threshold in e.columns:
                 view, at = memory.elements(t, field)
                 _, src, dst = groups.setdefault((id(view), threshold), (view, [], []))
-                src.append((probes[:, None] * k + np.arange(first, end)).reshape(-1))
+                src.append((e.env, (probes[:, None] * k + np.arange(first, end)).reshape(-1)))
                 dst.append(at)
             if t.changes("valid"):
                 flags_view, at = memory.elements(t, "valid")
-                flags[0].append([e.index])
+                flags[0].append((e.env, np.array([e.index])))
                 flags[1].append(at)
-        self.values = [(threshold, run_index(np.concatenate(src)), run_index(np.concatenate(dst)), view)
-                       for (_, threshold), (view, src, dst) in groups.items()]
-        self.flags = (run_index(np.concatenate(flags[0])), run_index(np.concatenate(flags[1])), flags_view) \
-            if flags[0] else None
-        self.host = HostRows(encoders[0].env)
+        envs = sorted({e.env for e in encoders})
+        self.host = HostRows(envs[0] if len(envs) == 1 else slice(None))
+        """Host arrays of the env's rows of the read, or of all of it (several envs: a source index of env e is
+        offset by e × the values of an env)."""
+        self._sources = [(threshold, src, run_index(np.concatenate(dst)), view)
+                         for (_, threshold), (view, src, dst) in groups.items()]
+        self._flag_sources = (flags[0], run_index(np.concatenate(flags[1])), flags_view) if flags[0] else None
+        self._several = len(envs) > 1
+        self.values: list[tuple[float | None, np.ndarray | slice, np.ndarray | slice, np.ndarray]] | None = None
+        self.flags: tuple[np.ndarray | slice, np.ndarray | slice, np.ndarray] | None = None
         self.written: BatchReads | None = None
         """The update whose read was written last."""
 
+    def _index(self, sources: list[tuple[int, np.ndarray]], per_env: int) -> np.ndarray | slice:
+        """The source indices of (env, indices in the env's values) in the host array (``per_env`` values an env)."""
+        return run_index(np.concatenate([env * per_env * self._several + at for env, at in sources]))
+
     def write(self, reads: BatchReads) -> None:
-        """Write this update's read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch`` of the env: value
-        [P, K] — zeros at filler probes and where invalid — and valid [S]; on a CPU device views of the branch's
-        buffers that the next evaluation overwrites, so they are copied at once) into the templates."""
+        """Write this update's read (``MeasuredBranch.read_batch`` / ``read_ground_truth_batch``: value [E, P, K] —
+        zeros at filler probes and where invalid — and valid [E, S]; on a CPU device views of the branch's buffers
+        that the next evaluation overwrites, so they are copied at once) into the templates, unless written for
+        ``reads`` already."""
+        if self.written is reads:
+            return
         branch = self.batch.branch
         value, valid = branch.read_ground_truth_batch() if self.ground_truth else branch.read_batch()
+        if self.values is None:  # the sizes of an env's values are known from the first read on
+            self.values = [(threshold, self._index(src, value[0].numel()), dst, view)
+                           for threshold, src, dst, view in self._sources]
+            if self._flag_sources is not None:
+                src, dst, view = self._flag_sources
+                self.flags = (self._index(src, valid[0].numel()), dst, view)
         value = self.host(value)
         for threshold, src, dst, view in self.values:
             view[dst] = value[src] if threshold is None else np.greater(value[src], threshold)
@@ -441,8 +532,12 @@ class TaxelEncoder(BranchEncoder):
     def topics(self, ground_truth):
         return super().topics(ground_truth) + [(p.topic, p.message_type) for p in self.profiles]
 
-    def encode(self, reads, ground_truth):
-        out = super().encode(reads, ground_truth)
+    @property
+    def templated(self):
+        return not self.profiles
+
+    def messages(self, ground_truth):
+        out = super().messages(ground_truth)
         if ground_truth or not self.profiles:
             return out
         stamp = self.templates[0].view("header.stamp")
@@ -452,7 +547,7 @@ class TaxelEncoder(BranchEncoder):
         if not self.last:
             return []
         channel, scale = taxel_colour_scale(self.sensor_type, self.layout.flat_radius, settings)
-        return taxel_markers(decode_taxel_array(self.last[0]), max_value=scale, sphere_diameter=self.sphere_diameter,
+        return taxel_markers(decode_taxel_array(self.last[0][1]), max_value=scale, sphere_diameter=self.sphere_diameter,
                              channel=channel, force_arrows=settings.force_arrows)
 
 
@@ -481,14 +576,13 @@ class ThermalEncoder(BranchEncoder):
         for gather, template in zip(self.lumped, self.templates):
             gather.add(self.batch.system.t_lump[self.env], *memory.elements(template, "link_temperatures"))
 
-    def encode(self, reads, ground_truth):
-        self.lumped[ground_truth].write()
-        return super().encode(reads, ground_truth)
+    def writers(self, ground_truth):
+        return (self.lumped[ground_truth], *super().writers(ground_truth))
 
     def markers(self, settings):
         if not self.last:
             return []
-        return thermal_markers(decode_thermal_grid(self.last[0]),
+        return thermal_markers(decode_thermal_grid(self.last[0][1]),
                                temperature_range=tuple(self.options.debug_temperature_range))
 
 
@@ -559,8 +653,6 @@ class ContactSensorEncoder(SensorEncoder):
         self.since = self.gather.source(self.evaluations[self.env:self.env + 1])
         self.valid_bytes = memory.elements(self.links[0], "valid")[0], np.concatenate(
             [memory.elements(link, "valid")[1] for link in self.links])
-        self.outputs = [(link, wrench, self.wrench_topic(body))
-                        for body, link, wrench in zip(self.bodies, self.links, self.wrenches)]
 
     def wrench_topic(self, body: str) -> str:
         return f"{self.topic}/{body}/wrench"
@@ -568,22 +660,23 @@ class ContactSensorEncoder(SensorEncoder):
     def topics(self, ground_truth):
         return [(self.topic, LINK_CONTACT)] + [(self.wrench_topic(b), WRENCH_STAMPED) for b in self.bodies]
 
-    def encode(self, reads, ground_truth):
-        if ground_truth:
-            return []
+    def writers(self, ground_truth):
+        return () if ground_truth else (self,)
+
+    def records(self, ground_truth):
+        return [] if ground_truth else [r for body, link, wrench in zip(self.bodies, self.links, self.wrenches)
+                                        for r in ((self.topic, link), (self.wrench_topic(body), wrench))]
+
+    def write(self, reads: BatchReads) -> None:
+        """Write the latest evaluation's values and valid flags into the templates (the encoder is its own
+        :class:`Writer`)."""
         self.gather.write()
         array, index = self.since
         view, at = self.valid_bytes
         view[at] = array[index[0]] > 0
-        out = []
-        for link, wrench, topic in self.outputs:
-            out.append((self.topic, link.wire()))
-            out.append((topic, wrench.wire()))
-        self.last = [m for _, m in out]
-        return out
 
     def markers(self, settings):
-        return [m for msg in self.last if msg.__msgtype__ == LINK_CONTACT
+        return [m for _, msg in self.last if msg.__msgtype__ == LINK_CONTACT
                 for m in link_contact_markers(decode_link_contact(msg), max_force=settings.max_link_force)]
 
 
@@ -601,20 +694,35 @@ ENCODERS: dict[str, type[SensorEncoder]] = {
 """Sensor type (the YAML ``type:``) → encoder class."""
 
 
-def node_encoders(suite, world_frame: str, env: int = 0,
-                  kept: KeptTemplates | None = None) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
-    """Every sensor's encoder of env ``env`` with its batch's evaluation period (engine steps), in batch order; their
-    templates moved into one :class:`TemplateMemory` (returned); the branch encoders of each batch linked to its
-    :class:`BranchCopy` pair. kept: templates to copy from, and to keep those built here in, for the other envs of
-    ``suite`` (building a template costs milliseconds)."""
-    batches = [(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame, env, kept)
-                               for i in range(len(batch.names))]) for every, batch in suite.batches]
-    memory = TemplateMemory([t for _, _, encoders in batches for e in encoders for t in e.templates])
+def publishing_order(encoders: list[SensorEncoder], order: dict[str, int], ground_truth: bool) -> list[CdrTemplate]:
+    """The templates of ``encoders`` (one env's) in the order their messages go out on a step that evaluates every
+    sensor (sensors in ``order``, name → rank; measured then, with ``ground_truth``, ground truth per sensor), then
+    the templates of no message of that step."""
+    ranked = sorted(encoders, key=lambda e: order[e.name])
+    first = [t for e in ranked for gt in (False, True)[:1 + ground_truth] for _, t in e.records(gt)]
+    seen = {id(t) for t in first}
+    return first + [t for e in ranked for t in e.templates if id(t) not in seen]
+
+
+def node_encoders(suite, world_frame: str, envs: Sequence[int] = (0,), ground_truth: bool = False,
+                  head: int = 0) -> tuple[list[list[tuple[SensorEncoder, int]]], TemplateMemory]:
+    """Every sensor's encoder of each env of ``envs`` with its batch's evaluation period (engine steps), in batch
+    order (a list per env); their templates moved into one :class:`TemplateMemory` (returned; a row per env, laid out
+    by :func:`publishing_order` for ``ground_truth``; ``head``: its room for record heads); the branch encoders of
+    each batch, of every env, linked to one :class:`BranchCopy` pair. The templates of the first env are built, the
+    others' copied (building a template costs milliseconds)."""
+    kept: KeptTemplates = {}
+    built = [[(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame, env, kept)
+                              for i in range(len(batch.names))]) for every, batch in suite.batches] for env in envs]
     order = {name: k for k, name in enumerate(suite.sensor_names)}  # shared messages list sensors in this order
-    taxel = sorted((e for _, _, encoders in batches for e in encoders if isinstance(e, TaxelEncoder)),
-                   key=lambda e: order[e.name])
-    link_groups([p for e in taxel for p in e.profiles])
-    for _, batch, encoders in batches:
+    memory = TemplateMemory([publishing_order([e for _, _, encoders in batches for e in encoders], order, ground_truth)
+                             for batches in built], head)
+    for batches in built:
+        taxel = sorted((e for _, _, encoders in batches for e in encoders if isinstance(e, TaxelEncoder)),
+                       key=lambda e: order[e.name])
+        link_groups([p for e in taxel for p in e.profiles])
+    for b, (_, batch) in enumerate(suite.batches):
+        encoders = [e for batches in built for e in batches[b][2]]
         for e in encoders:
             e.place(memory)
         branch = [e for e in encoders if isinstance(e, BranchEncoder)]
@@ -622,4 +730,6 @@ def node_encoders(suite, world_frame: str, env: int = 0,
             copies = (BranchCopy(batch, branch, False, memory), BranchCopy(batch, branch, True, memory))
             for e in branch:
                 e.copies = copies
-    return [(e, every) for every, _, encoders in batches for e in encoders], memory
+        for e in encoders:
+            e.link()
+    return [[(e, every) for every, _, encoders in batches for e in encoders] for batches in built], memory

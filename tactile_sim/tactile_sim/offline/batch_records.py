@@ -1,0 +1,133 @@
+"""A batch's messages of one suite step written to every lane's bag as MCAP records built in place (``--batch N``).
+
+The env cores of a batch share one :class:`~..ros.sensor_encoders.TemplateMemory`: a row per env, each template
+after room for its MCAP message head (:data:`~..io.mcap_file.MESSAGE_HEAD` bytes), the records back to back in
+publishing order. On each step (:meth:`BatchRecords.write`):
+
+* every stepped lane's stamp goes into all templates of its row with one indexed copy for all rows, and the log and
+  publish times of the due records' heads with another;
+* each writer of the due sensors writes once (a batch's :class:`~..ros.sensor_encoders.BranchCopy` covers every
+  env: one indexed copy of the whole read);
+* the due records of every row are joined with one copy per record (for all rows at once), and each lane's go to
+  its bag's open chunk as they are (:meth:`~.output_bag.OutputBag.write_records`); a lane's channel ids are written
+  into the heads of its row the first time it publishes a step of that kind (:class:`StepKind`).
+
+The bytes are those of :meth:`~..ros.node_core.NodeCore.publish` written by
+:meth:`~.output_bag.OutputBag.write_all`, as a lone replay writes them. It applies when every message of a sensor
+is one of its templates (no output profiles) and every bag is MCAP (:func:`applies`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..io.mcap_file import MESSAGE_HEAD, TIMES_AT, message_head
+from ..io.stamps import NS_PER_S, SEC_MAX, SEC_MIN, time_msg_from_ns
+from ..ros.node_core import NodeCore
+from ..ros.sensor_encoders import BatchReads, TemplateMemory
+from .output_bag import OutputBag
+
+
+def applies(cores: Sequence[NodeCore], bags: Sequence[OutputBag]) -> bool:
+    """True when the cores' messages can be written as records in place: a shared memory with room for the heads,
+    every encoder's messages its templates', every bag an MCAP bag."""
+    memory = cores[0]._templates
+    return memory.head == MESSAGE_HEAD and all(c._templates is memory for c in cores) \
+        and all(s.encoder.templated for c in cores for s in c.schedule) and all(b.storage == "mcap" for b in bags)
+
+
+class StepKind:
+    """What engine step ``step`` publishes, the same for every lane (the cores' :meth:`NodeCore.step_plan`): the
+    writers of all cores' due encoders (each once), and the records of a row (topic, message type, where its head
+    starts and its length in bytes) in the order :meth:`NodeCore.publish` returns the messages."""
+
+    def __init__(self, cores: Sequence[NodeCore], step: int):
+        plans = [c.step_plan(step) for c in cores]
+        self.writers = list({id(w): w for plan in plans for w in plan.writers}.values())
+        memory = cores[0]._templates
+        records = [(topic, t.message_class.__msgtype__, memory.head_start(t), MESSAGE_HEAD + len(t.buffer))
+                   for e, gt in plans[0].branches for topic, t in e.parts[gt][1]]
+        self.topics = [(topic, msgtype) for topic, msgtype, _, _ in records]
+        self.sizes = [size for _, _, _, size in records]
+        self.starts = np.array([start for _, _, start, _ in records], dtype=np.intp)
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int).tolist()
+        """Where each record starts in the step's bytes."""
+        runs: list[list[int]] = []
+        for start, size in zip(self.starts.tolist(), self.sizes):
+            if runs and runs[-1][1] == start:
+                runs[-1][1] = start + size
+            else:
+                runs.append([start, start + size])
+        self.runs = [slice(a, b) for a, b in runs]
+        """The records' bytes of a row: slices of it, in order."""
+        self.joined = np.empty((len(memory.rows), sum(self.sizes)), np.uint8) if len(self.runs) > 1 else None
+        """The records of every row, back to back (where they are not one slice of the rows)."""
+        self.times = (self.starts[:, None] + TIMES_AT + np.arange(16)).reshape(-1)
+        """Bytes of a row that hold the records' log and publish times."""
+        self.time_bytes = np.tile(np.arange(16), len(self.sizes))
+        """The bytes of a row's (log time, publish time) [16] that go there."""
+
+
+class BatchRecords:
+    """The records of ``cores`` (the env cores of a batch, :func:`applies`) written per suite step."""
+
+    def __init__(self, cores: Sequence[NodeCore]):
+        self.cores = cores
+        self.memory: TemplateMemory = cores[0]._templates
+        self._kinds: dict[int, StepKind] = {}
+        """id of the first core's step plan → the step kind."""
+        self._channels: dict[tuple[int, int], list[int]] = {}
+        """(id of a lane's bag, id of a step kind) → its records' channel ids in that bag (heads written)."""
+        n = len(self.memory.rows)
+        self._stamps = np.zeros(n, dtype=[("sec", "<i4"), ("nanosec", "<u4")])
+        self._log = np.zeros((n, 2), dtype="<u8")
+
+    def kind(self, step: int) -> StepKind:
+        """The step kind of engine step ``step`` (0-based)."""
+        key = id(self.cores[0].step_plan(step))
+        kind = self._kinds.get(key)
+        if kind is None:
+            kind = self._kinds[key] = StepKind(self.cores, step)
+        return kind
+
+    def write(self, step: int, lanes: Sequence[tuple[int, int, int, OutputBag]]) -> bool:
+        """Write the messages of suite step ``step`` (0-based, just taken) of each (env, stamp ns, log ns, bag) of
+        ``lanes`` into its bag; False when no sensor publishes on this step."""
+        kind = self.kind(step)
+        if not kind.topics:
+            return False
+        rows, stamps, log = self.memory.rows, self._stamps, self._log
+        for env, stamp_ns, log_ns, _ in lanes:
+            sec, nanosec = divmod(stamp_ns, NS_PER_S)
+            if not SEC_MIN <= sec <= SEC_MAX:
+                time_msg_from_ns(stamp_ns)  # raises what a lone replay raises
+            stamps[env] = sec, nanosec
+            log[env] = log_ns
+        self.memory.write_stamps(stamps.view(np.uint8).reshape(-1, 8))
+        rows[:, kind.times] = log.view(np.uint8)[:, kind.time_bytes]
+        reads = BatchReads()
+        for w in kind.writers:
+            w.write(reads)
+        for env, _, _, bag in lanes:
+            if (id(bag), id(kind)) not in self._channels:
+                self._channels[(id(bag), id(kind))] = self._heads(kind, rows[env], bag)
+        if kind.joined is None:
+            joined = rows[:, kind.runs[0]]
+        else:
+            joined = np.concatenate([rows[:, r] for r in kind.runs], axis=1, out=kind.joined)
+        for env, _, log_ns, bag in lanes:
+            bag.write_records(log_ns, joined[env].tobytes(), self._channels[(id(bag), id(kind))], kind.offsets)
+        return True
+
+    @staticmethod
+    def _heads(kind: StepKind, row: np.ndarray, bag: OutputBag) -> list[int]:
+        """The channel ids of ``kind``'s records in ``bag`` (topics declared on first use), written with the rest of
+        each head but its times into ``row``."""
+        channels = bag.channels(kind.topics)
+        for channel, start, size in zip(channels, kind.starts.tolist(), kind.sizes):
+            row[start:start + TIMES_AT] = np.frombuffer(message_head(channel, size - MESSAGE_HEAD, 0)[:TIMES_AT],
+                                                        np.uint8)
+        return channels
+
