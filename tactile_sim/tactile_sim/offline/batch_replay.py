@@ -20,7 +20,6 @@ replay every recording alone.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -221,10 +220,12 @@ def torque_agrees(suite: SensorSuite, state: WorldState,
     one value per batch for all envs, taken from the step's ``state``, which carries the first lane's); the others
     go alone."""
     torque = [b for k, b in suite.batches if b.sensor_type == "JointTorque" and suite.steps % k == 0]
+    if not torque:
+        return [(lane, tick) for lane, tick, _ in stepped]
     kept = []
-    for lane, tick, sample in stepped:
-        own = dataclasses.replace(state, t=sample.t, joint_stamp=sample.joint_stamp,
-                                  joint_vel_measured=sample.joint_vel_measured) if torque else state
+    for lane, tick, taken in stepped:
+        own = WorldState(taken.t, state.rot, state.pos, state.lin_vel, state.ang_vel, state.joint_pos,
+                         state.joint_vel, state.joint_acc, taken.joint_vel_measured, taken.joint_stamp)
         samples = [(b, joint_sample(own, lane.torque_stamps.get(id(b)))) for b in torque]
         if all(sample[1:] == joint_sample(state, b.t_prev)[1:] for b, sample in samples):
             lane.torque_stamps.update((id(b), sample[0]) for b, sample in samples if sample[1])

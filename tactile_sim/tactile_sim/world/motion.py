@@ -217,6 +217,8 @@ class WorldModel:
         self._env_args = (torch.zeros(E, dtype=torch.int32, device=self.device),
                           torch.zeros(E, dtype=torch.int32, device=self.device), torch.ones(E, **f))
         """(sample, velocity_given, dt) per env, read by :meth:`update_envs`' launch (the kernel's sample −1)."""
+        self._held: tuple = (None, None)
+        """(envs stepped, bool [E] mask of the other envs) of the latest :meth:`update_envs` that held some."""
         self._launch, self._tables = self._record_launch()
         self._args = (0, 0, 1.0)  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
@@ -343,11 +345,13 @@ class WorldModel:
         other env holds its joints and poses. Returns the state of all envs (fresh tensors); t (s), whether the
         joint velocities were measured and the joint stamp (s, None: no sample) are what the state carries for all
         envs (one lane's: :class:`~.lane_motion.LaneSample`)."""
-        sample = self._env_args[0]
         if len(envs) < self.n_envs:
-            held = torch.ones(self.n_envs, dtype=torch.bool)
-            held[list(envs)] = False
-            sample[held.to(sample.device)] = 0
+            envs = tuple(envs)
+            if self._held[0] != envs:  # the envs that step change rarely (lanes end)
+                held = torch.ones(self.n_envs, dtype=torch.bool)
+                held[list(envs)] = False
+                self._held = (envs, held.to(self.device))
+            self._env_args[0].masked_fill_(self._held[1], 0)
         if self._args[0] != -1:
             self._set_args(-1, *self._args[1:])
         self._bind_twists(*self._env_twists)
