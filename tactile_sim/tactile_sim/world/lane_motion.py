@@ -59,7 +59,8 @@ class LaneWorldModel(WorldModel):
         self._twists_zero = True
         args = tuple(a[rows] for a in batch._env_args)
         self._arg_rows = tuple(a.numpy() for a in args) if self.device.type == "cpu" else args
-        self._set_args(*self._args)
+        for i, value in enumerate(self._args):
+            self._set_arg(i, value)
 
     def _record_launch(self) -> tuple[None, dict]:
         """No launch of its own: the batch launches."""
@@ -90,6 +91,9 @@ class LaneWorldModel(WorldModel):
                 staged.copy_(x)
 
     def _set_args(self, sample: int, velocity_given: int, dt: float):
-        rows = self._arg_rows
-        rows[0][0], rows[1][0], rows[2][0] = sample, velocity_given, dt
-        self._args = (sample, velocity_given, dt)
+        self._arg_rows[0][0] = sample  # always: the batch zeroes the sample of an env it holds
+        super()._set_args(sample, velocity_given, dt)
+
+    def _set_arg(self, i: int, value) -> None:
+        """Env e's value of argument i of the batch's launch."""
+        self._arg_rows[i][0] = value

@@ -437,16 +437,19 @@ class WorldModel:
         self._set_args(1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0)
 
     def _set_args(self, sample: int, velocity_given: int, dt: float):
-        """Set the scalar arguments of the world-update launch (only those that changed)."""
+        """Set the (sample, velocity_given, dt) arguments of the next launch (only those that changed)."""
         last = self._args
-        set_arg = self._launch.set_arg
         if sample != last[0]:
-            set_arg(3, sample)
+            self._set_arg(0, sample)
         if velocity_given != last[1]:
-            set_arg(4, velocity_given)
+            self._set_arg(1, velocity_given)
         if dt != last[2]:
-            set_arg(5, dt)
+            self._set_arg(2, dt)
         self._args = (sample, velocity_given, dt)
+
+    def _set_arg(self, i: int, value) -> None:
+        """Set argument i of (sample, velocity_given, dt): the launch's scalar parameter 3 + i."""
+        self._launch.set_arg(3 + i, value)
 
     def _pose_samples(self, t: float, root_pose: Pose | None,
                       object_poses: Mapping[str, Pose] | None) -> tuple[torch.Tensor, torch.Tensor]:
