@@ -1,9 +1,10 @@
 """``tactile-sim replay --batch N``: recordings stepped as the envs of one suite give, byte for byte, the output of
 replaying each alone — recordings of different lengths, input rates, time bases and joint sets and orders, one
 with reordered inputs, one with a simulation reset and one with a forward gap (those two replayed alone); with a
-JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone; the encoders of every
-env keep each sensor's own layout values; with ground truth, copied inputs and sensors of several periods the bags
-are the lone ones too, written as records built in place or (output profiles) by each core."""
+JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone; recordings whose base
+moves by /tf (each its own speed and TF rate) stay in the batch; the encoders of every env keep each sensor's own
+layout values; with ground truth, copied inputs and sensors of several periods the bags are the lone ones too,
+written as records built in place or (output profiles) by each core."""
 
 import shutil
 
@@ -14,7 +15,8 @@ import yaml
 from helpers_offline import write_bag
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from tactile_sim.offline import batch_replay
-from test_cli_replay import closing, joints, pads_yaml, static_tf
+from helpers_ros import tf_msg
+from test_cli_replay import closing, joints, ns, pads_yaml, static_tf
 from test_replay_corpus import alone, corpus
 
 
@@ -65,6 +67,35 @@ def test_each_batched_output_equals_its_recording_replayed_alone(tmp_path, monke
                 (name, part)
         ticks[name] = int(next(line.split()[1] for line in out.splitlines() if line.startswith(name)))
     assert ticks["long"] == 61 and ticks["slow"] == 41 and ticks["late"] == 31 and ticks["reset"] == 32
+
+
+def moving_base(t0: float, n: int, speed: float, every: int):
+    """/tf items world → base_link at t0 + 0.01 k (every ``every``-th tick, stamped 2 ms early): the gripper sliding
+    along y at ``speed`` m/s while turning about z."""
+    items = []
+    for k in range(0, n, every):
+        t = t0 + 0.01 * k - 0.002
+        a = 0.5 * speed * (t - t0)
+        transform = ("world", "base_link", (0.0, speed * (t - t0), 0.0), (0.0, 0.0, np.sin(a), np.cos(a)), t)
+        items.append(("/tf", ns(t), tf_msg(transform)))
+    return items
+
+
+def test_recordings_whose_base_moves_by_tf_each_keep_their_own_root_motion(tmp_path, monkeypatch):
+    specs = {"still": (1.0, 0.0, 1), "slide": (5.0, 0.004, 1), "sparse": (7.5, -0.006, 2), "fast": (20.0, 0.01, 1)}
+    for name, (t0, speed, every) in specs.items():
+        items = sorted(closing(t0, 21, t0) + moving_base(t0, 21, speed, every), key=lambda item: item[1])
+        write_bag(tmp_path / "recs" / name, items)
+    went_alone = lone_replays(monkeypatch)
+    status, _, err = corpus(tmp_path, tmp_path / "recs", extra=("--batch", "4"))
+    assert status == 0, err
+    assert went_alone == []  # each lane's root follows its own TF buffer in the shared world model
+    outputs = {}
+    for name in specs:
+        alone(tmp_path, tmp_path / "recs" / name, f"alone/{name}.mcap")
+        outputs[name] = (tmp_path / "out" / name / f"{name}.mcap").read_bytes()
+        assert outputs[name] == (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
+    assert len(set(outputs.values())) == len(specs)
 
 
 def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs_also_in_worker_processes(tmp_path, monkeypatch):

@@ -2,11 +2,13 @@
 
 A batch of N recordings shares one :class:`~..suite.SensorSuite` of N envs, each drawing noise stream 0 (what the
 one-env suite of a lone replay draws). Each recording is a :class:`Lane`: env e of that suite behind a node core of
-its own (:class:`EnvCore`: inputs, TF buffer, held joints, a one-env world model, the encoders of env e), its clock
+its own (:class:`EnvCore`: inputs, TF buffer, held joints, env e of the suite's world model as a lane on the
+recording's own clock (:mod:`~..world.lane_motion`), the encoders of env e), its clock
 (:class:`~.tick_clock.TickClock`) and its output bag. Every lane's time line starts at suite step 0 and each suite
 step is tick k of every lane, so the step count and the per-evaluation counters of the shared sensors are each
-lane's own tick count, as in a lone replay: each output is byte for byte that of replaying its recording alone. A
-lane that has ended writes nothing more; its env is stepped on with its last world state, read by nobody.
+lane's own tick count, as in a lone replay: each output is byte for byte that of replaying its recording alone. Per
+suite step every lane takes its inputs and one launch of the world model poses all envs. A lane that has ended
+writes nothing more; its env is stepped on holding its last joints and poses, read by nobody.
 
 What one shared suite cannot reproduce is replayed alone (:func:`~.corpus.run_job`, the lane's output replaced): a
 recording whose time line restarts (a backwards jump or a forward gap: the suite would have to be rewound for one
@@ -25,8 +27,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..config.schema import SuiteConfig
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD
 from ..errors import ConfigError
@@ -38,7 +38,7 @@ from ..ros.sensor_encoders import BatchReads, SensorEncoder, TemplateMemory, nod
 from ..ros.throttled_log import LogSink
 from ..sensors.joint_torque.sensor import joint_sample
 from ..suite import SensorSuite
-from ..world.motion import WorldModel
+from ..world.lane_motion import LaneSample, LaneWorldModel
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer
 from .bag_inputs import BagInputError, BagInputs, InputTopics, open_bag
@@ -76,16 +76,14 @@ def split(jobs: Sequence[ReplayJob], size: int) -> list[list[ReplayJob]]:
 
 class EnvSuite:
     """Env ``env`` of a shared suite as a node core uses it: the suite's scene, robot, layouts, sensors and step count,
-    and a world model of its own (one env, posed by the core's TF buffer ``tf``; root_from_tf: the root link too)."""
+    and env ``env`` of the suite's world model as a lane of its own (:class:`~..world.lane_motion.LaneWorldModel`,
+    posed by the core's TF buffer ``tf``; the root link too when the suite's world model takes it from TF)."""
 
-    def __init__(self, suite: SensorSuite, env: int, tf: TFBuffer, root_from_tf: bool):
-        self.shared, self.env = suite, env
+    def __init__(self, suite: SensorSuite, env: int, tf: TFBuffer):
+        self.shared, self.env, self._tf = suite, env, tf
         self.scene, self.robot, self.layouts, self.batches = suite.scene, suite.robot, suite.layouts, suite.batches
         self.sensor_names = suite.sensor_names
-        self._new_world = functools.partial(WorldModel, suite.scene, device=suite.device, dtype=suite.dtype,
-                                            world_frame=suite.config.suite.world_frame, tf=tf,
-                                            root_from_tf=root_from_tf)
-        self.world = self._new_world()
+        self.world = LaneWorldModel(suite.world, env, tf=tf)
 
     @property
     def steps(self) -> int:
@@ -93,8 +91,9 @@ class EnvSuite:
         return self.shared.steps
 
     def rewind(self) -> None:
-        """A new world model (the shared suite is rewound by the batch's owner, once for all envs)."""
-        self.world = self._new_world()
+        """A new lane of the shared suite's world model (the shared suite is rewound by the batch's owner, once for all
+        envs)."""
+        self.world = LaneWorldModel(self.shared.world, self.env, tf=self._tf)
 
 
 class SharedSuite:
@@ -113,7 +112,7 @@ class SharedSuite:
             self.suite = SensorSuite(config, robot_description=description, device=device or None,
                                      n_envs=self.n_envs, tf=tf, root_from_tf=root_from_tf,
                                      noise_streams=[0] * self.n_envs)
-        return EnvSuite(self.suite, env, tf, root_from_tf)
+        return EnvSuite(self.suite, env, tf)
 
     def encoders(self, suite: EnvSuite, world_frame: str, env: int,
                  ground_truth: bool) -> tuple[list[tuple[SensorEncoder, int]], TemplateMemory]:
@@ -128,8 +127,9 @@ class SharedSuite:
 
 class EnvCore(NodeCore):
     """A node core that publishes env ``env`` of ``shared``'s suite; config, params and log as :class:`NodeCore`'s.
-    Its :meth:`update` is not used: the batch poses every env (:meth:`pose`), steps the shared suite once, then
-    publishes each (:meth:`publish`)."""
+    Its :meth:`update` is not used: every env's core takes its inputs (:meth:`pose`, which returns its lane's
+    :class:`~..world.lane_motion.LaneSample` instead of a state), the suite's world model steps all envs at once,
+    the shared suite steps once, then each core publishes (:meth:`publish`)."""
 
     def __init__(self, shared: SharedSuite, env: int, config: SuiteConfig, params: NodeParams,
                  log: LogSink | None = None):
@@ -224,26 +224,21 @@ class Lane:
         return self.clock.take()
 
 
-def joined(states: Sequence[WorldState], first: WorldState) -> WorldState:
-    """One world state whose env e is ``states[e]`` (each of one env); time, joint stamp and whether the joint
-    velocities were measured those of ``first`` (read by JointTorque only, :func:`torque_agrees`)."""
-
-    def cat(name: str) -> torch.Tensor | None:
-        return None if getattr(first, name) is None else torch.cat([getattr(s, name) for s in states])
-
-    return WorldState(first.t, cat("rot"), cat("pos"), cat("lin_vel"), cat("ang_vel"), cat("joint_pos"),
-                      cat("joint_vel"), cat("joint_acc"), first.joint_vel_measured, first.joint_stamp)
-
-
-def torque_agrees(suite: SensorSuite, stepped: list[tuple[Lane, Tick, WorldState]]) -> list[tuple[Lane, Tick]]:
-    """The lanes of ``stepped`` (lane, tick, its world state) whose joint sample every JointTorque batch due on this
-    step sees as in the lane's lone replay (accepted or not, Δt, measured velocities: :func:`joint_sample`, one value
-    per batch for all envs, taken from the first lane's state); the others go alone."""
+def torque_agrees(suite: SensorSuite, state: WorldState,
+                  stepped: list[tuple[Lane, Tick, LaneSample]]) -> list[tuple[Lane, Tick]]:
+    """The lanes of ``stepped`` (lane, tick, what its world lane took) whose joint sample every JointTorque batch due
+    on this step sees as in the lane's lone replay (accepted or not, Δt, measured velocities: :func:`joint_sample`,
+    one value per batch for all envs, taken from the step's ``state``, which carries the first lane's); the others
+    go alone."""
     torque = [b for k, b in suite.batches if b.sensor_type == "JointTorque" and suite.steps % k == 0]
+    if not torque:
+        return [(lane, tick) for lane, tick, _ in stepped]
     kept = []
-    for lane, tick, state in stepped:
-        samples = [(b, joint_sample(state, lane.torque_stamps.get(id(b)))) for b in torque]
-        if all(sample[1:] == joint_sample(stepped[0][2], b.t_prev)[1:] for b, sample in samples):
+    for lane, tick, taken in stepped:
+        own = WorldState(taken.t, state.rot, state.pos, state.lin_vel, state.ang_vel, state.joint_pos,
+                         state.joint_vel, state.joint_acc, taken.joint_vel_measured, taken.joint_stamp)
+        samples = [(b, joint_sample(own, lane.torque_stamps.get(id(b)))) for b in torque]
+        if all(sample[1:] == joint_sample(state, b.t_prev)[1:] for b, sample in samples):
             lane.torque_stamps.update((id(b), sample[0]) for b, sample in samples if sample[1])
             kept.append((lane, tick))
         else:
@@ -252,10 +247,10 @@ def torque_agrees(suite: SensorSuite, stepped: list[tuple[Lane, Tick, WorldState
 
 
 def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
-    """Run every lane to its end: per suite step, each live lane's next tick posed by its core, the suite stepped
-    once, and each lane's messages written to its bag (as records built in place, :mod:`.batch_records`, where that
-    applies; else published by each core). A lane whose core does not step goes alone."""
-    states: list[WorldState | None] = [None] * suite.n_envs
+    """Run every lane to its end: per suite step, each live lane's next tick taken by its core's world lane, the world
+    model stepped once for all envs (the others hold: their lanes have ended), the suite stepped once, and each
+    lane's messages written to its bag (as records built in place, :mod:`.batch_records`, where that applies; else
+    published by each core). A lane whose core does not step goes alone."""
     live = list(lanes)
     records = BatchRecords([lane.core for lane in lanes]) \
         if lanes and applies([lane.core for lane in lanes], [lane.bag for lane in lanes]) else None
@@ -265,18 +260,19 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
             tick = lane.next_tick()
             if tick is None:
                 continue
-            state = lane.core.pose(tick.t_ns)
-            if state is None:
+            sample = lane.core.pose(tick.t_ns)
+            if sample is None:
                 lane.alone = (lane.core.waiting_for_tf and f"waiting for TF: {lane.core.waiting_for_tf}") or \
                     "its world update failed"
                 continue
-            states[lane.core.env] = state
-            stepped.append((lane, tick, state))
+            stepped.append((lane, tick, sample))
         if not stepped:
             return
         first = stepped[0][2]
-        stepped = torque_agrees(suite, stepped)
-        suite.step(joined([first if s is None else s for s in states], first))
+        state = suite.world.update_envs([lane.core.env for lane, _, _ in stepped], first.t, first.joint_vel_measured,
+                                        first.joint_stamp)
+        stepped = torque_agrees(suite, state, stepped)
+        suite.step(state)
         if records is not None:
             wrote = records.write(suite.steps - 1, [(lane.core.env, tick.t_ns, tick.log_ns, lane.bag)
                                                     for lane, tick in stepped])

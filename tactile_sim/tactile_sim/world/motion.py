@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -121,7 +121,9 @@ class WorldModel:
 
     A step is one launch of the world-update kernel of :mod:`.motion_kernel` (joint sample, robot links, objects)
     into fresh state tensors, plus the backward-difference twists of the root and the objects while one of them
-    moves. The joint samples, the root pose and the held object poses live in buffers of the model.
+    moves. The joint samples, the root pose and the held object poses live in buffers of the model. Envs on clocks
+    of their own take their inputs through lanes of the model (:mod:`.lane_motion`) and step in one launch
+    (:meth:`update_envs`).
     """
 
     kernel_tables = (WORLD_KERNELS,)
@@ -209,6 +211,14 @@ class WorldModel:
         self._joint_pos_what = f"joint_pos (actuated joints {list(robot.actuated_joint_names) if robot else []})"
         self._t_last = -math.inf
         self._zero_twists = torch.zeros(E, 1 + O, 3, **f)
+        self._env_twists = (torch.zeros(E, 1 + O, 3, **f), torch.zeros(E, 1 + O, 3, **f))
+        """Sampled twists (lin, ang) [E, 1 + O, 3] of the root and the objects per env, written by the lanes of this
+        model (:mod:`.lane_motion`) and read by :meth:`update_envs`."""
+        self._env_args = (torch.zeros(E, dtype=torch.int32, device=self.device),
+                          torch.zeros(E, dtype=torch.int32, device=self.device), torch.ones(E, **f))
+        """(sample, velocity_given, dt) per env, read by :meth:`update_envs`' launch (the kernel's sample −1)."""
+        self._held: tuple = (None, None)
+        """(envs stepped, bool [E] mask of the other envs) of the latest :meth:`update_envs` that held some."""
         self._launch, self._tables = self._record_launch()
         self._args = (0, 0, 1.0)  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
@@ -244,7 +254,9 @@ class WorldModel:
                   "q_prev": self._q_prev,
                   "sample_ok": self._sample_ok, "root_rot": self._root_rot, "root_pos": self._root_pos,
                   "object_rot": self._obj_rot, "object_pos": self._obj_pos, "sampled_lin": self._zero_twists,
-                  "sampled_ang": self._zero_twists, "out": torch.empty(self._chunk_steps * self._out_size, **f)}
+                  "sampled_ang": self._zero_twists, "out": torch.empty(self._chunk_steps * self._out_size, **f),
+                  "env_sample": self._env_args[0], "env_velocity_given": self._env_args[1],
+                  "env_dt": self._env_args[2]}
         launch = StructLaunch(WORLD_KERNELS[self.dtype], (E,), struct_types(self.dtype)[3], fields,
                               [robot, world, 0, 0, 1.0, 0], self.device)
         return launch, tables
@@ -312,6 +324,46 @@ class WorldModel:
         held until the next one; object_twists: name → (lin, ang) in W for this step. Rotations [E, 3, 3] or
         [3, 3], vectors [E, 3] or [3]. Inputs are checked before anything is stored.
         """
+        twists = self._take_inputs(t, joint_pos, joint_vel, joint_acc, root_pose, object_poses, object_twists)
+        rot, pos, lin, ang, qm, qdm = self._launch_step()
+        if twists:
+            L = self.scene.n_links
+            for k, (v, w) in twists.items():
+                lin[:, L + k] = v
+                ang[:, L + k] = w
+        # positional (t, rot, pos, lin_vel, ang_vel, joint_pos, joint_vel, joint_acc, joint_vel_measured,
+        # joint_stamp): a third of the keyword call's cost
+        self.state = WorldState(self._t_last, rot, pos, lin, ang, qm, qdm,
+                                None if self._qdd is None else self.kinematics.movable_rates(self._qdd),
+                                self._qd_measured, None if math.isnan(self._j1) else self._j1)
+        return self.state
+
+    def update_envs(self, envs: Sequence[int], t: float, joint_vel_measured: bool,
+                    joint_stamp: float | None) -> WorldState:
+        """One step of the envs ``envs``, each on a clock of its own: the lane of each (a
+        :class:`~.lane_motion.LaneWorldModel` of this model) has taken its inputs since the previous step; every
+        other env holds its joints and poses. Returns the state of all envs (fresh tensors); t (s), whether the
+        joint velocities were measured and the joint stamp (s, None: no sample) are what the state carries for all
+        envs (one lane's: :class:`~.lane_motion.LaneSample`)."""
+        if len(envs) < self.n_envs:
+            envs = tuple(envs)
+            if self._held[0] != envs:  # the envs that step change rarely (lanes end)
+                held = torch.ones(self.n_envs, dtype=torch.bool)
+                held[list(envs)] = False
+                self._held = (envs, held.to(self.device))
+            self._env_args[0].masked_fill_(self._held[1], 0)
+        if self._args[0] != -1:
+            self._set_args(-1, *self._args[1:])
+        self._bind_twists(*self._env_twists)
+        rot, pos, lin, ang, qm, qdm = self._launch_step()
+        self.state = WorldState(t, rot, pos, lin, ang, qm, qdm, None, joint_vel_measured, joint_stamp)
+        return self.state
+
+    def _take_inputs(self, t: float, joint_pos, joint_vel, joint_acc, root_pose: Pose | None,
+                     object_poses: Mapping[str, Pose] | None,
+                     object_twists: Mapping[str, Pose] | None) -> dict[int, tuple[torch.Tensor, torch.Tensor]] | None:
+        """The checked inputs of :meth:`update` at time t (s) stored and set as the next launch's; returns the
+        caller's object twists (:meth:`_object_twists`; None without), which the launch does not take."""
         t = float(t)
         if not math.isfinite(t) or t < self._t_last:
             raise ValueError(f"WorldModel.update: t must be finite and non-decreasing; got {t} after {self._t_last}")
@@ -320,33 +372,36 @@ class WorldModel:
         twists = self._object_twists(object_twists) if object_twists else None
         joints = self._joint_inputs(joint_pos, joint_vel, joint_acc) if joint_pos is not None else None
         sampled_lin, sampled_ang = self._pose_samples(t, root_pose, object_poses)
-        launch = self._launch
         if joints is not None:
             self._joint_sample(t, *joints)
         elif self._args[0] != 0:
             self._set_args(0, *self._args[1:])
-        launch.bind("sampled_lin", sampled_lin)
-        launch.bind("sampled_ang", sampled_ang)
+        self._bind_twists(sampled_lin, sampled_ang)
+        self._t_last = t
+        return twists
+
+    def _bind_twists(self, lin: torch.Tensor, ang: torch.Tensor) -> None:
+        """Make the sampled twists (lin, ang) [E, 1 + O, 3] of the root and the objects the next launch's."""
+        self._launch.bind("sampled_lin", lin)
+        self._launch.bind("sampled_ang", ang)
+
+    def _bind_joints(self, q: torch.Tensor, qd: torch.Tensor | None) -> None:
+        """Make a checked joint sample (q, q̇ or None) [E, n_act] the next launch's input."""
+        self._launch.bind("q_in", q)
+        if qd is not None:
+            self._launch.bind("qd_in", qd)
+
+    def _launch_step(self) -> tuple:
+        """Launch the world update into a fresh output slot: (rot, pos, lin, ang, joint_pos, joint_vel) of the
+        state (the joint tensors None without a robot)."""
         if not self._free_outputs:
             self._free_outputs = self._output_chunk()
         slot, rot, pos, lin, ang, qm, qdm = self._free_outputs.pop()
-        launch.set_arg(6, slot)
-        launch()
+        self._launch.set_arg(6, slot)
+        self._launch()
         if self.kinematics is None:
-            qm = qdm = None
-        if twists:
-            L = self.scene.n_links
-            for k, (v, w) in twists.items():
-                lin[:, L + k] = v
-                ang[:, L + k] = w
-
-        self._t_last = t
-        # positional (t, rot, pos, lin_vel, ang_vel, joint_pos, joint_vel, joint_acc, joint_vel_measured,
-        # joint_stamp): a third of the keyword call's cost
-        self.state = WorldState(t, rot, pos, lin, ang, qm, qdm,
-                                None if self._qdd is None else self.kinematics.movable_rates(self._qdd),
-                                self._qd_measured, None if math.isnan(self._j1) else self._j1)
-        return self.state
+            return rot, pos, lin, ang, None, None
+        return rot, pos, lin, ang, qm, qdm
 
     def _object_twists(self, object_twists: Mapping[str, Pose]) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
         """Checked caller twists by object index: (lin [E, 3] m/s, ang [E, 3] rad/s) in W."""
@@ -377,24 +432,24 @@ class WorldModel:
         self._j1 = t
         self._qd_measured = qd is not None
         self._qdd = qdd
-        launch = self._launch
-        launch.bind("q_in", q)
-        if qd is not None:
-            launch.bind("qd_in", qd)
+        self._bind_joints(q, qd)
         dt = self._j1 - self._j0
         self._set_args(1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0)
 
     def _set_args(self, sample: int, velocity_given: int, dt: float):
-        """Set the scalar arguments of the world-update launch (only those that changed)."""
+        """Set the (sample, velocity_given, dt) arguments of the next launch (only those that changed)."""
         last = self._args
-        set_arg = self._launch.set_arg
         if sample != last[0]:
-            set_arg(3, sample)
+            self._set_arg(0, sample)
         if velocity_given != last[1]:
-            set_arg(4, velocity_given)
+            self._set_arg(1, velocity_given)
         if dt != last[2]:
-            set_arg(5, dt)
+            self._set_arg(2, dt)
         self._args = (sample, velocity_given, dt)
+
+    def _set_arg(self, i: int, value) -> None:
+        """Set argument i of (sample, velocity_given, dt): the launch's scalar parameter 3 + i."""
+        self._launch.set_arg(3 + i, value)
 
     def _pose_samples(self, t: float, root_pose: Pose | None,
                       object_poses: Mapping[str, Pose] | None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -56,7 +56,8 @@ def _struct_types(scalar, vec, mat):
     world_call = warp_struct(f"WorldCall_{suffix}", {
         "q_in": arr2(scalar), "qd_in": arr2(scalar), "q": arr2(scalar), "qd": arr2(scalar), "q_prev": arr2(scalar),
         "sample_ok": arr2(wp.int32), "root_rot": arr(mat), "root_pos": arr(vec), "object_rot": arr2(mat),
-        "object_pos": arr2(vec), "sampled_lin": arr2(vec), "sampled_ang": arr2(vec), "out": arr(scalar)}, __name__)
+        "object_pos": arr2(vec), "sampled_lin": arr2(vec), "sampled_ang": arr2(vec), "out": arr(scalar),
+        "env_sample": i32, "env_velocity_given": i32, "env_dt": arr(scalar)}, __name__)
     return robot, world, kin_call, world_call
 
 
@@ -126,9 +127,10 @@ def _kinematics_kernel(call: Any, robot: Any, movable_input: int):
 
 def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given: int, dt: Any, slot: int):
     """sample: 0 none (the stored joints are held), 1 a sample with a new stamp, 2 a sample with the stamp of the
-    stored one (it replaces it); velocity_given: qd_in holds the caller's joint velocities; dt: stamp difference
-    of the two stored samples, s (any value where there is no previous sample); slot: where in ``call.out`` the
-    outputs go.
+    stored one (it replaces it), −1 per env: env e's sample, velocity_given and dt are ``call.env_sample[e]``,
+    ``call.env_velocity_given[e]``, ``call.env_dt[e]`` (envs on clocks of their own); velocity_given: qd_in holds
+    the caller's joint velocities; dt: stamp difference of the two stored samples, s (any value where there is no
+    previous sample); slot: where in ``call.out`` the outputs go.
 
     The outputs of a step share slot ``slot`` of the buffer ``call.out`` (``world.slot_bytes`` bytes each): rot
     [E, B] (3×3), pos, lin, ang [E, B] (3), qm, qdm [E, n_mov], each contiguous, starting at the byte offsets
@@ -145,8 +147,15 @@ def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given
     ang = wp.array(ptr=base + world.out_bytes[3], shape=(n_envs, n_bodies), dtype=type(call.root_pos[0]))
     qm = wp.array(ptr=base + world.out_bytes[4], shape=(n_envs, n_mov), dtype=type(dt))
     qdm = wp.array(ptr=base + world.out_bytes[5], shape=(n_envs, n_mov), dtype=type(dt))
-    if sample != 0:
-        if sample == 1:
+    env_sample = sample
+    env_velocity_given = velocity_given
+    env_dt = dt
+    if sample < 0:
+        env_sample = call.env_sample[e]
+        env_velocity_given = call.env_velocity_given[e]
+        env_dt = call.env_dt[e]
+    if env_sample != 0:
+        if env_sample == 1:
             call.sample_ok[e, 0] = call.sample_ok[e, 1]
             for j in range(n_act):
                 call.q_prev[e, j] = call.q[e, j]
@@ -156,7 +165,7 @@ def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given
         for j in range(n_act):
             x = call.q_in[e, j]
             call.q[e, j] = x
-            if velocity_given != 0:
+            if env_velocity_given != 0:
                 call.qd[e, j] = call.qd_in[e, j]
             else:
                 d = x - call.q_prev[e, j]
@@ -164,7 +173,7 @@ def _world_kernel(call: Any, robot: Any, world: Any, sample: int, velocity_given
                     d = d - two_pi * wp.ceil((d - world.pi) / two_pi)
                 v = type(dt)(0.0)
                 if both:
-                    v = d / dt
+                    v = d / env_dt
                 call.qd[e, j] = v
     link_motion(e, call.q, call.qd, 0, call.root_rot[e], call.root_pos[e], call.sampled_lin[e, 0],
                 call.sampled_ang[e, 0], robot, rot, pos, lin, ang)
