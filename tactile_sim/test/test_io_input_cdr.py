@@ -11,6 +11,7 @@ from tactile_sim.io.bag import BagReader, BagWriter
 from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.wire_message import WireMessage
+from tactile_sim.ros.inputs import decode_tf_message, tf_stamps_ns, tf_transform_count
 
 
 def joint_state(rng, names, sizes, frame="base"):
@@ -115,6 +116,24 @@ def test_tf_messages_decode_like_rosbags(n):
     if n:
         with pytest.raises(ValueError, match="end inside the message"):
             decoder.decode(data[:-8])
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 7])
+def test_tf_samples_from_decoded_records_equal_those_of_rosbags_objects(n):
+    rng = np.random.default_rng(10 + n)
+    for _ in range(5):
+        data = serialize_cdr(tf_message(rng, n))
+        decoded = TFMessageDecoder().decode(data)
+        expected = deserialize_cdr(data, TF_MESSAGE)
+        samples = decode_tf_message(decoded)
+        assert tf_transform_count(decoded) == tf_transform_count(expected) == n
+        assert tf_stamps_ns(decoded) == tf_stamps_ns(expected)
+        assert object.__getattribute__(decoded, "_transforms") is None  # the node's reads built no objects
+        for got, want in zip(samples, decode_tf_message(expected), strict=True):
+            assert got[:3] == want[:3]  # frames (leading '/' dropped) and stamp, bit for bit
+            for a, b in zip(got[3:], want[3:]):
+                assert a.dtype == b.dtype == np.float64 and a.tobytes() == b.tobytes()
+        assert decoded.transforms == expected.transforms
 
 
 def test_decoded_fields_are_plain_attributes_and_others_are_missing():

@@ -7,10 +7,11 @@ and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :
 bag writes them as they are). Names repeat from message to message: when the bytes at the name block begin with
 the previous message's block, they are that block (a count, then length-prefixed names: the block fixes its own
 end) and its decoded names are reused without walking them. :class:`TFMessageDecoder` reads each transform's stamp,
-frames, translation and rotation with one ``struct`` call per field group. Message objects are built with
-positional arguments (rosbags' field order, which the tests check against rosbags' deserialiser), a third cheaper
-than keywords. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller falls back to
-rosbags).
+frames, translation and rotation with one ``struct`` call per field group into a plain tuple (a
+:class:`DecodedTFMessage` record, what the node's TF input reads); the rosbags transform objects are built only when
+something reads ``transforms``. Message objects are built with positional arguments (rosbags' field order, which the
+tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
+(``decode`` returns None otherwise, the caller falls back to rosbags).
 """
 
 from __future__ import annotations
@@ -26,17 +27,18 @@ from .wire_message import WireMessage
 JOINT_STATE = "sensor_msgs/msg/JointState"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 _STAMP = struct.Struct("<iI")
-_POSE = struct.Struct("<7d")
+_VECTOR3 = struct.Struct("<3d")
+_QUATERNION = struct.Struct("<4d")
 _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
 
 class DecodedMessage(WireMessage):
-    """A :class:`~.wire_message.WireMessage` of decoded input bytes whose fields (those of a JointState or a
-    TFMessage) are also plain attributes: read every tick, they are found without the look-up of the fields a
-    WireMessage does after a failed attribute look-up. fields: every field's value."""
+    """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are also plain attributes:
+    read every tick, they are found without the look-up of the fields a WireMessage does after a failed attribute
+    look-up. fields: every field's value."""
 
-    __slots__ = ("header", "name", "position", "velocity", "effort", "transforms")
+    __slots__ = ("header", "name", "position", "velocity", "effort")
 
     def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any]):
         super().__init__(cls, cdr, {}, fields)
@@ -129,23 +131,55 @@ def sequence_count(data: bytes) -> int | None:
     return _U32.unpack_from(data, 4)[0]
 
 
+TFRecord = tuple[str, str, int, int, tuple[float, float, float], tuple[float, float, float, float]]
+"""One transform of a TFMessage as read from its bytes: (header.frame_id, child_frame_id, stamp sec, stamp nanosec,
+translation (x, y, z) m, rotation (x, y, z, w))."""
+
+
+class DecodedTFMessage(WireMessage):
+    """A TFMessage decoded from its bytes: ``records`` (one :data:`TFRecord` per transform) are read every tick,
+    ``transforms`` (rosbags ``geometry_msgs/TransformStamped`` objects) are built from them on first access (a copy
+    to another bag writes the bytes as they are and reads neither)."""
+
+    __slots__ = ("records", "_types", "_transforms")
+
+    def __init__(self, cls: type, cdr: bytes, records: list[TFRecord], types: tuple[type, ...]):
+        super().__init__(cls, cdr, {}, {})
+        self.records, self._types, self._transforms = records, types, None
+
+    @property
+    def transforms(self) -> list[Any]:
+        """The rosbags ``geometry_msgs/TransformStamped`` of every record (built once)."""
+        if self._transforms is None:
+            stamped, header, time, transform, vector3, quaternion = self._types
+            self._transforms = [stamped(header(time(sec, nanosec), frame_id), child,
+                                        transform(vector3(*translation), quaternion(*rotation)))
+                                for frame_id, child, sec, nanosec, translation, rotation in self.records]
+        return self._transforms
+
+    @property
+    def message(self) -> Any:
+        """The rosbags TFMessage object (built on first use)."""
+        if self._message is None:
+            self._message = self._cls(self.transforms)
+        return self._message
+
+
 class TFMessageDecoder(_LittleEndianDecoder):
-    """Decodes TFMessage CDR bytes into a :class:`DecodedMessage` whose ``transforms`` are rosbags
-    ``geometry_msgs/TransformStamped`` objects; raises ValueError for bytes that end early."""
+    """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early."""
 
     type_name = TF_MESSAGE
 
     def __init__(self):
         self._cls = message_class(TF_MESSAGE)
-        self._types = [message_class(name) for name in (
+        self._types = tuple(message_class(name) for name in (
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
-            "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion")]
+            "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion"))
 
-    def _decode(self, data: bytes) -> DecodedMessage:
-        stamped, header, time, transform, vector3, quaternion = self._types
+    def _decode(self, data: bytes) -> DecodedTFMessage:
         (count,) = _U32.unpack_from(data, 4)
         pos = 8
-        transforms = []
+        records = []
         for _ in range(count):
             pos = aligned(pos, 4)
             sec, nanosec = _STAMP.unpack_from(data, pos)
@@ -155,8 +189,7 @@ class TFMessageDecoder(_LittleEndianDecoder):
             (size,) = _U32.unpack_from(data, pos)
             child = data[pos + 4:pos + 4 + size - 1].decode()
             pos = aligned(pos + 4 + size, 8)
-            x, y, z, qx, qy, qz, qw = _POSE.unpack_from(data, pos)
-            pos += _POSE.size
-            transforms.append(stamped(header(time(sec, nanosec), frame_id), child,
-                                      transform(vector3(x, y, z), quaternion(qx, qy, qz, qw))))
-        return DecodedMessage(self._cls, data, {"transforms": transforms})
+            records.append((frame_id, child, sec, nanosec, _VECTOR3.unpack_from(data, pos),
+                            _QUATERNION.unpack_from(data, pos + 24)))
+            pos += 56
+        return DecodedTFMessage(self._cls, data, records, self._types)

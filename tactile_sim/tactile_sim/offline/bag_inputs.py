@@ -22,6 +22,7 @@ from typing import Literal
 
 from ..io.bag import BagReader
 from ..io.stamps import NS_PER_S, time_msg_to_ns
+from ..ros.inputs import tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
 from .run_loop import InputEvent
 
@@ -111,7 +112,7 @@ class BagInputs:
             return None
         if kind == "joint_states":
             return time_msg_to_ns(msg.header.stamp)
-        stamps = [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]
+        stamps = tf_stamps_ns(msg)
         return max(stamps) if stamps else None
 
     def events(self) -> Iterator[InputEvent]:

@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.stamps import time_msg_to_seconds
+from ..io.input_cdr import DecodedTFMessage
+from ..io.stamps import NS_PER_S, time_msg_to_ns, time_msg_to_seconds
 
 
 class JointStateSample(NamedTuple):
@@ -52,7 +53,12 @@ def decode_joint_state(msg: Any) -> JointStateSample:
 
 
 def decode_tf_message(msg: Any) -> list[TransformSample]:
-    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object)."""
+    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object, or a
+    :class:`~..io.input_cdr.DecodedTFMessage`, whose records are read without building its transform objects)."""
+    if isinstance(msg, DecodedTFMessage):
+        return [TransformSample(frame_name(parent), frame_name(child), (sec * NS_PER_S + nanosec) / NS_PER_S,
+                                np.array(translation), np.array(rotation))
+                for parent, child, sec, nanosec, translation, rotation in msg.records]
     out = []
     for tr in msg.transforms:
         header, pose = tr.header, tr.transform
@@ -61,6 +67,20 @@ def decode_tf_message(msg: Any) -> list[TransformSample]:
                                    time_msg_to_seconds(header.stamp), np.array([t.x, t.y, t.z], dtype=np.float64),
                                    np.array([q.x, q.y, q.z, q.w], dtype=np.float64)))
     return out
+
+
+def tf_transform_count(msg: Any) -> int:
+    """The number of transforms of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_message` takes it), read without
+    decoding them."""
+    return len(msg.records) if isinstance(msg, DecodedTFMessage) else len(msg.transforms)
+
+
+def tf_stamps_ns(msg: Any) -> list[int]:
+    """The header stamps (ns) of every transform of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_message` takes
+    it)."""
+    if isinstance(msg, DecodedTFMessage):
+        return [sec * NS_PER_S + nanosec for _, _, sec, nanosec, _, _ in msg.records]
+    return [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]
 
 
 def decode_robot_description(msg: Any) -> str:
