@@ -11,7 +11,8 @@ from tactile_sim.io.bag import BagReader, BagWriter
 from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.wire_message import WireMessage
-from tactile_sim.ros.inputs import decode_tf_message, tf_stamps_ns, tf_transform_count
+from tactile_sim.ros.inputs import (decode_joint_state, decode_tf_message, joint_state_stamp_ns, tf_stamps_ns,
+                                   tf_transform_count)
 
 
 def joint_state(rng, names, sizes, frame="base"):
@@ -116,6 +117,22 @@ def test_tf_messages_decode_like_rosbags(n):
     if n:
         with pytest.raises(ValueError, match="end inside the message"):
             decoder.decode(data[:-8])
+
+
+@pytest.mark.parametrize("sizes", [(0, 0, 0), (3, 0, 0), (3, 3, 3)])
+def test_joint_state_samples_from_decoded_messages_equal_those_of_rosbags_objects(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    decoder = JointStateDecoder()
+    for names in (["a", "bb", "c"][:max(sizes)], ["a", "bb", "c"][:max(sizes)], ["x", "y", "z"][:max(sizes)]):
+        data = serialize_cdr(joint_state(rng, names, sizes))
+        decoded, expected = decoder.decode(data), deserialize_cdr(data, JOINT_STATE)
+        assert joint_state_stamp_ns(decoded) == joint_state_stamp_ns(expected)
+        got, want = decode_joint_state(decoded), decode_joint_state(expected)
+        assert got.stamp == want.stamp and got.names == want.names and type(got.names) is tuple
+        assert got.position.dtype == np.float64 and got.position.tobytes() == want.position.tobytes()
+        assert (got.velocity is None) == (want.velocity is None)
+        if got.velocity is not None:
+            assert got.velocity.dtype == np.float64 and got.velocity.tobytes() == want.velocity.tobytes()
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 7])

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .msg_types import message_class
+from .stamps import NS_PER_S
 from .wire_message import WireMessage
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -36,14 +37,16 @@ _F64 = np.dtype("<f8")
 class DecodedMessage(WireMessage):
     """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are also plain attributes:
     read every tick, they are found without the look-up of the fields a WireMessage does after a failed attribute
-    look-up. fields: every field's value."""
+    look-up. fields: every field's value; stamp_ns: the header stamp in ns; names: the names as a tuple (shared
+    with the decoder's other messages of the same names): what the node's joint-state input reads."""
 
-    __slots__ = ("header", "name", "position", "velocity", "effort")
+    __slots__ = ("header", "name", "position", "velocity", "effort", "stamp_ns", "names")
 
-    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any]):
+    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any], stamp_ns: int, names: tuple[str, ...]):
         super().__init__(cls, cdr, {}, fields)
         for name, value in fields.items():
             setattr(self, name, value)
+        self.stamp_ns, self.names = stamp_ns, names
 
 
 class _LittleEndianDecoder:
@@ -72,7 +75,7 @@ class JointStateDecoder(_LittleEndianDecoder):
         self._header = message_class("std_msgs/msg/Header")
         self._time = message_class("builtin_interfaces/msg/Time")
         self._names_bytes = b""
-        self._names: list[str] = []
+        self._names: tuple[str, ...] = ()
 
     def _decode(self, data: bytes) -> DecodedMessage:
         sec, nanosec = _STAMP.unpack_from(data, 4)
@@ -84,8 +87,8 @@ class JointStateDecoder(_LittleEndianDecoder):
         if known and data.startswith(known, names_start):  # a count and length-prefixed names: one end
             pos += len(known)
         else:
-            self._names, pos = _strings(data, names_start)
-            self._names_bytes = data[names_start:pos]
+            names, pos = _strings(data, names_start)
+            self._names, self._names_bytes = tuple(names), data[names_start:pos]
         arrays = []
         for _ in range(3):
             pos = aligned(pos, 4)
@@ -100,7 +103,7 @@ class JointStateDecoder(_LittleEndianDecoder):
         header = self._header(self._time(sec, nanosec), frame_id)
         fields = {"header": header, "name": list(self._names), "position": arrays[0], "velocity": arrays[1],
                   "effort": arrays[2]}
-        return DecodedMessage(self._cls, data, fields)
+        return DecodedMessage(self._cls, data, fields, sec * NS_PER_S + nanosec, self._names)
 
 
 def aligned(pos: int, size: int) -> int:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from ..io.bag import BagReader
-from ..io.stamps import NS_PER_S, time_msg_to_ns
-from ..ros.inputs import tf_stamps_ns
+from ..io.stamps import NS_PER_S
+from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
 from .run_loop import InputEvent
 
@@ -111,7 +111,7 @@ class BagInputs:
         if kind != self.clock_kind:
             return None
         if kind == "joint_states":
-            return time_msg_to_ns(msg.header.stamp)
+            return joint_state_stamp_ns(msg)
         stamps = tf_stamps_ns(msg)
         return max(stamps) if stamps else None
 

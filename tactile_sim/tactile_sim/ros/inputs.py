@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.input_cdr import DecodedTFMessage
+from ..io.input_cdr import DecodedMessage, DecodedTFMessage
 from ..io.stamps import NS_PER_S, time_msg_to_ns, time_msg_to_seconds
 
 
@@ -46,10 +46,19 @@ def frame_name(frame_id: str) -> str:
 
 
 def decode_joint_state(msg: Any) -> JointStateSample:
-    """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object)."""
+    """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object, or a
+    :class:`~..io.input_cdr.DecodedMessage`, whose stamp, names and float64 arrays are taken as they are)."""
+    if isinstance(msg, DecodedMessage):
+        velocity = msg.velocity
+        return JointStateSample(msg.stamp_ns / NS_PER_S, msg.names, msg.position, velocity if velocity.size else None)
     velocity = np.asarray(msg.velocity, dtype=np.float64)
     return JointStateSample(time_msg_to_seconds(msg.header.stamp), tuple(msg.name),
                             np.asarray(msg.position, dtype=np.float64), velocity if velocity.size else None)
+
+
+def joint_state_stamp_ns(msg: Any) -> int:
+    """The header stamp (ns) of a ``sensor_msgs/JointState`` (as :func:`decode_joint_state` takes it)."""
+    return msg.stamp_ns if isinstance(msg, DecodedMessage) else time_msg_to_ns(msg.header.stamp)
 
 
 def decode_tf_message(msg: Any) -> list[TransformSample]:
