@@ -61,6 +61,24 @@ def test_names_are_reused_while_they_repeat_and_re_read_when_they_change():
     assert decoder.decode(serialize_cdr(first[0])).name == ["a", "bb"]
 
 
+def test_a_layout_is_reused_only_while_frame_names_and_sequence_lengths_repeat():
+    """Messages of equal byte length and names whose sequence lengths trade places, a changed frame, names of equal
+    length, in random order through one decoder: each decodes like rosbags."""
+    rng = np.random.default_rng(6)
+    variants = [("base", ["a", "bb"], sizes) for sizes in itertools.permutations((2, 2, 0))]
+    variants += [("base", ["a", "bb"], (2, 0, 0)), ("base", ["a", "bb"], (0, 0, 0)), ("b", ["a", "bb"], (2, 2, 0)),
+                 ("base", ["a", "bc"], (2, 2, 0)), ("base", ["a"], (1, 1, 1)), ("", [], (0, 0, 0))]
+    decoder = JointStateDecoder()
+    for k in rng.integers(0, len(variants), 200):
+        frame, names, sizes = variants[k]
+        msg = joint_state(rng, names, sizes, frame)
+        decoded = decoder.decode(serialize_cdr(msg))
+        assert_same(decoded, msg)
+        assert decoded.names == tuple(names)
+    with pytest.raises(ValueError, match="end inside the message"):  # cut after a message of its layout
+        decoder.decode(serialize_cdr(msg)[:-9] if sum(sizes) else serialize_cdr(msg)[:-3])
+
+
 def test_big_endian_is_left_to_rosbags_and_cut_bytes_raise():
     rng = np.random.default_rng(4)
     data = serialize_cdr(joint_state(rng, ["a", "b"], (2, 2, 2)))

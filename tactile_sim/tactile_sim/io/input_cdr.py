@@ -6,7 +6,10 @@ and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :
 :class:`~.wire_message.WireMessage` with its fields as plain attributes) that keeps the bytes (a copy to another
 bag writes them as they are). Names repeat from message to message: when the bytes at the name block begin with
 the previous message's block, they are that block (a count, then length-prefixed names: the block fixes its own
-end) and its decoded names are reused without walking them. :class:`TFMessageDecoder` reads each transform's stamp,
+end) and its decoded names are reused without walking them. A publisher also repeats its frame and its sequence
+lengths: when the bytes agree with the previous message's up to the end of the names, and its three sequence counts
+(read with one ``struct`` call at the previous message's offsets) are equal, the sequences lie where they lay, and
+only the stamp and the values are read. :class:`TFMessageDecoder` reads each transform's stamp,
 frames, translation and rotation with one ``struct`` call per field group into a plain tuple (a
 :class:`DecodedTFMessage` record, what the node's TF input reads); the rosbags transform objects are built only when
 something reads ``transforms``. Message objects are built with positional arguments (rosbags' field order, which the
@@ -17,7 +20,7 @@ tests check against rosbags' deserialiser), a third cheaper than keywords. Only 
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,8 +68,25 @@ class _LittleEndianDecoder:
             raise ValueError(f"{self.type_name}: {len(data)} bytes end inside the message ({exc})") from exc
 
 
+class _Layout(NamedTuple):
+    """Where the fields of a JointState's bytes lie, for the next message whose bytes agree with it up to the sequence
+    counts (a publisher repeats its frame and names). head: the bytes from the frame id's length to the end of the
+    names; frame_id; counts: reads the three sequence counts at their byte offset counts_at (the gaps between them
+    follow from the counts); values: those counts; arrays: (count, byte offset) of position, velocity and effort;
+    end: the byte after the effort values."""
+
+    head: bytes
+    frame_id: str
+    counts: struct.Struct
+    counts_at: int
+    values: tuple[int, int, int]
+    arrays: tuple[tuple[int, int], ...]
+    end: int
+
+
 class JointStateDecoder(_LittleEndianDecoder):
-    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early."""
+    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early. The
+    previous message's :class:`_Layout` is reused when the bytes agree with it: equal head, equal counts."""
 
     type_name = JOINT_STATE
 
@@ -76,9 +96,23 @@ class JointStateDecoder(_LittleEndianDecoder):
         self._time = message_class("builtin_interfaces/msg/Time")
         self._names_bytes = b""
         self._names: tuple[str, ...] = ()
+        self._layout: _Layout | None = None
 
     def _decode(self, data: bytes) -> DecodedMessage:
         sec, nanosec = _STAMP.unpack_from(data, 4)
+        layout = self._layout
+        if layout is None or not (data.startswith(layout.head, 12) and len(data) >= layout.end
+                                  and layout.counts.unpack_from(data, layout.counts_at) == layout.values):
+            layout = self._layout = self._walk(data)
+        (n0, at0), (n1, at1), (n2, at2) = layout.arrays
+        header = self._header(self._time(sec, nanosec), layout.frame_id)
+        fields = {"header": header, "name": list(self._names), "position": np.frombuffer(data, _F64, n0, at0),
+                  "velocity": np.frombuffer(data, _F64, n1, at1), "effort": np.frombuffer(data, _F64, n2, at2)}
+        return DecodedMessage(self._cls, data, fields, sec * NS_PER_S + nanosec, self._names)
+
+    def _walk(self, data: bytes) -> _Layout:
+        """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
+        message's)."""
         (size,) = _U32.unpack_from(data, 12)
         frame_id = data[16:16 + size - 1].decode()
         pos = aligned(16 + size, 4)
@@ -89,21 +123,22 @@ class JointStateDecoder(_LittleEndianDecoder):
         else:
             names, pos = _strings(data, names_start)
             self._names, self._names_bytes = tuple(names), data[names_start:pos]
-        arrays = []
+        head_end = pos
+        counts, arrays = [], []
         for _ in range(3):
             pos = aligned(pos, 4)
             (count,) = _U32.unpack_from(data, pos)
+            counts.append((count, pos))
             pos += 4
             if count:
                 pos = aligned(pos, 8)
             if pos + 8 * count > len(data):
                 raise struct.error(f"a float64 sequence of {count} values at byte {pos}")
-            arrays.append(np.frombuffer(data, _F64, count, pos))
+            arrays.append((count, pos))
             pos += 8 * count
-        header = self._header(self._time(sec, nanosec), frame_id)
-        fields = {"header": header, "name": list(self._names), "position": arrays[0], "velocity": arrays[1],
-                  "effort": arrays[2]}
-        return DecodedMessage(self._cls, data, fields, sec * NS_PER_S + nanosec, self._names)
+        (n0, c0), (n1, c1), (n2, c2) = counts
+        reader = struct.Struct(f"<I{c1 - c0 - 4}xI{c2 - c1 - 4}xI")
+        return _Layout(data[12:head_end], frame_id, reader, c0, (n0, n1, n2), tuple(arrays), pos)
 
 
 def aligned(pos: int, size: int) -> int:
