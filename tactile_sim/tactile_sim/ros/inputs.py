@@ -2,7 +2,9 @@
 
 The decoders read only message fields (``header.stamp``, ``name``, ``position``, ...), which rclpy messages and the
 rosbags message classes of :mod:`tactile_sim.io.msg_types` share, so one decoder serves the live node, bags and
-tests. They convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
+tests; messages decoded from CDR by :mod:`tactile_sim.io.input_cdr` (bags, raw DDS ``/tf``) are read from what that
+decoding already holds (stamps in ns, names as a tuple, transforms as plain records), to the same samples. They
+convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
 state's arrays may share the message's memory (a float64 array is taken as it is, once per message): consume a
 sample before the message changes.
 """
