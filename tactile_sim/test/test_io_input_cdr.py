@@ -11,6 +11,8 @@ from tactile_sim.io.bag import BagReader, BagWriter
 from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.wire_message import WireMessage
+from tactile_sim.ros.inputs import (decode_joint_state, decode_tf_message, joint_state_stamp_ns, tf_stamps_ns,
+                                   tf_transform_count)
 
 
 def joint_state(rng, names, sizes, frame="base"):
@@ -57,6 +59,24 @@ def test_names_are_reused_while_they_repeat_and_re_read_when_they_change():
         assert_same(decoded, msg)
     decoded.name.append("x")  # a caller's change does not leak into the next message
     assert decoder.decode(serialize_cdr(first[0])).name == ["a", "bb"]
+
+
+def test_a_layout_is_reused_only_while_frame_names_and_sequence_lengths_repeat():
+    """Messages of equal byte length and names whose sequence lengths trade places, a changed frame, names of equal
+    length, in random order through one decoder: each decodes like rosbags."""
+    rng = np.random.default_rng(6)
+    variants = [("base", ["a", "bb"], sizes) for sizes in itertools.permutations((2, 2, 0))]
+    variants += [("base", ["a", "bb"], (2, 0, 0)), ("base", ["a", "bb"], (0, 0, 0)), ("b", ["a", "bb"], (2, 2, 0)),
+                 ("base", ["a", "bc"], (2, 2, 0)), ("base", ["a"], (1, 1, 1)), ("", [], (0, 0, 0))]
+    decoder = JointStateDecoder()
+    for k in rng.integers(0, len(variants), 200):
+        frame, names, sizes = variants[k]
+        msg = joint_state(rng, names, sizes, frame)
+        decoded = decoder.decode(serialize_cdr(msg))
+        assert_same(decoded, msg)
+        assert decoded.names == tuple(names)
+    with pytest.raises(ValueError, match="end inside the message"):  # cut after a message of its layout
+        decoder.decode(serialize_cdr(msg)[:-9] if sum(sizes) else serialize_cdr(msg)[:-3])
 
 
 def test_big_endian_is_left_to_rosbags_and_cut_bytes_raise():
@@ -115,6 +135,40 @@ def test_tf_messages_decode_like_rosbags(n):
     if n:
         with pytest.raises(ValueError, match="end inside the message"):
             decoder.decode(data[:-8])
+
+
+@pytest.mark.parametrize("sizes", [(0, 0, 0), (3, 0, 0), (3, 3, 3)])
+def test_joint_state_samples_from_decoded_messages_equal_those_of_rosbags_objects(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    decoder = JointStateDecoder()
+    for names in (["a", "bb", "c"][:max(sizes)], ["a", "bb", "c"][:max(sizes)], ["x", "y", "z"][:max(sizes)]):
+        data = serialize_cdr(joint_state(rng, names, sizes))
+        decoded, expected = decoder.decode(data), deserialize_cdr(data, JOINT_STATE)
+        assert joint_state_stamp_ns(decoded) == joint_state_stamp_ns(expected)
+        got, want = decode_joint_state(decoded), decode_joint_state(expected)
+        assert got.stamp == want.stamp and got.names == want.names and type(got.names) is tuple
+        assert got.position.dtype == np.float64 and got.position.tobytes() == want.position.tobytes()
+        assert (got.velocity is None) == (want.velocity is None)
+        if got.velocity is not None:
+            assert got.velocity.dtype == np.float64 and got.velocity.tobytes() == want.velocity.tobytes()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 7])
+def test_tf_samples_from_decoded_records_equal_those_of_rosbags_objects(n):
+    rng = np.random.default_rng(10 + n)
+    for _ in range(5):
+        data = serialize_cdr(tf_message(rng, n))
+        decoded = TFMessageDecoder().decode(data)
+        expected = deserialize_cdr(data, TF_MESSAGE)
+        samples = decode_tf_message(decoded)
+        assert tf_transform_count(decoded) == tf_transform_count(expected) == n
+        assert tf_stamps_ns(decoded) == tf_stamps_ns(expected)
+        assert object.__getattribute__(decoded, "_transforms") is None  # the node's reads built no objects
+        for got, want in zip(samples, decode_tf_message(expected), strict=True):
+            assert got[:3] == want[:3]  # frames (leading '/' dropped) and stamp, bit for bit
+            for a, b in zip(got[3:], want[3:]):
+                assert a.dtype == b.dtype == np.float64 and a.tobytes() == b.tobytes()
+        assert decoded.transforms == expected.transforms
 
 
 def test_decoded_fields_are_plain_attributes_and_others_are_missing():

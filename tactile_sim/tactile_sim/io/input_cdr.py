@@ -6,42 +6,50 @@ and ``numpy.frombuffer`` (read-only views of the bytes, no copy) and returns a :
 :class:`~.wire_message.WireMessage` with its fields as plain attributes) that keeps the bytes (a copy to another
 bag writes them as they are). Names repeat from message to message: when the bytes at the name block begin with
 the previous message's block, they are that block (a count, then length-prefixed names: the block fixes its own
-end) and its decoded names are reused without walking them. :class:`TFMessageDecoder` reads each transform's stamp,
-frames, translation and rotation with one ``struct`` call per field group. Message objects are built with
-positional arguments (rosbags' field order, which the tests check against rosbags' deserialiser), a third cheaper
-than keywords. Only little-endian CDR is read here (``decode`` returns None otherwise, the caller falls back to
-rosbags).
+end) and its decoded names are reused without walking them. A publisher also repeats its frame and its sequence
+lengths: when the bytes agree with the previous message's up to the end of the names, and its three sequence counts
+(read with one ``struct`` call at the previous message's offsets) are equal, the sequences lie where they lay, and
+only the stamp and the values are read. :class:`TFMessageDecoder` reads each transform's stamp,
+frames, translation and rotation with one ``struct`` call per field group into a plain tuple (a
+:class:`DecodedTFMessage` record, what the node's TF input reads); the rosbags transform objects are built only when
+something reads ``transforms``. Message objects are built with positional arguments (rosbags' field order, which the
+tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
+(``decode`` returns None otherwise, the caller falls back to rosbags).
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .msg_types import message_class
+from .stamps import NS_PER_S
 from .wire_message import WireMessage
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 _STAMP = struct.Struct("<iI")
-_POSE = struct.Struct("<7d")
+_VECTOR3 = struct.Struct("<3d")
+_QUATERNION = struct.Struct("<4d")
 _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
 
 class DecodedMessage(WireMessage):
-    """A :class:`~.wire_message.WireMessage` of decoded input bytes whose fields (those of a JointState or a
-    TFMessage) are also plain attributes: read every tick, they are found without the look-up of the fields a
-    WireMessage does after a failed attribute look-up. fields: every field's value."""
+    """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are also plain attributes:
+    read every tick, they are found without the look-up of the fields a WireMessage does after a failed attribute
+    look-up. fields: every field's value; stamp_ns: the header stamp in ns; names: the names as a tuple (shared
+    with the decoder's other messages of the same names): what the node's joint-state input reads."""
 
-    __slots__ = ("header", "name", "position", "velocity", "effort", "transforms")
+    __slots__ = ("header", "name", "position", "velocity", "effort", "stamp_ns", "names")
 
-    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any]):
+    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any], stamp_ns: int, names: tuple[str, ...]):
         super().__init__(cls, cdr, {}, fields)
         for name, value in fields.items():
             setattr(self, name, value)
+        self.stamp_ns, self.names = stamp_ns, names
 
 
 class _LittleEndianDecoder:
@@ -60,8 +68,25 @@ class _LittleEndianDecoder:
             raise ValueError(f"{self.type_name}: {len(data)} bytes end inside the message ({exc})") from exc
 
 
+class _Layout(NamedTuple):
+    """Where the fields of a JointState's bytes lie, for the next message whose bytes agree with it up to the sequence
+    counts (a publisher repeats its frame and names). head: the bytes from the frame id's length to the end of the
+    names; frame_id; counts: reads the three sequence counts at their byte offset counts_at (the gaps between them
+    follow from the counts); values: those counts; arrays: (count, byte offset) of position, velocity and effort;
+    end: the byte after the effort values."""
+
+    head: bytes
+    frame_id: str
+    counts: struct.Struct
+    counts_at: int
+    values: tuple[int, int, int]
+    arrays: tuple[tuple[int, int], ...]
+    end: int
+
+
 class JointStateDecoder(_LittleEndianDecoder):
-    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early."""
+    """Decodes JointState CDR bytes (see the module docstring); raises ValueError for bytes that end early. The
+    previous message's :class:`_Layout` is reused when the bytes agree with it: equal head, equal counts."""
 
     type_name = JOINT_STATE
 
@@ -70,10 +95,24 @@ class JointStateDecoder(_LittleEndianDecoder):
         self._header = message_class("std_msgs/msg/Header")
         self._time = message_class("builtin_interfaces/msg/Time")
         self._names_bytes = b""
-        self._names: list[str] = []
+        self._names: tuple[str, ...] = ()
+        self._layout: _Layout | None = None
 
     def _decode(self, data: bytes) -> DecodedMessage:
         sec, nanosec = _STAMP.unpack_from(data, 4)
+        layout = self._layout
+        if layout is None or not (data.startswith(layout.head, 12) and len(data) >= layout.end
+                                  and layout.counts.unpack_from(data, layout.counts_at) == layout.values):
+            layout = self._layout = self._walk(data)
+        (n0, at0), (n1, at1), (n2, at2) = layout.arrays
+        header = self._header(self._time(sec, nanosec), layout.frame_id)
+        fields = {"header": header, "name": list(self._names), "position": np.frombuffer(data, _F64, n0, at0),
+                  "velocity": np.frombuffer(data, _F64, n1, at1), "effort": np.frombuffer(data, _F64, n2, at2)}
+        return DecodedMessage(self._cls, data, fields, sec * NS_PER_S + nanosec, self._names)
+
+    def _walk(self, data: bytes) -> _Layout:
+        """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
+        message's)."""
         (size,) = _U32.unpack_from(data, 12)
         frame_id = data[16:16 + size - 1].decode()
         pos = aligned(16 + size, 4)
@@ -82,23 +121,24 @@ class JointStateDecoder(_LittleEndianDecoder):
         if known and data.startswith(known, names_start):  # a count and length-prefixed names: one end
             pos += len(known)
         else:
-            self._names, pos = _strings(data, names_start)
-            self._names_bytes = data[names_start:pos]
-        arrays = []
+            names, pos = _strings(data, names_start)
+            self._names, self._names_bytes = tuple(names), data[names_start:pos]
+        head_end = pos
+        counts, arrays = [], []
         for _ in range(3):
             pos = aligned(pos, 4)
             (count,) = _U32.unpack_from(data, pos)
+            counts.append((count, pos))
             pos += 4
             if count:
                 pos = aligned(pos, 8)
             if pos + 8 * count > len(data):
                 raise struct.error(f"a float64 sequence of {count} values at byte {pos}")
-            arrays.append(np.frombuffer(data, _F64, count, pos))
+            arrays.append((count, pos))
             pos += 8 * count
-        header = self._header(self._time(sec, nanosec), frame_id)
-        fields = {"header": header, "name": list(self._names), "position": arrays[0], "velocity": arrays[1],
-                  "effort": arrays[2]}
-        return DecodedMessage(self._cls, data, fields)
+        (n0, c0), (n1, c1), (n2, c2) = counts
+        reader = struct.Struct(f"<I{c1 - c0 - 4}xI{c2 - c1 - 4}xI")
+        return _Layout(data[12:head_end], frame_id, reader, c0, (n0, n1, n2), tuple(arrays), pos)
 
 
 def aligned(pos: int, size: int) -> int:
@@ -129,23 +169,55 @@ def sequence_count(data: bytes) -> int | None:
     return _U32.unpack_from(data, 4)[0]
 
 
+TFRecord = tuple[str, str, int, int, tuple[float, float, float], tuple[float, float, float, float]]
+"""One transform of a TFMessage as read from its bytes: (header.frame_id, child_frame_id, stamp sec, stamp nanosec,
+translation (x, y, z) m, rotation (x, y, z, w))."""
+
+
+class DecodedTFMessage(WireMessage):
+    """A TFMessage decoded from its bytes: ``records`` (one :data:`TFRecord` per transform) are read every tick,
+    ``transforms`` (rosbags ``geometry_msgs/TransformStamped`` objects) are built from them on first access (a copy
+    to another bag writes the bytes as they are and reads neither)."""
+
+    __slots__ = ("records", "_types", "_transforms")
+
+    def __init__(self, cls: type, cdr: bytes, records: list[TFRecord], types: tuple[type, ...]):
+        super().__init__(cls, cdr, {}, {})
+        self.records, self._types, self._transforms = records, types, None
+
+    @property
+    def transforms(self) -> list[Any]:
+        """The rosbags ``geometry_msgs/TransformStamped`` of every record (built once)."""
+        if self._transforms is None:
+            stamped, header, time, transform, vector3, quaternion = self._types
+            self._transforms = [stamped(header(time(sec, nanosec), frame_id), child,
+                                        transform(vector3(*translation), quaternion(*rotation)))
+                                for frame_id, child, sec, nanosec, translation, rotation in self.records]
+        return self._transforms
+
+    @property
+    def message(self) -> Any:
+        """The rosbags TFMessage object (built on first use)."""
+        if self._message is None:
+            self._message = self._cls(self.transforms)
+        return self._message
+
+
 class TFMessageDecoder(_LittleEndianDecoder):
-    """Decodes TFMessage CDR bytes into a :class:`DecodedMessage` whose ``transforms`` are rosbags
-    ``geometry_msgs/TransformStamped`` objects; raises ValueError for bytes that end early."""
+    """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early."""
 
     type_name = TF_MESSAGE
 
     def __init__(self):
         self._cls = message_class(TF_MESSAGE)
-        self._types = [message_class(name) for name in (
+        self._types = tuple(message_class(name) for name in (
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
-            "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion")]
+            "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion"))
 
-    def _decode(self, data: bytes) -> DecodedMessage:
-        stamped, header, time, transform, vector3, quaternion = self._types
+    def _decode(self, data: bytes) -> DecodedTFMessage:
         (count,) = _U32.unpack_from(data, 4)
         pos = 8
-        transforms = []
+        records = []
         for _ in range(count):
             pos = aligned(pos, 4)
             sec, nanosec = _STAMP.unpack_from(data, pos)
@@ -155,8 +227,7 @@ class TFMessageDecoder(_LittleEndianDecoder):
             (size,) = _U32.unpack_from(data, pos)
             child = data[pos + 4:pos + 4 + size - 1].decode()
             pos = aligned(pos + 4 + size, 8)
-            x, y, z, qx, qy, qz, qw = _POSE.unpack_from(data, pos)
-            pos += _POSE.size
-            transforms.append(stamped(header(time(sec, nanosec), frame_id), child,
-                                      transform(vector3(x, y, z), quaternion(qx, qy, qz, qw))))
-        return DecodedMessage(self._cls, data, {"transforms": transforms})
+            records.append((frame_id, child, sec, nanosec, _VECTOR3.unpack_from(data, pos),
+                            _QUATERNION.unpack_from(data, pos + 24)))
+            pos += 56
+        return DecodedTFMessage(self._cls, data, records, self._types)

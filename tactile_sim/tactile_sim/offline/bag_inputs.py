@@ -15,13 +15,14 @@ file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..io.bag import BagReader
-from ..io.stamps import NS_PER_S, time_msg_to_ns
+from ..io.stamps import NS_PER_S
+from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
 from .run_loop import InputEvent
 
@@ -30,6 +31,23 @@ CLOCKS: tuple[str, ...] = ("header", "receive")
 
 EXPECTED_TYPES = {"joint_states": JOINT_STATE, "tf": TF_MESSAGE, "tf_static": TF_MESSAGE, "robot_description": STRING}
 """Input kind → the message type its topic must carry."""
+
+
+ClockReader = Callable[[int, Any], int | None]
+"""(receive time ns, message) → the clock time ns an input sets (None: none, a TF message without transforms)."""
+
+
+def _receive_time(log_ns: int, msg: Any) -> int:
+    return log_ns
+
+
+def _joint_state_time(log_ns: int, msg: Any) -> int:
+    return joint_state_stamp_ns(msg)
+
+
+def _newest_transform_time(log_ns: int, msg: Any) -> int | None:
+    stamps = tf_stamps_ns(msg)
+    return max(stamps) if stamps else None
 
 
 class BagInputError(ValueError):
@@ -95,7 +113,7 @@ class BagInputs:
         first = []
         try:
             for _, log_ns, msg in self.reader.messages([topic]):
-                first.append((self._clock_ns(self.clock_kind, log_ns, msg), log_ns))
+                first.append((self._clock_reader(self.clock_kind)(log_ns, msg), log_ns))
                 if len(first) == 2:
                     break
         except Exception:  # noqa: BLE001 - a damaged bag is reported where the replay reads it
@@ -104,15 +122,13 @@ class BagInputs:
             raise BagInputError(f"bag {str(self.reader.path)!r}: the {self.clock_kind} on {topic!r} carry no header "
                                 "stamp (0); replay them with --clock receive")
 
-    def _clock_ns(self, kind: str, log_ns: int, msg) -> int | None:
+    def _clock_reader(self, kind: str) -> ClockReader | None:
+        """How an input of ``kind`` sets the clock (None: it does not)."""
         if self.clock == "receive":
-            return log_ns
+            return _receive_time
         if kind != self.clock_kind:
             return None
-        if kind == "joint_states":
-            return time_msg_to_ns(msg.header.stamp)
-        stamps = [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]
-        return max(stamps) if stamps else None
+        return _joint_state_time if kind == "joint_states" else _newest_transform_time
 
     def events(self) -> Iterator[InputEvent]:
         """The input events in receive order; a read failure mid-way raises BagInputError naming the last good
@@ -120,6 +136,7 @@ class BagInputs:
         where = f"bag {str(self.reader.path)!r}"
         count, last_ns = 0, None
         stream = self.reader.messages(self.kinds)
+        topics = {topic: (kind, self._clock_reader(kind)) for topic, kind in self.kinds.items()}
         while True:
             try:
                 item = next(stream)
@@ -130,6 +147,6 @@ class BagInputs:
                     "before the first input message"
                 raise BagInputError(f"{where}: reading stopped {after}: {type(exc).__name__}: {exc}") from exc
             topic, log_ns, msg = item
-            kind = self.kinds[topic]
+            kind, clock = topics[topic]
             count, last_ns = count + 1, log_ns
-            yield InputEvent(kind, topic, log_ns, self._clock_ns(kind, log_ns, msg), msg)
+            yield InputEvent(kind, topic, log_ns, None if clock is None else clock(log_ns, msg), msg)

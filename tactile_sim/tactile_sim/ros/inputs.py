@@ -2,7 +2,9 @@
 
 The decoders read only message fields (``header.stamp``, ``name``, ``position``, ...), which rclpy messages and the
 rosbags message classes of :mod:`tactile_sim.io.msg_types` share, so one decoder serves the live node, bags and
-tests. They convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
+tests; messages decoded from CDR by :mod:`tactile_sim.io.input_cdr` (bags, raw DDS ``/tf``) are read from what that
+decoding already holds (stamps in ns, names as a tuple, transforms as plain records), to the same samples. They
+convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
 state's arrays may share the message's memory (a float64 array is taken as it is, once per message): consume a
 sample before the message changes.
 """
@@ -13,7 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.stamps import time_msg_to_seconds
+from ..io.input_cdr import DecodedMessage, DecodedTFMessage
+from ..io.stamps import NS_PER_S, time_msg_to_ns, time_msg_to_seconds
 
 
 class JointStateSample(NamedTuple):
@@ -45,14 +48,28 @@ def frame_name(frame_id: str) -> str:
 
 
 def decode_joint_state(msg: Any) -> JointStateSample:
-    """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object)."""
+    """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object, or a
+    :class:`~..io.input_cdr.DecodedMessage`, whose stamp, names and float64 arrays are taken as they are)."""
+    if isinstance(msg, DecodedMessage):
+        velocity = msg.velocity
+        return JointStateSample(msg.stamp_ns / NS_PER_S, msg.names, msg.position, velocity if velocity.size else None)
     velocity = np.asarray(msg.velocity, dtype=np.float64)
     return JointStateSample(time_msg_to_seconds(msg.header.stamp), tuple(msg.name),
                             np.asarray(msg.position, dtype=np.float64), velocity if velocity.size else None)
 
 
+def joint_state_stamp_ns(msg: Any) -> int:
+    """The header stamp (ns) of a ``sensor_msgs/JointState`` (as :func:`decode_joint_state` takes it)."""
+    return msg.stamp_ns if isinstance(msg, DecodedMessage) else time_msg_to_ns(msg.header.stamp)
+
+
 def decode_tf_message(msg: Any) -> list[TransformSample]:
-    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object)."""
+    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object, or a
+    :class:`~..io.input_cdr.DecodedTFMessage`, whose records are read without building its transform objects)."""
+    if isinstance(msg, DecodedTFMessage):
+        return [TransformSample(frame_name(parent), frame_name(child), (sec * NS_PER_S + nanosec) / NS_PER_S,
+                                np.array(translation), np.array(rotation))
+                for parent, child, sec, nanosec, translation, rotation in msg.records]
     out = []
     for tr in msg.transforms:
         header, pose = tr.header, tr.transform
@@ -61,6 +78,20 @@ def decode_tf_message(msg: Any) -> list[TransformSample]:
                                    time_msg_to_seconds(header.stamp), np.array([t.x, t.y, t.z], dtype=np.float64),
                                    np.array([q.x, q.y, q.z, q.w], dtype=np.float64)))
     return out
+
+
+def tf_transform_count(msg: Any) -> int:
+    """The number of transforms of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_message` takes it), read without
+    decoding them."""
+    return len(msg.records) if isinstance(msg, DecodedTFMessage) else len(msg.transforms)
+
+
+def tf_stamps_ns(msg: Any) -> list[int]:
+    """The header stamps (ns) of every transform of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_message` takes
+    it)."""
+    if isinstance(msg, DecodedTFMessage):
+        return [sec * NS_PER_S + nanosec for _, _, sec, nanosec, _, _ in msg.records]
+    return [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]
 
 
 def decode_robot_description(msg: Any) -> str:

@@ -45,7 +45,7 @@ from ..suite import SensorSuite
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer, TFError, TFFull
 from ..world.urdf import RobotModel
-from .inputs import JointStateSample, TransformSample, decode_tf_message
+from .inputs import JointStateSample, TransformSample, decode_tf_message, tf_transform_count
 from .name_tally import NAMES_SHOWN, NameTally, listed
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .realtime import Scheduling
@@ -369,7 +369,7 @@ class NodeCore:
     def on_tf_message(self, msg: Any, static: bool = False) -> int:
         """Store the transforms of a ``tf2_msgs/TFMessage`` object (see :meth:`on_tf`); one with more than
         :data:`MAX_TRANSFORMS_PER_MESSAGE` transforms is dropped whole (``tf.too_many_transforms``)."""
-        if self._too_many_transforms(len(msg.transforms)):
+        if self._too_many_transforms(tf_transform_count(msg)):
             return 0
         return self.on_tf(decode_tf_message(msg), static)
 
