@@ -299,7 +299,8 @@ def stamp_bytes(stamp: Any) -> bytes:
 class SensorEncoder:
     """Base of the encoders. suite: the built suite; batch / index: the sensor's batch and its position in it;
     world_frame: the node's world frame; env: the env of the suite whose readings are encoded (0 for the node's
-    unbatched suite); kept: :data:`KeptTemplates` shared by the encoders of the suite's envs (None: none)."""
+    unbatched suite); kept: :data:`KeptTemplates` shared by the encoders of the suite's envs (None: the encoder's
+    own)."""
 
     message_type: ClassVar[str] = ""
     has_ground_truth: ClassVar[bool] = True
@@ -309,7 +310,7 @@ class SensorEncoder:
     def __init__(self, suite, batch, index: int, world_frame: str, env: int = 0,
                  kept: KeptTemplates | None = None):
         self.suite, self.batch, self.index, self.env = suite, batch, index, env
-        self._kept = kept
+        self._kept: KeptTemplates = {} if kept is None else kept
         self.name = batch.names[index]
         self.sensor_type = batch.sensor_type
         self.options = batch.options[index]
@@ -323,8 +324,6 @@ class SensorEncoder:
         """Template ``number`` of this encoder: of the message ``message()`` with the fields ``changing``, or a copy
         of the one the encoder of another env built (taken before any update, so its bytes are the message's; it
         gets bytes of its own in :class:`TemplateMemory`), the message then not built."""
-        if self._kept is None:
-            return CdrTemplate(message(), changing)
         key = (self.name, number)
         if key in self._kept:
             return copy.copy(self._kept[key])
@@ -334,8 +333,6 @@ class SensorEncoder:
     def shared(self, name: str, make: Callable[[], Any]) -> Any:
         """``make()``, a value of the sensor's fixed layout (never modified), or the one the encoder of another env
         made under ``name``."""
-        if self._kept is None:
-            return make()
         key = (self.name, name)
         if key not in self._kept:
             self._kept[key] = make()
