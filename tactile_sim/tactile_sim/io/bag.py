@@ -140,10 +140,7 @@ class BagWriter:
         stamp_ns = int(stamp_ns)
         if self._mcap is not None:
             self._mcap.write_all(stamp_ns, records)
-            if stamp_ns < self._start:
-                self._start = stamp_ns
-            if stamp_ns > self._end:
-                self._end = stamp_ns
+            self._extend_time_range(stamp_ns)
         else:
             for channel, data in records:
                 self._writer.write(channel, stamp_ns, data)
@@ -166,6 +163,10 @@ class BagWriter:
         if not channels:
             return
         self._mcap.write_records(stamp_ns, records, channels, offsets)
+        self._extend_time_range(stamp_ns)
+
+    def _extend_time_range(self, stamp_ns: int) -> None:
+        """Widen the bag's [start, end] receive times (ns, for metadata.yaml) to cover ``stamp_ns``."""
         if stamp_ns < self._start:
             self._start = stamp_ns
         if stamp_ns > self._end:
