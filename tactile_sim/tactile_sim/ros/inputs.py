@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..io.input_cdr import DecodedMessage, DecodedTFMessage
-from ..io.stamps import NS_PER_S, time_msg_to_ns, time_msg_to_seconds
+from ..io.stamps import NS_PER_S, ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
 
 
 class JointStateSample(NamedTuple):
@@ -52,7 +52,7 @@ def decode_joint_state(msg: Any) -> JointStateSample:
     :class:`~..io.input_cdr.DecodedMessage`, whose stamp, names and float64 arrays are taken as they are)."""
     if isinstance(msg, DecodedMessage):
         velocity = msg.velocity
-        return JointStateSample(msg.stamp_ns / NS_PER_S, msg.names, msg.position, velocity if velocity.size else None)
+        return JointStateSample(ns_to_seconds(msg.stamp_ns), msg.names, msg.position, velocity if velocity.size else None)
     velocity = np.asarray(msg.velocity, dtype=np.float64)
     return JointStateSample(time_msg_to_seconds(msg.header.stamp), tuple(msg.name),
                             np.asarray(msg.position, dtype=np.float64), velocity if velocity.size else None)
@@ -67,7 +67,7 @@ def decode_tf_message(msg: Any) -> list[TransformSample]:
     """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object, or a
     :class:`~..io.input_cdr.DecodedTFMessage`, whose records are read without building its transform objects)."""
     if isinstance(msg, DecodedTFMessage):
-        return [TransformSample(frame_name(parent), frame_name(child), (sec * NS_PER_S + nanosec) / NS_PER_S,
+        return [TransformSample(frame_name(parent), frame_name(child), ns_to_seconds(sec * NS_PER_S + nanosec),
                                 np.array(translation), np.array(rotation))
                 for parent, child, sec, nanosec, translation, rotation in msg.records]
     out = []
