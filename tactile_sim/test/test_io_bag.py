@@ -262,6 +262,23 @@ def test_records_laid_out_by_the_caller_write_the_bag_that_write_all_writes(tmp_
         assert (tmp_path / "records" / "bag" / part).read_bytes() == (tmp_path / "all" / "bag" / part).read_bytes()
 
 
+def test_output_bag_refuses_records_where_they_cannot_stand_for_messages(tmp_path):
+    """OutputBag.write_records: a bag that reports every message to on_write refuses bytes-only records, and a
+    sqlite3 bag has no MCAP channels to write them to; both raise ValueError and write nothing."""
+    from tactile_sim.offline.output_bag import OutputBag
+
+    seen = []
+    with OutputBag(tmp_path / "watched", node_name="n", on_write=lambda *item: seen.append(item)) as watched:
+        channels = watched.channels([("~/pad", encode.TAXEL_ARRAY)])
+        with pytest.raises(ValueError, match="records are not messages for on_write"):
+            watched.write_records(0, b"", channels, [0])
+        assert watched.counts == {"/n/pad": 0}
+    with OutputBag(tmp_path / "old.db3", node_name="n") as sqlite:
+        with pytest.raises(ValueError, match="not an added topic of that type of an MCAP bag"):
+            sqlite.channels([("~/pad", encode.TAXEL_ARRAY)])
+    assert seen == []
+
+
 def test_metadata_yaml_is_what_pyyaml_dumps(tmp_path):
     """The nodes written directly give PyYAML's text of the same data, quoting and unicode included."""
     write_stream(tmp_path / "bag", "mcap", sample_stream())
