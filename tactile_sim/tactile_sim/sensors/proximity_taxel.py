@@ -148,6 +148,14 @@ def _rest_fill(call_type, dtype: torch.dtype):
 
 
 @wp.func
+def _slab_beyond(q: Any, lo: Any, hi: Any, reach: Any):
+    """True when point q lies farther than ``reach`` outside the box [lo, hi] along some axis (z first: the
+    thin axis of a skin patch), i.e. when one of :func:`_cell_span`'s three spans is empty for a finite q."""
+    return (q[2] - reach > hi[2] or q[2] + reach < lo[2] or q[0] - reach > hi[0] or q[0] + reach < lo[0]
+            or q[1] - reach > hi[1] or q[1] + reach < lo[1])
+
+
+@wp.func
 def _cell_span(x: Any, lo: Any, hi: Any, reach: Any, inv_cell: Any, cells: int):
     """Cells [first, last] of one axis of a grid (``cells`` cells of edge 1 / ``inv_cell`` from ``lo``; its probes
     within [lo, hi]) that may hold probes within ``reach`` of coordinate x (``reach`` padded for the round-off of
@@ -228,6 +236,8 @@ def _taxel_kernel(dtype: torch.dtype):
             for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
                 u = to_link @ call.sample_pos[j]
                 q = u + shift
+                if _slab_beyond(q, lo, hi, reach):
+                    continue   # no cell within reach: the spans below would all be empty
                 x0, x1 = _cell_span(q[0], lo[0], hi[0], reach, inv_cell, dims[0])
                 y0, y1 = _cell_span(q[1], lo[1], hi[1], reach, inv_cell, dims[1])
                 z0, z1 = _cell_span(q[2], lo[2], hi[2], reach, inv_cell, dims[2])
