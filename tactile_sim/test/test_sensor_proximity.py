@@ -244,6 +244,25 @@ def test_cloud_chunks_partition_the_cloud_into_compact_single_body_runs():
     assert np.median(spans) < 0.5 * np.ptp(points, axis=0).max()
 
 
+
+def test_chunk_clusters_group_at_most_eight_consecutive_chunks_of_one_body():
+    from tactile_sim.sensors.proximity_taxel import chunk_clusters, cloud_chunks
+    rng = np.random.default_rng(5)
+    points = rng.normal(size=(1500, 3))
+    body = np.repeat([4, 9, 7], [1000, 30, 470])
+    order, runs = cloud_chunks(points, body, size=16)
+    clusters = chunk_clusters(runs, size=8)
+    assert clusters[0][0] == 0 and clusters[-1][1] == len(runs)
+    assert all(a1 == b0 for (_, a1), (b0, _) in zip(clusters[:-1], clusters[1:]))   # consecutive, no gap
+    for a, b in clusters:
+        assert 0 < b - a <= 8 and len({runs[k][2] for k in range(a, b)}) == 1
+    per_body = {}
+    for a, b in clusters:
+        per_body.setdefault(runs[a][2], []).append(b - a)
+    chunks = {owner: sum(r[2] == owner for r in runs) for owner in (4, 9, 7)}
+    assert chunks[4] > 8 and chunks[7] > 8 and chunks[9] < 8
+    assert per_body == {owner: [8] * (n // 8) + [n % 8] * (n % 8 > 0) for owner, n in chunks.items()}
+
 def rest_wrench(probes, normals, gain, k, k_tw, dtype):
     """[F, T] of a taxel no sample reaches, statement by statement as the model evaluates it (ΣP = +0,
     Σ P v = Σ P ω = +0), in ``dtype``: signed zeros whose signs follow the probe's position, normal and gain."""

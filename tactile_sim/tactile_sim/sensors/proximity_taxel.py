@@ -13,20 +13,22 @@ q̃_j = T u_j + t with T = R_Lᵀ R_B, t = R_Lᵀ(o_B − o_L) (u_j: its body-fr
 (R_Lᵀ ω_B) × T u_j and its angular velocity R_Lᵀ ω_B.
 
 One warp kernel per evaluation does the whole step. At build every sensor's cloud is cut into *chunks* (leaves of a
-median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere) and
-its probes into the blocks of :class:`~.points.probe_grid.ProbeGrid` (the whole sensor on the CPU, one probe on CUDA),
-each with the link-frame bounding box of its probes, their largest reach (R + radius noise) and a uniform grid of
-them. One thread per (env, block) poses each chunk centre of its sensor into the link frame and skips the chunk when its
-sphere cannot come within reach of the block's box; otherwise it poses the chunk's samples one by one and visits the
-probes of the grid cells within reach of each, accumulating ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for the probes
-within R (R̃) of it (a per-probe scratch buffer, cleared by the first sample that reaches the probe in an evaluation,
-which marks it ``touched`` and lists it in ``reached``: the scratch of the probes nothing reaches is neither written
-nor read); the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the sums. The
-thread then sets both branches of its block's probes to their rest wrench (:func:`_rest_kernel`: the wrench of zero
+median k-d split of each body's samples, at most :data:`SAMPLES_PER_CHUNK` each, with a body-frame bounding sphere),
+consecutive chunks of one body are grouped into *clusters* (at most :data:`CHUNKS_PER_CLUSTER`, with a bounding sphere
+of their own), and its probes into the blocks of :class:`~.points.probe_grid.ProbeGrid` (the whole sensor on the CPU,
+one probe on CUDA), each with the link-frame bounding box of its probes, their largest reach (R + radius noise) and a
+uniform grid of them. One thread per (env, block) poses each cluster centre of its sensor into the link frame and skips
+the cluster when its sphere cannot come within reach of the block's box, then the same for each chunk of a cluster it
+keeps; it poses a kept chunk's samples one by one, skips a sample that lies beyond reach of the box along an axis, and
+visits the probes of the grid cells within reach of each, accumulating ΣP, Σ P_j v_j and Σ P_j ω_j of both branches for
+the probes within R (R̃) of it (a per-probe scratch buffer, cleared by the first sample that reaches the probe in an
+evaluation, which marks it ``touched`` and lists it in ``reached``: the scratch of the probes nothing reaches is neither
+written nor read); the velocity sums being linear, v_L(x_i), ω_L and the tangential projection are applied to the sums.
+The thread then sets both branches of its block's probes to their rest wrench (:func:`_rest_kernel`: the wrench of zero
 sums, computed at build; a native copy loop, :func:`_rest_fill`) and overwrites the branches of the probes it listed.
-The culls are conservative (a round-off margin), so they never change a result, nor the order of a probe's sums
-(chunks, then samples, in cloud order). Both branches go straight into the measured branch's staging buffers. Output
-``(force, torque)``.
+The culls are conservative (a round-off margin), so they never change a result, nor the order of a probe's sums (chunks,
+then samples, in cloud order). Both branches go straight into the measured branch's staging buffers. Output ``(force,
+torque)``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ from .warp_launch import SlotLaunches, bind_state
 
 SAMPLES_PER_CHUNK = 16
 """Largest number of samples in one chunk (the unit of the sample-side broad phase)."""
+
+CHUNKS_PER_CLUSTER = 8
+"""Largest number of consecutive chunks (of one body) in one cluster, the broad phase's first level."""
 
 
 def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_CHUNK) -> tuple[np.ndarray, list]:
@@ -76,6 +81,17 @@ def cloud_chunks(points: np.ndarray, body: np.ndarray, size: int = SAMPLES_PER_C
     for b in dict.fromkeys(body.tolist()):
         split(np.flatnonzero(body == b), int(b))
     return np.asarray(order, np.int64), runs
+
+
+def chunk_clusters(runs: list, size: int = CHUNKS_PER_CLUSTER) -> list[tuple[int, int]]:
+    """Clusters of consecutive chunks of one body, at most ``size`` each: (first, stop) index ranges into ``runs``
+    (:func:`cloud_chunks`' chunks, whose k-d order keeps consecutive chunks close together)."""
+    bounds: list[list[int]] = []
+    for k, (_, _, owner) in enumerate(runs):
+        if not bounds or owner != runs[bounds[-1][0]][2] or k - bounds[-1][0] == size:
+            bounds.append([k, k])
+        bounds[-1][1] = k + 1
+    return [(a, b) for a, b in bounds]
 
 
 @wp.func
@@ -156,6 +172,17 @@ def _slab_beyond(q: Any, lo: Any, hi: Any, reach: Any):
 
 
 @wp.func
+def _sphere_reach(to_link: Any, shift: Any, shift_norm: Any, local_center: Any, radius: Any, lo: Any, hi: Any,
+                  cut: Any, scale: Any, round_off: Any):
+    """(beyond, margin) of a body-frame sphere (local_center, radius) posed into the link frame by q̃ = T u + t
+    (``to_link``, ``shift``, ‖t‖ = ``shift_norm``): beyond is True when no point of it can come within ``cut`` of
+    the block's box [lo, hi] (:func:`_box_beyond`); margin: the round-off margin of its posed points."""
+    center = to_link @ local_center + shift
+    margin = round_off * (shift_norm + wp.length(local_center) + radius + type(radius)(1.0))
+    return _box_beyond(lo, hi, center, radius, cut, margin, wp.length(center) + radius + scale), margin
+
+
+@wp.func
 def _cell_span(x: Any, lo: Any, hi: Any, reach: Any, inv_cell: Any, cells: int):
     """Cells [first, last] of one axis of a grid (``cells`` cells of edge 1 / ``inv_cell`` from ``lo``; its probes
     within [lo, hi]) that may hold probes within ``reach`` of coordinate x (``reach`` padded for the round-off of
@@ -178,8 +205,9 @@ def _taxel_kernel(dtype: torch.dtype):
         "block_group": i32, "block_link": i32, "block_first": i32, "block_stop": i32, "block_lo": vs,
         "block_hi": vs, "block_cut": fs, "block_scale": fs, "grid_cell": fs, "grid_dims": wp.array(dtype=wp.vec3i),
         "grid_first_cell": i32, "cell_start": i32, "cell_probe": i32, "cell_pos": vs, "local_pos": vs,
-        "local_normal": vs, "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_chunk": i32,
-        "group_stop_chunk": i32, "chunk_start": i32, "chunk_stop": i32, "chunk_body": i32, "chunk_center": vs,
+        "local_normal": vs, "radius": fs, "normal_coef": fs, "shear_coef": fs, "k_tw": fs, "group_first_cluster": i32,
+        "group_stop_cluster": i32, "cluster_first_chunk": i32, "cluster_stop_chunk": i32, "cluster_body": i32,
+        "cluster_center": vs, "cluster_radius": fs, "chunk_start": i32, "chunk_stop": i32, "chunk_center": vs,
         "chunk_radius": fs, "sample_pos": vs, "radius_measured": wp.array2d(dtype=f),
         "gain": wp.array2d(dtype=f), "body_rot": wp.array2d(dtype=m), "body_pos": wp.array2d(dtype=v),
         "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v), "sums": wp.array2d(dtype=f),
@@ -208,15 +236,15 @@ def _taxel_kernel(dtype: torch.dtype):
         inv_cell = one / cell
         cut_sq = cut * cut * (one + round_off)   # ≥ the square of every probe's reach, with a round-off margin
         n_reached = int(0)   # probes reached this evaluation: reached[e, first_probe:first_probe + n_reached]
-        # chunk poses: q̃ = T u + t per body (chunks of one body are consecutive)
+        # cluster and chunk poses: q̃ = T u + t per body (clusters of one body are consecutive)
         body = int(-1)
         to_link = rt
         shift = origin
         lin = origin
         spin = origin
         shift_norm = zero
-        for ch in range(call.group_first_chunk[g], call.group_stop_chunk[g]):
-            b = call.chunk_body[ch]
+        for cl in range(call.group_first_cluster[g], call.group_stop_cluster[g]):
+            b = call.cluster_body[cl]
             if b != body:
                 body = b
                 to_link = rt @ call.body_rot[e, b]
@@ -224,54 +252,57 @@ def _taxel_kernel(dtype: torch.dtype):
                 shift_norm = wp.length(shift)
                 lin = rt @ call.lin_vel[e, b]
                 spin = rt @ call.ang_vel[e, b]
-            local_center = call.chunk_center[ch]
-            center = to_link @ local_center + shift
-            chunk_r = call.chunk_radius[ch]
-            margin = round_off * (shift_norm + wp.length(local_center) + chunk_r + one)
-            if _box_beyond(lo, hi, center, chunk_r, cut, margin, wp.length(center) + chunk_r + scale):
+            cluster_far, cluster_margin = _sphere_reach(to_link, shift, shift_norm, call.cluster_center[cl],
+                                                        call.cluster_radius[cl], lo, hi, cut, scale, round_off)
+            if cluster_far:
                 continue
-            # the reach of a sample's cell search, padded for the round-off of q (‖u‖ ≤ ‖centre‖ + chunk radius)
-            # and of the bins
-            reach = cut + margin + round_off * (cut + scale)
-            for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
-                u = to_link @ call.sample_pos[j]
-                q = u + shift
-                if _slab_beyond(q, lo, hi, reach):
-                    continue   # no cell within reach: the spans below would all be empty
-                x0, x1 = _cell_span(q[0], lo[0], hi[0], reach, inv_cell, dims[0])
-                y0, y1 = _cell_span(q[1], lo[1], hi[1], reach, inv_cell, dims[1])
-                z0, z1 = _cell_span(q[2], lo[2], hi[2], reach, inv_cell, dims[2])
-                for z in range(z0, z1 + 1):
-                    for y in range(y0, y1 + 1):
-                        row = first_cell + (z * dims[1] + y) * dims[0]
-                        for slot in range(call.cell_start[row + x0], call.cell_start[row + x1 + 1]):
-                            gap = q - call.cell_pos[slot]
-                            if wp.length_sq(gap) > cut_sq:
-                                continue   # beyond every reach of the block: no square root, no probe tables
-                            i = call.cell_probe[slot]
-                            r0 = call.radius[i]
-                            r1 = call.radius_measured[e, i]
-                            d = wp.length(gap)
-                            if d < r0 or d < r1:
-                                if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
-                                    call.touched[e, i] = evaluation
-                                    call.reached[e, first_probe + n_reached] = i
-                                    n_reached += 1
-                                    call.sums[e, 2 * i] = zero
-                                    call.sums[e, 2 * i + 1] = zero
-                                    for m in range(4):
-                                        call.moments[e, i, m] = origin
-                                vel = lin + wp.cross(spin, u)
-                                if d < r0:
-                                    pen = r0 - d
-                                    call.sums[e, 2 * i] += pen
-                                    call.moments[e, i, 0] += pen * vel
-                                    call.moments[e, i, 1] += pen * spin
-                                if d < r1 and r1 != r0:   # r1 = r0: the measured branch's sums are these
-                                    pen = r1 - d
-                                    call.sums[e, 2 * i + 1] += pen
-                                    call.moments[e, i, 2] += pen * vel
-                                    call.moments[e, i, 3] += pen * spin
+            for ch in range(call.cluster_first_chunk[cl], call.cluster_stop_chunk[cl]):
+                far, margin = _sphere_reach(to_link, shift, shift_norm, call.chunk_center[ch], call.chunk_radius[ch],
+                                            lo, hi, cut, scale, round_off)
+                if far:
+                    continue
+                # the reach of a sample's cell search, padded for the round-off of q (‖u‖ ≤ ‖centre‖ + chunk
+                # radius) and of the bins
+                reach = cut + margin + round_off * (cut + scale)
+                for j in range(call.chunk_start[ch], call.chunk_stop[ch]):
+                    u = to_link @ call.sample_pos[j]
+                    q = u + shift
+                    if _slab_beyond(q, lo, hi, reach):
+                        continue   # no cell within reach: the spans below would all be empty
+                    x0, x1 = _cell_span(q[0], lo[0], hi[0], reach, inv_cell, dims[0])
+                    y0, y1 = _cell_span(q[1], lo[1], hi[1], reach, inv_cell, dims[1])
+                    z0, z1 = _cell_span(q[2], lo[2], hi[2], reach, inv_cell, dims[2])
+                    for z in range(z0, z1 + 1):
+                        for y in range(y0, y1 + 1):
+                            row = first_cell + (z * dims[1] + y) * dims[0]
+                            for slot in range(call.cell_start[row + x0], call.cell_start[row + x1 + 1]):
+                                gap = q - call.cell_pos[slot]
+                                if wp.length_sq(gap) > cut_sq:
+                                    continue   # beyond every reach of the block: no square root, no probe tables
+                                i = call.cell_probe[slot]
+                                r0 = call.radius[i]
+                                r1 = call.radius_measured[e, i]
+                                d = wp.length(gap)
+                                if d < r0 or d < r1:
+                                    if call.touched[e, i] != evaluation:  # first sample of this evaluation: clear
+                                        call.touched[e, i] = evaluation
+                                        call.reached[e, first_probe + n_reached] = i
+                                        n_reached += 1
+                                        call.sums[e, 2 * i] = zero
+                                        call.sums[e, 2 * i + 1] = zero
+                                        for m in range(4):
+                                            call.moments[e, i, m] = origin
+                                    vel = lin + wp.cross(spin, u)
+                                    if d < r0:
+                                        pen = r0 - d
+                                        call.sums[e, 2 * i] += pen
+                                        call.moments[e, i, 0] += pen * vel
+                                        call.moments[e, i, 1] += pen * spin
+                                    if d < r1 and r1 != r0:   # r1 = r0: the measured branch's sums are these
+                                        pen = r1 - d
+                                        call.sums[e, 2 * i + 1] += pen
+                                        call.moments[e, i, 2] += pen * vel
+                                        call.moments[e, i, 3] += pen * spin
         # forces and torques of both branches: the rest wrench, then the probes that samples reached
         link_lin = rt @ call.lin_vel[e, link]
         link_spin = rt @ call.ang_vel[e, link]
@@ -385,35 +416,42 @@ class ProximityTaxelBatch(ProbeSensorBatch):
         StructLaunch(rest_kernel, (probes.n,), rest_type, {key: fields[key] for key in rest_type.vars}, [0.0], dev)()
 
     def _chunk_tables(self) -> dict[str, torch.Tensor]:
-        """Chunk tables of the batch's clouds (:func:`cloud_chunks`), sensor after sensor: the reordered body-frame
-        samples, each chunk's sample range, body and padded body-frame bounding sphere, each sensor's chunk range."""
+        """Broad-phase tables of the batch's clouds, sensor after sensor: the body-frame samples reordered chunk by
+        chunk (:func:`cloud_chunks`), each chunk's sample range and padded body-frame bounding sphere, each cluster's
+        chunk range, body and padded bounding sphere (:func:`chunk_clusters`), each sensor's cluster range."""
         pad = 16 * float(torch.finfo(self.ctx.dtype).eps)
-        samples, start, stop, body, center, radius, first, last = [], [], [], [], [], [], [], []
-        offset = 0
+
+        def sphere(pts: np.ndarray) -> tuple[np.ndarray, float]:
+            c = (pts.min(0) + pts.max(0)) / 2
+            r = float(np.linalg.norm(pts - c, axis=1).max())
+            return c, r + pad * (r + float(np.abs(c).max()) + 1.0)
+
+        samples, chunks, clusters, first, last = [], [], [], [], []
         for cloud in self.clouds:
             order, runs = cloud_chunks(cloud.points, cloud.body)
-            pts = cloud.points[order]
+            pts, offset, base = cloud.points[order], sum(map(len, samples)), len(chunks)
             samples.append(pts)
-            first.append(len(start))
-            for a, b, owner in runs:
-                c = (pts[a:b].min(0) + pts[a:b].max(0)) / 2
-                r = float(np.linalg.norm(pts[a:b] - c, axis=1).max())
-                start.append(offset + a), stop.append(offset + b), body.append(owner), center.append(c)
-                radius.append(r + pad * (r + float(np.abs(c).max()) + 1.0))
-            last.append(len(start))
-            offset += len(pts)
+            chunks += [(offset + a, offset + b, *sphere(pts[a:b])) for a, b, _ in runs]
+            first.append(len(clusters))
+            clusters += [(base + k0, base + k1, runs[k0][2], *sphere(pts[runs[k0][0]:runs[k1 - 1][1]]))
+                         for k0, k1 in chunk_clusters(runs)]
+            last.append(len(clusters))
         dev, dt = self.ctx.device, self.ctx.dtype
 
-        def ints(x):
-            return torch.as_tensor(np.asarray(x, np.int32).reshape(-1), device=dev)
+        def ints(rows, k):
+            return torch.as_tensor(np.asarray([row[k] for row in rows], np.int32).reshape(-1), device=dev)
 
-        def floats(x, *shape):
-            return torch.as_tensor(np.asarray(x, np.float64).reshape(-1, *shape), device=dev, dtype=dt)
+        def floats(rows, k, *shape):
+            values = np.asarray([row[k] for row in rows], np.float64).reshape(-1, *shape)
+            return torch.as_tensor(values, device=dev, dtype=dt)
 
-        return {"sample_pos": floats(np.concatenate(samples) if samples else np.zeros((0, 3)), 3),
-                "chunk_start": ints(start), "chunk_stop": ints(stop), "chunk_body": ints(body),
-                "chunk_center": floats(center, 3), "chunk_radius": floats(radius), "group_first_chunk": ints(first),
-                "group_stop_chunk": ints(last)}
+        return {"sample_pos": torch.as_tensor(np.concatenate(samples).reshape(-1, 3), device=dev, dtype=dt),
+                "chunk_start": ints(chunks, 0), "chunk_stop": ints(chunks, 1), "chunk_center": floats(chunks, 2, 3),
+                "chunk_radius": floats(chunks, 3), "cluster_first_chunk": ints(clusters, 0),
+                "cluster_stop_chunk": ints(clusters, 1), "cluster_body": ints(clusters, 2),
+                "cluster_center": floats(clusters, 3, 3), "cluster_radius": floats(clusters, 4),
+                "group_first_cluster": torch.as_tensor(np.asarray(first, np.int32), device=dev),
+                "group_stop_cluster": torch.as_tensor(np.asarray(last, np.int32), device=dev)}
 
     def point_cloud(self, i: int) -> PointCloud:
         """The tracked cloud of sensor i (body frames, read-only)."""
