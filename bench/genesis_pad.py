@@ -8,7 +8,8 @@ with the pad.
 
     <genesis python> bench/genesis_pad.py --cells ProximityTaxel:1024:16 KinematicTaxel:4096:16 [--typical 0|1]
 
-prints ``sensor probes envs ms`` per cell (best of ``--rounds`` rounds of ``--repeat`` steps). ``--serve`` is the
+prints ``sensor probes envs ms`` per cell (best of ``--rounds`` rounds of ``--repeat`` steps; ``--clock cpu``: the
+process's CPU seconds instead of wall seconds, steadier on a shared machine). ``--serve`` is the
 worker bench/tactile.py starts for interleaved rounds: it reads commands from stdin, one a line — ``build
 <sensor> <probes> <envs> <typical 0|1>`` (answers ``ok``), ``time <repeat>`` (answers the ms per step of
 ``repeat`` steps of the cell built last), ``quit`` — and answers each on one line of stdout.
@@ -24,6 +25,9 @@ import numpy as np
 import torch
 
 TYPICAL = {"noise": 1e-4, "bias": 1e-5, "probe_gain": 1.1, "delay": 0.01}   # bench/tactile.py's typical set
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""What a timed round reads: wall seconds, or the CPU seconds of this process (all its threads; time spent waiting
+for a core that other processes hold is not counted)."""
 SENSOR_CLASS = {"ContactDepthProbe": "ContactDepthProbe", "KinematicTaxel": "KinematicTaxel",
                 "ElastomerTaxel": "ElastomerTaxel", "ElastomerTaxel/fft": "ElastomerTaxel",
                 "ElastomerTaxel/direct": "ElastomerTaxel", "ProximityTaxel": "ProximityTaxel"}
@@ -36,8 +40,9 @@ def probe_grid(n: int, flat: bool) -> np.ndarray:
     return grid.reshape(-1, 3) if flat else grid
 
 
-def build_cell(gs, label: str, n: int, n_envs: int, typical: bool):
-    """The Genesis scene of one pad-scene cell, built and warmed up; returns a callable: ``repeat`` → s per step."""
+def build_cell(gs, label: str, n: int, n_envs: int, typical: bool, clock: str = "wall"):
+    """The Genesis scene of one pad-scene cell, built and warmed up; returns a callable: ``repeat`` → s per step
+    (seconds of :data:`CLOCKS` ``clock``)."""
     scene = gs.Scene(sim_options=gs.options.SimOptions(dt=0.01, gravity=(0.0, 0.0, 0.0)), show_viewer=False)
     pad = scene.add_entity(gs.morphs.Box(size=(0.08, 0.08, 0.02), pos=(0.0, 0.0, -0.01), fixed=True))
     ball = scene.add_entity(gs.morphs.Sphere(radius=0.02, pos=(0.0, 0.0, 0.018)))
@@ -57,18 +62,20 @@ def build_cell(gs, label: str, n: int, n_envs: int, typical: bool):
         manager.step()
         sensor.read()
 
+    now = CLOCKS[clock]
+
     def seconds_per_step(repeat: int) -> float:
-        t0 = time.perf_counter()
+        t0 = now()
         for _ in range(repeat):
             manager.step()
             sensor.read()
-        return (time.perf_counter() - t0) / repeat
+        return (now() - t0) / repeat
 
     seconds_per_step.scene = scene
     return seconds_per_step
 
 
-def serve(gs) -> None:
+def serve(gs, clock: str) -> None:
     """The stdin/stdout worker of ``--serve`` (module docstring)."""
     timer = None
     for line in sys.stdin:
@@ -79,7 +86,7 @@ def serve(gs) -> None:
             if timer is not None:
                 timer.scene.destroy()
             label, probes, envs, typical = words[1], int(words[2]), int(words[3]), bool(int(words[4]))
-            timer = build_cell(gs, label, int(round(probes ** 0.5)), envs, typical)
+            timer = build_cell(gs, label, int(round(probes ** 0.5)), envs, typical, clock)
             answer = "ok"
         else:
             answer = f"{1e3 * timer(int(words[1])):.6f}"
@@ -93,17 +100,19 @@ def main() -> None:
     parser.add_argument("--typical", type=int, default=1, help="1: the typical imperfection set, 0: none")
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall seconds or this process's CPU seconds")
     args = parser.parse_args()
     torch.set_num_threads(1)
     import genesis as gs
     gs.init(backend=gs.cpu, logging_level="error")
     if args.serve:
-        serve(gs)
+        serve(gs, args.clock)
         return
     for cell in args.cells:
         label, probes, envs = cell.split(":")
         n = int(round(int(probes) ** 0.5))
-        timer = build_cell(gs, label, n, int(envs), bool(args.typical))
+        timer = build_cell(gs, label, n, int(envs), bool(args.typical), args.clock)
         ms = 1e3 * min(timer(args.repeat) for _ in range(args.rounds))
         timer.scene.destroy()
         print(f"{label} {n * n} {envs} {ms:.4f}", flush=True)

@@ -16,8 +16,11 @@ library (interleaved rounds); the speed-up column is then the range of the per-r
 stored in :data:`GENESIS_MS` are used, and the table says so.
 
     python bench/tactile.py [--repeat N] [--rounds R] [--device cpu|cuda] [--sizes 8 32 64] [--envs 1 16]
-                            [--typical 1 0] [--genesis-python PY] [--profile]
+                            [--typical 1 0] [--genesis-python PY] [--clock wall|cpu] [--profile]
     python bench/tactile.py --sizes 32 --envs 64 256 --sensors ContactDepthProbe KinematicTaxel   # large batch
+
+--clock cpu times both libraries by their process's CPU seconds instead of wall seconds (CPU only): steadier when
+other processes share the cores, as the time a process waits for a core is not counted.
 
 --profile prints, after each row, where the step's time goes: the 12 functions with the largest own time under
 cProfile (warp launches show as ``invoke``, torch ops by their method names).
@@ -38,6 +41,7 @@ from pathlib import Path
 
 import torch
 
+from genesis_pad import CLOCKS
 from tactile_sim.sensors.layout.probe_layout import generate_grid_points_on_plane
 from tactile_sim.suite import SensorSuite
 
@@ -89,16 +93,17 @@ def pad_scene(label: str, n: int, n_envs: int, device: str) -> dict:
     }
 
 
-def copy_bandwidth(mib: int = 256, rounds: int = 5) -> float:
+def copy_bandwidth(mib: int = 256, rounds: int = 5, clock: str = "wall") -> float:
     """One core's memory bandwidth, bytes/s: the best of ``rounds`` copies of a ``mib`` MiB float32 tensor into
-    another, counting the bytes read and the bytes written."""
+    another, counting the bytes read and the bytes written (seconds of :data:`~genesis_pad.CLOCKS` ``clock``)."""
+    now = CLOCKS[clock]
     src = torch.ones(mib << 18)
     dst = torch.empty_like(src)
     best = float("inf")
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = now()
         dst.copy_(src)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, now() - t0)
     return 2 * src.numel() * src.element_size() / best
 
 
@@ -116,9 +121,11 @@ def bytes_per_update(suite: SensorSuite, typical: bool) -> int:
 
 
 class SuiteTimer:
-    """A built pad-scene suite; ``timer(repeat)`` → seconds per engine step (step + the read a consumer makes)."""
+    """A built pad-scene suite; ``timer(repeat)`` → seconds per engine step (step + the read a consumer makes), of
+    :data:`~genesis_pad.CLOCKS` ``clock``."""
 
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, clock: str = "wall"):
+        self.now = CLOCKS[clock]
         self.suite = SensorSuite.from_yaml(cfg)
         self.state = self.suite.world.update(0.0)
         self(20)
@@ -127,13 +134,13 @@ class SuiteTimer:
         suite, state = self.suite, self.state
         if suite.device.type == "cuda":
             torch.cuda.synchronize()
-        t0 = time.perf_counter()
+        t0 = self.now()
         for _ in range(repeat):
             suite.step(state)
             suite.read("pad")
         if suite.device.type == "cuda":
             torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / repeat
+        return (self.now() - t0) / repeat
 
     def profile(self, repeat: int) -> str:
         """cProfile summary of ``repeat`` steps (12 functions of largest own time)."""
@@ -149,9 +156,9 @@ class SuiteTimer:
 class GenesisWorker:
     """bench/genesis_pad.py ``--serve`` in interpreter ``python``: ``build`` a cell, then time rounds of it."""
 
-    def __init__(self, python: str):
+    def __init__(self, python: str, clock: str = "wall"):
         script = Path(__file__).with_name("genesis_pad.py")
-        self.process = subprocess.Popen([python, str(script), "--serve"], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([python, str(script), "--serve", "--clock", clock], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True,
                                         env={**os.environ, "OMP_NUM_THREADS": "1"})
 
@@ -196,12 +203,16 @@ def main() -> None:
                                                            "ProximityTaxel"])
     parser.add_argument("--genesis-python", default=default_genesis_python(),
                         help="interpreter with genesis-world: time Genesis in interleaved rounds")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="time by wall seconds or by each process's CPU seconds (CPU device only)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile summary after each row")
     args = parser.parse_args()
+    if args.clock == "cpu" and args.device != "cpu":
+        parser.error("--clock cpu times the CPU device only (a GPU's work is not a process's CPU time)")
     torch.set_num_threads(1)
-    bandwidth = copy_bandwidth()
-    genesis = GenesisWorker(args.genesis_python) if args.genesis_python else None
-    print(f"one core's copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write); Genesis: "
+    bandwidth = copy_bandwidth(clock=args.clock)
+    genesis = GenesisWorker(args.genesis_python, args.clock) if args.genesis_python else None
+    print(f"one core's copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write); {args.clock} clock; Genesis: "
           + (f"measured in interleaved rounds ({args.genesis_python})" if genesis else
              "stored figures (GENESIS_MS, typical imperfections; genesis-world not importable here)"))
     print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'typ':>3} {'ms/step':>9} {'M upd/s':>8} {'B/upd':>5} "
@@ -214,7 +225,7 @@ def main() -> None:
                     if not typical:
                         for key in TYPICAL:
                             cfg["sensors"][0].pop(key)
-                    ours = SuiteTimer(cfg)
+                    ours = SuiteTimer(cfg, args.clock)
                     probes = n * n
                     if genesis:
                         genesis.build(sensor, probes, envs, bool(typical))
