@@ -4,7 +4,7 @@ with reordered inputs, one with a simulation reset and one with a forward gap (t
 JointTorque sensor, recordings whose joint samples it would see otherwise than alone go alone; recordings whose base
 moves by /tf (each its own speed and TF rate) stay in the batch; the encoders of every env keep each sensor's own
 layout values; with ground truth, copied inputs and sensors of several periods the bags are the lone ones too,
-written as records built in place or (output profiles) by each core."""
+written as records built in place or (output profiles) by each core; array outputs (npz) are the lone ones too."""
 
 import shutil
 
@@ -143,15 +143,30 @@ def test_with_joint_torque_recordings_whose_joint_samples_the_batch_cannot_follo
     assert sorted(went_alone) == ["gap", "late", "reset", "slow"]
 
 
-@pytest.mark.parametrize("options, why", [
-    ({"markers": True}, "--markers"),
-    ({"output_format": "npz"}, "--format npz"),
-])
+def test_batched_array_outputs_equal_the_lone_ones_byte_for_byte(tmp_path, monkeypatch):
+    recs = recordings(tmp_path / "recs")
+    went_alone = lone_replays(monkeypatch)
+    extra = ("--batch", "6", "--gap-threshold", "5", "--format", "npz", "--ground-truth")
+    status, _, err = corpus(tmp_path, recs, extra=extra)
+    assert status == 0, err
+    assert sorted(went_alone) == ["gap", "reset"]  # the other four are written by the batch
+    for name in ("long", "slow", "fast", "late", "reset", "gap"):
+        status, _, err = corpus(tmp_path, recs / name, out=f"alone/{name}.npz", extra=extra[2:])
+        assert status == 0, err
+        batched, lone = tmp_path / "out" / f"{name}.npz", tmp_path / "alone" / f"{name}.npz"
+        assert batched.read_bytes() == lone.read_bytes(), name
+    with np.load(tmp_path / "out" / "long.npz") as arrays:     # joints and a sensor of every tick, with truth
+        assert arrays["joints/position"].shape == (61, 3) and len(arrays["pad_left/stamps"]) == 61
+        assert arrays["pad_left/ground_truth/force"].shape == arrays["pad_left/force"].shape
+
+
+@pytest.mark.parametrize("options, why", [({"markers": True}, "--markers")])
 def test_options_that_a_shared_suite_cannot_give_are_named(tmp_path, options, why):
     from tactile_sim.config import load_config
 
     config = load_config(pads_yaml(tmp_path))
     assert batch_replay.batch_problem(config, {"robot": None}) is None
+    assert batch_replay.batch_problem(config, {"robot": None, "output_format": "npz"}) is None
     assert batch_replay.batch_problem(config, {"robot": None, **options}) == why
     assert "robot description" in batch_replay.batch_problem(load_config(pads_yaml(tmp_path, robot=False)),
                                                               {"robot": None})

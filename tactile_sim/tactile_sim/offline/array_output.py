@@ -227,6 +227,9 @@ class ArrayOutput:
     existing file; otherwise an existing path raises FileExistsError (so does a folder, always).
     """
 
+    storage = "npz"
+    """The output's format (an :class:`~.output_bag.OutputBag`'s is its storage plugin: ``mcap`` or ``sqlite3``)."""
+
     def __init__(self, path: str | Path, core: Any, *, rate: float, overwrite: bool = False,
                  on_write: Callable[[str, int, Any], None] | None = None):
         self.path = array_location(path)

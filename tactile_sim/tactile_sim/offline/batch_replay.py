@@ -1,14 +1,14 @@
 """Many recordings replayed as the envs of one sensor suite (``tactile-sim replay --batch N``).
 
 A batch of N recordings shares one :class:`~..suite.SensorSuite` of N envs, each drawing noise stream 0 (what the
-one-env suite of a lone replay draws). Each recording is a :class:`Lane`: env e of that suite behind a node core of
-its own (:class:`EnvCore`: inputs, TF buffer, held joints, env e of the suite's world model as a lane on the
-recording's own clock (:mod:`~..world.lane_motion`), the encoders of env e), its clock
-(:class:`~.tick_clock.TickClock`) and its output bag. Every lane's time line starts at suite step 0 and each suite
-step is tick k of every lane, so the step count and the per-evaluation counters of the shared sensors are each
-lane's own tick count, as in a lone replay: each output is byte for byte that of replaying its recording alone. Per
-suite step every lane takes its inputs and one launch of the world model poses all envs. A lane that has ended
-writes nothing more; its env is stepped on holding its last joints and poses, read by nobody.
+one-env suite of a lone replay draws). Each recording is a :class:`Lane`: env e of that suite behind a node core of its
+own (:class:`EnvCore`: inputs, TF buffer, held joints, env e of the suite's world model as a lane on the recording's own
+clock (:mod:`~..world.lane_motion`), the encoders of env e), its clock (:class:`~.tick_clock.TickClock`) and its output
+(a bag, or arrays: :mod:`.array_output`). Every lane's time line starts at suite step 0 and each suite step is tick k of
+every lane, so the step count and the per-evaluation counters of the shared sensors are each lane's own tick count, as
+in a lone replay: each output is byte for byte that of replaying its recording alone. Per suite step every lane takes
+its inputs and one launch of the world model poses all envs. A lane that has ended writes nothing more; its env is
+stepped on holding its last joints and poses, read by nobody.
 
 What one shared suite cannot reproduce is replayed alone (:func:`~.corpus.run_job`, the lane's output replaced): a
 recording whose time line restarts (a backwards jump or a forward gap: the suite would have to be rewound for one
@@ -41,6 +41,7 @@ from ..suite import SensorSuite
 from ..world.lane_motion import LaneSample, LaneWorldModel
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer
+from .array_output import ArrayOutput
 from .bag_inputs import BagInputError, BagInputs, InputTopics, open_bag
 from .batch_records import BatchRecords, applies
 from .corpus import RecordingOutcome, ReplayJob, prefixed_log, run_job
@@ -52,11 +53,9 @@ from .tick_clock import Tick, TickClock
 
 def batch_problem(config: SuiteConfig, options: dict[str, Any]) -> str | None:
     """Why recordings replayed with ``config`` and the :func:`~.replay.replay_bag` keywords ``options`` cannot share
-    a suite (None when they can): markers, array outputs, or a robot description that comes from each recording."""
+    a suite (None when they can): markers, or a robot description that comes from each recording."""
     if options.get("markers"):
         return "--markers"
-    if options.get("output_format", "bag") != "bag":
-        return "--format npz"
     if options.get("robot") is None and config.robot is None:
         return "the robot description comes from each recording"
     return None
@@ -174,10 +173,12 @@ class GoAlone(Exception):
 
 
 class Lane:
-    """One recording of a batch: its job, env core, inputs, clock and output bag (module docstring). rate: Hz;
-    jump_threshold_ns, gap_threshold_ns: the clock's; copy_inputs: also write every input to the bag."""
+    """One recording of a batch: its job, env core, inputs, clock and output (module docstring; ``bag``: an
+    :class:`~.output_bag.OutputBag` or an :class:`~.array_output.ArrayOutput`). rate: Hz; jump_threshold_ns,
+    gap_threshold_ns: the clock's; copy_inputs: also write every input to the bag."""
 
-    def __init__(self, job: ReplayJob, core: EnvCore, events: Iterable[InputEvent], bag: OutputBag, rate: float,
+    def __init__(self, job: ReplayJob, core: EnvCore, events: Iterable[InputEvent], bag: OutputBag | ArrayOutput,
+                 rate: float,
                  jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool):
         self.job, self.core, self.bag = job, core, bag
         self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
@@ -287,6 +288,8 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
                 if out:
                     lane.productive_ticks += 1
                     lane.bag.write_all(tick.log_ns, out)
+                if isinstance(lane.bag, ArrayOutput):
+                    lane.bag.on_tick(tick.t_ns)   # the joint positions of the step, as a lone replay records them
         live = [lane for lane, _ in stepped]
 
 
@@ -324,13 +327,15 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
         return [run_job(config_source, options, verbose, job) for job in jobs]  # each says why, as alone
     lanes: list[Lane | ReplayJob] = []
     with ExitStack() as stack:
+        output_format, overwrite = options.get("output_format", "bag"), options.get("overwrite", False)
         for job, core in zip(jobs, cores):
             try:
-                check_output_place(job.source, job.output, "bag")
+                check_output_place(job.source, job.output, output_format)
                 reader = stack.enter_context(open_bag(job.source))
                 inputs = BagInputs(reader, options.get("topics", InputTopics()), options.get("clock", "header"))
-                bag = stack.enter_context(OutputBag(job.output, node_name=core.name,
-                                                    overwrite=options.get("overwrite", False)))
+                bag = stack.enter_context(ArrayOutput(job.output, core, rate=rate, overwrite=overwrite)
+                                          if output_format == "npz" else
+                                          OutputBag(job.output, node_name=core.name, overwrite=overwrite))
             except (BagInputError, ConfigError, FileExistsError, ValueError):
                 lanes.append(job)
                 continue
