@@ -62,6 +62,10 @@ GAP_THRESHOLD = 10.0
 MAX_RESTARTS = 100
 """Restarts of the sensors (time-line changes) a replay accepts before it stops: each rebuilds the sensors."""
 
+REPLAY_BATCH = 16
+"""Recordings a corpus replay steps at a time as the envs of one suite by default (``tactile-sim replay --batch``):
+each output is the same either way, and at 16 the per-step costs the recordings share are mostly paid."""
+
 MAX_DEMO_DURATION = 3600.0
 """s: the longest simulated time ``tactile-sim demo`` runs (its bag grows with it)."""
 

@@ -120,8 +120,11 @@ def test_batches_of_a_corpus_reuse_one_suite_and_keep_the_outputs_also_in_worker
     assert built == [2]  # two batches of two: the second takes the first's suite and cores rewound
     status, _, err = corpus(tmp_path, recs, out="workers", extra=("--batch", "2", "--workers", "2"))
     assert status == 0, err  # a batch per worker process
+    status, _, err = corpus(tmp_path, recs, out="default")
+    assert status == 0, err
+    assert built == [2, 4]  # without --batch: the four recordings are one batch
     for name in ("long", "slow", "fast", "late"):
-        for out in ("two", "workers"):
+        for out in ("two", "workers", "default"):
             assert (tmp_path / out / name / f"{name}.mcap").read_bytes() == \
                 (tmp_path / "one" / name / f"{name}.mcap").read_bytes(), (out, name)
 
@@ -176,6 +179,16 @@ def test_batches_differ_in_size_by_at_most_one():
     sizes = [len(g) for g in batch_replay.split(list(range(17)), 16)]
     assert sizes == [9, 8]
     assert [len(g) for g in batch_replay.split(list(range(5)), 16)] == [5]
+
+
+def test_batches_are_cut_so_that_every_worker_process_gets_one(tmp_path):
+    from tactile_sim.offline.corpus import ReplayJob, groups_of
+
+    jobs = [ReplayJob(f"r{i}", f"in/r{i}.mcap", f"out/r{i}") for i in range(20)]
+    config = str(pads_yaml(tmp_path))
+    sizes = {workers: [len(g) for g in groups_of(jobs, config, {}, 16, workers)] for workers in (1, 2, 3, 4, 40)}
+    assert sizes == {1: [10, 10], 2: [10, 10], 3: [7, 7, 6], 4: [5, 5, 5, 5], 40: [1] * 20}
+    assert [len(g) for g in groups_of(jobs, config, {"markers": True}, 16, 1)] == [1] * 20   # cannot be batched
 
 
 def test_the_encoders_of_every_env_of_a_batch_keep_the_layout_values_of_a_lone_cores():

@@ -7,7 +7,7 @@ import argparse
 
 from .check import preflight
 from .common import RUN_ERROR, USAGE_ERROR, fail, number_arg, stderr_log
-from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
+from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS, REPLAY_BATCH
 from ..ros.node_params import SPECS
 
 DESCRIPTION = """\
@@ -40,9 +40,10 @@ def add_replay_command(commands: argparse._SubParsersAction) -> None:
                    help="also replay the recordings listed in FILE (one path, folder or pattern per line)")
     p.add_argument("--workers", type=number_arg(1, 1024, "processes", low_inclusive=True, kind=int), default=1,
                    metavar="N", help="replay several recordings in N processes (default: 1)")
-    p.add_argument("--batch", type=number_arg(1, 4096, "recordings", low_inclusive=True, kind=int), default=1,
-                   metavar="N", help="replay up to N recordings at a time as the envs of one suite, each output as "
-                                     "if replayed alone (default: 1, one after another)")
+    p.add_argument("--batch", type=number_arg(1, 4096, "recordings", low_inclusive=True, kind=int),
+                   default=REPLAY_BATCH, metavar="N",
+                   help="replay up to N recordings at a time as the envs of one suite, each output as if replayed "
+                        f"alone (default: {REPLAY_BATCH}; 1: one after another)")
     p.add_argument("--config", required=True, metavar="SENSORS.yaml",
                    help="sensor configuration (path or package://<pkg>/<path>)")
     p.add_argument("--robot", metavar="URDF",

@@ -29,6 +29,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ..constants import REPLAY_BATCH
 from ..errors import ConfigError
 from .array_output import NPZ_SUFFIX, array_location
 from .output_bag import SUFFIX_STORAGE, bag_location, data_file_in
@@ -256,16 +257,17 @@ def run_group(config_source: str, options: dict[str, Any], verbose: bool,
     return run_batch(config_source, options, verbose, jobs)
 
 
-def groups_of(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any],
-              batch: int) -> list[list[ReplayJob]]:
-    """The jobs as batches of at most ``batch`` recordings (:func:`~.batch_replay.split`), or one by one when
-    batch = 1 or the configuration and options cannot be batched (:func:`~.batch_replay.batch_problem`)."""
+def groups_of(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], batch: int,
+              workers: int = 1) -> list[list[ReplayJob]]:
+    """The jobs as batches of at most ``batch`` recordings (:func:`~.batch_replay.split`), and small enough that each
+    of ``workers`` processes gets one where there are that many jobs; one by one when batch = 1 or the configuration
+    and options cannot be batched (:func:`~.batch_replay.batch_problem`)."""
     if batch > 1 and len(jobs) > 1:
         from .batch_replay import batch_problem, split
 
         try:
             if batch_problem(_config(config_source), options) is None:
-                return split(jobs, batch)
+                return split(jobs, min(batch, -(-len(jobs) // max(1, workers))))
         except ConfigError:
             pass  # each job reports it
     return [[job] for job in jobs]
@@ -281,14 +283,14 @@ def freeze_imports() -> None:
 
 
 def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], *, workers: int = 1,
-                  batch: int = 1, verbose: bool = False,
+                  batch: int = REPLAY_BATCH, verbose: bool = False,
                   progress: bool = True) -> tuple[list[RecordingOutcome], float]:
     """Run every job in this process (workers = 1) or in ``workers`` processes (:func:`worker_context`, one torch
     thread each), up to ``batch`` of them as the envs of one suite (:func:`groups_of`, :func:`run_group`); returns
     the outcomes in job order and the wall seconds of the whole corpus."""
     freeze_imports()
     outcomes: dict[ReplayJob, RecordingOutcome] = {}
-    groups = groups_of(jobs, config_source, options, batch)
+    groups = groups_of(jobs, config_source, options, batch, workers)
     with CorpusProgress(len(jobs), enabled=progress) as bar:
         if workers <= 1 or len(groups) <= 1:
             for group in groups:
