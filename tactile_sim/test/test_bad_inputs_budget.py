@@ -14,8 +14,8 @@ import pytest
 from helpers_config import SUITE, config_error_message, write_yaml
 from helpers_scenes import pad_object
 from tactile_sim.config import load_config
-from tactile_sim.config.budget import BYTES, CAPS, VALUES_PER_PROBE, budget_problems, default_max_memory, \
-    machine_memory, sensor_items, estimated_bytes
+from tactile_sim.config.budget import BYTES, CAPS, ELASTOMER_PAIR_ELEMENTS, VALUES_PER_PROBE, budget_problems, \
+    default_max_memory, machine_memory, sensor_items, estimated_bytes
 from tactile_sim.errors import ConfigError
 from tactile_sim.suite import SensorSuite
 
@@ -98,6 +98,31 @@ def test_the_total_is_the_documented_cost_per_env_times_the_envs():
     probes = load_config(doc({**PAD, "probe_local_pos": grid(3, 4), "history_length": 2}))
     items = sensor_items(probes.sensors[0], 0.01, {})
     assert estimated_bytes(items, 1) == BYTES["sensor"] + 12 * (BYTES["probe"] + 2 * VALUES_PER_PROBE * BYTES["value"])
+
+
+def test_an_elastomer_taxels_direct_path_tables_count_once_for_all_envs(tmp_path):
+    from tactile_sim.sensors.elastomer.dilation import DENSE_LIMIT
+    from tactile_sim.sensors.elastomer.source_rows import ROW_CACHE_LIMIT
+
+    assert ELASTOMER_PAIR_ELEMENTS == DENSE_LIMIT == ROW_CACHE_LIMIT   # the bound the budget counts is the code's
+    elastomer = {"type": "ElastomerTaxel", "name": "e", "link": "pad", "track": ["ball"], "history_length": 1}
+    flat = [[0.001 * i, 0.0, 0.0] for i in range(100)]
+    samples = load_config(doc({**elastomer, "probe_local_pos": flat})).sensors[0].n_sample_points  # one body
+    per_env = BYTES["sensor"] + 100 * (BYTES["probe"] + VALUES_PER_PROBE * BYTES["value"]) + samples * BYTES["sample"]
+    for layout, counts, shared in (({"probe_local_pos": flat}, {}, 8 * 4 * 100**2),
+                                   ({"probe_local_pos": flat}, {"e": 4096}, None),
+                                   ({"probe_local_pos": grid(10, 10)}, {}, 0)):
+        opt = load_config(doc({**elastomer, **layout})).sensors[0]
+        items = sensor_items(opt, 0.01, counts)
+        if shared is None:   # a layout of 4096 probes read from its file: the tables reach the bound
+            assert sum(it.shared for it in items) == 8 * ELASTOMER_PAIR_ELEMENTS
+            continue
+        assert estimated_bytes(items, 7) == 7 * per_env + shared and estimated_bytes(items, 1) == per_env + shared
+    big = [[0.0001 * (i % 64), 0.0001 * (i // 64), 0.0] for i in range(2048)]
+    path = write_yaml(tmp_path, doc({**elastomer, "probe_local_pos": big}, max_memory=100 * 2**20))
+    msg = config_error_message(path)   # 2048 probes: 128 MiB of pair tables, refused by its layout option
+    assert msg.startswith(f"{path}:sensors[0].probe_local_pos: the configuration would allocate about ")
+    assert "shared by the envs" in msg
 
 
 def test_max_memory_admits_its_estimate_and_refuses_one_byte_less(tmp_path):

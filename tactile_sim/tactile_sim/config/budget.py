@@ -4,7 +4,8 @@ Two kinds of limit, both refused with the usual ``<file>:<yaml.path>: problem; g
 
 * a cap per option (:data:`CAPS`): probes per sensor, sampled points per sensor, TemperatureGrid cells, ring slots
   (``history_length`` and ``delay`` in engine steps), ``n_envs`` and ``sdf_max_nodes``;
-* a total: the estimated bytes of every sensor per env (:data:`BYTES`) times the number of envs, against
+* a total: the estimated bytes of every sensor per env (:data:`BYTES`) times the number of envs, plus the tables a
+  sensor keeps once for all envs (an ElastomerTaxel's pair tables: :data:`ELASTOMER_PAIR_ELEMENTS`), against
   ``suite.max_memory`` (default :data:`DEFAULT_MEMORY_FRACTION` of this machine's memory, or of a container's limit).
 
 The estimate is an upper-side guess of the engine's working set (state, readings, imperfection rings, point
@@ -54,6 +55,12 @@ BYTES: Mapping[str, int] = {
 """Estimated bytes per env: per probe (state, readings, pipeline buffers), per sampled point (world-frame copy and
 anchors), per grid cell (temperature, stencil, readings), per reading value and ring slot, and a fixed share per
 sensor."""
+
+ELASTOMER_PAIR_ELEMENTS = 2**24
+"""Most elements an ElastomerTaxel batch keeps for its direct path, shared by the envs: the dense pair tables (4 per
+probe pair, up to this many: ``sensors.elastomer.dilation.DENSE_LIMIT``) or, for larger layouts, the CPU's cache
+of source rows (``sensors.elastomer.source_rows.ROW_CACHE_LIMIT``). A sensor whose layout is not declared as a grid
+counts min(4·P², this) elements of 8 bytes; a declared grid takes the lattice or FFT path, which keeps none."""
 
 VALUES_PER_PROBE = 8
 """Reading channels counted per probe for the imperfection rings (the widest model, KinematicTaxel, has 6)."""
@@ -128,7 +135,7 @@ def format_bytes(n: float) -> str:
 @dataclass
 class Item:
     """One sensor option's share of the estimate: its location, value, bytes per env and, for a capped count,
-    the count and the cap key."""
+    the count and the cap key; ``shared``: bytes kept once for all envs."""
 
     where: str
     option: str
@@ -136,6 +143,7 @@ class Item:
     per_env: int
     count: int = 0
     cap: str = ""
+    shared: int = 0
 
 
 def _probe_count(opt: Any, probe_counts: Mapping[str, int]) -> tuple[int, str, Any]:
@@ -161,6 +169,9 @@ def sensor_items(opt: Any, engine_dt: float, probe_counts: Mapping[str, int]) ->
         n, option, got = _probe_count(opt, probe_counts)
         items.append(Item(where, option, got, n * BYTES["probe"], n, "probes"))
         values = n * VALUES_PER_PROBE
+        if hasattr(opt, "compressibility") and option != "probe_local_pos.grid":   # ElastomerTaxel's direct path
+            pair_tables = 8 * min(4 * n * n, ELASTOMER_PAIR_ELEMENTS)
+            items.append(Item(where, option, got, 0, shared=pair_tables))
     if hasattr(opt, "grid_size"):
         cells = math.prod(opt.grid_size)
         items.append(Item(where, "grid_size", list(opt.grid_size), cells * BYTES["cell"], cells, "cells"))
@@ -180,8 +191,8 @@ def sensor_items(opt: Any, engine_dt: float, probe_counts: Mapping[str, int]) ->
 
 
 def estimated_bytes(items: list[Item], n_envs: int) -> int:
-    """The estimated total in bytes: the items' bytes per env times max(1, ``n_envs``)."""
-    return max(1, n_envs) * sum(it.per_env for it in items)
+    """The estimated total in bytes: the items' bytes per env times max(1, ``n_envs``), plus their shared bytes."""
+    return max(1, n_envs) * sum(it.per_env for it in items) + sum(it.shared for it in items)
 
 
 _CAP_TEXT = {"probes": "probes per sensor", "samples": "sampled points per sensor", "cells": "grid cells",
@@ -198,6 +209,11 @@ def entry_problems(label: str, sections: Mapping[str, Any]) -> list[str]:
             lines.append(format_problem(f"{label}:{section}", "", f"too many {section}", Got(f"{len(entries)} entries"),
                                         f"at most {CAPS[section]} entries"))
     return lines
+
+
+def _shared_text(shared: int) -> str:
+    """`` + <bytes> shared by the envs`` for a positive count of shared bytes, else nothing."""
+    return f" + {format_bytes(shared)} shared by the envs" if shared else ""
 
 
 def budget_problems(config: Any, *, n_envs: int | None = None, probe_counts: Mapping[str, int] | None = None,
@@ -228,15 +244,16 @@ def budget_problems(config: Any, *, n_envs: int | None = None, probe_counts: Map
     if lines:
         return lines
     limit = s.max_memory if s.max_memory is not None else default_max_memory()
-    per_env = sum(it.per_env for it in items)
+    per_env, shared = sum(it.per_env for it in items), sum(it.shared for it in items)
     total = estimated_bytes(items, envs)
     if total > limit:
-        top = max(items, key=lambda it: it.per_env)
+        top = max(items, key=lambda it: max(1, envs) * it.per_env + it.shared)
         default = "" if s.max_memory is not None else f" (default: {DEFAULT_MEMORY_FRACTION:g} of the machine's memory)"
         lines.append(format_problem(
             top.where, top.option,
             f"the configuration would allocate about {format_bytes(total)} ({max(1, envs)} env(s) x "
-            f"{format_bytes(per_env)}; this option {format_bytes(top.per_env)} per env), above suite.max_memory",
+            f"{format_bytes(per_env)}{_shared_text(shared)}; this option {format_bytes(top.per_env)} per env"
+            f"{_shared_text(top.shared)}), above suite.max_memory",
             top.got, f"an estimated total <= {format_bytes(limit)}{default}; reduce this option or n_envs, or raise "
             "suite.max_memory"))
     return lines
