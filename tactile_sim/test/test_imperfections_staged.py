@@ -163,3 +163,29 @@ def test_staging_cycles_through_the_staging_slots(delay):
         if k >= steps:
             assert torch.all(value == written[k - steps]) and bool(valid.all())
         assert torch.all(branch.read_ground_truth_batch()[0] == -float(k))
+
+
+@pytest.mark.parametrize("option", [{}, {"noise": 0.1}, {"bias": 0.1}, {"delay": 0.01}, {"resolution": 0.5},
+                                    {"probe_gain": 1.1}, {"probe_gain_resample_range": (1.0, 1.0)},
+                                    {"probe_radius_noise": 0.001}, {"dead_taxel_probability": 0.1},
+                                    {"hysteresis_strength": 0.5, "hysteresis_tau": 0.1}, {"history_length": 2},
+                                    {"active": np.array([True, False, True])}])
+def test_ground_truth_shares_the_measured_slots_only_when_the_branch_changes_nothing(option):
+    """share_ground_truth: one buffer per evaluation for both branches exactly when the branch neither changes a
+    value nor draws one; either way both reads return what was written, each in a tensor of its own."""
+    branch = MeasuredBranch([spec("z", 3, channels=2, **option)], E)
+    shared = branch.share_ground_truth()
+    assert shared is (not option)
+    for k in range(5):
+        measured, gt = branch.staging()
+        assert (measured is gt) is shared
+        gt.copy_(torch.arange(E * 3 * 2, dtype=torch.float32).view(E, 3, 2) * (k + 1))
+        if not shared:
+            measured.copy_(gt)
+        branch.push_staged()
+        truth, valid = branch.read_ground_truth_batch()
+        assert torch.equal(truth, gt) and bool(valid.all())
+        if shared:
+            value, truth = branch.read(0)[0], branch.read_ground_truth(0)[0]
+            assert torch.equal(value, gt) and torch.equal(truth, gt)
+            assert len({value.data_ptr(), truth.data_ptr(), gt.data_ptr()}) == 3

@@ -29,9 +29,9 @@ def _layout(seed: int, n: int, fillers: bool) -> dict:
             "probe_local_normal": (normal / np.linalg.norm(normal, axis=1, keepdims=True)).tolist()}
 
 
-def _suite(sensor_type: str, extra: list[dict], dtype: str, first: int = 300) -> SensorSuite:
-    sensors = [{"type": sensor_type, "name": f"s{i}", "link": link, **_layout(i, n, fillers), **opts}
-               for i, (link, n, fillers, opts) in enumerate([("pad", first, True, extra[0]),
+def _suite(sensor_type: str, extra: list[dict], dtype: str, first: int = 300, fillers: bool = True) -> SensorSuite:
+    sensors = [{"type": sensor_type, "name": f"s{i}", "link": link, **_layout(i, n, has_fillers), **opts}
+               for i, (link, n, has_fillers, opts) in enumerate([("pad", first, fillers, extra[0]),
                                                              ("arm", 70, False, extra[1]), ("pad", 5, False, extra[2])])]
     objects = [pad_object(), {"name": "arm", "geometry": [{"box": {"size": [0.09, 0.09, 0.01]}}]}]
     objects += [{"name": name, "geometry": [geometry]} for name, geometry in SHAPES.items()]
@@ -140,6 +140,33 @@ def test_kinematic_taxel_matches_the_spec_formulas(dtype):
         torch.testing.assert_close(batch.branch.read_batch()[0], measured, rtol=0, atol=tol * scale)
         touched += [int((gt[:, a:b, 2] != 0).sum()) for a, b in batch.probes.slices]
     assert touched[0] > 100 and touched[1] > 10  # contacts on both links
+
+
+@pytest.mark.parametrize("sensor_type", ["ContactDepthProbe", "KinematicTaxel"])
+def test_without_imperfections_one_buffer_holds_both_branches(sensor_type):
+    """No imperfection, no filler: the measured branch shares its slots with the ground truth
+    (MeasuredBranch.share_ground_truth) and the kernel writes one buffer; both reads of every sensor still equal the
+    spec formulas (ground truth: R, g = 1) and are tensors of their own."""
+    suite = _suite(sensor_type, [{}, {}, {}], "float64", fillers=False)
+    batch = suite.batches[0][1]
+    measured, gt = batch.branch.staging()
+    assert measured is gt
+    touched = 0
+    for seed in range(4):
+        state = _state(suite, seed)
+        if sensor_type == "ContactDepthProbe":
+            reference = _depth_reference(batch, state)[0][..., 0]
+        else:
+            coef = {k: torch.full((batch.probes.n,), float(getattr(batch.options[0], k)), dtype=torch.float64)
+                    for k in ("normal_stiffness", "normal_damping", "normal_exponent", "shear_scalar", "twist_scalar")}
+            reference = _taxel_reference(batch, state, coef)[0]
+        for i, (a, b) in enumerate(batch.probes.slices):
+            value, truth = suite.read(f"s{i}"), suite.read_ground_truth(f"s{i}")
+            value, truth = (torch.cat(v, -1) if isinstance(v, tuple) else v for v in (value, truth))
+            torch.testing.assert_close(truth, reference[:, a:b], rtol=0, atol=1e-9)
+            assert torch.equal(value, truth) and value.data_ptr() != truth.data_ptr()
+        touched += int((reference != 0).sum())
+    assert touched > 100
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

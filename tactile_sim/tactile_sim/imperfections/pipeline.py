@@ -544,6 +544,21 @@ class MeasuredBranch:
         slots = self.staging_slots
         return slots[(self._count + 1) % len(slots)]
 
+    def share_ground_truth(self) -> bool:
+        """Make the ground-truth slots those of the measured ring when the branch changes no value (no stage 1–11,
+        no filler, delay 0 without jitter, no history) and draws nothing (no radius noise, gain 1, no dead taxel):
+        for a sensor whose measured values then equal its ground truth bit for bit, which then writes (and clears)
+        one buffer per evaluation instead of two (:meth:`staging` gives the same tensor twice). Reads stay the
+        caller's own tensors. Returns whether the slots are shared. Call once, right after build."""
+        if (self._staged_launches or self._ring_len != 2 or self._uniform_delay != 0 or self._hist_len
+                or self.radius_varies or self._gain_range is not None or self._dead is not None
+                or not bool((self._static_gain == 1).all())):
+            return False
+        self._gt_ring, self._gt_views, self._gt_sensor_views = self._ring, self._ring_views, self._ring_sensor_views
+        self.staging_slots = [(measured, measured) for measured, _ in self.staging_slots]
+        self._warm_gt_reads = [(self._gt_views[q % 2], valid) for q, (_, valid) in enumerate(self._warm_gt_reads)]
+        return True
+
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
         r·round(x/r) (half to even), dead-taxel override, in one kernel launch. x: [E, P, K] → the measured staging

@@ -120,6 +120,8 @@ class FusedProbeBatch(ProbeSensorBatch):
         self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables,
                                        outputs=("measured", "ground_truth"))
         self.fill_before = not kernel_clears(ctx.n_envs, self.probes.n)
+        # no imperfection: the measured values are the ground truth's (R̃ = R, g = 1), one buffer holds both
+        self.branch.share_ground_truth()
 
     def model_tables(self) -> dict:
         """Per-probe tensors of the model bound into the kernel at build (none by default)."""
@@ -130,10 +132,12 @@ class FusedProbeBatch(ProbeSensorBatch):
         return NO_FIELDS
 
     def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
-        """Fill the staging buffers ``[E, P, K]`` with the reading of a probe out of reach (zeros by default; what
+        """Fill the staging buffers ``[E, P, K]`` (one tensor when the branch shares its slots,
+        :meth:`MeasuredBranch.share_ground_truth`) with the reading of a probe out of reach (zeros by default; what
         the kernel's clear writes) — large batches only (:func:`~.probe_set.kernel_clears`)."""
         measured.zero_()
-        ground_truth.zero_()
+        if ground_truth is not measured:
+            ground_truth.zero_()
 
     def evaluate(self, state: WorldState) -> None:
         self.draw_radius()
