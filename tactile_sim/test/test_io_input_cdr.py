@@ -184,3 +184,28 @@ def test_decoded_fields_are_plain_attributes_and_others_are_missing():
     assert tf.transforms == []
     with pytest.raises(AttributeError, match="TFMessage message has no field 'name'"):
         tf.name
+
+
+def test_tf_decoder_reuses_the_layout_of_repeated_frames_and_walks_other_bytes():
+    rng = np.random.default_rng(7)
+    decoder = TFMessageDecoder()
+
+    def message(frames, seed):
+        msg = tf_message(np.random.default_rng(seed), len(frames))
+        for tr, (parent, child) in zip(msg.transforms, frames):
+            tr.header.frame_id, tr.child_frame_id = parent, child
+        return serialize_cdr(msg)
+
+    same = [("world", "base"), ("base", "finger_1"), ("/base", "finger_2")]
+    layouts = []
+    for frames in (same, same, [("world", "base"), ("base", "finger_1"), ("/base", "finger_3")], same, same[:2],
+                   [("world", "base"), ("base", "finger_11"), ("/base", "finger_2")], same):
+        data = message(frames, int(rng.integers(1 << 30)))
+        decoded = decoder.decode(data)
+        assert decoded.message == deserialize_cdr(data, TF_MESSAGE)  # every stamp, frame and float
+        assert decoded.frames == tuple(frames) and decoded.values.shape == (len(frames), 7)
+        layouts.append(object.__getattribute__(decoder, "_layout"))
+    # reused for the frames of the message before, walked for other frame bytes or counts
+    assert [layouts[k] is layouts[k - 1] for k in range(1, 7)] == [True, False, False, False, False, False]
+    with pytest.raises(ValueError, match="end inside the message"):
+        decoder.decode(data[:-8])  # the layout fits the frames, the bytes end early

@@ -9,9 +9,10 @@ the previous message's block, they are that block (a count, then length-prefixed
 end) and its decoded names are reused without walking them. A publisher also repeats its frame and its sequence
 lengths: when the bytes agree with the previous message's up to the end of the names, and its three sequence counts
 (read with one ``struct`` call at the previous message's offsets) are equal, the sequences lie where they lay, and
-only the stamp and the values are read. :class:`TFMessageDecoder` reads each transform's stamp,
-frames, translation and rotation with one ``struct`` call per field group into a plain tuple (a
-:class:`DecodedTFMessage` record, what the node's TF input reads); the rosbags transform objects are built only when
+only the stamp and the values are read. :class:`TFMessageDecoder` reads the frame ids, the stamps (one ``struct``
+call) and the translations and rotations (one [n, 7] float64 array) of a :class:`DecodedTFMessage`, what the node's
+TF input reads; a publisher repeats its frames, so when the frame bytes agree with the previous message's, every
+offset is that message's and the strings are not walked. The rosbags transform objects are built only when
 something reads ``transforms``. Message objects are built with positional arguments (rosbags' field order, which the
 tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
 (``decode`` returns None otherwise, the caller falls back to rosbags).
@@ -31,8 +32,6 @@ from .wire_message import WireMessage
 JOINT_STATE = "sensor_msgs/msg/JointState"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 _STAMP = struct.Struct("<iI")
-_VECTOR3 = struct.Struct("<3d")
-_QUATERNION = struct.Struct("<4d")
 _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
@@ -169,30 +168,34 @@ def sequence_count(data: bytes) -> int | None:
     return _U32.unpack_from(data, 4)[0]
 
 
-TFRecord = tuple[str, str, int, int, tuple[float, float, float], tuple[float, float, float, float]]
-"""One transform of a TFMessage as read from its bytes: (header.frame_id, child_frame_id, stamp sec, stamp nanosec,
-translation (x, y, z) m, rotation (x, y, z, w))."""
-
-
 class DecodedTFMessage(WireMessage):
-    """A TFMessage decoded from its bytes: ``records`` (one :data:`TFRecord` per transform) are read every tick,
-    ``transforms`` (rosbags ``geometry_msgs/TransformStamped`` objects) are built from them on first access (a copy
-    to another bag writes the bytes as they are and reads neither)."""
+    """A TFMessage decoded from its bytes into what the node's TF input reads every tick: ``frames`` ((header.frame_id,
+    child_frame_id) of each transform), ``stamps`` (sec, nanosec of each transform, flat: transform k's at 2k, 2k + 1)
+    and ``values`` ([n, 7] float64 array of its own: translation (x, y, z) m, rotation (x, y, z, w)). The rosbags
+    ``geometry_msgs/TransformStamped`` objects (``transforms``) are built from them on first access (a copy to another
+    bag writes the bytes as they are and reads neither)."""
 
-    __slots__ = ("records", "_types", "_transforms")
+    __slots__ = ("frames", "stamps", "values", "_types", "_transforms")
 
-    def __init__(self, cls: type, cdr: bytes, records: list[TFRecord], types: tuple[type, ...]):
+    def __init__(self, cls: type, cdr: bytes, frames: tuple[tuple[str, str], ...], stamps: tuple[int, ...],
+                 values: np.ndarray, types: tuple[type, ...]):
         super().__init__(cls, cdr, {}, {})
-        self.records, self._types, self._transforms = records, types, None
+        self.frames, self.stamps, self.values, self._types, self._transforms = frames, stamps, values, types, None
+
+    def stamps_ns(self) -> list[int]:
+        """The header stamp (ns) of each transform."""
+        stamps = self.stamps
+        return [sec * NS_PER_S + nanosec for sec, nanosec in zip(stamps[0::2], stamps[1::2])]
 
     @property
     def transforms(self) -> list[Any]:
-        """The rosbags ``geometry_msgs/TransformStamped`` of every record (built once)."""
+        """The rosbags ``geometry_msgs/TransformStamped`` of every transform (built once)."""
         if self._transforms is None:
             stamped, header, time, transform, vector3, quaternion = self._types
-            self._transforms = [stamped(header(time(sec, nanosec), frame_id), child,
-                                        transform(vector3(*translation), quaternion(*rotation)))
-                                for frame_id, child, sec, nanosec, translation, rotation in self.records]
+            stamps = self.stamps
+            self._transforms = [stamped(header(time(stamps[2 * k], stamps[2 * k + 1]), frame_id), child,
+                                        transform(vector3(*row[:3]), quaternion(*row[3:])))
+                                for k, ((frame_id, child), row) in enumerate(zip(self.frames, self.values.tolist()))]
         return self._transforms
 
     @property
@@ -203,8 +206,25 @@ class DecodedTFMessage(WireMessage):
         return self._message
 
 
+class _TFLayout(NamedTuple):
+    """Where the fields of a TFMessage's bytes lie, for the next message of as many transforms whose frame ids agree
+    (a publisher repeats its frames): count: the number of transforms; heads: (byte offset, bytes) of each
+    transform's frame ids (their lengths, the strings and the padding between), which fix every other offset;
+    frames: the decoded frame ids; stamps: reads every (sec, nanosec) in one call; index: [count, 7] positions of
+    the float64 values in the float64 view of the bytes from byte 4 (CDR aligns them there); end: the byte after
+    the last value."""
+
+    count: int
+    heads: tuple[tuple[int, bytes], ...]
+    frames: tuple[tuple[str, str], ...]
+    stamps: struct.Struct
+    index: np.ndarray
+    end: int
+
+
 class TFMessageDecoder(_LittleEndianDecoder):
-    """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early."""
+    """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early. The
+    previous message's :class:`_TFLayout` is reused when the bytes agree with it: equal count, equal frame bytes."""
 
     type_name = TF_MESSAGE
 
@@ -213,21 +233,39 @@ class TFMessageDecoder(_LittleEndianDecoder):
         self._types = tuple(message_class(name) for name in (
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
             "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion"))
+        self._layout: _TFLayout | None = None
 
     def _decode(self, data: bytes) -> DecodedTFMessage:
         (count,) = _U32.unpack_from(data, 4)
+        layout = self._layout
+        if layout is None or layout.count != count or len(data) < layout.end or not \
+                all(data.startswith(head, at) for at, head in layout.heads):
+            layout = self._layout = self._walk(data, count)
+        values = np.frombuffer(data, _F64, (layout.end - 4) // 8, 4)[layout.index]
+        return DecodedTFMessage(self._cls, data, layout.frames, layout.stamps.unpack_from(data), values, self._types)
+
+    @staticmethod
+    def _walk(data: bytes, count: int) -> _TFLayout:
+        """The :class:`_TFLayout` of ``data`` (``count`` transforms) read field by field."""
         pos = 8
-        records = []
+        heads, frames, stamp_at, value_at = [], [], [], []
         for _ in range(count):
             pos = aligned(pos, 4)
-            sec, nanosec = _STAMP.unpack_from(data, pos)
-            (size,) = _U32.unpack_from(data, pos + 8)
-            frame_id = data[pos + 12:pos + 12 + size - 1].decode()
-            pos = aligned(pos + 12 + size, 4)
+            stamp_at.append(pos)
+            head = pos + 8
+            (size,) = _U32.unpack_from(data, head)
+            frame_id = data[head + 4:head + 4 + size - 1].decode()
+            pos = aligned(head + 4 + size, 4)
             (size,) = _U32.unpack_from(data, pos)
             child = data[pos + 4:pos + 4 + size - 1].decode()
-            pos = aligned(pos + 4 + size, 8)
-            records.append((frame_id, child, sec, nanosec, _VECTOR3.unpack_from(data, pos),
-                            _QUATERNION.unpack_from(data, pos + 24)))
+            pos += 4 + size
+            heads.append((head, data[head:pos]))
+            frames.append((frame_id, child))
+            pos = aligned(pos, 8)
+            value_at.append(pos)
             pos += 56
-        return DecodedTFMessage(self._cls, data, records, self._types)
+        if pos > len(data):
+            raise struct.error(f"the values of transform {count - 1} end at byte {pos}")
+        gaps = "".join(f"{at - end}xiI" for at, end in zip(stamp_at, [0] + [at + 8 for at in stamp_at]))
+        index = (np.array(value_at, dtype=np.intp)[:, None] - 4) // 8 + np.arange(7)
+        return _TFLayout(count, tuple(heads), tuple(frames), struct.Struct("<" + gaps), index, pos)

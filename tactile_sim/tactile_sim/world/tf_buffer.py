@@ -14,11 +14,13 @@ from __future__ import annotations
 import bisect
 import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from ..constants import QUAT_NORM_TOL
 from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np, scan_finite
 
 
@@ -106,6 +108,14 @@ def _where(parent: str, child: str) -> str:
     return f"TF {parent!r} -> {child!r}"
 
 
+def _check_names(parent: str, child: str) -> None:
+    """TFError unless parent and child are two different non-empty strings."""
+    if not parent or not child or not isinstance(parent, str) or not isinstance(child, str):
+        raise TFError(f"{_where(parent, child)}: frame names must be non-empty strings")
+    if parent == child:
+        raise TFError(f"{_where(parent, child)}: a frame cannot be its own parent")
+
+
 class TFBuffer:
     """Time-stamped transforms between named frames; see the module docstring. cache_time: seconds of dynamic
     samples kept behind the newest sample of each edge (> 0); max_samples: the most samples one edge keeps (the
@@ -136,10 +146,7 @@ class TFBuffer:
         Returns False (nothing stored) for a dynamic sample older than the buffer span of that edge; raises TFError
         for invalid values, a second parent, a loop, or a static/dynamic mismatch on an existing edge.
         """
-        if not parent or not child or not isinstance(parent, str) or not isinstance(child, str):
-            raise TFError(f"{_where(parent, child)}: frame names must be non-empty strings")
-        if parent == child:
-            raise TFError(f"{_where(parent, child)}: a frame cannot be its own parent")
+        _check_names(parent, child)
         stamp = float(stamp)
         if not math.isfinite(stamp):
             raise TFError(f"{_where(parent, child)}: stamp must be finite; got {stamp}")
@@ -148,19 +155,47 @@ class TFBuffer:
             raise TFError(f"{_where(parent, child)}: translation must be 3 finite numbers (m); got "
                           f"{np.asarray(trans).tolist()}")
         q, r = self._rotation(rot, quat, parent, child)
+        return self._store(parent, child, stamp, t, q, r, static)
+
+    def set_transforms(self, parents: Sequence[str], children: Sequence[str], stamps: Sequence[float],
+                       values: np.ndarray, static: bool = False) -> list[bool | TFError]:
+        """:meth:`set_transform` of n transforms at once, in order (one ``/tf`` message): parents, children, stamps
+        (s) of each and values [n, 7] float64 (translation (x, y, z) m, quaternion (x, y, z, w)). Returns, per
+        transform, what :meth:`set_transform` returns or the TFError it raises (the others are stored all the same).
+
+        The numbers of all n are checked at once (finite, quaternion norm 1 ± 1e-3; each norm the same float64 as
+        :func:`~..geometry.transforms.check_quaternion`'s, so the stored quaternions are bit for bit
+        :meth:`set_transform`'s); when one fails, each transform goes through :meth:`set_transform`, which names
+        the bad ones. The stored translations and quaternions are rows of arrays made here (values is not kept).
+        """
+        n = len(values)
+        if not n:
+            return []
+        trans, quats = values[:, :3].copy(), values[:, 3:]
+        norms2 = np.vecdot(quats, quats)  # per row the BLAS dot of check_quaternion (the same bits)
+        checked = (all(map(math.isfinite, trans.ravel().tolist())) and all(map(math.isfinite, stamps))
+                   and all(abs(math.sqrt(x) - 1.0) <= QUAT_NORM_TOL for x in norms2.tolist()))
+        if checked:
+            quats = quats / np.sqrt(norms2)[:, None]
+        out = []
+        for k in range(n):
+            try:
+                if checked:
+                    out.append(self._store(parents[k], children[k], float(stamps[k]), trans[k], quats[k], None, static))
+                else:
+                    out.append(self.set_transform(parents[k], children[k], trans[k], stamps[k], quat=quats[k],
+                                                  static=static))
+            except TFError as exc:
+                out.append(exc)
+        return out
+
+    def _store(self, parent: str, child: str, stamp: float, t: np.ndarray, q: np.ndarray, r: np.ndarray | None,
+               static: bool) -> bool:
+        """Store a checked sample (stamp finite s, translation t (3,) m, unit quaternion q, its rotation matrix r or
+        None) as :meth:`set_transform` describes; the frame names and the edge are checked here."""
         edge = self._edges.get(child)
-        if edge is None:
-            if len(self._edges) >= self.max_frames:
-                raise TFFull(f"{_where(parent, child)}: the buffer already holds {len(self._edges)} frames; allowed: "
-                             f"at most {self.max_frames} frames")
-            edge = self._add_edge(parent, child, static)
-        elif edge.parent != parent:
-            raise TFError(f"{_where(parent, child)}: frame {child!r} already has parent {edge.parent!r}; a frame has "
-                          "one parent (check for two publishers of the same frame)")
-        elif edge.static != static:
-            kind = "static" if edge.static else "dynamic"
-            raise TFError(f"{_where(parent, child)}: the edge is already {kind}; it cannot also be published as "
-                          f"{'static' if static else 'dynamic'}")
+        if edge is None or edge.parent != parent or edge.static != static:
+            edge = self._edge(parent, child, edge, static)
         self.revision += 1
         edge.version += 1
         stamps = edge.stamps
@@ -188,6 +223,22 @@ class TFBuffer:
             cut = max(bisect.bisect_left(stamps, oldest), len(stamps) - self.max_samples)
             del stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
         return True
+
+    def _edge(self, parent: str, child: str, edge: _Edge | None, static: bool) -> _Edge:
+        """The edge parent → child for a new sample (``edge``: the stored edge of ``child``, None for a new frame,
+        which is added); TFError for bad frame names, a second parent, a static/dynamic mismatch or a full buffer."""
+        _check_names(parent, child)
+        if edge is None:
+            if len(self._edges) >= self.max_frames:
+                raise TFFull(f"{_where(parent, child)}: the buffer already holds {len(self._edges)} frames; allowed: "
+                             f"at most {self.max_frames} frames")
+            return self._add_edge(parent, child, static)
+        if edge.parent != parent:
+            raise TFError(f"{_where(parent, child)}: frame {child!r} already has parent {edge.parent!r}; a frame has "
+                          "one parent (check for two publishers of the same frame)")
+        kind = "static" if edge.static else "dynamic"
+        raise TFError(f"{_where(parent, child)}: the edge is already {kind}; it cannot also be published as "
+                      f"{'static' if static else 'dynamic'}")
 
     def _add_edge(self, parent: str, child: str, static: bool) -> _Edge:
         """A new edge parent → child (no samples yet); TFError when ``child`` is an ancestor of ``parent``."""
