@@ -178,13 +178,12 @@ class TFBuffer:
         if checked:
             quats = quats / np.sqrt(norms2)[:, None]
         out = []
-        for k in range(n):
+        for parent, child, stamp, t, q in zip(parents, children, stamps, trans, quats, strict=True):  # rows
             try:
                 if checked:
-                    out.append(self._store(parents[k], children[k], float(stamps[k]), trans[k], quats[k], None, static))
+                    out.append(self._store(parent, child, float(stamp), t, q, None, static))
                 else:
-                    out.append(self.set_transform(parents[k], children[k], trans[k], stamps[k], quat=quats[k],
-                                                  static=static))
+                    out.append(self.set_transform(parent, child, t, stamp, quat=q, static=static))
             except TFError as exc:
                 out.append(exc)
         return out
