@@ -37,18 +37,52 @@ _F64 = np.dtype("<f8")
 
 
 class DecodedMessage(WireMessage):
-    """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are also plain attributes:
-    read every tick, they are found without the look-up of the fields a WireMessage does after a failed attribute
-    look-up. fields: every field's value; stamp_ns: the header stamp in ns; names: the names as a tuple (shared
-    with the decoder's other messages of the same names): what the node's joint-state input reads."""
+    """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are plain attributes, found
+    without the look-up of the fields a WireMessage does after a failed attribute look-up. What the node's joint-state
+    input reads every tick is set by the decoder: position and velocity (float64 views of the bytes), stamp_ns (the
+    header stamp in ns) and names (the names as a tuple, shared with the decoder's other messages of the same names);
+    header, name (a list) and effort are made on first read and kept."""
 
-    __slots__ = ("header", "name", "position", "velocity", "effort", "stamp_ns", "names")
+    __slots__ = ("position", "velocity", "stamp_ns", "names", "_stamp", "_layout", "_types", "_header", "_name",
+                 "_effort")
 
-    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any], stamp_ns: int, names: tuple[str, ...]):
-        super().__init__(cls, cdr, {}, fields)
-        for name, value in fields.items():
-            setattr(self, name, value)
-        self.stamp_ns, self.names = stamp_ns, names
+    def __init__(self, cls: type, cdr: bytes, stamp: tuple[int, int], layout: _Layout, names: tuple[str, ...],
+                 types: tuple[type, type]):
+        super().__init__(cls, cdr, {}, {})
+        (n0, at0), (n1, at1), _ = layout.arrays
+        self.position, self.velocity = np.frombuffer(cdr, _F64, n0, at0), np.frombuffer(cdr, _F64, n1, at1)
+        self.stamp_ns, self.names = stamp[0] * NS_PER_S + stamp[1], names
+        self._stamp, self._layout, self._types = stamp, layout, types
+        self._header = self._name = self._effort = None
+
+    @property
+    def header(self) -> Any:
+        """The rosbags ``std_msgs/Header`` (made once)."""
+        if self._header is None:
+            header, time = self._types
+            self._header = header(time(*self._stamp), self._layout.frame_id)
+        return self._header
+
+    @property
+    def name(self) -> list[str]:
+        """The joint names as a list (made once)."""
+        if self._name is None:
+            self._name = list(self.names)
+        return self._name
+
+    @property
+    def effort(self) -> np.ndarray:
+        """The efforts: a float64 view of the bytes (made once)."""
+        if self._effort is None:
+            self._effort = np.frombuffer(self.cdr, _F64, *self._layout.arrays[2])
+        return self._effort
+
+    @property
+    def message(self) -> Any:
+        """The rosbags JointState object (built on first use)."""
+        if self._message is None:
+            self._message = self._cls(self.header, self.name, self.position, self.velocity, self.effort)
+        return self._message
 
 
 class _LittleEndianDecoder:
@@ -91,23 +125,18 @@ class JointStateDecoder(_LittleEndianDecoder):
 
     def __init__(self):
         self._cls = message_class(JOINT_STATE)
-        self._header = message_class("std_msgs/msg/Header")
-        self._time = message_class("builtin_interfaces/msg/Time")
+        self._types = (message_class("std_msgs/msg/Header"), message_class("builtin_interfaces/msg/Time"))
         self._names_bytes = b""
         self._names: tuple[str, ...] = ()
         self._layout: _Layout | None = None
 
     def _decode(self, data: bytes) -> DecodedMessage:
-        sec, nanosec = _STAMP.unpack_from(data, 4)
+        stamp = _STAMP.unpack_from(data, 4)
         layout = self._layout
         if layout is None or not (data.startswith(layout.head, 12) and len(data) >= layout.end
                                   and layout.counts.unpack_from(data, layout.counts_at) == layout.values):
             layout = self._layout = self._walk(data)
-        (n0, at0), (n1, at1), (n2, at2) = layout.arrays
-        header = self._header(self._time(sec, nanosec), layout.frame_id)
-        fields = {"header": header, "name": list(self._names), "position": np.frombuffer(data, _F64, n0, at0),
-                  "velocity": np.frombuffer(data, _F64, n1, at1), "effort": np.frombuffer(data, _F64, n2, at2)}
-        return DecodedMessage(self._cls, data, fields, sec * NS_PER_S + nanosec, self._names)
+        return DecodedMessage(self._cls, data, stamp, layout, self._names, self._types)
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
