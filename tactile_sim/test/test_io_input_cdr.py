@@ -204,6 +204,8 @@ def test_tf_decoder_reuses_the_layout_of_repeated_frames_and_walks_other_bytes()
         decoded = decoder.decode(data)
         assert decoded.message == deserialize_cdr(data, TF_MESSAGE)  # every stamp, frame and float
         assert decoded.frames == tuple(frames) and decoded.values.shape == (len(frames), 7)
+        assert decoded.parents == tuple(p.lstrip("/") for p, _ in frames)  # TF names: tf2 drops a leading '/'
+        assert decoded.children == tuple(c for _, c in frames)
         layouts.append(object.__getattribute__(decoder, "_layout"))
     # reused for the frames of the message before, walked for other frame bytes or counts
     assert [layouts[k] is layouts[k - 1] for k in range(1, 7)] == [True, False, False, False, False, False]

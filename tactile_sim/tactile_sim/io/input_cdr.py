@@ -197,19 +197,26 @@ def sequence_count(data: bytes) -> int | None:
     return _U32.unpack_from(data, 4)[0]
 
 
+def frame_name(frame_id: str) -> str:
+    """A TF frame id without the leading '/' that ROS 1 style publishers add (tf2 ignores it too)."""
+    return frame_id[1:] if frame_id.startswith("/") else frame_id
+
+
 class DecodedTFMessage(WireMessage):
-    """A TFMessage decoded from its bytes into what the node's TF input reads every tick: ``frames`` ((header.frame_id,
-    child_frame_id) of each transform), ``stamps`` (sec, nanosec of each transform, flat: transform k's at 2k, 2k + 1)
-    and ``values`` ([n, 7] float64 array of its own: translation (x, y, z) m, rotation (x, y, z, w)). The rosbags
+    """A TFMessage decoded from its bytes into what the node's TF input reads every tick: ``parents`` and ``children``
+    (the TF names of each transform's header.frame_id and child_frame_id: :func:`frame_name`), ``stamps`` (sec,
+    nanosec of each transform, flat: transform k's at 2k, 2k + 1) and ``values`` ([n, 7] float64 array of its own:
+    translation (x, y, z) m, rotation (x, y, z, w)); ``frames``: the (frame_id, child_frame_id) as sent. The rosbags
     ``geometry_msgs/TransformStamped`` objects (``transforms``) are built from them on first access (a copy to another
     bag writes the bytes as they are and reads neither)."""
 
-    __slots__ = ("frames", "stamps", "values", "_types", "_transforms")
+    __slots__ = ("frames", "parents", "children", "stamps", "values", "_types", "_transforms")
 
-    def __init__(self, cls: type, cdr: bytes, frames: tuple[tuple[str, str], ...], stamps: tuple[int, ...],
-                 values: np.ndarray, types: tuple[type, ...]):
+    def __init__(self, cls: type, cdr: bytes, layout: _TFLayout, stamps: tuple[int, ...], values: np.ndarray,
+                 types: tuple[type, ...]):
         super().__init__(cls, cdr, {}, {})
-        self.frames, self.stamps, self.values, self._types, self._transforms = frames, stamps, values, types, None
+        self.frames, self.parents, self.children = layout.frames, layout.parents, layout.children
+        self.stamps, self.values, self._types, self._transforms = stamps, values, types, None
 
     def stamps_ns(self) -> list[int]:
         """The header stamp (ns) of each transform."""
@@ -239,13 +246,15 @@ class _TFLayout(NamedTuple):
     """Where the fields of a TFMessage's bytes lie, for the next message of as many transforms whose frame ids agree
     (a publisher repeats its frames): count: the number of transforms; heads: (byte offset, bytes) of each
     transform's frame ids (their lengths, the strings and the padding between), which fix every other offset;
-    frames: the decoded frame ids; stamps: reads every (sec, nanosec) in one call; index: [count, 7] positions of
+    frames: the decoded frame ids; parents, children: their TF names (:func:`frame_name`); stamps: reads every (sec, nanosec) in one call; index: [count, 7] positions of
     the float64 values in the float64 view of the bytes from byte 4 (CDR aligns them there); end: the byte after
     the last value."""
 
     count: int
     heads: tuple[tuple[int, bytes], ...]
     frames: tuple[tuple[str, str], ...]
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
     stamps: struct.Struct
     index: np.ndarray
     end: int
@@ -271,7 +280,7 @@ class TFMessageDecoder(_LittleEndianDecoder):
                 all(data.startswith(head, at) for at, head in layout.heads):
             layout = self._layout = self._walk(data, count)
         values = np.frombuffer(data, _F64, (layout.end - 4) // 8, 4)[layout.index]
-        return DecodedTFMessage(self._cls, data, layout.frames, layout.stamps.unpack_from(data), values, self._types)
+        return DecodedTFMessage(self._cls, data, layout, layout.stamps.unpack_from(data), values, self._types)
 
     @staticmethod
     def _walk(data: bytes, count: int) -> _TFLayout:
@@ -297,4 +306,5 @@ class TFMessageDecoder(_LittleEndianDecoder):
             raise struct.error(f"the values of transform {count - 1} end at byte {pos}")
         gaps = "".join(f"{at - end}xiI" for at, end in zip(stamp_at, [0] + [at + 8 for at in stamp_at]))
         index = (np.array(value_at, dtype=np.intp)[:, None] - 4) // 8 + np.arange(7)
-        return _TFLayout(count, tuple(heads), tuple(frames), struct.Struct("<" + gaps), index, pos)
+        return _TFLayout(count, tuple(heads), tuple(frames), tuple(frame_name(parent) for parent, _ in frames),
+                         tuple(frame_name(child) for _, child in frames), struct.Struct("<" + gaps), index, pos)

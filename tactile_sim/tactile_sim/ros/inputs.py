@@ -11,11 +11,12 @@ sample before the message changes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.input_cdr import DecodedMessage, DecodedTFMessage
+from ..io.input_cdr import DecodedMessage, DecodedTFMessage, frame_name
 from ..io.stamps import ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
 
 
@@ -42,11 +43,6 @@ class TransformSample(NamedTuple):
     rotation: np.ndarray
 
 
-def frame_name(frame_id: str) -> str:
-    """A TF frame id without the leading '/' that ROS 1 style publishers add (tf2 ignores it too)."""
-    return frame_id[1:] if frame_id.startswith("/") else frame_id
-
-
 def decode_joint_state(msg: Any) -> JointStateSample:
     """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object, or a
     :class:`~..io.input_cdr.DecodedMessage`, whose stamp, names and float64 arrays are taken as they are)."""
@@ -68,8 +64,8 @@ class TransformBatch(NamedTuple):
     takes: parents, children (frame names), stamps (s) and values [n, 7] float64 (translation (x, y, z) m,
     quaternion (x, y, z, w)), as received."""
 
-    parents: list[str]
-    children: list[str]
+    parents: Sequence[str]
+    children: Sequence[str]
     stamps: list[float]
     values: np.ndarray
 
@@ -84,9 +80,7 @@ def decode_tf_batch(msg: Any) -> TransformBatch:
     :class:`~..io.input_cdr.DecodedTFMessage`, whose frames, stamps and values are read without building its transform
     objects); the same frames (leading '/' dropped), stamps and values, bit for bit, as :func:`decode_tf_message`."""
     if isinstance(msg, DecodedTFMessage):
-        frames = msg.frames
-        return TransformBatch([frame_name(parent) for parent, _ in frames], [frame_name(child) for _, child in frames],
-                              [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
+        return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
     transforms = msg.transforms
     values = np.array([(t.x, t.y, t.z, q.x, q.y, q.z, q.w) for t, q in
                        ((tr.transform.translation, tr.transform.rotation) for tr in transforms)], dtype=np.float64)

@@ -24,7 +24,7 @@ directly with rosbags messages or plain samples (:mod:`.inputs`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -410,7 +410,7 @@ class NodeCore:
                 self._static[transforms[k].child] = transforms[k]
         return len(stored)
 
-    def _stored(self, outcomes: list[bool | TFError], parents: list[str], children: list[str],
+    def _stored(self, outcomes: list[bool | TFError], parents: Sequence[str], children: Sequence[str],
                 stamps: list[float]) -> list[int]:
         """The indices of the transforms (parents, children, stamps s) that the TF buffer stored, given its outcome of
         each (True, False: older than the buffer, or the TFError raised); the others are dropped (counted, logged)."""
