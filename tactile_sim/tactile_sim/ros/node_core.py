@@ -458,13 +458,10 @@ class NodeCore:
             self.restart(f"time went backwards from {self._last_t:.6f} s to {t:.6f} s (simulation reset?)")
         elif self._last_t is not None and t == self._last_t:
             return None
-        inputs = {}
-        if self._pending_joints:
-            inputs["joint_pos"] = self._q
-            if self._all_qd_known:
-                inputs["joint_vel"] = self._qd
-        try:
-            state = self.suite.world.update(t, **inputs)
+        pending = self._pending_joints
+        try:  # positional (t, joint_pos, joint_vel): the held joints when a joint state came since the last update
+            state = self.suite.world.update(t, self._q if pending else None,
+                                            self._qd if pending and self._all_qd_known else None)
         except TFError as exc:
             needed = ", ".join(f"{self.world_frame} -> {f}" for f in self.tf_frames())
             self.waiting_for_tf = f"{exc} (needed: {needed})"
