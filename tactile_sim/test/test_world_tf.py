@@ -240,7 +240,7 @@ def test_set_transforms_stores_the_bits_of_set_transform_for_many_quaternions():
     assert tf.set_transforms(["world"] * n, children, [1.0] * n, values) == [True] * n
     for k in range(n):
         edge = tf._edges[children[k]]
-        assert edge.quats[-1].tobytes() == reference_quaternion(values[k, 3:]).tobytes()
+        assert edge.quat(-1).tobytes() == reference_quaternion(values[k, 3:]).tobytes()
         assert edge.trans[-1].tobytes() == values[k, :3].tobytes() and edge.stamps == [1.0]
 
 
@@ -267,4 +267,28 @@ def test_set_transforms_reports_each_transform_as_set_transform_does():
         assert got[0] is True and got[-1] is not True  # the buffer is full by then: TFFull
         assert many.revision == ones.revision and many.frames == ones.frames
         for frame in ("a", "d"):
-            assert [x.tobytes() for x in many._edges[frame].quats] == [x.tobytes() for x in ones._edges[frame].quats]
+            assert unit_quaternions(many, frame) == unit_quaternions(ones, frame)
+
+
+def unit_quaternions(tf, frame):
+    edge = tf._edges[frame]
+    return [edge.quat(i).tobytes() for i in range(len(edge.stamps))]
+
+
+def test_lookups_after_set_transforms_are_those_after_set_transform_bit_for_bit():
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(40, 4))
+    q *= (1 + rng.uniform(-1e-3, 1e-3, size=(40, 1))) / np.linalg.norm(q, axis=1)[:, None]
+    values = np.concatenate([rng.normal(size=(40, 3)), q], axis=1)
+    ones, many = TFBuffer(cache_time=0.25), TFBuffer(cache_time=0.25)
+    for k in range(0, 40, 2):  # messages of two transforms: world -> a, a -> b, 10 ms apart, older ones cut
+        stamp = 0.01 * k
+        for j, (parent, child) in enumerate([("world", "a"), ("a", "b")]):
+            ones.set_transform(parent, child, values[k + j, :3], stamp, quat=values[k + j, 3:])
+        assert many.set_transforms(["world", "a"], ["a", "b"], [stamp] * 2, values[k:k + 2]) == [True, True]
+        for time in (None, stamp, stamp - 0.005, stamp - 0.2):
+            if time is not None and time < 0:
+                continue
+            a, b = ones.lookup("world", "b", time), many.lookup("world", "b", time)
+            assert a.rot.tobytes() == b.rot.tobytes() and a.trans.tobytes() == b.trans.tobytes()
+    assert unit_quaternions(many, "b") == unit_quaternions(ones, "b") and len(many._edges["b"].stamps) == 13

@@ -54,22 +54,30 @@ class StampedTransform:
 @dataclass(eq=False)
 class _Edge:
     """One parent → child edge: its samples in time order (a static edge holds one) and ``version``, counting
-    the changes of its samples. Rotation matrices are made from the quaternions on first use (None until then):
-    most stored samples (a robot's link transforms on ``/tf``) are never looked up."""
+    the changes of its samples. Most stored samples (a robot's link transforms on ``/tf``) are never looked up, so a
+    sample's unit quaternion may be held as (quaternion, its norm) until first use (:meth:`quat`), and its rotation
+    matrix is made from the quaternion on first use (None until then)."""
 
     parent: str
     static: bool
     stamps: list[float] = field(default_factory=list)
-    quats: list[np.ndarray] = field(default_factory=list)  # (x, y, z, w), for slerp
+    quats: list[np.ndarray | tuple[np.ndarray, float]] = field(default_factory=list)  # (x, y, z, w), for slerp
     rots: list[np.ndarray | None] = field(default_factory=list)
     trans: list[np.ndarray] = field(default_factory=list)
     version: int = 0
+
+    def quat(self, i: int) -> np.ndarray:
+        """Unit quaternion (x, y, z, w) of sample i."""
+        q = self.quats[i]
+        if type(q) is tuple:  # (quaternion, norm): q / norm, the bits of check_quaternion's division
+            q = self.quats[i] = q[0] / q[1]
+        return q
 
     def rot(self, i: int) -> np.ndarray:
         """Rotation matrix (3, 3) of sample i."""
         r = self.rots[i]
         if r is None:
-            r = self.rots[i] = quat_to_matrix_np(self.quats[i])
+            r = self.rots[i] = quat_to_matrix_np(self.quat(i))
         return r
 
     def at(self, time: float | None, child: str) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +94,7 @@ class _Edge:
             return self.rot(i), self.trans[i]
         s0, s1 = self.stamps[i - 1], self.stamps[i]
         a = (time - s0) / (s1 - s0)
-        q = _slerp(self.quats[i - 1], self.quats[i], a)
+        q = _slerp(self.quat(i - 1), self.quat(i), a)
         return quat_to_matrix_np(q), (1 - a) * self.trans[i - 1] + a * self.trans[i]
 
 
@@ -164,34 +172,33 @@ class TFBuffer:
         transform, what :meth:`set_transform` returns or the TFError it raises (the others are stored all the same).
 
         The numbers of all n are checked at once (finite, quaternion norm 1 ± 1e-3; each norm the same float64 as
-        :func:`~..geometry.transforms.check_quaternion`'s, so the stored quaternions are bit for bit
+        :func:`~..geometry.transforms.check_quaternion`'s, so the unit quaternions are bit for bit
         :meth:`set_transform`'s); when one fails, each transform goes through :meth:`set_transform`, which names
-        the bad ones. The stored translations and quaternions are rows of arrays made here (values is not kept).
+        the bad ones. The samples are rows of ``values`` (as :meth:`set_transform` keeps a float64 translation as
+        given): do not modify it afterwards.
         """
-        n = len(values)
-        if not n:
+        if not len(values):
             return []
-        trans, quats = values[:, :3].copy(), values[:, 3:]
-        norms2 = np.vecdot(quats, quats)  # per row the BLAS dot of check_quaternion (the same bits)
+        trans, quats = values[:, :3], values[:, 3:]
+        norms = [math.sqrt(x) for x in np.vecdot(quats, quats).tolist()]  # per row check_quaternion's BLAS dot
         checked = (all(map(math.isfinite, trans.ravel().tolist())) and all(map(math.isfinite, stamps))
-                   and all(abs(math.sqrt(x) - 1.0) <= QUAT_NORM_TOL for x in norms2.tolist()))
-        if checked:
-            quats = quats / np.sqrt(norms2)[:, None]
+                   and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
         out = []
-        for parent, child, stamp, t, q in zip(parents, children, stamps, trans, quats, strict=True):  # rows
+        for parent, child, stamp, t, q, n in zip(parents, children, stamps, trans, quats, norms, strict=True):  # rows
             try:
                 if checked:
-                    out.append(self._store(parent, child, float(stamp), t, q, None, static))
+                    out.append(self._store(parent, child, float(stamp), t, (q, n), None, static))
                 else:
                     out.append(self.set_transform(parent, child, t, stamp, quat=q, static=static))
             except TFError as exc:
                 out.append(exc)
         return out
 
-    def _store(self, parent: str, child: str, stamp: float, t: np.ndarray, q: np.ndarray, r: np.ndarray | None,
-               static: bool) -> bool:
-        """Store a checked sample (stamp finite s, translation t (3,) m, unit quaternion q, its rotation matrix r or
-        None) as :meth:`set_transform` describes; the frame names and the edge are checked here."""
+    def _store(self, parent: str, child: str, stamp: float, t: np.ndarray, q: np.ndarray | tuple[np.ndarray, float],
+               r: np.ndarray | None, static: bool) -> bool:
+        """Store a checked sample (stamp finite s, translation t (3,) m, unit quaternion q or (quaternion, its norm),
+        its rotation matrix r or None) as :meth:`set_transform` describes; the frame names and the edge are checked
+        here."""
         edge = self._edges.get(child)
         if edge is None or edge.parent != parent or edge.static != static:
             edge = self._edge(parent, child, edge, static)
