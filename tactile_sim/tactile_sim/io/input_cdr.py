@@ -246,9 +246,9 @@ class _TFLayout(NamedTuple):
     """Where the fields of a TFMessage's bytes lie, for the next message of as many transforms whose frame ids agree
     (a publisher repeats its frames): count: the number of transforms; heads: (byte offset, bytes) of each
     transform's frame ids (their lengths, the strings and the padding between), which fix every other offset;
-    frames: the decoded frame ids; parents, children: their TF names (:func:`frame_name`); stamps: reads every (sec, nanosec) in one call; index: [count, 7] positions of
-    the float64 values in the float64 view of the bytes from byte 4 (CDR aligns them there); end: the byte after
-    the last value."""
+    frames: the decoded frame ids; parents, children: their TF names (:func:`frame_name`); stamps: reads every
+    (sec, nanosec) in one call; index: [count, 7] positions of the float64 values in the float64 view of the bytes
+    from byte 4 (CDR aligns them there); end: the byte after the last value."""
 
     count: int
     heads: tuple[tuple[int, bytes], ...]

@@ -82,8 +82,11 @@ def decode_tf_batch(msg: Any) -> TransformBatch:
     if isinstance(msg, DecodedTFMessage):
         return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
     transforms = msg.transforms
-    values = np.array([(t.x, t.y, t.z, q.x, q.y, q.z, q.w) for t, q in
-                       ((tr.transform.translation, tr.transform.rotation) for tr in transforms)], dtype=np.float64)
+    rows = []
+    for tr in transforms:
+        t, q = tr.transform.translation, tr.transform.rotation
+        rows.append((t.x, t.y, t.z, q.x, q.y, q.z, q.w))
+    values = np.array(rows, dtype=np.float64)
     return TransformBatch([frame_name(tr.header.frame_id) for tr in transforms],
                           [frame_name(tr.child_frame_id) for tr in transforms],
                           [time_msg_to_seconds(tr.header.stamp) for tr in transforms], values.reshape(-1, 7))
