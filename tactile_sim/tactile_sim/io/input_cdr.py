@@ -260,9 +260,15 @@ class _TFLayout(NamedTuple):
     end: int
 
 
+TF_LAYOUTS_KEPT = 4
+"""The most :class:`_TFLayout` s a :class:`TFMessageDecoder` keeps: those of the latest messages of different frames
+(several publishers share ``/tf``)."""
+
+
 class TFMessageDecoder(_LittleEndianDecoder):
     """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early. The
-    previous message's :class:`_TFLayout` is reused when the bytes agree with it: equal count, equal frame bytes."""
+    :class:`_TFLayout` of a recent message (the latest :data:`TF_LAYOUTS_KEPT` of different frames, most recent
+    first) is reused when the bytes agree with it: equal count, equal frame bytes."""
 
     type_name = TF_MESSAGE
 
@@ -271,14 +277,21 @@ class TFMessageDecoder(_LittleEndianDecoder):
         self._types = tuple(message_class(name) for name in (
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
             "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion"))
-        self._layout: _TFLayout | None = None
+        self._layouts: list[_TFLayout] = []
 
     def _decode(self, data: bytes) -> DecodedTFMessage:
         (count,) = _U32.unpack_from(data, 4)
-        layout = self._layout
-        if layout is None or layout.count != count or len(data) < layout.end or not \
-                all(data.startswith(head, at) for at, head in layout.heads):
-            layout = self._layout = self._walk(data, count)
+        size = len(data)
+        layouts = self._layouts
+        for i, layout in enumerate(layouts):
+            if layout.count == count and size >= layout.end and all(data.startswith(head, at)
+                                                                    for at, head in layout.heads):
+                if i:
+                    layouts.insert(0, layouts.pop(i))
+                break
+        else:
+            layout = self._walk(data, count)
+            self._layouts = [layout, *layouts[:TF_LAYOUTS_KEPT - 1]]
         values = np.frombuffer(data, _F64, (layout.end - 4) // 8, 4)[layout.index]
         return DecodedTFMessage(self._cls, data, layout, layout.stamps.unpack_from(data), values, self._types)
 
