@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tactile_sim.io.bag import BagReader, BagWriter
-from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
+from tactile_sim.io.input_cdr import JOINT_STATE, TF_LAYOUTS_KEPT, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.io.wire_message import WireMessage
 from tactile_sim.ros.inputs import (decode_joint_state, decode_tf_message, joint_state_stamp_ns, tf_stamps_ns,
@@ -184,3 +184,33 @@ def test_decoded_fields_are_plain_attributes_and_others_are_missing():
     assert tf.transforms == []
     with pytest.raises(AttributeError, match="TFMessage message has no field 'name'"):
         tf.name
+
+
+def test_tf_decoder_reuses_the_layouts_of_recent_frames_and_walks_other_bytes():
+    rng = np.random.default_rng(7)
+    decoder = TFMessageDecoder()
+
+    def message(frames, seed):
+        msg = tf_message(np.random.default_rng(seed), len(frames))
+        for tr, (parent, child) in zip(msg.transforms, frames):
+            tr.header.frame_id, tr.child_frame_id = parent, child
+        return serialize_cdr(msg)
+
+    robot = [("world", "base"), ("base", "finger_1"), ("/base", "finger_2")]
+    other = [("world", "base"), ("base", "finger_1"), ("/base", "finger_3")]  # other bytes, the same lengths
+    longer = [("world", "base"), ("base", "finger_11"), ("/base", "finger_2")]
+    seen = []
+    for frames in (robot, robot, other, robot, other, robot[:2], longer, [("odom", "cam")], robot, other):
+        data = message(frames, int(rng.integers(1 << 30)))
+        decoded = decoder.decode(data)
+        assert decoded.message == deserialize_cdr(data, TF_MESSAGE)  # every stamp, frame and float
+        assert decoded.frames == tuple(frames) and decoded.values.shape == (len(frames), 7)
+        assert decoded.parents == tuple(p.lstrip("/") for p, _ in frames)  # TF names: tf2 drops a leading '/'
+        assert decoded.children == tuple(c for _, c in frames)
+        seen.append(object.__getattribute__(decoder, "_layouts")[0])
+    # the layout of robot is made once and reused while it is one of the latest TF_LAYOUTS_KEPT (4); that of other
+    # too, until four other layouts came after it
+    assert [seen[k] is seen[0] for k in (1, 3, 8)] == [True, True, False] and seen[4] is seen[2]
+    assert seen[9] is not seen[2] and len(object.__getattribute__(decoder, "_layouts")) == TF_LAYOUTS_KEPT
+    with pytest.raises(ValueError, match="end inside the message"):
+        decoder.decode(data[:-8])  # a kept layout fits the frames, the bytes end early

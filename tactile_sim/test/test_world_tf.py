@@ -217,3 +217,78 @@ def test_latest_lookups_are_kept_until_their_chain_changes():
     tf.clear()
     with pytest.raises(TFError, match="unknown frame"):
         tf.lookup("world", "base")
+
+
+def reference_quaternion(q):
+    """What set_transform stored before set_transforms existed: q / ‖q‖, the norm from NumPy's 1-D dot."""
+    q = np.array(q, dtype=np.float64)
+    return q / math.sqrt(float(q.dot(q)))
+
+
+def test_set_transforms_stores_the_bits_of_set_transform_for_many_quaternions():
+    rng = np.random.default_rng(3)
+    n = 30_000
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    q[n // 3:2 * n // 3] *= 1 + rng.uniform(-1e-3, 1e-3, size=(n // 3, 1))  # near-unit, inside the tolerance
+    tiny, m = slice(2 * n // 3, n), n - 2 * n // 3
+    q[tiny, :2] = rng.uniform(-1e-300, 1e-300, size=(m, 2)) * rng.choice([1.0, 1e-10], size=(m, 2))
+    q[tiny] /= np.linalg.norm(q[tiny], axis=1)[:, None]  # denormal-ish components of a unit quaternion
+    values = np.concatenate([rng.normal(size=(n, 3)), q], axis=1)
+    children = [f"f{k}" for k in range(n)]
+    tf = TFBuffer(max_frames=n + 1)
+    assert tf.set_transforms(["world"] * n, children, [1.0] * n, values) == [True] * n
+    for k in range(n):
+        edge = tf._edges[children[k]]
+        assert edge.quat(-1).tobytes() == reference_quaternion(values[k, 3:]).tobytes()
+        assert edge.trans[-1].tobytes() == values[k, :3].tobytes() and edge.stamps == [1.0]
+
+
+def test_set_transforms_reports_each_transform_as_set_transform_does():
+    good = [0.0, 0.0, 0.0, 0.0, 0.0, math.sin(0.2), math.cos(0.2)]
+    rows = [("world", "a", good, 2.0), ("world", "b", [0.0, math.nan, 0.0] + good[3:], 2.0),
+            ("world", "c", good[:3] + [0.0, 0.0, 0.0, 1.1], 2.0), ("a", "world", good, 2.0), ("x", "a", good, 2.0),
+            ("world", "d", good, 0.5), ("world", "e", good, math.inf), ("d", "d", good, 2.0), ("world", "f", good, 2.0)]
+    for batch_values in (False, True):  # one bad value sends every row through set_transform; all good ones do not
+        ones = TFBuffer(cache_time=1.0, max_frames=2)
+        many = TFBuffer(cache_time=1.0, max_frames=2)
+        for tf in (ones, many):
+            tf.set_transform("world", "d", [0.0, 0.0, 0.0], 3.0, quat=[0.0, 0.0, 0.0, 1.0])
+        picked = rows if batch_values else [r for r in rows if r[1] not in "bce"]
+        expected = []
+        for parent, child, value, stamp in picked:
+            try:
+                expected.append(ones.set_transform(parent, child, value[:3], stamp, quat=value[3:]))
+            except TFError as exc:
+                expected.append(exc)
+        got = many.set_transforms([r[0] for r in picked], [r[1] for r in picked], [r[3] for r in picked],
+                                  np.array([r[2] for r in picked]))
+        assert [(type(g), str(g)) for g in got] == [(type(e), str(e)) for e in expected]
+        assert got[0] is True and got[-1] is not True  # the buffer is full by then: TFFull
+        assert many.revision == ones.revision and many.frames == ones.frames
+        for frame in ("a", "d"):
+            assert unit_quaternions(many, frame) == unit_quaternions(ones, frame)
+
+
+def unit_quaternions(tf, frame):
+    edge = tf._edges[frame]
+    return [edge.quat(i).tobytes() for i in range(len(edge.stamps))]
+
+
+def test_lookups_after_set_transforms_are_those_after_set_transform_bit_for_bit():
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(40, 4))
+    q *= (1 + rng.uniform(-1e-3, 1e-3, size=(40, 1))) / np.linalg.norm(q, axis=1)[:, None]
+    values = np.concatenate([rng.normal(size=(40, 3)), q], axis=1)
+    ones, many = TFBuffer(cache_time=0.25), TFBuffer(cache_time=0.25)
+    for k in range(0, 40, 2):  # messages of two transforms: world -> a, a -> b, 10 ms apart, older ones cut
+        stamp = 0.01 * k
+        for j, (parent, child) in enumerate([("world", "a"), ("a", "b")]):
+            ones.set_transform(parent, child, values[k + j, :3], stamp, quat=values[k + j, 3:])
+        assert many.set_transforms(["world", "a"], ["a", "b"], [stamp] * 2, values[k:k + 2]) == [True, True]
+        for time in (None, stamp, stamp - 0.005, stamp - 0.2):
+            if time is not None and time < 0:
+                continue
+            a, b = ones.lookup("world", "b", time), many.lookup("world", "b", time)
+            assert a.rot.tobytes() == b.rot.tobytes() and a.trans.tobytes() == b.trans.tobytes()
+    assert unit_quaternions(many, "b") == unit_quaternions(ones, "b") and len(many._edges["b"].stamps) == 13

@@ -9,9 +9,10 @@ the previous message's block, they are that block (a count, then length-prefixed
 end) and its decoded names are reused without walking them. A publisher also repeats its frame and its sequence
 lengths: when the bytes agree with the previous message's up to the end of the names, and its three sequence counts
 (read with one ``struct`` call at the previous message's offsets) are equal, the sequences lie where they lay, and
-only the stamp and the values are read. :class:`TFMessageDecoder` reads each transform's stamp,
-frames, translation and rotation with one ``struct`` call per field group into a plain tuple (a
-:class:`DecodedTFMessage` record, what the node's TF input reads); the rosbags transform objects are built only when
+only the stamp and the values are read. :class:`TFMessageDecoder` reads the frame ids, the stamps (one ``struct``
+call) and the translations and rotations (one [n, 7] float64 array) of a :class:`DecodedTFMessage`, what the node's
+TF input reads; a publisher repeats its frames, so when the frame bytes agree with the previous message's, every
+offset is that message's and the strings are not walked. The rosbags transform objects are built only when
 something reads ``transforms``. Message objects are built with positional arguments (rosbags' field order, which the
 tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
 (``decode`` returns None otherwise, the caller falls back to rosbags).
@@ -31,25 +32,57 @@ from .wire_message import WireMessage
 JOINT_STATE = "sensor_msgs/msg/JointState"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 _STAMP = struct.Struct("<iI")
-_VECTOR3 = struct.Struct("<3d")
-_QUATERNION = struct.Struct("<4d")
 _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
 
 
 class DecodedMessage(WireMessage):
-    """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are also plain attributes:
-    read every tick, they are found without the look-up of the fields a WireMessage does after a failed attribute
-    look-up. fields: every field's value; stamp_ns: the header stamp in ns; names: the names as a tuple (shared
-    with the decoder's other messages of the same names): what the node's joint-state input reads."""
+    """A :class:`~.wire_message.WireMessage` of decoded JointState bytes whose fields are plain attributes, found
+    without the look-up of the fields a WireMessage does after a failed attribute look-up. What the node's joint-state
+    input reads every tick is set by the decoder: position and velocity (float64 views of the bytes), stamp_ns (the
+    header stamp in ns) and names (the names as a tuple, shared with the decoder's other messages of the same names);
+    header, name (a list) and effort are made on first read and kept."""
 
-    __slots__ = ("header", "name", "position", "velocity", "effort", "stamp_ns", "names")
+    __slots__ = ("position", "velocity", "stamp_ns", "names", "_stamp", "_layout", "_types", "_header", "_name",
+                 "_effort")
 
-    def __init__(self, cls: type, cdr: bytes, fields: dict[str, Any], stamp_ns: int, names: tuple[str, ...]):
-        super().__init__(cls, cdr, {}, fields)
-        for name, value in fields.items():
-            setattr(self, name, value)
-        self.stamp_ns, self.names = stamp_ns, names
+    def __init__(self, cls: type, cdr: bytes, stamp: tuple[int, int], layout: _Layout, names: tuple[str, ...],
+                 types: tuple[type, type]):
+        super().__init__(cls, cdr, {}, {})
+        (n0, at0), (n1, at1), _ = layout.arrays
+        self.position, self.velocity = np.frombuffer(cdr, _F64, n0, at0), np.frombuffer(cdr, _F64, n1, at1)
+        self.stamp_ns, self.names = stamp[0] * NS_PER_S + stamp[1], names
+        self._stamp, self._layout, self._types = stamp, layout, types
+        self._header = self._name = self._effort = None
+
+    @property
+    def header(self) -> Any:
+        """The rosbags ``std_msgs/Header`` (made once)."""
+        if self._header is None:
+            header, time = self._types
+            self._header = header(time(*self._stamp), self._layout.frame_id)
+        return self._header
+
+    @property
+    def name(self) -> list[str]:
+        """The joint names as a list (made once)."""
+        if self._name is None:
+            self._name = list(self.names)
+        return self._name
+
+    @property
+    def effort(self) -> np.ndarray:
+        """The efforts: a float64 view of the bytes (made once)."""
+        if self._effort is None:
+            self._effort = np.frombuffer(self.cdr, _F64, *self._layout.arrays[2])
+        return self._effort
+
+    @property
+    def message(self) -> Any:
+        """The rosbags JointState object (built on first use)."""
+        if self._message is None:
+            self._message = self._cls(self.header, self.name, self.position, self.velocity, self.effort)
+        return self._message
 
 
 class _LittleEndianDecoder:
@@ -92,23 +125,18 @@ class JointStateDecoder(_LittleEndianDecoder):
 
     def __init__(self):
         self._cls = message_class(JOINT_STATE)
-        self._header = message_class("std_msgs/msg/Header")
-        self._time = message_class("builtin_interfaces/msg/Time")
+        self._types = (message_class("std_msgs/msg/Header"), message_class("builtin_interfaces/msg/Time"))
         self._names_bytes = b""
         self._names: tuple[str, ...] = ()
         self._layout: _Layout | None = None
 
     def _decode(self, data: bytes) -> DecodedMessage:
-        sec, nanosec = _STAMP.unpack_from(data, 4)
+        stamp = _STAMP.unpack_from(data, 4)
         layout = self._layout
         if layout is None or not (data.startswith(layout.head, 12) and len(data) >= layout.end
                                   and layout.counts.unpack_from(data, layout.counts_at) == layout.values):
             layout = self._layout = self._walk(data)
-        (n0, at0), (n1, at1), (n2, at2) = layout.arrays
-        header = self._header(self._time(sec, nanosec), layout.frame_id)
-        fields = {"header": header, "name": list(self._names), "position": np.frombuffer(data, _F64, n0, at0),
-                  "velocity": np.frombuffer(data, _F64, n1, at1), "effort": np.frombuffer(data, _F64, n2, at2)}
-        return DecodedMessage(self._cls, data, fields, sec * NS_PER_S + nanosec, self._names)
+        return DecodedMessage(self._cls, data, stamp, layout, self._names, self._types)
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
@@ -169,30 +197,41 @@ def sequence_count(data: bytes) -> int | None:
     return _U32.unpack_from(data, 4)[0]
 
 
-TFRecord = tuple[str, str, int, int, tuple[float, float, float], tuple[float, float, float, float]]
-"""One transform of a TFMessage as read from its bytes: (header.frame_id, child_frame_id, stamp sec, stamp nanosec,
-translation (x, y, z) m, rotation (x, y, z, w))."""
+def frame_name(frame_id: str) -> str:
+    """A TF frame id without the leading '/' that ROS 1 style publishers add (tf2 ignores it too)."""
+    return frame_id[1:] if frame_id.startswith("/") else frame_id
 
 
 class DecodedTFMessage(WireMessage):
-    """A TFMessage decoded from its bytes: ``records`` (one :data:`TFRecord` per transform) are read every tick,
-    ``transforms`` (rosbags ``geometry_msgs/TransformStamped`` objects) are built from them on first access (a copy
-    to another bag writes the bytes as they are and reads neither)."""
+    """A TFMessage decoded from its bytes into what the node's TF input reads every tick: ``parents`` and ``children``
+    (the TF names of each transform's header.frame_id and child_frame_id: :func:`frame_name`), ``stamps`` (sec,
+    nanosec of each transform, flat: transform k's at 2k, 2k + 1) and ``values`` ([n, 7] float64 array of its own:
+    translation (x, y, z) m, rotation (x, y, z, w)); ``frames``: the (frame_id, child_frame_id) as sent. The rosbags
+    ``geometry_msgs/TransformStamped`` objects (``transforms``) are built from them on first access (a copy to another
+    bag writes the bytes as they are and reads neither)."""
 
-    __slots__ = ("records", "_types", "_transforms")
+    __slots__ = ("frames", "parents", "children", "stamps", "values", "_types", "_transforms")
 
-    def __init__(self, cls: type, cdr: bytes, records: list[TFRecord], types: tuple[type, ...]):
+    def __init__(self, cls: type, cdr: bytes, layout: _TFLayout, stamps: tuple[int, ...], values: np.ndarray,
+                 types: tuple[type, ...]):
         super().__init__(cls, cdr, {}, {})
-        self.records, self._types, self._transforms = records, types, None
+        self.frames, self.parents, self.children = layout.frames, layout.parents, layout.children
+        self.stamps, self.values, self._types, self._transforms = stamps, values, types, None
+
+    def stamps_ns(self) -> list[int]:
+        """The header stamp (ns) of each transform."""
+        stamps = self.stamps
+        return [sec * NS_PER_S + nanosec for sec, nanosec in zip(stamps[0::2], stamps[1::2])]
 
     @property
     def transforms(self) -> list[Any]:
-        """The rosbags ``geometry_msgs/TransformStamped`` of every record (built once)."""
+        """The rosbags ``geometry_msgs/TransformStamped`` of every transform (built once)."""
         if self._transforms is None:
             stamped, header, time, transform, vector3, quaternion = self._types
-            self._transforms = [stamped(header(time(sec, nanosec), frame_id), child,
-                                        transform(vector3(*translation), quaternion(*rotation)))
-                                for frame_id, child, sec, nanosec, translation, rotation in self.records]
+            stamps = self.stamps
+            self._transforms = [stamped(header(time(stamps[2 * k], stamps[2 * k + 1]), frame_id), child,
+                                        transform(vector3(*row[:3]), quaternion(*row[3:])))
+                                for k, ((frame_id, child), row) in enumerate(zip(self.frames, self.values.tolist()))]
         return self._transforms
 
     @property
@@ -203,8 +242,33 @@ class DecodedTFMessage(WireMessage):
         return self._message
 
 
+class _TFLayout(NamedTuple):
+    """Where the fields of a TFMessage's bytes lie, for the next message of as many transforms whose frame ids agree
+    (a publisher repeats its frames): count: the number of transforms; heads: (byte offset, bytes) of each
+    transform's frame ids (their lengths, the strings and the padding between), which fix every other offset;
+    frames: the decoded frame ids; parents, children: their TF names (:func:`frame_name`); stamps: reads every
+    (sec, nanosec) in one call; index: [count, 7] positions of the float64 values in the float64 view of the bytes
+    from byte 4 (CDR aligns them there); end: the byte after the last value."""
+
+    count: int
+    heads: tuple[tuple[int, bytes], ...]
+    frames: tuple[tuple[str, str], ...]
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    stamps: struct.Struct
+    index: np.ndarray
+    end: int
+
+
+TF_LAYOUTS_KEPT = 4
+"""The most :class:`_TFLayout` s a :class:`TFMessageDecoder` keeps: those of the latest messages of different frames
+(several publishers share ``/tf``)."""
+
+
 class TFMessageDecoder(_LittleEndianDecoder):
-    """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early."""
+    """Decodes TFMessage CDR bytes into a :class:`DecodedTFMessage`; raises ValueError for bytes that end early. The
+    :class:`_TFLayout` of a recent message (the latest :data:`TF_LAYOUTS_KEPT` of different frames, most recent
+    first) is reused when the bytes agree with it: equal count, equal frame bytes."""
 
     type_name = TF_MESSAGE
 
@@ -213,21 +277,47 @@ class TFMessageDecoder(_LittleEndianDecoder):
         self._types = tuple(message_class(name) for name in (
             "geometry_msgs/msg/TransformStamped", "std_msgs/msg/Header", "builtin_interfaces/msg/Time",
             "geometry_msgs/msg/Transform", "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Quaternion"))
+        self._layouts: list[_TFLayout] = []
 
     def _decode(self, data: bytes) -> DecodedTFMessage:
         (count,) = _U32.unpack_from(data, 4)
+        size = len(data)
+        layouts = self._layouts
+        for i, layout in enumerate(layouts):
+            if layout.count == count and size >= layout.end and all(data.startswith(head, at)
+                                                                    for at, head in layout.heads):
+                if i:
+                    layouts.insert(0, layouts.pop(i))
+                break
+        else:
+            layout = self._walk(data, count)
+            self._layouts = [layout, *layouts[:TF_LAYOUTS_KEPT - 1]]
+        values = np.frombuffer(data, _F64, (layout.end - 4) // 8, 4)[layout.index]
+        return DecodedTFMessage(self._cls, data, layout, layout.stamps.unpack_from(data), values, self._types)
+
+    @staticmethod
+    def _walk(data: bytes, count: int) -> _TFLayout:
+        """The :class:`_TFLayout` of ``data`` (``count`` transforms) read field by field."""
         pos = 8
-        records = []
+        heads, frames, stamp_at, value_at = [], [], [], []
         for _ in range(count):
             pos = aligned(pos, 4)
-            sec, nanosec = _STAMP.unpack_from(data, pos)
-            (size,) = _U32.unpack_from(data, pos + 8)
-            frame_id = data[pos + 12:pos + 12 + size - 1].decode()
-            pos = aligned(pos + 12 + size, 4)
+            stamp_at.append(pos)
+            head = pos + 8
+            (size,) = _U32.unpack_from(data, head)
+            frame_id = data[head + 4:head + 4 + size - 1].decode()
+            pos = aligned(head + 4 + size, 4)
             (size,) = _U32.unpack_from(data, pos)
             child = data[pos + 4:pos + 4 + size - 1].decode()
-            pos = aligned(pos + 4 + size, 8)
-            records.append((frame_id, child, sec, nanosec, _VECTOR3.unpack_from(data, pos),
-                            _QUATERNION.unpack_from(data, pos + 24)))
+            pos += 4 + size
+            heads.append((head, data[head:pos]))
+            frames.append((frame_id, child))
+            pos = aligned(pos, 8)
+            value_at.append(pos)
             pos += 56
-        return DecodedTFMessage(self._cls, data, records, self._types)
+        if pos > len(data):
+            raise struct.error(f"the values of transform {count - 1} end at byte {pos}")
+        gaps = "".join(f"{at - end}xiI" for at, end in zip(stamp_at, [0] + [at + 8 for at in stamp_at]))
+        index = (np.array(value_at, dtype=np.intp)[:, None] - 4) // 8 + np.arange(7)
+        return _TFLayout(count, tuple(heads), tuple(frames), tuple(frame_name(parent) for parent, _ in frames),
+                         tuple(frame_name(child) for _, child in frames), struct.Struct("<" + gaps), index, pos)

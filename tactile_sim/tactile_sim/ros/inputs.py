@@ -3,7 +3,7 @@
 The decoders read only message fields (``header.stamp``, ``name``, ``position``, ...), which rclpy messages and the
 rosbags message classes of :mod:`tactile_sim.io.msg_types` share, so one decoder serves the live node, bags and
 tests; messages decoded from CDR by :mod:`tactile_sim.io.input_cdr` (bags, raw DDS ``/tf``) are read from what that
-decoding already holds (stamps in ns, names as a tuple, transforms as plain records), to the same samples. They
+decoding already holds (stamps in ns, names as a tuple, transforms as arrays), to the same samples. They
 convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
 state's arrays may share the message's memory (a float64 array is taken as it is, once per message): consume a
 sample before the message changes.
@@ -11,12 +11,13 @@ sample before the message changes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.input_cdr import DecodedMessage, DecodedTFMessage
-from ..io.stamps import NS_PER_S, ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
+from ..io.input_cdr import DecodedMessage, DecodedTFMessage, frame_name
+from ..io.stamps import ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
 
 
 class JointStateSample(NamedTuple):
@@ -42,11 +43,6 @@ class TransformSample(NamedTuple):
     rotation: np.ndarray
 
 
-def frame_name(frame_id: str) -> str:
-    """A TF frame id without the leading '/' that ROS 1 style publishers add (tf2 ignores it too)."""
-    return frame_id[1:] if frame_id.startswith("/") else frame_id
-
-
 def decode_joint_state(msg: Any) -> JointStateSample:
     """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object, or a
     :class:`~..io.input_cdr.DecodedMessage`, whose stamp, names and float64 arrays are taken as they are)."""
@@ -63,34 +59,57 @@ def joint_state_stamp_ns(msg: Any) -> int:
     return msg.stamp_ns if isinstance(msg, DecodedMessage) else time_msg_to_ns(msg.header.stamp)
 
 
-def decode_tf_message(msg: Any) -> list[TransformSample]:
-    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object, or a
-    :class:`~..io.input_cdr.DecodedTFMessage`, whose records are read without building its transform objects)."""
+class TransformBatch(NamedTuple):
+    """The transforms of one ``tf2_msgs/TFMessage`` in the form :meth:`~..world.tf_buffer.TFBuffer.set_transforms`
+    takes: parents, children (frame names), stamps (s) and values [n, 7] float64 (translation (x, y, z) m,
+    quaternion (x, y, z, w)), as received."""
+
+    parents: Sequence[str]
+    children: Sequence[str]
+    stamps: list[float]
+    values: np.ndarray
+
+    def sample(self, k: int) -> TransformSample:
+        """Transform k as a :class:`TransformSample` (its arrays are views of ``values``)."""
+        row = self.values[k]
+        return TransformSample(self.parents[k], self.children[k], self.stamps[k], row[:3], row[3:])
+
+
+def decode_tf_batch(msg: Any) -> TransformBatch:
+    """:class:`TransformBatch` of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object, or a
+    :class:`~..io.input_cdr.DecodedTFMessage`, whose frames, stamps and values are read without building its transform
+    objects); the same frames (leading '/' dropped), stamps and values, bit for bit, as :func:`decode_tf_message`."""
     if isinstance(msg, DecodedTFMessage):
-        return [TransformSample(frame_name(parent), frame_name(child), ns_to_seconds(sec * NS_PER_S + nanosec),
-                                np.array(translation), np.array(rotation))
-                for parent, child, sec, nanosec, translation, rotation in msg.records]
-    out = []
-    for tr in msg.transforms:
-        header, pose = tr.header, tr.transform
-        t, q = pose.translation, pose.rotation
-        out.append(TransformSample(frame_name(header.frame_id), frame_name(tr.child_frame_id),
-                                   time_msg_to_seconds(header.stamp), np.array([t.x, t.y, t.z], dtype=np.float64),
-                                   np.array([q.x, q.y, q.z, q.w], dtype=np.float64)))
-    return out
+        return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
+    transforms = msg.transforms
+    rows = []
+    for tr in transforms:
+        t, q = tr.transform.translation, tr.transform.rotation
+        rows.append((t.x, t.y, t.z, q.x, q.y, q.z, q.w))
+    values = np.array(rows, dtype=np.float64)
+    return TransformBatch([frame_name(tr.header.frame_id) for tr in transforms],
+                          [frame_name(tr.child_frame_id) for tr in transforms],
+                          [time_msg_to_seconds(tr.header.stamp) for tr in transforms], values.reshape(-1, 7))
+
+
+def decode_tf_message(msg: Any) -> list[TransformSample]:
+    """:class:`TransformSample` of every transform of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_batch` reads
+    it)."""
+    batch = decode_tf_batch(msg)
+    return [batch.sample(k) for k in range(len(batch.parents))]
 
 
 def tf_transform_count(msg: Any) -> int:
-    """The number of transforms of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_message` takes it), read without
+    """The number of transforms of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_batch` takes it), read without
     decoding them."""
-    return len(msg.records) if isinstance(msg, DecodedTFMessage) else len(msg.transforms)
+    return len(msg.frames) if isinstance(msg, DecodedTFMessage) else len(msg.transforms)
 
 
 def tf_stamps_ns(msg: Any) -> list[int]:
-    """The header stamps (ns) of every transform of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_message` takes
+    """The header stamps (ns) of every transform of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_batch` takes
     it)."""
     if isinstance(msg, DecodedTFMessage):
-        return [sec * NS_PER_S + nanosec for _, _, sec, nanosec, _, _ in msg.records]
+        return msg.stamps_ns()
     return [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]
 
 

@@ -24,7 +24,7 @@ directly with rosbags messages or plain samples (:mod:`.inputs`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,7 +45,7 @@ from ..suite import SensorSuite
 from ..world.state import WorldState
 from ..world.tf_buffer import TFBuffer, TFError, TFFull
 from ..world.urdf import RobotModel
-from .inputs import JointStateSample, TransformSample, decode_tf_message, tf_transform_count
+from .inputs import JointStateSample, TransformSample, decode_tf_batch, tf_transform_count
 from .name_tally import NAMES_SHOWN, NameTally, listed
 from .node_params import SPECS, TOPIC_TOKEN, NodeParams
 from .realtime import Scheduling
@@ -367,11 +367,18 @@ class NodeCore:
         return True
 
     def on_tf_message(self, msg: Any, static: bool = False) -> int:
-        """Store the transforms of a ``tf2_msgs/TFMessage`` object (see :meth:`on_tf`); one with more than
-        :data:`MAX_TRANSFORMS_PER_MESSAGE` transforms is dropped whole (``tf.too_many_transforms``)."""
+        """Store the transforms of a ``tf2_msgs/TFMessage`` object (see :meth:`on_tf`), checked at once
+        (:meth:`~..world.tf_buffer.TFBuffer.set_transforms`); one with more than :data:`MAX_TRANSFORMS_PER_MESSAGE`
+        transforms is dropped whole (``tf.too_many_transforms``)."""
         if self._too_many_transforms(tf_transform_count(msg)):
             return 0
-        return self.on_tf(decode_tf_message(msg), static)
+        batch = decode_tf_batch(msg)
+        outcomes = self.tf.set_transforms(batch.parents, batch.children, batch.stamps, batch.values, static)
+        stored = self._stored(outcomes, batch.parents, batch.children, batch.stamps)
+        if static:
+            for k in stored:
+                self._static[batch.children[k]] = batch.sample(k)
+        return len(stored)
 
     def on_tf_cdr(self, data: bytes, static: bool = False) -> int:
         """:meth:`on_tf_message` of TFMessage CDR bytes: the transform count is read first, so that an oversized
@@ -389,24 +396,35 @@ class NodeCore:
     def on_tf(self, transforms: list[TransformSample], static: bool = False) -> int:
         """Store transforms (``/tf`` or ``/tf_static``); returns how many were stored. Invalid ones (NaN,
         non-unit quaternion, a second parent, a loop) are dropped."""
-        stored = 0
+        outcomes = []
         for tr in transforms:
             try:
-                ok = self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation,
-                                           static=static)
-            except TFFull as exc:
-                self._drop("tf.too_many_frames", f"dropped a transform: {exc}")
-                continue
+                outcomes.append(self.tf.set_transform(tr.parent, tr.child, tr.translation, tr.stamp, quat=tr.rotation,
+                                                      static=static))
             except TFError as exc:
-                self._drop("tf.invalid", f"dropped a transform: {exc}")
-                continue
-            if not ok:
-                self._drop("tf.too_old", f"dropped a transform {tr.parent!r} -> {tr.child!r} at t = {tr.stamp:.6f} s, "
-                                         f"older than the {self.tf.cache_time:g} s buffer")
-                continue
-            if static:
-                self._static[tr.child] = tr
-            stored += 1
+                outcomes.append(exc)
+        stored = self._stored(outcomes, [tr.parent for tr in transforms], [tr.child for tr in transforms],
+                              [tr.stamp for tr in transforms])
+        if static:
+            for k in stored:
+                self._static[transforms[k].child] = transforms[k]
+        return len(stored)
+
+    def _stored(self, outcomes: list[bool | TFError], parents: Sequence[str], children: Sequence[str],
+                stamps: list[float]) -> list[int]:
+        """The indices of the transforms (parents, children, stamps s) that the TF buffer stored, given its outcome of
+        each (True, False: older than the buffer, or the TFError raised); the others are dropped (counted, logged)."""
+        stored = []
+        for k, ok in enumerate(outcomes):
+            if ok is True:
+                stored.append(k)
+            elif ok is False:
+                self._drop("tf.too_old", f"dropped a transform {parents[k]!r} -> {children[k]!r} at t = "
+                                         f"{stamps[k]:.6f} s, older than the {self.tf.cache_time:g} s buffer")
+            elif isinstance(ok, TFFull):
+                self._drop("tf.too_many_frames", f"dropped a transform: {ok}")
+            else:
+                self._drop("tf.invalid", f"dropped a transform: {ok}")
         return stored
 
     # ------------------------------------------------------------------ update
@@ -440,13 +458,10 @@ class NodeCore:
             self.restart(f"time went backwards from {self._last_t:.6f} s to {t:.6f} s (simulation reset?)")
         elif self._last_t is not None and t == self._last_t:
             return None
-        inputs = {}
-        if self._pending_joints:
-            inputs["joint_pos"] = self._q
-            if self._all_qd_known:
-                inputs["joint_vel"] = self._qd
-        try:
-            state = self.suite.world.update(t, **inputs)
+        pending = self._pending_joints
+        try:  # positional (t, joint_pos, joint_vel): the held joints when a joint state came since the last update
+            state = self.suite.world.update(t, self._q if pending else None,
+                                            self._qd if pending and self._all_qd_known else None)
         except TFError as exc:
             needed = ", ".join(f"{self.world_frame} -> {f}" for f in self.tf_frames())
             self.waiting_for_tf = f"{exc} (needed: {needed})"

@@ -14,11 +14,13 @@ from __future__ import annotations
 import bisect
 import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from ..constants import QUAT_NORM_TOL
 from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np, scan_finite
 
 
@@ -52,22 +54,30 @@ class StampedTransform:
 @dataclass(eq=False)
 class _Edge:
     """One parent → child edge: its samples in time order (a static edge holds one) and ``version``, counting
-    the changes of its samples. Rotation matrices are made from the quaternions on first use (None until then):
-    most stored samples (a robot's link transforms on ``/tf``) are never looked up."""
+    the changes of its samples. Most stored samples (a robot's link transforms on ``/tf``) are never looked up, so a
+    sample's unit quaternion may be held as (quaternion, its norm) until first use (:meth:`quat`), and its rotation
+    matrix is made from the quaternion on first use (None until then)."""
 
     parent: str
     static: bool
     stamps: list[float] = field(default_factory=list)
-    quats: list[np.ndarray] = field(default_factory=list)  # (x, y, z, w), for slerp
+    quats: list[np.ndarray | tuple[np.ndarray, float]] = field(default_factory=list)  # (x, y, z, w), for slerp
     rots: list[np.ndarray | None] = field(default_factory=list)
     trans: list[np.ndarray] = field(default_factory=list)
     version: int = 0
+
+    def quat(self, i: int) -> np.ndarray:
+        """Unit quaternion (x, y, z, w) of sample i."""
+        q = self.quats[i]
+        if type(q) is tuple:  # (quaternion, norm): q / norm, the bits of check_quaternion's division
+            q = self.quats[i] = q[0] / q[1]
+        return q
 
     def rot(self, i: int) -> np.ndarray:
         """Rotation matrix (3, 3) of sample i."""
         r = self.rots[i]
         if r is None:
-            r = self.rots[i] = quat_to_matrix_np(self.quats[i])
+            r = self.rots[i] = quat_to_matrix_np(self.quat(i))
         return r
 
     def at(self, time: float | None, child: str) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +94,7 @@ class _Edge:
             return self.rot(i), self.trans[i]
         s0, s1 = self.stamps[i - 1], self.stamps[i]
         a = (time - s0) / (s1 - s0)
-        q = _slerp(self.quats[i - 1], self.quats[i], a)
+        q = _slerp(self.quat(i - 1), self.quat(i), a)
         return quat_to_matrix_np(q), (1 - a) * self.trans[i - 1] + a * self.trans[i]
 
 
@@ -104,6 +114,14 @@ def _slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
 def _where(parent: str, child: str) -> str:
     """How error messages name the edge parent → child."""
     return f"TF {parent!r} -> {child!r}"
+
+
+def _check_names(parent: str, child: str) -> None:
+    """TFError unless parent and child are two different non-empty strings."""
+    if not parent or not child or not isinstance(parent, str) or not isinstance(child, str):
+        raise TFError(f"{_where(parent, child)}: frame names must be non-empty strings")
+    if parent == child:
+        raise TFError(f"{_where(parent, child)}: a frame cannot be its own parent")
 
 
 class TFBuffer:
@@ -136,10 +154,7 @@ class TFBuffer:
         Returns False (nothing stored) for a dynamic sample older than the buffer span of that edge; raises TFError
         for invalid values, a second parent, a loop, or a static/dynamic mismatch on an existing edge.
         """
-        if not parent or not child or not isinstance(parent, str) or not isinstance(child, str):
-            raise TFError(f"{_where(parent, child)}: frame names must be non-empty strings")
-        if parent == child:
-            raise TFError(f"{_where(parent, child)}: a frame cannot be its own parent")
+        _check_names(parent, child)
         stamp = float(stamp)
         if not math.isfinite(stamp):
             raise TFError(f"{_where(parent, child)}: stamp must be finite; got {stamp}")
@@ -148,19 +163,45 @@ class TFBuffer:
             raise TFError(f"{_where(parent, child)}: translation must be 3 finite numbers (m); got "
                           f"{np.asarray(trans).tolist()}")
         q, r = self._rotation(rot, quat, parent, child)
+        return self._store(parent, child, stamp, t, q, r, static)
+
+    def set_transforms(self, parents: Sequence[str], children: Sequence[str], stamps: Sequence[float],
+                       values: np.ndarray, static: bool = False) -> list[bool | TFError]:
+        """:meth:`set_transform` of n transforms at once, in order (one ``/tf`` message): parents, children, stamps
+        (s) of each and values [n, 7] float64 (translation (x, y, z) m, quaternion (x, y, z, w)). Returns, per
+        transform, what :meth:`set_transform` returns or the TFError it raises (the others are stored all the same).
+
+        The numbers of all n are checked at once (finite, quaternion norm 1 ± 1e-3; each norm the same float64 as
+        :func:`~..geometry.transforms.check_quaternion`'s, so the unit quaternions are bit for bit
+        :meth:`set_transform`'s); when one fails, each transform goes through :meth:`set_transform`, which names
+        the bad ones. The samples are rows of ``values`` (as :meth:`set_transform` keeps a float64 translation as
+        given): do not modify it afterwards.
+        """
+        if not len(values):
+            return []
+        trans, quats = values[:, :3], values[:, 3:]
+        norms = [math.sqrt(x) for x in np.vecdot(quats, quats).tolist()]  # per row check_quaternion's BLAS dot
+        checked = (all(map(math.isfinite, trans.ravel().tolist())) and all(map(math.isfinite, stamps))
+                   and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
+        out = []
+        for parent, child, stamp, t, q, n in zip(parents, children, stamps, trans, quats, norms, strict=True):  # rows
+            try:
+                if checked:
+                    out.append(self._store(parent, child, float(stamp), t, (q, n), None, static))
+                else:
+                    out.append(self.set_transform(parent, child, t, stamp, quat=q, static=static))
+            except TFError as exc:
+                out.append(exc)
+        return out
+
+    def _store(self, parent: str, child: str, stamp: float, t: np.ndarray, q: np.ndarray | tuple[np.ndarray, float],
+               r: np.ndarray | None, static: bool) -> bool:
+        """Store a checked sample (stamp finite s, translation t (3,) m, unit quaternion q or (quaternion, its norm),
+        its rotation matrix r or None) as :meth:`set_transform` describes; the frame names and the edge are checked
+        here."""
         edge = self._edges.get(child)
-        if edge is None:
-            if len(self._edges) >= self.max_frames:
-                raise TFFull(f"{_where(parent, child)}: the buffer already holds {len(self._edges)} frames; allowed: "
-                             f"at most {self.max_frames} frames")
-            edge = self._add_edge(parent, child, static)
-        elif edge.parent != parent:
-            raise TFError(f"{_where(parent, child)}: frame {child!r} already has parent {edge.parent!r}; a frame has "
-                          "one parent (check for two publishers of the same frame)")
-        elif edge.static != static:
-            kind = "static" if edge.static else "dynamic"
-            raise TFError(f"{_where(parent, child)}: the edge is already {kind}; it cannot also be published as "
-                          f"{'static' if static else 'dynamic'}")
+        if edge is None or edge.parent != parent or edge.static != static:
+            edge = self._edge(parent, child, edge, static)
         self.revision += 1
         edge.version += 1
         stamps = edge.stamps
@@ -188,6 +229,22 @@ class TFBuffer:
             cut = max(bisect.bisect_left(stamps, oldest), len(stamps) - self.max_samples)
             del stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
         return True
+
+    def _edge(self, parent: str, child: str, edge: _Edge | None, static: bool) -> _Edge:
+        """The edge parent → child for a new sample (``edge``: the stored edge of ``child``, None for a new frame,
+        which is added); TFError for bad frame names, a second parent, a static/dynamic mismatch or a full buffer."""
+        _check_names(parent, child)
+        if edge is None:
+            if len(self._edges) >= self.max_frames:
+                raise TFFull(f"{_where(parent, child)}: the buffer already holds {len(self._edges)} frames; allowed: "
+                             f"at most {self.max_frames} frames")
+            return self._add_edge(parent, child, static)
+        if edge.parent != parent:
+            raise TFError(f"{_where(parent, child)}: frame {child!r} already has parent {edge.parent!r}; a frame has "
+                          "one parent (check for two publishers of the same frame)")
+        kind = "static" if edge.static else "dynamic"
+        raise TFError(f"{_where(parent, child)}: the edge is already {kind}; it cannot also be published as "
+                      f"{'static' if static else 'dynamic'}")
 
     def _add_edge(self, parent: str, child: str, static: bool) -> _Edge:
         """A new edge parent → child (no samples yet); TFError when ``child`` is an ancestor of ``parent``."""
