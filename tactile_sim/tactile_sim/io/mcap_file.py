@@ -181,7 +181,8 @@ class McapFile:
             self._start, self._end = min(self._start, start), max(self._end, end)
         f = self._file
         chunk_offset = f.tell()
-        _CHUNK.pack_into(self._buffer, 0, CHUNK, _CHUNK.size - 9 + size, start, end, size, 0, 0, size)
+        length = _CHUNK.size - 9 + size  # the record after its opcode and length
+        _CHUNK.pack_into(self._buffer, 0, CHUNK, length, start, end, size, 0, 0, size)
         f.write(self._view[:_CHUNK.size + size])
         chunk_length = f.tell() - chunk_offset
         offsets = []

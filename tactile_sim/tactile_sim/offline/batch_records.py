@@ -10,8 +10,8 @@ publishing order. On each step (:meth:`BatchRecords.write`):
   env: one indexed copy of the whole read);
 * the due records of every row are joined with one copy per record (for all rows at once), and each lane's are
   copied from there into its bag's open chunk (:meth:`~.output_bag.OutputBag.write_records`; no bytes objects in
-  between); a lane's channel ids are written
-  into the heads of its row the first time it publishes a step of that kind (:class:`StepKind`).
+  between); a lane's channel ids are written into the heads of its row the first time it publishes a step of that
+  kind (:class:`StepKind`).
 
 The bytes are those of :meth:`~..ros.node_core.NodeCore.publish` written by
 :meth:`~.output_bag.OutputBag.write_all`, as a lone replay writes them. It applies when every message of a sensor
