@@ -262,6 +262,44 @@ def test_records_laid_out_by_the_caller_write_the_bag_that_write_all_writes(tmp_
         assert (tmp_path / "records" / "bag" / part).read_bytes() == (tmp_path / "all" / "bag" / part).read_bytes()
 
 
+def test_records_from_array_rows_and_messages_larger_than_the_chunk_buffer_write_what_rosbags_reads(tmp_path,
+                                                                                                     monkeypatch):
+    """The open chunk is one reused buffer: records handed as rows of a uint8 array (not bytes; the array is
+    overwritten right after, as a batch's template rows are), mixed with write_all in one chunk, and a message larger
+    than the buffer (it grows) give byte for byte the bag write_all alone gives, and rosbags' reader (the
+    independent truth) reads back every message at its time."""
+    from tactile_sim.io import mcap_file
+    from tactile_sim.io.msg_types import message_class, serialize_cdr
+
+    monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 1 << 16)  # several updates a chunk
+    big = message_class("std_msgs/msg/String")(data="x" * (3 << 16))  # more than the buffer (chunk + 64 KiB)
+    stream = sample_stream()
+    stream.insert(7, ("/big", "std_msgs/msg/String", 0, big))
+    stream = [(topic, typename, 1000 + 7 * (i // 3), msg) for i, (topic, typename, _, msg) in enumerate(stream)]
+    groups = [stream[start:start + 3] for start in range(0, len(stream), 3)]
+    for way in ("all", "rows"):
+        with BagWriter(tmp_path / way / "bag") as writer:
+            for topic, typename in dict.fromkeys((topic, typename) for topic, typename, _, _ in stream):
+                writer.add_topic(topic, typename, qos=qos_profile(transient_local=topic == "/joint_torques"))
+            for k, group in enumerate(groups):
+                log_ns = group[0][2]
+                if way == "all" or k % 3 == 1 or any(topic == "/big" for topic, _, _, _ in group):
+                    writer.write_all(log_ns, [(topic, msg) for topic, _, _, msg in group])
+                    continue
+                channels = [writer.channel(topic, typename) for topic, typename, _, _ in group]
+                records = [mcap_file.message_head(c, len(data), log_ns) + data
+                           for c, data in zip(channels, (serialize_cdr(msg, t) for _, t, _, msg in group))]
+                row = np.frombuffer(b"".join(records), np.uint8).copy()
+                writer.write_records(log_ns, row, channels, np.cumsum([0] + [len(r) for r in records[:-1]]).tolist())
+                row[:] = 0xFF  # what the chunk holds was copied
+    assert (tmp_path / "all" / "bag" / "bag.mcap").stat().st_size > 3 << 16  # the big one and more
+    for part in ("bag.mcap", "metadata.yaml"):
+        assert (tmp_path / "rows" / "bag" / part).read_bytes() == (tmp_path / "all" / "bag" / part).read_bytes()
+    with Reader(tmp_path / "rows" / "bag") as reader:
+        read = [(c.topic, t, bytes(d)) for c, t, d in reader.messages()]
+    assert read == [(topic, stamp, serialize_cdr(msg, typename)) for topic, typename, stamp, msg in stream]
+
+
 def test_output_bag_refuses_records_where_they_cannot_stand_for_messages(tmp_path):
     """OutputBag.write_records: a bag that reports every message to on_write refuses bytes-only records, and a
     sqlite3 bag has no MCAP channels to write them to; both raise ValueError and write nothing."""

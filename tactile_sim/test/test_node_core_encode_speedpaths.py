@@ -153,3 +153,30 @@ def test_a_template_memory_of_several_envs_keeps_each_template_aligned_after_roo
     assert got == [[stamps[0]] * 2, [stamps[1]] * 2, [time_msg_from_ns(ns(9.0))] * 2]
     with pytest.raises(ValueError, match="same sizes"):
         TemplateMemory([rows[0], rows[1][:1]])
+
+
+def test_each_ground_truth_template_is_its_measured_message_flagged_as_ground_truth():
+    """The ground-truth template of a branch sensor is a copy of the measured one (not located again) with bytes of
+    its own: read back by rosbags, it is the measured message with ground_truth set, for a lone core and for env 1
+    of a batch (whose templates are copies of env 0's); the measured templates keep ground_truth unset."""
+    import dataclasses
+
+    from tactile_sim.config import load_config
+    from tactile_sim.demo_trajectory import DEMO_CONFIG
+    from tactile_sim.offline import batch_replay
+    from tactile_sim.ros.node_params import NodeParams
+    from tactile_sim.ros.sensor_encoders import BranchEncoder
+
+    params = NodeParams(update_rate=100.0, viz_rate=0.0, publish_ground_truth=True)
+    shared = batch_replay.SharedSuite(2)
+    batch_cores = [batch_replay.EnvCore(shared, env, load_config(DEMO_CONFIG), params) for env in range(2)]
+    checked = 0
+    for core in (demo_core(publish_ground_truth=True), batch_cores[1]):
+        for encoder in (s.encoder for s in core.schedule if isinstance(s.encoder, BranchEncoder)):
+            measured, truth = (deserialize_cdr(t.buffer.tobytes(), t.msgtype) for t in encoder.templates)
+            if hasattr(measured, "ground_truth"):
+                assert measured.ground_truth is False and truth.ground_truth is True
+                truth = dataclasses.replace(truth, ground_truth=False)
+            assert serialize_cdr(truth) == encoder.templates[0].buffer.tobytes()
+            checked += 1
+    assert checked >= 8

@@ -156,9 +156,9 @@ class BagWriter:
                              f"that type of an MCAP bag; added: {sorted(self._topics)}")
         return entry[1]
 
-    def write_records(self, stamp_ns: int, records: bytes, channels: Sequence[int], offsets: Sequence[int]) -> None:
-        """Append MCAP message records laid out back to back in ``records`` at receive time ``stamp_ns`` (ns), of
-        the channels ``channels`` (:meth:`channel`) at ``offsets`` in it
+    def write_records(self, stamp_ns: int, records: Any, channels: Sequence[int], offsets: Sequence[int]) -> None:
+        """Append MCAP message records laid out back to back in ``records`` (bytes, or a contiguous uint8 array) at
+        receive time ``stamp_ns`` (ns), of the channels ``channels`` (:meth:`channel`) at ``offsets`` in it
         (:meth:`~.mcap_file.McapFile.write_records`): what :meth:`write_all` writes for their messages."""
         if not channels:
             return

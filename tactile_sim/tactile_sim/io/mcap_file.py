@@ -1,13 +1,14 @@
 """An MCAP file written directly (format: https://mcap.dev/spec, laid out as rosbag2 writes it), for bags that take
 thousands of messages per second from Python.
 
-A message costs one ``struct`` pack and a list extension (the open chunk is a list of byte strings, joined and
-written out in one call when it is closed); :meth:`McapFile.write_all` takes the messages of one receive time in
-one call. Chunks hold about 1 MiB of records, uncompressed, each followed by its message indexes. Schemas and
-channels are written into the chunk that is open when they are added (so that a streaming reader meets them before
-their messages) and again in the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary
-(schemas, channels, chunk indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0
-("not computed").
+The open chunk is one buffer, reused for every chunk of the file: a message costs one ``struct`` pack into it and a
+copy of its data, records laid out by the caller (:meth:`McapFile.write_records`) one copy (no bytes objects
+joined); a closed chunk, its record head written into the room left for it at the buffer's start, goes to the file
+in one write. :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
+1 MiB of records, uncompressed, each followed by its message indexes. Schemas and channels are written into the
+chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
+the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
+indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0 ("not computed").
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import struct
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 MAGIC = b"\x89MCAP0\r\n"
 CHUNK_BYTES = 1 << 20
@@ -32,6 +34,9 @@ MESSAGE_HEAD = _MESSAGE.size
 TIMES_AT = 15
 """Where a message record's log time starts (its publish time follows: 16 bytes, two little-endian uint64)."""
 _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
+_CHUNK = struct.Struct("<BQQQQIIQ")
+"""Chunk record up to its records: opcode, length, message start and end times, uncompressed size, uncompressed CRC,
+compression (the empty string: its length), records length."""
 
 
 def message_head(channel_id: int, data_size: int, log_ns: int) -> bytes:
@@ -61,6 +66,11 @@ class McapFile:
         self.path = Path(path)
         self._file = self.path.open("xb")
         self._file.write(MAGIC + _record(HEADER, _string("ros2") + _string(library)))
+        self._buffer = bytearray(_CHUNK.size + CHUNK_BYTES + (1 << 16))
+        """The open chunk: room for its record head, then its records (:attr:`_chunk_size` bytes); grown where a
+        chunk needs more."""
+        self._view = memoryview(self._buffer)
+        """The buffer, written through (a copy straight from any buffer, without a bytearray in between)."""
         self._schemas: list[bytes] = []
         self._channels: list[bytes] = []
         self._chunk_indexes: list[bytes] = []
@@ -69,7 +79,6 @@ class McapFile:
         self._new_chunk()
 
     def _new_chunk(self) -> None:
-        self._chunk: list[bytes] = []
         self._chunk_size = 0
         self._index: dict[int, list[int]] = defaultdict(list)
         """Channel id → its message index entries in the open chunk, flat: log time, offset, log time, ..."""
@@ -93,9 +102,21 @@ class McapFile:
         self._append(record)
         return channel_id
 
-    def _append(self, record: bytes) -> None:
-        self._chunk.append(record)
-        self._chunk_size += len(record)
+    def _append(self, record: Any) -> None:
+        """Copy ``record`` (bytes-like) to the end of the open chunk."""
+        at = _CHUNK.size + self._chunk_size
+        n = len(record)
+        self._room(at + n)
+        self._view[at:at + n] = record
+        self._chunk_size += n
+
+    def _room(self, end: int) -> None:
+        """Grow the buffer to ``end`` bytes at least (by half its size at least)."""
+        buffer = self._buffer
+        if end > len(buffer):
+            self._view.release()
+            buffer.extend(bytes(max(end - len(buffer), len(buffer) // 2)))
+            self._view = memoryview(buffer)
 
     def write(self, channel_id: int, log_ns: int, data: bytes) -> None:
         """Append a message (publish time = log time, sequence 0) to the open chunk."""
@@ -107,24 +128,29 @@ class McapFile:
         :data:`CHUNK_BYTES`."""
         size = self._chunk_size
         start = size
-        chunk, index, pack = self._chunk, self._index, _MESSAGE.pack
+        index, pack_into = self._index, _MESSAGE.pack_into
         for channel_id, data in messages:
             index[channel_id] += (log_ns, size)
             n = len(data)
-            chunk += (pack(MESSAGE, 22 + n, channel_id, 0, log_ns, log_ns), data)
-            size += 31 + n
+            at = _CHUNK.size + size + MESSAGE_HEAD
+            if at + n > len(self._buffer):
+                self._room(at + n)
+            pack_into(self._buffer, at - MESSAGE_HEAD, MESSAGE, 22 + n, channel_id, 0, log_ns, log_ns)
+            self._view[at:at + n] = data
+            size += MESSAGE_HEAD + n
         self._appended(log_ns, start, size)
 
-    def write_records(self, log_ns: int, records: bytes, channels: Sequence[int], offsets: Sequence[int]) -> None:
-        """Append message records laid out back to back in ``records`` (each a :func:`message_head` at log time
-        ``log_ns`` and its data; ``channels`` and ``offsets``: each record's channel id and where it starts in
-        ``records``, in order) to the open chunk: what :meth:`write_all` writes for their messages."""
+    def write_records(self, log_ns: int, records: Any, channels: Sequence[int], offsets: Sequence[int]) -> None:
+        """Append message records laid out back to back in ``records`` (bytes, or a contiguous uint8 array: each a
+        :func:`message_head` at log time ``log_ns`` and its data; ``channels`` and ``offsets``: each record's
+        channel id and where it starts in ``records``, in order) to the open chunk with one copy: what
+        :meth:`write_all` writes for their messages."""
         start = self._chunk_size
         index = self._index
         for channel_id, offset in zip(channels, offsets):
             index[channel_id] += (log_ns, start + offset)
-        self._chunk.append(records)
-        self._appended(log_ns, start, start + len(records))
+        self._append(records)
+        self._appended(log_ns, start, self._chunk_size)
 
     def _appended(self, log_ns: int, start: int, size: int) -> None:
         """The open chunk grew from ``start`` to ``size`` bytes with messages at ``log_ns``: its time range, and
@@ -155,9 +181,9 @@ class McapFile:
             self._start, self._end = min(self._start, start), max(self._end, end)
         f = self._file
         chunk_offset = f.tell()
-        head = struct.pack("<QQQI", start, end, size, 0) + _string("") + _U64.pack(size)
-        self._chunk[:0] = (bytes([CHUNK]) + _U64.pack(len(head) + size) + head,)
-        f.write(b"".join(self._chunk))
+        length = _CHUNK.size - 9 + size  # the record after its opcode and length
+        _CHUNK.pack_into(self._buffer, 0, CHUNK, length, start, end, size, 0, 0, size)
+        f.write(self._view[:_CHUNK.size + size])
         chunk_length = f.tell() - chunk_offset
         offsets = []
         for channel_id, entries in self._index.items():

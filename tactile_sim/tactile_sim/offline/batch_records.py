@@ -8,9 +8,10 @@ publishing order. On each step (:meth:`BatchRecords.write`):
   publish times of the due records' heads with another;
 * each writer of the due sensors writes once (a batch's :class:`~..ros.sensor_encoders.BranchCopy` covers every
   env: one indexed copy of the whole read);
-* the due records of every row are joined with one copy per record (for all rows at once), and each lane's go to
-  its bag's open chunk as they are (:meth:`~.output_bag.OutputBag.write_records`); a lane's channel ids are written
-  into the heads of its row the first time it publishes a step of that kind (:class:`StepKind`).
+* the due records of every row are joined with one copy per record (for all rows at once), and each lane's are
+  copied from there into its bag's open chunk (:meth:`~.output_bag.OutputBag.write_records`; no bytes objects in
+  between); a lane's channel ids are written into the heads of its row the first time it publishes a step of that
+  kind (:class:`StepKind`).
 
 The bytes are those of :meth:`~..ros.node_core.NodeCore.publish` written by
 :meth:`~.output_bag.OutputBag.write_all`, as a lone replay writes them. It applies when every message of a sensor
@@ -118,7 +119,7 @@ class BatchRecords:
         else:
             joined = np.concatenate([rows[:, r] for r in kind.runs], axis=1, out=kind.joined)
         for env, _, log_ns, bag in lanes:
-            bag.write_records(log_ns, joined[env].tobytes(), self._channels[(id(bag), id(kind))], kind.offsets)
+            bag.write_records(log_ns, joined[env], self._channels[(id(bag), id(kind))], kind.offsets)
         return True
 
     @staticmethod

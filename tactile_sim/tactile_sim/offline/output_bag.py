@@ -114,11 +114,11 @@ class OutputBag:
         return [self._writer.channel(names.get(topic) or self._declare(topic, msgtype), msgtype)
                 for topic, msgtype in items]
 
-    def write_records(self, log_ns: int, records: bytes, channels: Sequence[int], offsets: Sequence[int]) -> None:
-        """Append MCAP message records (heads included) laid out back to back in ``records``, of the channels
-        ``channels`` (:meth:`channels`) at ``offsets`` in it, sharing the bag (receive) time ``log_ns``: what
-        :meth:`write_all` writes for one update's messages. The messages are bytes only: a bag with ``on_write``
-        raises ValueError."""
+    def write_records(self, log_ns: int, records: Any, channels: Sequence[int], offsets: Sequence[int]) -> None:
+        """Append MCAP message records (heads included) laid out back to back in ``records`` (bytes, or a contiguous
+        uint8 array), of the channels ``channels`` (:meth:`channels`) at ``offsets`` in it, sharing the bag
+        (receive) time ``log_ns``: what :meth:`write_all` writes for one update's messages. The messages are bytes
+        only: a bag with ``on_write`` raises ValueError."""
         if self.on_write is not None:
             raise ValueError(f"OutputBag({str(self.path)!r}).write_records: records are not messages for on_write")
         self._writer.write_records(log_ns, records, channels, offsets)

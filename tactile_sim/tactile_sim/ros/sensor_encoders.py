@@ -320,14 +320,22 @@ class SensorEncoder:
         self.last: list[Output] = []
         """The (topic, message) outputs of the latest measured evaluation (empty before it)."""
 
-    def template(self, number: int, message: Callable[[], Any], changing: Sequence[str]) -> CdrTemplate:
-        """Template ``number`` of this encoder: of the message ``message()`` with the fields ``changing``, or a copy
-        of the one the encoder of another env built (taken before any update, so its bytes are the message's; it
-        gets bytes of its own in :class:`TemplateMemory`), the message then not built."""
+    def template(self, number: int, message: Callable[[], Any], changing: Sequence[str],
+                 like: CdrTemplate | None = None) -> CdrTemplate:
+        """Template ``number`` of this encoder: of the message ``message()`` with the fields ``changing`` (a copy of
+        ``like``, with bytes of its own, where given: a template of that message and those fields whose bytes are
+        still the message's but for fields of ``changing``), or a copy of the one the encoder of another env built
+        (taken before any update, so its bytes are the message's; it gets bytes of its own in
+        :class:`TemplateMemory`), the message then not built."""
         key = (self.name, number)
         if key in self._kept:
             return copy.copy(self._kept[key])
-        template = self._kept[key] = CdrTemplate(message(), changing)
+        if like is None:
+            template = CdrTemplate(message(), changing)
+        else:
+            template = copy.copy(like)
+            template.move_to(memoryview(bytearray(len(like.buffer))))
+        self._kept[key] = template
         return template
 
     def shared(self, name: str, make: Callable[[], Any]) -> Any:
@@ -406,9 +414,8 @@ class BranchEncoder(SensorEncoder):
         self.rows = self.batch.branch.slices[self.index]
         self.columns = columns
         self.templates: list[CdrTemplate] = []
-        message = functools.cache(message)  # built once for both branches, not at all where copied
-        for ground_truth in (False, True):
-            template = self.template(ground_truth, message, changing)
+        for ground_truth in (False, True):  # the ground truth's a copy of the measured (locating fields costs ms)
+            template = self.template(ground_truth, message, changing, self.templates[0] if ground_truth else None)
             if template.changes("ground_truth"):
                 template.view("ground_truth")[0] = ground_truth
             self.templates.append(template)
