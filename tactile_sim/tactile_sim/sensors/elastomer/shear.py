@@ -47,7 +47,7 @@ def _pose_loop(dtype: torch.dtype) -> str:
     """C++ body of the native posing of the samples [start, stop) of env e (see :func:`_sample_kernel`): world x and
     link frame q̃ by warp's own vector functions (so the same values as warp code), the samples outside their link's
     reach box released on the spot (sd = +inf: anchored ← false, drag (q̃ − A)·0, not selected), the others listed
-    in ``near`` / ``near_x`` from slot ``start`` on, how many into ``listed[e, t]``."""
+    in ``near`` from slot ``start`` on (how many into ``listed[e, t]``); x into ``world``."""
     real = "float" if dtype == torch.float32 else "double"
     return f"""
     typedef wp::vec_t<3, {real}> vec3;
@@ -63,25 +63,38 @@ def _pose_loop(dtype: torch.dtype) -> str:
     const vec3* box_lo = call.box_lo.data;
     const vec3* box_hi = call.box_hi.data;
     const vec3* anchor = call.anchor.data + row;
-    vec3* local = call.local.data + row;
+    vec3* __restrict__ local = call.local.data + row;
+    vec3* __restrict__ world = call.world.data + row;
     bool* anchored = call.anchored.data + row;
     vec3* drag = call.drag.data + row;
     bool* selected = call.selected.data + row;
     int* near = call.near.data + row;
-    vec3* near_x = call.near_x.data + row;
+    // runs of samples of one body and sensor: poses read once, a loop the compiler can vectorise
+    for (int j = start; j < stop;) {{
+        const int b = owner[j];
+        const int g = sensor[j];
+        int end = j + 1;
+        while (end < stop && owner[end] == b && sensor[end] == g) ++end;
+        const int link = call.link_of_sensor.data[g];
+        const mat33 rb = body_rot[b];
+        const vec3 ob = body_pos[b];
+        const mat33 rl_t = wp::transpose(body_rot[link]);
+        const vec3 ol = body_pos[link];
+        for (int i = j; i < end; ++i) {{
+            const vec3 x = wp::add(wp::mul(rb, points[i]), ob);
+            world[i] = x;
+            local[i] = wp::mul(rl_t, wp::sub(x, ol));
+        }}
+        j = end;
+    }}
     const {real} zero = static_cast<{real}>(0);
     int listed = 0;
     for (int j = start; j < stop; ++j) {{
-        const int g = sensor[j];
-        const int link = call.link_of_sensor.data[g];
-        const vec3 x = wp::add(wp::mul(body_rot[owner[j]], points[j]), body_pos[owner[j]]);
-        const vec3 q = wp::mul(wp::transpose(body_rot[link]), wp::sub(x, body_pos[link]));
-        local[j] = q;
-        const vec3 lo = box_lo[g];
-        const vec3 hi = box_hi[g];
+        const vec3 q = local[j];
+        const vec3 lo = box_lo[sensor[j]];
+        const vec3 hi = box_hi[sensor[j]];
         if (q[0] >= lo[0] && q[1] >= lo[1] && q[2] >= lo[2] && q[0] <= hi[0] && q[1] <= hi[1] && q[2] <= hi[2]) {{
             near[start + listed] = j;
-            near_x[start + listed] = x;
             ++listed;
             continue;
         }}
@@ -114,7 +127,7 @@ def _sample_kernel(dtype: torch.dtype):
         "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
         "world_rot": wp.array2d(dtype=m), "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v),
         "anchored": wp.array2d(dtype=wp.bool), "anchor": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v),
-        "selected": wp.array2d(dtype=wp.bool), "near": wp.array2d(dtype=wp.int32), "near_x": wp.array2d(dtype=v),
+        "selected": wp.array2d(dtype=wp.bool), "near": wp.array2d(dtype=wp.int32), "world": wp.array2d(dtype=v),
         "q_out": wp.array3d(dtype=v), "c_out": wp.array3d(dtype=v), "count": wp.array2d(dtype=wp.int32),
         "previous": wp.array2d(dtype=wp.int32), "listed": wp.array2d(dtype=wp.int32)}, __name__)
     kernel_name = f"elastomer_shear_samples_{f.__name__}"
@@ -135,7 +148,7 @@ def _sample_kernel(dtype: torch.dtype):
         native_pose(call, e, t, first, wp.min(first + per_thread, call.points.shape[0]))
         for k in range(call.listed[e, t]):
             j = call.near[e, first + k]
-            x = call.near_x[e, first + k]
+            x = call.world[e, j]
             q = call.local[e, j]
             g = call.sensor[j]
             d, _shape, normal, closest = nearest_shape(x, e, g, call.cutoff[j], call.exact[g], 0, call.own_shapes,
@@ -410,7 +423,7 @@ class ShearAnchors:
             "world_pos": poses.pos, "world_center": poses.cull_center, "anchored": self.anchored,
             "anchor": self.anchor, "drag": self.drag, "selected": self.selected,
             "near": torch.zeros((e, n), dtype=torch.int32, device=device),
-            "near_x": torch.zeros((e, n, 3), dtype=dtype, device=device), "q_out": self.q_c, "c_out": self.c_c,
+            "world": torch.zeros((e, n, 3), dtype=dtype, device=device), "q_out": self.q_c, "c_out": self.c_c,
             "count": self.count, "previous": torch.zeros_like(self.count),
             "listed": torch.zeros((e, -(-n // per_thread)), dtype=torch.int32, device=device)},
             [query.tables, per_thread, int(cpu)], device)
