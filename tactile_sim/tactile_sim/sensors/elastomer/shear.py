@@ -10,9 +10,10 @@ sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j
 
 P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step poses the samples (world and
 link frame), finds sd_j (nearest own shape of the sensor link, culled beyond a cutoff just above the release level:
-farther samples release or stay free whatever their distance), updates the anchors and gives each sample's drag; a
-second compacts the contributing samples (anchored, D_j > 0, non-zero drag) of every (env, sensor), in sample order.
-Sensors evaluated by :mod:`.pairwise` read the compacted samples there; for the others
+farther samples release or stay free whatever their distance), updates the anchors and gives each sample's drag; the
+contributing samples (anchored, D_j > 0, non-zero drag) of every (env, sensor) are compacted in sample order — on the
+CPU by the same kernel (one thread per env), on CUDA by a second one. Sensors evaluated by :mod:`.pairwise` read the
+compacted samples there; for the others
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
   on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
