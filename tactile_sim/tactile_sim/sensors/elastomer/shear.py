@@ -360,8 +360,9 @@ class ShearAnchors:
     positions q̃ and weighted drags of each sensor's contributing samples, ``count`` [E, S] int32 how many.
     """
 
-    kernel_tables = (_SAMPLE_KERNELS, _COMPACT_KERNELS)
-    """Tables (working dtype → (kernel, call type)) of the kernels every instance launches."""
+    kernel_tables = (_SAMPLE_KERNELS,)
+    """Tables (working dtype → (kernel, call type)) of the kernels every instance launches (the compaction kernel,
+    launched on CUDA only, compiles when first launched)."""
 
     def __init__(self, clouds: Sequence[PointCloud], links: Sequence[int], link_shapes: Sequence[Sequence[Shape]],
                  n_envs: int, n_bodies: int, query: ShapeQuery,
