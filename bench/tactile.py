@@ -6,9 +6,12 @@ Scene: a fixed 8×8×2 cm box pad, an n×n probe grid (n = 8, 32, 64) over 7×7 
 a sphere r = 2 cm held 2 mm deep at the centre, dt = 0.01 s, 1 and 16 envs, one torch thread. Each sensor is timed
 for ground truth plus a typical imperfection set (noise, bias, probe gain, delay; ``--typical 1 0`` also without
 it). The sphere does not move, so ElastomerTaxel's anchored samples have zero drag (they add nothing and are
-skipped). Prints ms/step (best of ``--rounds`` rounds of ``--repeat`` steps), millions of probe-updates/s, the bytes
-a probe-update must move (:func:`bytes_per_update`) and the fraction of one core's measured copy bandwidth that
-this reaches, and the speed-up against Genesis on the same scene.
+skipped); ``--motion 1`` times the same cells with the sphere moving instead (:func:`genesis_pad.ball_path`: it
+slides on a 3 mm circle 2 mm deep and spins, so the contact moves and anchored samples drag; column ``mov``; the
+world update of each step is not timed, on either side). Prints ms/step (best of ``--rounds`` rounds of
+``--repeat`` steps), millions of probe-updates/s, the bytes a probe-update must move (:func:`bytes_per_update`) and
+the fraction of one core's measured copy bandwidth that this reaches, and the speed-up against Genesis on the same
+scene.
 
 Genesis: with ``--genesis-python PY`` (an interpreter with genesis-world; by default this one when it can import
 ``genesis``) bench/genesis_pad.py runs as a worker and every round of a cell times Genesis right after this
@@ -16,7 +19,7 @@ library (interleaved rounds); the speed-up column is then the range of the per-r
 stored in :data:`GENESIS_MS` are used, and the table says so.
 
     python bench/tactile.py [--repeat N] [--rounds R] [--device cpu|cuda] [--sizes 8 32 64] [--envs 1 16]
-                            [--typical 1 0] [--genesis-python PY] [--clock wall|cpu] [--profile]
+                            [--typical 1 0] [--motion 0 1] [--genesis-python PY] [--clock wall|cpu] [--profile]
     python bench/tactile.py --sizes 32 --envs 64 256 --sensors ContactDepthProbe KinematicTaxel   # large batch
 
 --clock cpu times both libraries by their process's CPU seconds instead of wall seconds (CPU only): steadier when
@@ -39,9 +42,10 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from genesis_pad import CLOCKS
+from genesis_pad import BALL_DEPTH, CLOCKS, ball_path
 from tactile_sim.sensors.layout.probe_layout import generate_grid_points_on_plane
 from tactile_sim.suite import SensorSuite
 
@@ -87,7 +91,7 @@ def pad_scene(label: str, n: int, n_envs: int, device: str) -> dict:
         "suite": {"dt": 0.01, "n_envs": n_envs, "device": device},
         "objects": [
             {"name": "pad", "geometry": [{"box": {"size": [0.08, 0.08, 0.02]}, "origin": {"xyz": [0, 0, -0.01]}}]},
-            {"name": "ball", "geometry": [{"sphere": {"radius": 0.02}}], "pose": {"xyz": [0, 0, 0.018]}},
+            {"name": "ball", "geometry": [{"sphere": {"radius": 0.02}}], "pose": {"xyz": [0, 0, BALL_DEPTH]}},
         ],
         "sensors": [sensor],
     }
@@ -122,24 +126,45 @@ def bytes_per_update(suite: SensorSuite, typical: bool) -> int:
 
 class SuiteTimer:
     """A built pad-scene suite; ``timer(repeat)`` → seconds per engine step (step + the read a consumer makes), of
-    :data:`~genesis_pad.CLOCKS` ``clock``."""
+    :data:`~genesis_pad.CLOCKS` ``clock``. With ``motion`` the ball follows :func:`genesis_pad.ball_path`: each step's
+    world update is made first, untimed."""
 
-    def __init__(self, cfg: dict, clock: str = "wall"):
+    def __init__(self, cfg: dict, motion: bool = False, clock: str = "wall"):
         self.now = CLOCKS[clock]
         self.suite = SensorSuite.from_yaml(cfg)
+        self.motion, self.steps = motion, 0
         self.state = self.suite.world.update(0.0)
         self(20)
 
+    def _moved_state(self):
+        """The world state of the next step of the moving ball."""
+        suite = self.suite
+        centre, spin = ball_path(self.steps, suite.n_envs)
+        c, s, zero, one = np.cos(spin), np.sin(spin), np.zeros_like(spin), np.ones_like(spin)
+        rot = np.stack([np.stack([c, -s, zero], -1), np.stack([s, c, zero], -1), np.stack([zero, zero, one], -1)], 1)
+        self.steps += 1
+        pose = tuple(torch.as_tensor(x, device=suite.device, dtype=suite.dtype) for x in (rot, centre))
+        return suite.world.update(0.01 * self.steps, object_poses={"ball": pose})
+
     def __call__(self, repeat: int) -> float:
         suite, state = self.suite, self.state
-        if suite.device.type == "cuda":
-            torch.cuda.synchronize()
+        if self.motion:
+            total = 0.0
+            for _ in range(repeat):
+                state = self._moved_state()
+                sync(suite)
+                t0 = self.now()
+                suite.step(state)
+                suite.read("pad")
+                sync(suite)
+                total += self.now() - t0
+            return total / repeat
+        sync(suite)
         t0 = self.now()
         for _ in range(repeat):
             suite.step(state)
             suite.read("pad")
-        if suite.device.type == "cuda":
-            torch.cuda.synchronize()
+        sync(suite)
         return (self.now() - t0) / repeat
 
     def profile(self, repeat: int) -> str:
@@ -151,6 +176,12 @@ class SuiteTimer:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
         return "\n".join(line for line in text.getvalue().splitlines()[4:] if line.strip())
+
+
+def sync(suite: SensorSuite) -> None:
+    """Wait for the suite's device (CUDA) to finish its queued work."""
+    if suite.device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 class GenesisWorker:
@@ -173,8 +204,8 @@ class GenesisWorker:
             if answer == "ok" or answer.replace(".", "", 1).isdigit():
                 return answer
 
-    def build(self, label: str, probes: int, envs: int, typical: bool) -> None:
-        self._ask(f"build {label} {probes} {envs} {int(typical)}")
+    def build(self, label: str, probes: int, envs: int, typical: bool, motion: bool) -> None:
+        self._ask(f"build {label} {probes} {envs} {int(typical)} {int(motion)}")
 
     def __call__(self, repeat: int) -> float:
         return float(self._ask(f"time {repeat}")) / 1e3
@@ -198,6 +229,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32, 64])
     parser.add_argument("--envs", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--typical", type=int, nargs="+", default=[1], help="1: typical imperfections, 0: none")
+    parser.add_argument("--motion", type=int, nargs="+", default=[0], help="0: the sphere rests, 1: it moves")
     parser.add_argument("--sensors", nargs="+", default=["ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel",
                                                            "ElastomerTaxel/fft", "ElastomerTaxel/direct",
                                                            "ProximityTaxel"])
@@ -215,38 +247,37 @@ def main() -> None:
     print(f"one core's copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write); {args.clock} clock; Genesis: "
           + (f"measured in interleaved rounds ({args.genesis_python})" if genesis else
              "stored figures (GENESIS_MS, typical imperfections; genesis-world not importable here)"))
-    print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'typ':>3} {'ms/step':>9} {'M upd/s':>8} {'B/upd':>5} "
+    print(f"{'sensor':<21} {'probes':>6} {'envs':>4} {'typ':>3} {'mov':>3} {'ms/step':>9} {'M upd/s':>8} {'B/upd':>5} "
           f"{'of bw':>6} {'Genesis ms':>10} {'speed-up':>13}")
-    for sensor in args.sensors:
-        for typical in args.typical:
-            for envs in args.envs:
-                for n in args.sizes:
-                    cfg = pad_scene(sensor, n, envs, args.device)
-                    if not typical:
-                        for key in TYPICAL:
-                            cfg["sensors"][0].pop(key)
-                    ours = SuiteTimer(cfg, args.clock)
-                    probes = n * n
-                    if genesis:
-                        genesis.build(sensor, probes, envs, bool(typical))
-                    times, ratios = [], []
-                    for _ in range(args.rounds):
-                        sec = ours(args.repeat)
-                        times.append(sec)
-                        if genesis:
-                            ratios.append(genesis(max(5, args.repeat // 4)) / sec)
-                    sec = min(times)
-                    rate, moved = probes * envs / sec, bytes_per_update(ours.suite, bool(typical))
-                    if genesis:
-                        ref = f"{min(r * t for r, t in zip(ratios, times)) * 1e3:.3f}"
-                        ratio = f"{min(ratios):.1f}-{max(ratios):.1f}x"
-                    else:
-                        stored = GENESIS_MS.get((sensor, probes, envs)) if typical else None
-                        ref, ratio = (f"{stored}", f"{stored / (sec * 1e3):.2f}x") if stored else ("-", "-")
-                    print(f"{sensor:<21} {probes:>6} {envs:>4} {typical:>3} {sec * 1e3:9.3f} {rate / 1e6:8.1f} "
-                          f"{moved:>5} {rate * moved / bandwidth:6.1%} {ref:>10} {ratio:>13}", flush=True)
-                    if args.profile:
-                        print(ours.profile(args.repeat))
+    cells = [(sensor, typical, motion, envs, n) for sensor in args.sensors for typical in args.typical
+             for motion in args.motion for envs in args.envs for n in args.sizes]
+    for sensor, typical, motion, envs, n in cells:
+        cfg = pad_scene(sensor, n, envs, args.device)
+        if not typical:
+            for key in TYPICAL:
+                cfg["sensors"][0].pop(key)
+        ours = SuiteTimer(cfg, bool(motion), args.clock)
+        probes = n * n
+        if genesis:
+            genesis.build(sensor, probes, envs, bool(typical), bool(motion))
+        times, ratios = [], []
+        for _ in range(args.rounds):
+            sec = ours(args.repeat)
+            times.append(sec)
+            if genesis:
+                ratios.append(genesis(max(5, args.repeat // 4)) / sec)
+        sec = min(times)
+        rate, moved = probes * envs / sec, bytes_per_update(ours.suite, bool(typical))
+        if genesis:
+            ref = f"{min(r * t for r, t in zip(ratios, times)) * 1e3:.3f}"
+            ratio = f"{min(ratios):.1f}-{max(ratios):.1f}x"
+        else:
+            stored = GENESIS_MS.get((sensor, probes, envs)) if typical and not motion else None
+            ref, ratio = (f"{stored}", f"{stored / (sec * 1e3):.2f}x") if stored else ("-", "-")
+        print(f"{sensor:<21} {probes:>6} {envs:>4} {typical:>3} {motion:>3} {sec * 1e3:9.3f} "
+              f"{rate / 1e6:8.1f} {moved:>5} {rate * moved / bandwidth:6.1%} {ref:>10} {ratio:>13}", flush=True)
+        if args.profile:
+            print(ours.profile(args.repeat))
     if genesis:
         genesis.close()
 

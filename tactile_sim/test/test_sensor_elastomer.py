@@ -271,6 +271,43 @@ def test_shear_anchors_then_drags_along_the_slide(layout):
     assert torch.count_nonzero(suite.read_ground_truth("el")) == 0
 
 
+def test_shear_compaction_lists_each_sensors_contributing_samples_in_order_and_clears_the_rest():
+    """The compacted samples of every (env, sensor) — on the CPU compacted by the sample kernel itself — are the
+    replayed contributing samples (anchored at the press, inside the pad now, dragged) in cloud order; slots beyond
+    the count read zero, also after a step with fewer of them than the one before."""
+    grid = centred_lattice(12, 0.006).reshape(-1, 3)
+    sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"], "dilate_scale": 0.0,
+              "n_sample_points": 1200, "probe_local_pos": grid.tolist()}
+    suite = make_suite([sensor, {**sensor, "name": "el2", "n_sample_points": 500}],
+                       [box("ball", (0.03, 0.03, 0.02), (0.0, 0.0, 0.05))], n_envs=2)
+    shear = suite.locate("el")[0].shear
+    rot = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+    pressed = np.array([[0.0, 0.0, 0.009], [0.004, 0.0, 0.0088]])          # bottom faces 1 / 1.2 mm deep
+    moves = [np.zeros((2, 3)), np.array([[0.001, 0.0, 0.0], [0.0, -0.002, 0.0]]),
+             np.array([[0.03, 0.0, 0.0], [0.0, -0.03, 0.0]])]     # anchor, drag, slide partly off the pad
+    counts = []
+    for k, move in enumerate(moves):
+        now = pressed + move
+        suite.update(0.01 * k, object_poses={"ball": (rot, torch.as_tensor(now))})
+        counts.append(shear.count.clone())
+        for s, name in enumerate(("el", "el2")):
+            cloud = suite.point_cloud(name)
+            for e in range(2):
+                then_q, now_q = cloud.points + pressed[e], cloud.points + now[e]
+                chosen = (pad_sd(then_q) < -1e-5) & (pad_sd(now_q) < 0) & (move[e] != 0).any()
+                m = int(shear.count[e, s])
+                assert m == chosen.sum()
+                assert np.allclose(numpy(shear.q_c[e, s, :m]), now_q[chosen], rtol=0, atol=1e-12)
+                # drag (q̃ − A)·w with w = shear_scale·a_j/A_cell·D_j: along the move, w ∝ area × depth
+                d, c = (now_q - then_q)[chosen], numpy(shear.c_c[e, s, :m])
+                w = (c * d).sum(1) / (d * d).sum(1)
+                assert np.allclose(c, w[:, None] * d, rtol=0, atol=1e-15)
+                ratio = w / (cloud.areas[chosen] * -pad_sd(now_q[chosen]))
+                assert (ratio > 0).all() and np.allclose(ratio, ratio[:1], rtol=1e-9, atol=0)
+                assert (numpy(shear.q_c[e, s, m:]) == 0).all() and (numpy(shear.c_c[e, s, m:]) == 0).all()
+    assert (counts[1] > 0).all() and (counts[2] < counts[1]).all()
+
+
 def test_shear_releases_after_separation_beyond_the_release_threshold():
     suite, _ = shear_suite(800, release_threshold=-1e-4)
     pressed = np.array([0.0, 0.0, 0.009])

@@ -37,19 +37,54 @@ CPU_TARGETS_PER_THREAD = 16
 and a chunk scans its sensor's sources once."""
 
 
+def _shear_loop(dtype: torch.dtype) -> str:
+    """C++ body of the shear sum of the targets [r0, r1) of chunk t in env e (see :func:`_pairwise_kernel`), added to
+    ``out``: warp's own vector functions in the kernel language's order, so the same values as warp code."""
+    real = "float" if dtype == torch.float32 else "double"
+    return f"""
+    typedef wp::vec_t<3, {real}> vec3;
+    const int s = call.sensor.data[t];
+    const int count = call.count.data[static_cast<size_t>(e) * call.count.shape[1] + s];
+    const size_t at = (static_cast<size_t>(e) * call.samples.shape[1] + s) * call.samples.shape[2];
+    const vec3* q = call.samples.data + at;
+    const vec3* c = call.drags.data + at;
+    vec3* out = call.out.data + static_cast<size_t>(e) * call.out.shape[1];
+    const {real} lam = call.lambda_s.data[t];
+    for (int r = r0; r < r1; ++r) {{
+        const vec3 b = call.shear_normal.data[r];
+        const vec3 p = call.shear_pos.data[r];
+        vec3 drag = wp::sub(call.normal.data[r0], call.normal.data[r0]);
+        for (int k = 0; k < count; ++k) {{
+            vec3 d = wp::sub(p, q[k]);
+            d = wp::sub(d, wp::mul(wp::dot(b, d), b));
+            drag = wp::add(drag, wp::mul(wp::exp(wp::mul(wp::neg(lam), wp::dot(d, d))), c[k]));
+        }}
+        const int i = call.probe.data[r];
+        out[i] = wp::add(out[i], wp::sub(drag, wp::mul(wp::dot(b, drag), b)));
+    }}
+"""
+
+
 def _pairwise_kernel(dtype: torch.dtype):
     """(kernel, call struct type): u of the pairwise targets of chunk t (targets ``chunk[t]`` … ``chunk[t + 1]``, all of
     one sensor) in env e, written to ``out``. The chunk's sources are scanned once: each source with H > 0 is added to
-    every target of the chunk, in source order (the sum of each target is the same as a per-target loop)."""
+    every target of the chunk, in source order (the sum of each target is the same as a per-target loop); then each
+    target's shear sum over the compacted samples, in a native loop (:func:`_shear_loop`)."""
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
-    name = f"ElastomerPairwiseCall_{f.__name__}"
-    call_type = warp_struct(name, {
+    call_type = warp_struct(f"ElastomerPairwiseCall_{f.__name__}", {
         "chunk": i32, "sensor": i32, "first": i32, "source": i32, "length": i32, "lambda_s": wp.array(dtype=f),
         "probe": i32, "normal": wp.array(dtype=v), "table_k": wp.array2d(dtype=v), "table_g": wp.array2d(dtype=f),
         "shear_pos": wp.array(dtype=v), "shear_normal": wp.array(dtype=v), "depth": wp.array2d(dtype=f),
         "depth_p": wp.array2d(dtype=f), "samples": wp.array3d(dtype=v), "drags": wp.array3d(dtype=v),
         "count": wp.array2d(dtype=wp.int32), "out": wp.array2d(dtype=v)}, __name__)
+    name = f"elastomer_pairwise_{f.__name__}"
+
+    def shear(call, e, t, r0, r1): ...
+
+    shear.__name__ = f"{name}_shear"
+    shear.__annotations__ = {"call": call_type, "e": int, "t": int, "r0": int, "r1": int}
+    shear_sum = wp.func_native(_shear_loop(dtype))(shear)
 
     def kernel(call: Any):
         e, t = wp.tid()
@@ -70,19 +105,9 @@ def _pairwise_kernel(dtype: torch.dtype):
                     i = call.probe[r]
                     g = call.table_g[r, first + m] * hp
                     call.out[e, i] = call.out[e, i] + h * call.table_k[r, first + m] - g * call.normal[r]
-        s = call.sensor[t]
-        for r in range(r0, r1):
-            b = call.shear_normal[r]
-            p = call.shear_pos[r]
-            drag = nothing
-            for k in range(call.count[e, s]):
-                d = p - call.samples[e, s, k]
-                d = d - wp.dot(b, d) * b
-                drag = drag + wp.exp(-lam * wp.dot(d, d)) * call.drags[e, s, k]
-            i = call.probe[r]
-            call.out[e, i] = call.out[e, i] + (drag - wp.dot(b, drag) * b)
+        shear_sum(call, e, t, r0, r1)
 
-    kernel.__name__ = f"elastomer_pairwise_{f.__name__}"
+    kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type}
     return unique_kernel(kernel), call_type
 

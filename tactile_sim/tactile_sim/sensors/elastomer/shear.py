@@ -10,9 +10,10 @@ sample's world position to the sensor link's own shapes and D_j = max(0, −sd_j
 
 P_i = I − a_i a_iᵀ is linear, so it is applied to the sum. One warp kernel per step poses the samples (world and
 link frame), finds sd_j (nearest own shape of the sensor link, culled beyond a cutoff just above the release level:
-farther samples release or stay free whatever their distance), updates the anchors and gives each sample's drag; a
-second compacts the contributing samples (anchored, D_j > 0, non-zero drag) of every (env, sensor), in sample order.
-Sensors evaluated by :mod:`.pairwise` read the compacted samples there; for the others
+farther samples release or stay free whatever their distance), updates the anchors and gives each sample's drag; the
+contributing samples (anchored, D_j > 0, non-zero drag) of every (env, sensor) are compacted in sample order — on the
+CPU by the same kernel (one thread per env), on CUDA by a second one. Sensors evaluated by :mod:`.pairwise` read the
+compacted samples there; for the others
 
 * lattice sensors — regular planar grids whose axes t_u, t_v and shared normal a are mutually orthogonal, evaluated
   on the ideal lattice like the FFT path — use the separable Gaussian exp(−λ_s(cΔu − u_j)²)·exp(−λ_s(rΔv − v_j)²):
@@ -43,18 +44,79 @@ from ..points.probe_set import WP_TYPES
 from ..points.tracked_cloud import PointCloud
 from ..warp_launch import bind_state
 
-CPU_SAMPLES_PER_THREAD = 64
-"""Tracked samples per thread of the anchor kernel on the CPU (one on CUDA)."""
+def _pose_loop(dtype: torch.dtype) -> str:
+    """C++ body of the native posing of the samples [start, stop) of env e (see :func:`_sample_kernel`): world x and
+    link frame q̃ by warp's own vector functions (so the same values as warp code), the samples outside their link's
+    reach box released on the spot (sd = +inf: anchored ← false, drag (q̃ − A)·0, not selected), the others listed
+    in ``near`` from slot ``start`` on (how many into ``listed[e, t]``); x into ``world``."""
+    real = "float" if dtype == torch.float32 else "double"
+    return f"""
+    typedef wp::vec_t<3, {real}> vec3;
+    typedef wp::mat_t<3, 3, {real}> mat33;
+    const int n = call.points.shape[0];
+    const size_t bodies = static_cast<size_t>(e) * call.body_pos.shape[1];
+    const size_t row = static_cast<size_t>(e) * n;
+    const vec3* points = call.points.data;
+    const int* owner = call.owner.data;
+    const int* sensor = call.sensor.data;
+    const mat33* body_rot = call.body_rot.data + bodies;
+    const vec3* body_pos = call.body_pos.data + bodies;
+    const vec3* box_lo = call.box_lo.data;
+    const vec3* box_hi = call.box_hi.data;
+    const vec3* anchor = call.anchor.data + row;
+    vec3* __restrict__ local = call.local.data + row;
+    vec3* __restrict__ world = call.world.data + row;
+    bool* anchored = call.anchored.data + row;
+    vec3* drag = call.drag.data + row;
+    bool* selected = call.selected.data + row;
+    int* near = call.near.data + row;
+    // runs of samples of one body and sensor: poses read once, a loop the compiler can vectorise
+    for (int j = start; j < stop;) {{
+        const int b = owner[j];
+        const int g = sensor[j];
+        int end = j + 1;
+        while (end < stop && owner[end] == b && sensor[end] == g) ++end;
+        const int link = call.link_of_sensor.data[g];
+        const mat33 rb = body_rot[b];
+        const vec3 ob = body_pos[b];
+        const mat33 rl_t = wp::transpose(body_rot[link]);
+        const vec3 ol = body_pos[link];
+        for (int i = j; i < end; ++i) {{
+            const vec3 x = wp::add(wp::mul(rb, points[i]), ob);
+            world[i] = x;
+            local[i] = wp::mul(rl_t, wp::sub(x, ol));
+        }}
+        j = end;
+    }}
+    const {real} zero = static_cast<{real}>(0);
+    int listed = 0;
+    for (int j = start; j < stop; ++j) {{
+        const vec3 q = local[j];
+        const vec3 lo = box_lo[sensor[j]];
+        const vec3 hi = box_hi[sensor[j]];
+        if (q[0] >= lo[0] && q[1] >= lo[1] && q[2] >= lo[2] && q[0] <= hi[0] && q[1] <= hi[1] && q[2] <= hi[2]) {{
+            near[start + listed] = j;
+            ++listed;
+            continue;
+        }}
+        anchored[j] = false;
+        drag[j] = wp::mul(wp::sub(q, anchor[j]), zero);
+        selected[j] = false;
+    }}
+    call.listed.data[static_cast<size_t>(e) * call.listed.shape[1] + t] = listed;
+"""
 
 
 def _sample_kernel(dtype: torch.dtype):
-    """(kernel, call struct type) of one step of the samples ``per_thread``·t … of env e (several per thread on the
-    CPU, where warp copies the call struct once per thread). Each sample j (body-frame point u_j of body B): world
-    q = R_B u_j + o_B and link frame q̃ = R_Lᵀ(q − o_L) (into ``local``), its signed distance sd to the own shapes of
-    its sensor's link L (:func:`nearest_shape`, +inf beyond the sample's cutoff, and without a query outside the link
-    frame box ``box_lo`` … ``box_hi`` that holds every point within the cutoff), release / anchor, then the weighted
-    drag c = (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored, D_j > 0 and c ≠ 0: a zero drag adds
-    exactly nothing)."""
+    """(kernel, call struct type) of one step of the samples ``per_thread``·t … of env e (all of an env per thread on
+    the CPU, where warp copies the call struct once per thread; one on CUDA). Each sample j (body-frame point u_j of
+    body B): world q = R_B u_j + o_B and link frame q̃ = R_Lᵀ(q − o_L) (into ``local``), its signed distance sd to the
+    own shapes of its sensor's link L (:func:`nearest_shape`, +inf beyond the sample's cutoff, and without a query
+    outside the link frame box ``box_lo`` … ``box_hi`` that holds every point within the cutoff), release / anchor,
+    then the weighted drag c = (q̃ − A) a_j/A_cell D_j and whether it contributes (anchored, D_j > 0 and c ≠ 0: a zero
+    drag adds exactly nothing). The posing and the samples outside the box (most of them) run in a native loop
+    (:func:`_pose_loop`), the few inside in warp code. With ``fused`` (a thread holds every sample of its env, in
+    order) the thread also compacts the contributing samples as :func:`_compact_kernel` does."""
     f, v, m = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
     name = f"ShearSampleCall_{f.__name__}"
@@ -66,38 +128,32 @@ def _sample_kernel(dtype: torch.dtype):
         "contact": wp.array(dtype=f), "release": wp.array(dtype=f), "weight": wp.array(dtype=f),
         "world_rot": wp.array2d(dtype=m), "world_pos": wp.array2d(dtype=v), "world_center": wp.array2d(dtype=v),
         "anchored": wp.array2d(dtype=wp.bool), "anchor": wp.array2d(dtype=v), "drag": wp.array2d(dtype=v),
-        "selected": wp.array2d(dtype=wp.bool)}, __name__)
+        "selected": wp.array2d(dtype=wp.bool), "near": wp.array2d(dtype=wp.int32), "world": wp.array2d(dtype=v),
+        "q_out": wp.array3d(dtype=v), "c_out": wp.array3d(dtype=v), "count": wp.array2d(dtype=wp.int32),
+        "previous": wp.array2d(dtype=wp.int32), "listed": wp.array2d(dtype=wp.int32)}, __name__)
+    kernel_name = f"elastomer_shear_samples_{f.__name__}"
 
-    def kernel(call: Any, tables: Any, per_thread: int):
+    def pose(call, e, t, start, stop): ...
+
+    pose.__name__ = f"{kernel_name}_pose"
+    pose.__annotations__ = {"call": call_type, "e": int, "t": int, "start": int, "stop": int}
+    native_pose = wp.func_native(_pose_loop(dtype))(pose)
+
+    def kernel(call: Any, tables: Any, per_thread: int, fused: int):
         e, t = wp.tid()
         first = t * per_thread
-        # consecutive samples mostly share their body and sensor: their poses are read once per run
-        owner = int(-1)
-        g = int(-1)
-        rb = call.body_rot[e, 0]
-        ob = call.body_pos[e, 0]
-        rl_t = rb
-        ol = ob
-        for j in range(first, wp.min(first + per_thread, call.points.shape[0])):
-            if call.owner[j] != owner:
-                owner = call.owner[j]
-                rb = call.body_rot[e, owner]
-                ob = call.body_pos[e, owner]
-            if call.sensor[j] != g:
-                g = call.sensor[j]
-                link = call.link_of_sensor[g]
-                rl_t = wp.transpose(call.body_rot[e, link])
-                ol = call.body_pos[e, link]
-            x = rb @ call.points[j] + ob
-            q = rl_t @ (x - ol)
-            call.local[e, j] = q
-            lo = call.box_lo[g]
-            hi = call.box_hi[g]
-            d = type(q[0])(wp.inf)
-            near = q[0] >= lo[0] and q[1] >= lo[1] and q[2] >= lo[2]
-            if near and q[0] <= hi[0] and q[1] <= hi[1] and q[2] <= hi[2]:
-                d, s, normal, closest = nearest_shape(x, e, g, call.cutoff[j], call.exact[g], 0, call.own_shapes,
-                                                      call.world_rot, call.world_pos, call.world_center, tables)
+        if fused != 0:
+            for s in range(call.count.shape[1]):
+                call.previous[e, s] = call.count[e, s]
+                call.count[e, s] = 0
+        native_pose(call, e, t, first, wp.min(first + per_thread, call.points.shape[0]))
+        for k in range(call.listed[e, t]):
+            j = call.near[e, first + k]
+            x = call.world[e, j]
+            q = call.local[e, j]
+            g = call.sensor[j]
+            d, _shape, normal, closest = nearest_shape(x, e, g, call.cutoff[j], call.exact[g], 0, call.own_shapes,
+                                                  call.world_rot, call.world_pos, call.world_center, tables)
             held = call.anchored[e, j]
             if held and d > call.release[j]:
                 held = False
@@ -111,10 +167,21 @@ def _sample_kernel(dtype: torch.dtype):
                 w = -d * call.weight[j]
             c = (q - call.anchor[e, j]) * w
             call.drag[e, j] = c
-            call.selected[e, j] = w > zero and (c[0] != zero or c[1] != zero or c[2] != zero)
+            chosen = w > zero and (c[0] != zero or c[1] != zero or c[2] != zero)
+            call.selected[e, j] = chosen
+            if fused != 0 and chosen:
+                m = call.count[e, g]
+                call.q_out[e, g, m] = q
+                call.c_out[e, g, m] = c
+                call.count[e, g] = m + 1
+        if fused != 0:
+            for s in range(call.count.shape[1]):
+                for j in range(call.count[e, s], call.previous[e, s]):
+                    call.q_out[e, s, j] = call.q_out[e, s, j] - call.q_out[e, s, j]
+                    call.c_out[e, s, j] = call.c_out[e, s, j] - call.c_out[e, s, j]
 
-    kernel.__name__ = f"elastomer_shear_samples_{f.__name__}"
-    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "per_thread": int}
+    kernel.__name__ = kernel_name
+    kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "per_thread": int, "fused": int}
     return unique_kernel(kernel), call_type
 
 
@@ -293,8 +360,9 @@ class ShearAnchors:
     positions q̃ and weighted drags of each sensor's contributing samples, ``count`` [E, S] int32 how many.
     """
 
-    kernel_tables = (_SAMPLE_KERNELS, _COMPACT_KERNELS)
-    """Tables (working dtype → (kernel, call type)) of the kernels every instance launches."""
+    kernel_tables = (_SAMPLE_KERNELS,)
+    """Tables (working dtype → (kernel, call type)) of the kernels every instance launches (the compaction kernel,
+    launched on CUDA only, compiles when first launched)."""
 
     def __init__(self, clouds: Sequence[PointCloud], links: Sequence[int], link_shapes: Sequence[Sequence[Shape]],
                  n_envs: int, n_bodies: int, query: ShapeQuery,
@@ -331,13 +399,20 @@ class ShearAnchors:
         self.drag = torch.zeros((e, n, 3), dtype=dtype, device=device)
         self.selected = torch.zeros((e, n), dtype=torch.bool, device=device)
         poses = query.pose_buffers(e)
-        kernel, call_type = _SAMPLE_KERNELS[dtype]
-        per_thread = CPU_SAMPLES_PER_THREAD if torch.device(device).type == "cpu" else 1
+        cpu = torch.device(device).type == "cpu"
 
         def ints(x) -> torch.Tensor:
             return torch.as_tensor(np.asarray(x, np.int64), device=device, dtype=torch.int32)
 
+        starts_of_sample = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self.longest = max(lengths)
+        self.count = torch.zeros((e, len(lengths)), dtype=torch.int32, device=device)
+        self.q_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
+        self.c_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
         lo, hi = np.stack([_reach_box(shapes, float(c)) for shapes, c in zip(link_shapes, reach)]).transpose(1, 0, 2)
+        kernel, call_type = _SAMPLE_KERNELS[dtype]
+        # CPU: one thread per env, which compacts its samples too; CUDA: one per sample, compacted by a second kernel
+        per_thread = n if cpu else 1
         self._step = StructLaunch(kernel, (e, -(-n // per_thread)), call_type, {
             "points": torch.as_tensor(cat("points").reshape(n, 3), device=device, dtype=dtype),
             "owner": ints(cat("body")), "sensor": ints(sensor.cpu()), "link_of_sensor": ints(links),
@@ -348,16 +423,18 @@ class ShearAnchors:
             "own_shapes": own_shapes.contiguous(), "exact": exact.contiguous(), "cutoff": self.cutoff,
             "contact": self.contact, "release": self.release, "weight": self.weight, "world_rot": poses.rot,
             "world_pos": poses.pos, "world_center": poses.cull_center, "anchored": self.anchored,
-            "anchor": self.anchor, "drag": self.drag, "selected": self.selected}, [query.tables, per_thread], device)
-        starts_of_sample = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        self.longest = max(lengths)
-        self.count = torch.zeros((e, len(lengths)), dtype=torch.int32, device=device)
-        self.q_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
-        self.c_c = torch.zeros((e, len(lengths), self.longest, 3), dtype=dtype, device=device)
-        kernel, call_type = _COMPACT_KERNELS[dtype]
-        self._compact = StructLaunch(kernel, (e, len(lengths)), call_type, {
-            "local": self.local, "drag": self.drag, "selected": self.selected, "start": ints(starts_of_sample),
-            "length": ints(lengths), "q_out": self.q_c, "c_out": self.c_c, "count": self.count}, [], device)
+            "anchor": self.anchor, "drag": self.drag, "selected": self.selected,
+            "near": torch.zeros((e, n), dtype=torch.int32, device=device),
+            "world": torch.zeros((e, n, 3), dtype=dtype, device=device), "q_out": self.q_c, "c_out": self.c_c,
+            "count": self.count, "previous": torch.zeros_like(self.count),
+            "listed": torch.zeros((e, -(-n // per_thread)), dtype=torch.int32, device=device)},
+            [query.tables, per_thread, int(cpu)], device)
+        self._compact = None
+        if not cpu:
+            kernel, call_type = _COMPACT_KERNELS[dtype]
+            self._compact = StructLaunch(kernel, (e, len(lengths)), call_type, {
+                "local": self.local, "drag": self.drag, "selected": self.selected, "start": ints(starts_of_sample),
+                "length": ints(lengths), "q_out": self.q_c, "c_out": self.c_c, "count": self.count}, [], device)
         counts = [lay.n for lay in layouts]
         lattice: dict[tuple[int, int], list[int]] = {}
         scattered = []
@@ -378,7 +455,8 @@ class ShearAnchors:
         elsewhere to out [E, P, 3]."""
         bind_state(self._step, state)
         self._step()
-        self._compact()
+        if self._compact is not None:
+            self._compact()
         if not self.groups:
             return
         # slots per segment: this step's largest count on CPU (reading it costs nothing), the longest elsewhere
