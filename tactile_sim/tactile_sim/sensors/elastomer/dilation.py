@@ -294,6 +294,7 @@ class LatticeConvolution(_LatticeGroup):
         self._spectra[self.whole] = self._spectrum(self.whole)
         self._last = self.whole
         self._product: tuple | None = None                                 # spectra × kernel spectra, its 2 parts
+        self._window_view: tuple | None = None                             # (window, H, H^p, their window maps)
         self.set_basis(bases, dtype)
 
     def _spectrum(self, window: tuple[int, int, int, int]):
@@ -319,6 +320,29 @@ class LatticeConvolution(_LatticeGroup):
         spectra = torch.fft.rfft2(padded).transpose(-1, -2).to(self.complex_dtype).contiguous()
         return lv, lu, spectra[:, :2], spectra[:, 2:]
 
+    def _window_maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
+                     window: tuple[int, int, int, int]) -> torch.Tensor:
+        """The window's maps [E, S_g, 1|2, w_r, w_c] (:meth:`maps`); with the members' probes contiguous and H^p (when
+        needed) at a fixed offset after H in H's storage (ElastomerTaxel's ``depths`` [2, E, P]), one strided view
+        of both — no copy — kept while the window and the two tensors stay the same."""
+        kept = self._window_view
+        if kept is not None and kept[0] == window and kept[1] is depth and kept[2] is depth_p:
+            return kept[3]
+        gap = depth_p.storage_offset() - depth.storage_offset()
+        shared = depth_p.dtype == depth.dtype and depth_p.stride() == depth.stride() and gap >= 0 \
+            and depth_p.untyped_storage().data_ptr() == depth.untyped_storage().data_ptr()
+        if self.contiguous_from is None or (self.powered and not shared):
+            return self.maps(depth, depth_p, window)
+        m, n = self.shape
+        r0, r1, c0, c1 = window
+        row, col = depth.stride()
+        view = depth.as_strided(
+            (depth.shape[0], len(self.index) // (m * n), 2 if self.powered else 1, r1 - r0, c1 - c0),
+            (row, m * n * col, gap if self.powered else 0, n * col, col),
+            depth.storage_offset() + (self.contiguous_from + r0 * n + c0) * col)
+        self._window_view = (window, depth, depth_p, view)
+        return view
+
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
                  window: tuple[int, int, int, int] | None = None):
         m, n = self.shape
@@ -329,9 +353,9 @@ class LatticeConvolution(_LatticeGroup):
             self._spectra[window] = self._spectrum(window)
         self._last = window
         lv, lu, in_plane, normal = self._spectra[window]
-        maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, w_r, w_c]
+        maps = self._window_maps(depth, depth_p, window)                   # [E, S_g, 1|2, w_r, w_c]
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
-        shape = (spectrum.shape[0], len(in_plane), 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
+        shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
         if self._product is None or self._product[0].shape != shape:      # reused while the window's size holds
             product = spectrum.new_empty(shape)
             self._product = (product, product[:, :, :2], product[:, :, 2:])
