@@ -11,7 +11,8 @@ import torch
 import warp as wp
 
 from helpers_pointcloud import lattice
-from tactile_sim.sensors.elastomer.dilation import DilationParameters, LatticeConvolution, pair_tables
+from tactile_sim.sensors.elastomer.dilation import (DilationParameters, LatticeConvolution, SeparableLattice,
+                                                    pair_tables)
 from tactile_sim.sensors.layout.probe_layout import ProbeLayout
 
 WINDOWS = [(0, 9, 0, 12), (2, 5, 3, 8), (2, 5, 3, 8), (0, 1, 11, 12), (8, 9, 0, 1), (3, 4, 4, 5), (1, 9, 0, 7),
@@ -113,3 +114,33 @@ def test_depth_buffer_halves_are_read_where_they_are(exponent):
         other = conv(torch.as_tensor(h2), torch.as_tensor(hp2), window=window).numpy()
         want2 = _truth(table_k, table_g, normals, h2, hp2)
         assert np.abs(other - want2).max() <= 1e-10 * np.abs(want2).max(), window
+
+
+@pytest.mark.parametrize("group,c", [(LatticeConvolution, 0.5), (SeparableLattice, 1.0)])
+def test_fields_along_the_link_axes_are_interleaved_into_out(group, c):
+    # a grid along the link axes with normal +z (its field basis is the identity): written into out, the fields
+    # are interleaved by the native kernel (one launch per fields width, kept); out must hold, bit for bit, the u
+    # returned without out (a torch permute), and the direct sum, over windows of several widths, back and forth
+    m, n, e = 9, 12, 3
+    layout = ProbeLayout.from_options(lattice(m, n, 0.004, 0.003), 0.002, where="ElastomerTaxel(name='fft')")
+    prm = DilationParameters(20000.0, c, layout.epsilon0(), 0.0, 1.3, 2.0)
+    params = torch.tensor([prm.row()], dtype=torch.float64)
+    table_k, table_g = (t.numpy() for t in pair_tables(layout.flat_positions, layout.flat_normals, [0], [m * n],
+                                                         params))
+    rng = np.random.default_rng(3)
+    for dtype in (torch.float64, torch.float32):
+        conv = group([(0, 0, layout)], params, [prm.exponent], torch.device("cpu"), dtype)
+        assert conv.identity
+        out = torch.full((e, m * n, 3), torch.nan, dtype=dtype)
+        for window in WINDOWS:
+            r0, r1, c0, c1 = window
+            depth = np.zeros((e, m, n))
+            depth[:, r0:r1, c0:c1] = rng.uniform(1e-4, 1e-3, (e, r1 - r0, c1 - c0))
+            depth = depth.reshape(e, -1)
+            h, hp = torch.as_tensor(depth, dtype=dtype), torch.as_tensor(depth ** prm.exponent, dtype=dtype)
+            returned = conv(h, hp, window=window)
+            assert conv(h, hp, out, window=window) is None
+            assert torch.equal(out, returned), window
+            want = _truth(table_k, table_g, layout.flat_normals, depth, depth ** prm.exponent)
+            tolerance = 1e-10 if dtype == torch.float64 else 1e-5
+            assert np.abs(out.double().numpy() - want).max() <= tolerance * np.abs(want).max(), window

@@ -150,6 +150,47 @@ def _direct_sum_kernel(dtype: torch.dtype):
 _DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}
 
 
+def _interleave_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (E, M) in the working dtype: out[e, y·N + x, c] = fields[e, c, y, x] for
+    x < N, the channels of a lattice group's fields [E, 3, M, L ≥ N] (contiguous) interleaved into its probes'
+    vectors out [E, M·N, 3]; one row of N probes per thread, in a loop the compiler keeps on unit strides."""
+    f = WP_TYPES[dtype][0]
+    real = "float" if dtype == torch.float32 else "double"
+    call_type = warp_struct(f"DilationInterleaveCall_{f.__name__}", {
+        "fields": wp.array4d(dtype=f), "out": wp.array3d(dtype=f)}, __name__)
+    name = f"elastomer_dilation_interleave_{f.__name__}"
+    row = f"""
+    const int m = call.fields.shape[2];
+    const size_t width = call.fields.shape[3], plane = static_cast<size_t>(m) * width;
+    const int n = call.out.shape[1] / m;
+    const {real}* __restrict__ a = reinterpret_cast<const {real}*>(call.fields.data) + (3 * e * plane + y * width);
+    const {real}* __restrict__ b = a + plane;
+    const {real}* __restrict__ c = b + plane;
+    {real}* __restrict__ u = reinterpret_cast<{real}*>(call.out.data) + 3 * (static_cast<size_t>(e) * m + y) * n;
+    for (int x = 0; x < n; ++x) {{
+        u[3 * x] = a[x];
+        u[3 * x + 1] = b[x];
+        u[3 * x + 2] = c[x];
+    }}
+"""
+
+    def run(call, e, y): ...
+
+    run.__name__, run.__annotations__ = f"{name}_row", {"call": call_type, "e": int, "y": int}
+    native = wp.func_native(row)(run)
+
+    def kernel(call: Any):
+        e, y = wp.tid()
+        native(call, e, y)
+
+    kernel.__name__ = name
+    kernel.__annotations__ = {"call": call_type}
+    return unique_kernel(kernel), call_type
+
+
+_INTERLEAVE_KERNELS = {dt: _interleave_kernel(dt) for dt in WP_TYPES}
+
+
 # ---------------------------------------------------------------------------------------------- shared tables
 def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal e₁, e₂ perpendicular to the unit normal a (e₁ along the grid axis least parallel to a)."""
@@ -209,8 +250,9 @@ class _LatticeGroup:
     def set_basis(self, bases: Sequence[np.ndarray], dtype: torch.dtype) -> None:
         device = self.index.device
         self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)      # [S_g, 3, 3]
-        # one sensor whose rows are the link axes: the fields are the link-frame components (a strided copy)
+        # one sensor whose rows are the link axes: the fields are the link-frame components (interleaved)
         self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
+        self._interleaves: dict[int, StructLaunch] = {}                     # fields' width L → launch (CPU)
 
     def maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
              window: tuple[int, int, int, int] | None = None) -> torch.Tensor:
@@ -228,10 +270,15 @@ class _LatticeGroup:
         return maps[0][:, :, None] if len(maps) == 1 else torch.stack(maps, 2)
 
     def emit(self, fields: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor | None:
-        """u of the members' probes from fields [E, S_g, 3, M, N]: written into out [E, S_g·M·N, 3] when given,
-        else returned."""
+        """u of the members' probes from fields [E, S_g, 3, M, L ≥ N] (the columns past N are left out): written
+        into out [E, S_g·M·N, 3] when given, else returned."""
         e = fields.shape[0]
         m, n = self.shape
+        if self.identity and out is not None and out.device.type == "cpu" and fields.is_contiguous() \
+                and out.is_contiguous():
+            self._interleave(fields[:, 0], out)
+            return None
+        fields = fields[..., :n]
         if self.identity:
             if out is None:
                 return fields[:, 0].permute(0, 2, 3, 1).reshape(e, -1, 3)
@@ -245,6 +292,19 @@ class _LatticeGroup:
             return u
         out.copy_(u)
         return None
+
+    def _interleave(self, fields: torch.Tensor, out: torch.Tensor) -> None:
+        """out [E, M·N, 3] ← the link-frame components fields [E, 3, M, L] (contiguous) of the one member, by
+        :data:`_INTERLEAVE_KERNELS` (a launch recorded per width L, fields rebound every call)."""
+        launch = self._interleaves.get(fields.shape[-1])
+        if launch is None or launch.tensors["out"] is not out:
+            kernel, call_type = _INTERLEAVE_KERNELS[out.dtype]
+            launch = StructLaunch(kernel, (fields.shape[0], self.shape[0]), call_type,
+                                  {"fields": fields, "out": out}, [], out.device)
+            self._interleaves[fields.shape[-1]] = launch
+        else:
+            launch.bind("fields", fields)
+        launch()
 
 
 class LatticeConvolution(_LatticeGroup):
@@ -363,8 +423,9 @@ class LatticeConvolution(_LatticeGroup):
         # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
         torch.mul(spectrum[:, :, :1], in_plane, out=product_in_plane)
         torch.mul(spectrum[:, :, -1:], normal, out=product_normal)
-        fields = torch.fft.irfft(torch.fft.ifft(product, dim=-1)[..., :m], n=lu, dim=-2)[..., :n, :]
-        return self.emit(fields.transpose(-1, -2), out)
+        # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
+        rows = torch.fft.ifft(product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
+        return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out)
 
 
 class SeparableLattice(_LatticeGroup):
