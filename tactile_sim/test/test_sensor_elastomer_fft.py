@@ -11,7 +11,8 @@ import torch
 import warp as wp
 
 from helpers_pointcloud import lattice
-from tactile_sim.sensors.elastomer.dilation import DilationParameters, LatticeConvolution, pair_tables
+from tactile_sim.sensors.elastomer.dilation import (DilationParameters, LatticeConvolution, SeparableLattice,
+                                                    pair_tables)
 from tactile_sim.sensors.layout.probe_layout import ProbeLayout
 
 WINDOWS = [(0, 9, 0, 12), (2, 5, 3, 8), (2, 5, 3, 8), (0, 1, 11, 12), (8, 9, 0, 1), (3, 4, 4, 5), (1, 9, 0, 7),
@@ -69,3 +70,77 @@ def test_window_outside_the_sources_is_caught_by_the_truth():
     whole = conv(depth, depth).numpy()
     cut = conv(depth, depth, window=(1, m, 1, n)).numpy()
     assert np.abs(whole).max() > 0 and np.abs(cut).max() == 0
+
+
+@pytest.mark.parametrize("exponent", [1.5, 1.0])
+def test_depth_buffer_halves_are_read_where_they_are(exponent):
+    # H and H^p as the two halves of one buffer [2, E, P] (ElastomerTaxel's depths), two sensors of one shape: the
+    # windows' maps are read from the buffer in place (no copy), so every call must see the values written since
+    # and give the direct sum; the same values as two separate tensors give the same bits, and separate tensors
+    # with other values in the same window are not answered from the buffer
+    m, n, e = 7, 10, 2
+    layout = ProbeLayout.from_options(lattice(m, n, 0.003, 0.004), 0.002, where="ElastomerTaxel(name='fft')")
+    prms = [DilationParameters(20000.0, c, layout.epsilon0(), 0.0, scale, exponent) for c, scale in
+            [(0.5, 1.0), (0.2, 0.6)]]
+    params = torch.tensor([prm.row() for prm in prms], dtype=torch.float64)
+    p = m * n
+    conv = LatticeConvolution([(0, 0, layout), (1, p, layout)], params, [exponent] * 2, torch.device("cpu"),
+                              torch.float64)
+    positions = np.concatenate([layout.flat_positions] * 2)
+    normals = np.concatenate([layout.flat_normals] * 2)
+    table_k, table_g = (t.numpy() for t in pair_tables(positions, normals, [0, 1], [p, p], params))
+    depths = torch.zeros((2, e, 2 * p), dtype=torch.float64)
+    depth, depth_p = depths.unbind(0)
+    rng = np.random.default_rng(5)
+
+    def sources(window):
+        r0, r1, c0, c1 = window
+        h = np.zeros((e, 2, m, n))
+        h[..., r0:r1, c0:c1] = rng.uniform(1e-4, 1e-3, (e, 2, r1 - r0, c1 - c0))
+        h = h.reshape(e, -1)
+        return h, h ** exponent
+
+    for window in [(0, 7, 0, 10), (1, 4, 2, 6), (1, 4, 2, 6), (3, 7, 5, 10), (1, 4, 2, 6), (0, 1, 9, 10)]:
+        h, hp = sources(window)
+        depth.copy_(torch.as_tensor(h))
+        depth_p.copy_(torch.as_tensor(hp))
+        got = conv(depth, depth_p, window=window).clone()
+        want = _truth(table_k, table_g, normals, h, hp)
+        assert np.abs(got.numpy() - want).max() <= 1e-10 * np.abs(want).max(), window
+        assert conv._window_maps(depth, depth_p, window).untyped_storage().data_ptr() == \
+            depths.untyped_storage().data_ptr()
+        assert torch.equal(conv(depth.clone(), depth_p.clone(), window=window), got), window
+        h2, hp2 = sources(window)
+        other = conv(torch.as_tensor(h2), torch.as_tensor(hp2), window=window).numpy()
+        want2 = _truth(table_k, table_g, normals, h2, hp2)
+        assert np.abs(other - want2).max() <= 1e-10 * np.abs(want2).max(), window
+
+
+@pytest.mark.parametrize("group,c", [(LatticeConvolution, 0.5), (SeparableLattice, 1.0)])
+def test_fields_along_the_link_axes_are_interleaved_into_out(group, c):
+    # a grid along the link axes with normal +z (its field basis is the identity): written into out, the fields
+    # are interleaved by the native kernel (one launch per fields width, kept); out must hold, bit for bit, the u
+    # returned without out (a torch permute), and the direct sum, over windows of several widths, back and forth
+    m, n, e = 9, 12, 3
+    layout = ProbeLayout.from_options(lattice(m, n, 0.004, 0.003), 0.002, where="ElastomerTaxel(name='fft')")
+    prm = DilationParameters(20000.0, c, layout.epsilon0(), 0.0, 1.3, 2.0)
+    params = torch.tensor([prm.row()], dtype=torch.float64)
+    table_k, table_g = (t.numpy() for t in pair_tables(layout.flat_positions, layout.flat_normals, [0], [m * n],
+                                                         params))
+    rng = np.random.default_rng(3)
+    for dtype in (torch.float64, torch.float32):
+        conv = group([(0, 0, layout)], params, [prm.exponent], torch.device("cpu"), dtype)
+        assert conv.identity
+        out = torch.full((e, m * n, 3), torch.nan, dtype=dtype)
+        for window in WINDOWS:
+            r0, r1, c0, c1 = window
+            depth = np.zeros((e, m, n))
+            depth[:, r0:r1, c0:c1] = rng.uniform(1e-4, 1e-3, (e, r1 - r0, c1 - c0))
+            depth = depth.reshape(e, -1)
+            h, hp = torch.as_tensor(depth, dtype=dtype), torch.as_tensor(depth ** prm.exponent, dtype=dtype)
+            returned = conv(h, hp, window=window)
+            assert conv(h, hp, out, window=window) is None
+            assert torch.equal(out, returned), window
+            want = _truth(table_k, table_g, layout.flat_normals, depth, depth ** prm.exponent)
+            tolerance = 1e-10 if dtype == torch.float64 else 1e-5
+            assert np.abs(out.double().numpy() - want).max() <= tolerance * np.abs(want).max(), window

@@ -150,6 +150,47 @@ def _direct_sum_kernel(dtype: torch.dtype):
 _DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}
 
 
+def _interleave_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (E, M) in the working dtype: out[e, y·N + x, c] = fields[e, c, y, x] for
+    x < N, the channels of a lattice group's fields [E, 3, M, L ≥ N] (contiguous) interleaved into its probes'
+    vectors out [E, M·N, 3]; one row of N probes per thread, in a loop the compiler keeps on unit strides."""
+    f = WP_TYPES[dtype][0]
+    real = "float" if dtype == torch.float32 else "double"
+    call_type = warp_struct(f"DilationInterleaveCall_{f.__name__}", {
+        "fields": wp.array4d(dtype=f), "out": wp.array3d(dtype=f)}, __name__)
+    name = f"elastomer_dilation_interleave_{f.__name__}"
+    row = f"""
+    const int m = call.fields.shape[2];
+    const size_t width = call.fields.shape[3], plane = static_cast<size_t>(m) * width;
+    const int n = call.out.shape[1] / m;
+    const {real}* __restrict__ a = reinterpret_cast<const {real}*>(call.fields.data) + (3 * e * plane + y * width);
+    const {real}* __restrict__ b = a + plane;
+    const {real}* __restrict__ c = b + plane;
+    {real}* __restrict__ u = reinterpret_cast<{real}*>(call.out.data) + 3 * (static_cast<size_t>(e) * m + y) * n;
+    for (int x = 0; x < n; ++x) {{
+        u[3 * x] = a[x];
+        u[3 * x + 1] = b[x];
+        u[3 * x + 2] = c[x];
+    }}
+"""
+
+    def run(call, e, y): ...
+
+    run.__name__, run.__annotations__ = f"{name}_row", {"call": call_type, "e": int, "y": int}
+    native = wp.func_native(row)(run)
+
+    def kernel(call: Any):
+        e, y = wp.tid()
+        native(call, e, y)
+
+    kernel.__name__ = name
+    kernel.__annotations__ = {"call": call_type}
+    return unique_kernel(kernel), call_type
+
+
+_INTERLEAVE_KERNELS = {dt: _interleave_kernel(dt) for dt in WP_TYPES}
+
+
 # ---------------------------------------------------------------------------------------------- shared tables
 def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal e₁, e₂ perpendicular to the unit normal a (e₁ along the grid axis least parallel to a)."""
@@ -209,8 +250,9 @@ class _LatticeGroup:
     def set_basis(self, bases: Sequence[np.ndarray], dtype: torch.dtype) -> None:
         device = self.index.device
         self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)      # [S_g, 3, 3]
-        # one sensor whose rows are the link axes: the fields are the link-frame components (a strided copy)
+        # one sensor whose rows are the link axes: the fields are the link-frame components (interleaved)
         self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
+        self._interleaves: dict[int, StructLaunch] = {}                     # fields' width L → launch (CPU)
 
     def maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
              window: tuple[int, int, int, int] | None = None) -> torch.Tensor:
@@ -228,10 +270,15 @@ class _LatticeGroup:
         return maps[0][:, :, None] if len(maps) == 1 else torch.stack(maps, 2)
 
     def emit(self, fields: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor | None:
-        """u of the members' probes from fields [E, S_g, 3, M, N]: written into out [E, S_g·M·N, 3] when given,
-        else returned."""
+        """u of the members' probes from fields [E, S_g, 3, M, L ≥ N] (the columns past N are left out): written
+        into out [E, S_g·M·N, 3] when given, else returned."""
         e = fields.shape[0]
         m, n = self.shape
+        if self.identity and out is not None and out.device.type == "cpu" and fields.is_contiguous() \
+                and out.is_contiguous():
+            self._interleave(fields[:, 0], out)
+            return None
+        fields = fields[..., :n]
         if self.identity:
             if out is None:
                 return fields[:, 0].permute(0, 2, 3, 1).reshape(e, -1, 3)
@@ -245,6 +292,19 @@ class _LatticeGroup:
             return u
         out.copy_(u)
         return None
+
+    def _interleave(self, fields: torch.Tensor, out: torch.Tensor) -> None:
+        """out [E, M·N, 3] ← the link-frame components fields [E, 3, M, L] (contiguous) of the one member, by
+        :data:`_INTERLEAVE_KERNELS` (a launch recorded per width L, fields rebound every call)."""
+        launch = self._interleaves.get(fields.shape[-1])
+        if launch is None or launch.tensors["out"] is not out:
+            kernel, call_type = _INTERLEAVE_KERNELS[out.dtype]
+            launch = StructLaunch(kernel, (fields.shape[0], self.shape[0]), call_type,
+                                  {"fields": fields, "out": out}, [], out.device)
+            self._interleaves[fields.shape[-1]] = launch
+        else:
+            launch.bind("fields", fields)
+        launch()
 
 
 class LatticeConvolution(_LatticeGroup):
@@ -294,6 +354,7 @@ class LatticeConvolution(_LatticeGroup):
         self._spectra[self.whole] = self._spectrum(self.whole)
         self._last = self.whole
         self._product: tuple | None = None                                 # spectra × kernel spectra, its 2 parts
+        self._window_view: tuple | None = None                             # (window, H, H^p, their window maps)
         self.set_basis(bases, dtype)
 
     def _spectrum(self, window: tuple[int, int, int, int]):
@@ -319,6 +380,29 @@ class LatticeConvolution(_LatticeGroup):
         spectra = torch.fft.rfft2(padded).transpose(-1, -2).to(self.complex_dtype).contiguous()
         return lv, lu, spectra[:, :2], spectra[:, 2:]
 
+    def _window_maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
+                     window: tuple[int, int, int, int]) -> torch.Tensor:
+        """The window's maps [E, S_g, 1|2, w_r, w_c] (:meth:`maps`); with the members' probes contiguous and H^p (when
+        needed) at a fixed offset after H in H's storage (ElastomerTaxel's ``depths`` [2, E, P]), one strided view
+        of both — no copy — kept while the window and the two tensors stay the same."""
+        kept = self._window_view
+        if kept is not None and kept[0] == window and kept[1] is depth and kept[2] is depth_p:
+            return kept[3]
+        gap = depth_p.storage_offset() - depth.storage_offset()
+        shared = depth_p.dtype == depth.dtype and depth_p.stride() == depth.stride() and gap >= 0 \
+            and depth_p.untyped_storage().data_ptr() == depth.untyped_storage().data_ptr()
+        if self.contiguous_from is None or (self.powered and not shared):
+            return self.maps(depth, depth_p, window)
+        m, n = self.shape
+        r0, r1, c0, c1 = window
+        row, col = depth.stride()
+        view = depth.as_strided(
+            (depth.shape[0], len(self.index) // (m * n), 2 if self.powered else 1, r1 - r0, c1 - c0),
+            (row, m * n * col, gap if self.powered else 0, n * col, col),
+            depth.storage_offset() + (self.contiguous_from + r0 * n + c0) * col)
+        self._window_view = (window, depth, depth_p, view)
+        return view
+
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
                  window: tuple[int, int, int, int] | None = None):
         m, n = self.shape
@@ -329,9 +413,9 @@ class LatticeConvolution(_LatticeGroup):
             self._spectra[window] = self._spectrum(window)
         self._last = window
         lv, lu, in_plane, normal = self._spectra[window]
-        maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, w_r, w_c]
+        maps = self._window_maps(depth, depth_p, window)                   # [E, S_g, 1|2, w_r, w_c]
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
-        shape = (spectrum.shape[0], len(in_plane), 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
+        shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
         if self._product is None or self._product[0].shape != shape:      # reused while the window's size holds
             product = spectrum.new_empty(shape)
             self._product = (product, product[:, :, :2], product[:, :, 2:])
@@ -339,8 +423,9 @@ class LatticeConvolution(_LatticeGroup):
         # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
         torch.mul(spectrum[:, :, :1], in_plane, out=product_in_plane)
         torch.mul(spectrum[:, :, -1:], normal, out=product_normal)
-        fields = torch.fft.irfft(torch.fft.ifft(product, dim=-1)[..., :m], n=lu, dim=-2)[..., :n, :]
-        return self.emit(fields.transpose(-1, -2), out)
+        # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
+        rows = torch.fft.ifft(product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
+        return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out)
 
 
 class SeparableLattice(_LatticeGroup):
