@@ -15,6 +15,7 @@ core, after one line saying so (and a progress bar on a terminal when it lasts l
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import types
@@ -33,6 +34,22 @@ def unique_kernel(fn: Callable, name: str | None = None) -> wp.Kernel:
     """``fn`` (fully annotated) as a kernel without a backward pass in a module of its own named ``name``
     (default ``fn.__name__``, which the factories set to ``<what>_<dtype>``)."""
     return wp.kernel(fn, name=name or fn.__name__, enable_backward=False, module="unique")
+
+
+def native_grid_kernel(name: str, call_type: Any, stub: Callable, snippet: str) -> wp.Kernel:
+    """A kernel ``name`` (:func:`unique_kernel`) over a 2-D launch whose thread (i, j) runs the C++ ``snippet``
+    (``wp.func_native``) with ``call`` (a ``call_type`` struct) and i, j in scope: ``stub`` is a typed stub
+    ``(call, i, j): ...`` whose last two parameter names are the names the snippet uses for i and j."""
+    first, second = list(inspect.signature(stub).parameters)[1:]
+    stub.__name__, stub.__annotations__ = f"{name}_native", {"call": call_type, first: int, second: int}
+    native = wp.func_native(snippet)(stub)
+
+    def kernel(call: Any):
+        i, j = wp.tid()
+        native(call, i, j)
+
+    kernel.__name__, kernel.__annotations__ = name, {"call": call_type}
+    return unique_kernel(kernel)
 
 
 def typed_kernel(fn: Callable, what: str, dtype: torch.dtype, annotations: Mapping[str, Any]) -> wp.Kernel:

@@ -40,7 +40,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import StructLaunch, warp_struct
-from ...geometry.warp_kernels import unique_kernel
+from ...geometry.warp_kernels import native_grid_kernel, unique_kernel
 from ..points.compaction import SegmentCompaction
 from .layer_profile import layer_profile
 from .pair_kernel import dilation_pair, profile_arrays
@@ -174,18 +174,9 @@ def _interleave_kernel(dtype: torch.dtype):
     }}
 """
 
-    def run(call, e, y): ...
+    def row_of(call, e, y): ...
 
-    run.__name__, run.__annotations__ = f"{name}_row", {"call": call_type, "e": int, "y": int}
-    native = wp.func_native(row)(run)
-
-    def kernel(call: Any):
-        e, y = wp.tid()
-        native(call, e, y)
-
-    kernel.__name__ = name
-    kernel.__annotations__ = {"call": call_type}
-    return unique_kernel(kernel), call_type
+    return native_grid_kernel(name, call_type, row_of, row), call_type
 
 
 _INTERLEAVE_KERNELS = {dt: _interleave_kernel(dt) for dt in WP_TYPES}

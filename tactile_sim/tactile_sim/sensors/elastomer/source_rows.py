@@ -25,7 +25,7 @@ import torch
 import warp as wp
 
 from ...geometry.struct_launch import StructLaunch, warp_struct
-from ...geometry.warp_kernels import unique_kernel
+from ...geometry.warp_kernels import native_grid_kernel, unique_kernel
 from .pair_kernel import dilation_pair, profile_arrays
 from ..points.probe_set import WP_TYPES
 
@@ -139,16 +139,7 @@ def _sum_kernel(dtype: torch.dtype):
 
     def chunk_sum(call, c, e): ...
 
-    chunk_sum.__name__, chunk_sum.__annotations__ = f"{name}_chunk", {"call": call_type, "c": int, "e": int}
-    native = wp.func_native(_sum_loop(dtype))(chunk_sum)
-
-    def kernel(call: Any):
-        c, e = wp.tid()
-        native(call, c, e)
-
-    kernel.__name__ = name
-    kernel.__annotations__ = {"call": call_type}
-    return unique_kernel(kernel), call_type
+    return native_grid_kernel(name, call_type, chunk_sum, _sum_loop(dtype)), call_type
 
 
 _FILL_KERNELS = {dt: _fill_kernel(dt) for dt in WP_TYPES}
