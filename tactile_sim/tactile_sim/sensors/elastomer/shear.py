@@ -107,6 +107,15 @@ def _pose_loop(dtype: torch.dtype) -> str:
 """
 
 
+@wp.func
+def _clear_slots(q_out: Any, c_out: Any, e: int, s: int, first: int, stop: int):
+    """Zero the compacted slots [first, stop) of sensor s in env e (those the previous step filled beyond this
+    step's count: slots past the count stay zero, a zero drag adds nothing)."""
+    for j in range(first, stop):
+        q_out[e, s, j] = q_out[e, s, j] - q_out[e, s, j]
+        c_out[e, s, j] = c_out[e, s, j] - c_out[e, s, j]
+
+
 def _sample_kernel(dtype: torch.dtype):
     """(kernel, call struct type) of one step of the samples ``per_thread``·t … of env e (all of an env per thread on
     the CPU, where warp copies the call struct once per thread; one on CUDA). Each sample j (body-frame point u_j of
@@ -176,9 +185,7 @@ def _sample_kernel(dtype: torch.dtype):
                 call.count[e, g] = m + 1
         if fused != 0:
             for s in range(call.count.shape[1]):
-                for j in range(call.count[e, s], call.previous[e, s]):
-                    call.q_out[e, s, j] = call.q_out[e, s, j] - call.q_out[e, s, j]
-                    call.c_out[e, s, j] = call.c_out[e, s, j] - call.c_out[e, s, j]
+                _clear_slots(call.q_out, call.c_out, e, s, call.count[e, s], call.previous[e, s])
 
     kernel.__name__ = kernel_name
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "per_thread": int, "fused": int}
@@ -209,9 +216,7 @@ def _compact_kernel(dtype: torch.dtype):
                 call.q_out[e, s, m] = call.local[e, a + j]
                 call.c_out[e, s, m] = call.drag[e, a + j]
                 m = m + 1
-        for j in range(m, call.count[e, s]):
-            call.q_out[e, s, j] = call.q_out[e, s, j] - call.q_out[e, s, j]
-            call.c_out[e, s, j] = call.c_out[e, s, j] - call.c_out[e, s, j]
+        _clear_slots(call.q_out, call.c_out, e, s, m, call.count[e, s])
         call.count[e, s] = m
 
     kernel.__name__ = f"elastomer_shear_compact_{WP_TYPES[dtype][0].__name__}"
