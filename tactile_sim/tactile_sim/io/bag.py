@@ -322,7 +322,8 @@ class BagReader:
     """Read a rosbag2 bag (directory, or a single .mcap/.db3 file) as (topic, stamp_ns, message) tuples.
 
     Joint states and TF messages (of the standard definitions) come from :mod:`.input_cdr` as
-    :class:`~.wire_message.WireMessage` s, every other message from rosbags' deserialiser.
+    :class:`~.wire_message.WireMessage` s, every other message from rosbags' deserialiser. :meth:`raw_messages`
+    gives the CDR bytes instead, for a reader that decodes blocks of them (:attr:`decoders`, :meth:`decode`).
     Messages are deserialised one at a time while iterating (memory stays bounded by one message and the storage
     plugin's chunk), in receive-time order. MCAP bags are read by :mod:`.mcap_bag`; sqlite3 bags, and any bag it
     leaves or fails to open, by rosbags (which then reads it, or raises the error it always gave).
@@ -337,9 +338,10 @@ class BagReader:
         except BaseException:
             self._reader.close()
             raise
-        self._decoders = {name: decoder().decode for name, decoder in ((JOINT_STATE, JointStateDecoder),
-                                                                        (TF_MESSAGE, TFMessageDecoder))
-                          if self._standard(name)}
+        self.decoders: dict[str, JointStateDecoder | TFMessageDecoder] = {
+            name: decoder() for name, decoder in ((JOINT_STATE, JointStateDecoder), (TF_MESSAGE, TFMessageDecoder))
+            if self._standard(name)}
+        """Message type → the :mod:`.input_cdr` decoder of its bytes (the types the bag defines as the library does)."""
 
     def _standard(self, typename: str) -> bool:
         """True when the bag defines ``typename`` and the types it nests exactly as the library does."""
@@ -375,6 +377,27 @@ class BagReader:
     ) -> Iterator[tuple[str, int, Any]]:
         """Yield (topic, stamp_ns, message) in time order, only for ``topics`` (default all), with
         start_ns ≤ stamp_ns < stop_ns where given."""
+        decode = self.decode
+        for connection, stamp_ns, data in self._stored(topics, start_ns, stop_ns):
+            yield connection.topic, stamp_ns, decode(connection.msgtype, data)
+
+    def raw_messages(
+        self, topics: Iterable[str] | None = None, start_ns: int | None = None, stop_ns: int | None = None
+    ) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, message type, stamp_ns, CDR bytes) of the messages :meth:`messages` yields, in its order."""
+        for connection, stamp_ns, data in self._stored(topics, start_ns, stop_ns):
+            yield connection.topic, connection.msgtype, stamp_ns, data
+
+    def decode(self, msgtype: str, data: bytes) -> Any:
+        """The message of type ``msgtype`` in CDR bytes ``data``, as :meth:`messages` yields it."""
+        decoder = self.decoders.get(msgtype)
+        msg = None if decoder is None else decoder.decode(data)
+        return self.typestore.deserialize_cdr(data, msgtype) if msg is None else msg
+
+    def _stored(self, topics: Iterable[str] | None, start_ns: int | None,
+                stop_ns: int | None) -> Iterator[tuple[Any, int, bytes]]:
+        """(connection, stamp_ns, CDR bytes) of the storage's messages of ``topics`` (all: None) in
+        [start_ns, stop_ns); ValueError naming topics the bag does not have."""
         connections = self._reader.connections
         if topics is not None:
             wanted = set(topics)
@@ -386,14 +409,8 @@ class BagReader:
                 )
             connections = [c for c in connections if c.topic in wanted]
             if not connections:
-                return
-        decoders = self._decoders
-        for connection, stamp_ns, data in self._reader.messages(connections, start=start_ns, stop=stop_ns):
-            decode = decoders.get(connection.msgtype)
-            msg = None if decode is None else decode(data)
-            if msg is None:
-                msg = self.typestore.deserialize_cdr(data, connection.msgtype)
-            yield connection.topic, stamp_ns, msg
+                return iter(())
+        return self._reader.messages(connections, start=start_ns, stop=stop_ns)
 
     def __iter__(self) -> Iterator[tuple[str, int, Any]]:
         return self.messages()

@@ -16,6 +16,12 @@ offset is that message's and the strings are not walked. The rosbags transform o
 something reads ``transforms``. Message objects are built with positional arguments (rosbags' field order, which the
 tests check against rosbags' deserialiser), a third cheaper than keywords. Only little-endian CDR is read here
 (``decode`` returns None otherwise, the caller falls back to rosbags).
+
+A replay reads many messages of one publisher at once: ``decode_block`` of either decoder takes a block of messages
+of equal size and decodes every one that agrees with the first message's layout (the bytes that fix the layout are
+one array comparison for the whole block) into plain rows, their values one array for the block, without building
+message objects (:class:`JointStateRow`, :class:`TFRow`); each row is what ``decode`` of that message holds, bit for
+bit.
 """
 
 from __future__ import annotations
@@ -34,6 +40,63 @@ TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 _STAMP = struct.Struct("<iI")
 _U32 = struct.Struct("<I")
 _F64 = np.dtype("<f8")
+_I32, _U32_DTYPE = np.dtype("<i4"), np.dtype("<u4")
+
+
+class JointStateRow(NamedTuple):
+    """One JointState of a block (:meth:`JointStateDecoder.decode_block`): header stamp ns, joint names (shared by
+    the messages of one layout) and its position and velocity (n,) float64 (rows of the block's arrays)."""
+
+    stamp_ns: int
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+
+
+class TFRow(NamedTuple):
+    """One TFMessage of a block (:meth:`TFMessageDecoder.decode_block`): the header stamp ns of each transform, the
+    TF names of their parents and children (shared by the messages of one layout) and values [n, 7] float64 (a row
+    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w))."""
+
+    stamps_ns: list[int]
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    values: np.ndarray
+
+
+def block_bytes(datas: list[bytes]) -> tuple[bytes, np.ndarray]:
+    """The messages ``datas`` (each of the same size L) back to back, and as an [m, L] uint8 array of those bytes."""
+    blob = b"".join(datas)
+    return blob, np.frombuffer(blob, np.uint8).reshape(len(datas), -1)
+
+
+def agreeing(block: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """bool [m]: the rows of ``block`` [m, L] uint8 whose bytes at ``columns`` are row 0's."""
+    sub = block[:, columns]
+    return (sub == sub[0]).all(axis=1)
+
+
+def _spans(spans) -> np.ndarray:
+    """The byte columns of (start, stop) spans, one int array."""
+    return np.concatenate([np.arange(a, b) for a, b in spans]).astype(np.intp)
+
+
+def _rows(blob: bytes, size: int, count: int, at: int, n: int) -> np.ndarray:
+    """[count, n] float64 (a read-only view of ``blob``) of the n little-endian float64 at byte ``at`` of each of
+    ``count`` messages of ``size`` bytes laid back to back in ``blob``."""
+    return np.ndarray((count, n), _F64, blob, at, (size, 8))
+
+
+def _block_layout(decoder: _LittleEndianDecoder, datas: list[bytes]) -> Any:
+    """The layout of the first message of a block (``decoder``'s ``_layout_of``; None for big-endian or too short
+    bytes); ValueError when it ends early, as ``decode`` raises."""
+    size = len(datas[0])
+    if size < 8 or datas[0][1] != 1:
+        return None
+    try:
+        return decoder._layout_of(datas[0])
+    except struct.error as exc:
+        raise ValueError(f"{decoder.type_name}: {size} bytes end inside the message ({exc})") from exc
 
 
 class DecodedMessage(WireMessage):
@@ -106,7 +169,8 @@ class _Layout(NamedTuple):
     counts (a publisher repeats its frame and names). head: the bytes from the frame id's length to the end of the
     names; frame_id; counts: reads the three sequence counts at their byte offset counts_at (the gaps between them
     follow from the counts); values: those counts; arrays: (count, byte offset) of position, velocity and effort;
-    end: the byte after the effort values."""
+    end: the byte after the effort values; columns: the byte offsets that fix the layout (the encapsulation
+    header, head and the three counts: messages of one size that agree there share it)."""
 
     head: bytes
     frame_id: str
@@ -115,6 +179,7 @@ class _Layout(NamedTuple):
     values: tuple[int, int, int]
     arrays: tuple[tuple[int, int], ...]
     end: int
+    columns: np.ndarray
 
 
 class JointStateDecoder(_LittleEndianDecoder):
@@ -131,12 +196,34 @@ class JointStateDecoder(_LittleEndianDecoder):
         self._layout: _Layout | None = None
 
     def _decode(self, data: bytes) -> DecodedMessage:
-        stamp = _STAMP.unpack_from(data, 4)
+        return DecodedMessage(self._cls, data, _STAMP.unpack_from(data, 4), self._layout_of(data), self._names,
+                              self._types)
+
+    def _layout_of(self, data: bytes) -> _Layout:
+        """The layout of ``data``: the previous message's when the bytes agree with it, else walked (and kept)."""
         layout = self._layout
         if layout is None or not (data.startswith(layout.head, 12) and len(data) >= layout.end
                                   and layout.counts.unpack_from(data, layout.counts_at) == layout.values):
             layout = self._layout = self._walk(data)
-        return DecodedMessage(self._cls, data, stamp, layout, self._names, self._types)
+        return layout
+
+    def decode_block(self, datas: list[bytes]) -> list[JointStateRow | None]:
+        """A :class:`JointStateRow` of each message of ``datas`` (CDR, every one of the same size) that agrees with
+        the first one's little-endian layout, None for the others (decode those one by one); ValueError when the
+        first ends early (as :meth:`decode`)."""
+        layout = _block_layout(self, datas)
+        if layout is None:
+            return [None] * len(datas)
+        blob, block = block_bytes(datas)
+        ok = agreeing(block, layout.columns).tolist()
+        (n0, at0), (n1, at1), _ = layout.arrays
+        size, m = len(datas[0]), len(datas)
+        position, velocity = _rows(blob, size, m, at0, n0), _rows(blob, size, m, at1, n1)
+        sec = block[:, 4:8].copy().view(_I32)[:, 0].tolist()
+        nanosec = block[:, 8:12].copy().view(_U32_DTYPE)[:, 0].tolist()
+        names = self._names
+        return [JointStateRow(s * NS_PER_S + ns, names, p, v) if good else None
+                for good, s, ns, p, v in zip(ok, sec, nanosec, position, velocity)]
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
@@ -166,7 +253,8 @@ class JointStateDecoder(_LittleEndianDecoder):
             pos += 8 * count
         (n0, c0), (n1, c1), (n2, c2) = counts
         reader = struct.Struct(f"<I{c1 - c0 - 4}xI{c2 - c1 - 4}xI")
-        return _Layout(data[12:head_end], frame_id, reader, c0, (n0, n1, n2), tuple(arrays), pos)
+        columns = _spans(((0, 4), (12, head_end), (c0, c0 + 4), (c1, c1 + 4), (c2, c2 + 4)))
+        return _Layout(data[12:head_end], frame_id, reader, c0, (n0, n1, n2), tuple(arrays), pos, columns)
 
 
 def aligned(pos: int, size: int) -> int:
@@ -248,7 +336,9 @@ class _TFLayout(NamedTuple):
     transform's frame ids (their lengths, the strings and the padding between), which fix every other offset;
     frames: the decoded frame ids; parents, children: their TF names (:func:`frame_name`); stamps: reads every
     (sec, nanosec) in one call; index: [count, 7] positions of the float64 values in the float64 view of the bytes
-    from byte 4 (CDR aligns them there); end: the byte after the last value."""
+    from byte 4 (CDR aligns them there); end: the byte after the last value; stamp_at: [count, 4] byte offsets of
+    each transform's sec, nanosec_at those of its nanosec; columns: the byte offsets that fix the layout (the
+    encapsulation header, the count and the heads: messages of one size that agree there share it)."""
 
     count: int
     heads: tuple[tuple[int, bytes], ...]
@@ -258,6 +348,9 @@ class _TFLayout(NamedTuple):
     stamps: struct.Struct
     index: np.ndarray
     end: int
+    sec_at: np.ndarray
+    nanosec_at: np.ndarray
+    columns: np.ndarray
 
 
 TF_LAYOUTS_KEPT = 4
@@ -280,6 +373,13 @@ class TFMessageDecoder(_LittleEndianDecoder):
         self._layouts: list[_TFLayout] = []
 
     def _decode(self, data: bytes) -> DecodedTFMessage:
+        layout = self._layout_of(data)
+        values = np.frombuffer(data, _F64, (layout.end - 4) // 8, 4)[layout.index]
+        return DecodedTFMessage(self._cls, data, layout, layout.stamps.unpack_from(data), values, self._types)
+
+    def _layout_of(self, data: bytes) -> _TFLayout:
+        """The layout of ``data``: a kept one when the bytes agree with it (moved to the front), else walked (and
+        kept)."""
         (count,) = _U32.unpack_from(data, 4)
         size = len(data)
         layouts = self._layouts
@@ -292,8 +392,23 @@ class TFMessageDecoder(_LittleEndianDecoder):
         else:
             layout = self._walk(data, count)
             self._layouts = [layout, *layouts[:TF_LAYOUTS_KEPT - 1]]
-        values = np.frombuffer(data, _F64, (layout.end - 4) // 8, 4)[layout.index]
-        return DecodedTFMessage(self._cls, data, layout, layout.stamps.unpack_from(data), values, self._types)
+        return layout
+
+    def decode_block(self, datas: list[bytes]) -> list[TFRow | None]:
+        """A :class:`TFRow` of each message of ``datas`` (CDR, every one of the same size) that agrees with the first
+        one's little-endian layout, None for the others (decode those one by one); ValueError when the first ends
+        early (as :meth:`decode`)."""
+        layout = _block_layout(self, datas)
+        if layout is None:
+            return [None] * len(datas)
+        blob, block = block_bytes(datas)
+        ok = agreeing(block, layout.columns).tolist()
+        values = _rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index]
+        sec, nanosec = (np.ascontiguousarray(block[:, at]).view(dtype).reshape(len(datas), layout.count).tolist()
+                        for at, dtype in ((layout.sec_at, _I32), (layout.nanosec_at, _U32_DTYPE)))
+        parents, children = layout.parents, layout.children
+        return [TFRow([s * NS_PER_S + ns for s, ns in zip(secs, nanosecs)], parents, children, v) if good else None
+                for good, secs, nanosecs, v in zip(ok, sec, nanosec, values)]
 
     @staticmethod
     def _walk(data: bytes, count: int) -> _TFLayout:
@@ -319,5 +434,8 @@ class TFMessageDecoder(_LittleEndianDecoder):
             raise struct.error(f"the values of transform {count - 1} end at byte {pos}")
         gaps = "".join(f"{at - end}xiI" for at, end in zip(stamp_at, [0] + [at + 8 for at in stamp_at]))
         index = (np.array(value_at, dtype=np.intp)[:, None] - 4) // 8 + np.arange(7)
+        sec_at = (np.array(stamp_at, dtype=np.intp)[:, None] + np.arange(4)).reshape(-1, 4)
+        columns = _spans(((0, 8), *((at, at + len(head)) for at, head in heads)))
         return _TFLayout(count, tuple(heads), tuple(frames), tuple(frame_name(parent) for parent, _ in frames),
-                         tuple(frame_name(child) for _, child in frames), struct.Struct("<" + gaps), index, pos)
+                         tuple(frame_name(child) for _, child in frames), struct.Struct("<" + gaps), index, pos,
+                         sec_at, sec_at + 4, columns)

@@ -8,7 +8,9 @@ are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed
   when the bag has no joint states): the recorded robot's own time, so simulation time and resets replay exactly;
 * ``receive``: the bag's receive times of every input (for publishers that leave stamps at zero).
 
-Messages are read one at a time (bounded memory). A bag that cannot be opened, lacks the needed topics, has them
+Messages are read one at a time (bounded memory), or, for a replay that only hands its inputs to a core
+(:meth:`BagInputs.core_events`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
+at once into rows instead of message objects. A bag that cannot be opened, lacks the needed topics, has them
 with other types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off
 file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..io.bag import BagReader
+from ..io.input_cdr import JointStateDecoder, JointStateRow, TFMessageDecoder, TFRow
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
@@ -32,6 +35,9 @@ CLOCKS: tuple[str, ...] = ("header", "receive")
 EXPECTED_TYPES = {"joint_states": JOINT_STATE, "tf": TF_MESSAGE, "tf_static": TF_MESSAGE, "robot_description": STRING}
 """Input kind → the message type its topic must carry."""
 
+
+INPUT_BLOCK = 256
+"""Messages :meth:`BagInputs.core_events` reads ahead and decodes at once."""
 
 ClockReader = Callable[[int, Any], int | None]
 """(receive time ns, message) → the clock time ns an input sets (None: none, a TF message without transforms)."""
@@ -133,7 +139,6 @@ class BagInputs:
     def events(self) -> Iterator[InputEvent]:
         """The input events in receive order; a read failure mid-way raises BagInputError naming the last good
         time."""
-        where = f"bag {str(self.reader.path)!r}"
         count, last_ns = 0, None
         stream = self.reader.messages(self.kinds)
         topics = {topic: (kind, self._clock_reader(kind)) for topic, kind in self.kinds.items()}
@@ -143,10 +148,69 @@ class BagInputs:
             except StopIteration:
                 return
             except Exception as exc:  # noqa: BLE001 - damaged data surfaces as many exception types
-                after = f"after {count} input messages (last at {last_ns / NS_PER_S:.6f} s)" if count else \
-                    "before the first input message"
-                raise BagInputError(f"{where}: reading stopped {after}: {type(exc).__name__}: {exc}") from exc
+                raise self._stopped(count, last_ns, exc) from exc
             topic, log_ns, msg = item
             kind, clock = topics[topic]
             count, last_ns = count + 1, log_ns
             yield InputEvent(kind, topic, log_ns, None if clock is None else clock(log_ns, msg), msg)
+
+    def core_events(self) -> Iterator[InputEvent]:
+        """:meth:`events` for a reader that hands every input to a core (:func:`~.run_loop.hand_over`) and reads no
+        message: :data:`INPUT_BLOCK` messages are read ahead and their joint states and TF messages decoded a block at
+        once, as :class:`~..io.input_cdr.JointStateRow` s and :class:`~..io.input_cdr.TFRow` s (the others as
+        :meth:`events` yields them); the same kinds, topics, times and samples. A read failure raises BagInputError
+        as :meth:`events` does, after the events of the messages before it."""
+        reader = self.reader
+        count, last_ns = 0, None
+        stream = reader.raw_messages(self.kinds)
+        topics = {topic: (kind, self._clock_reader(kind)) for topic, kind in self.kinds.items()}
+        while True:
+            block, error = [], None
+            try:
+                for item in stream:
+                    block.append(item)
+                    if len(block) == INPUT_BLOCK:
+                        break
+            except Exception as exc:  # noqa: BLE001 - damaged data surfaces as many exception types
+                error = exc
+            for (topic, msgtype, log_ns, data), msg in zip(block, block_rows(reader.decoders, block)):
+                if msg is None:
+                    try:
+                        msg = reader.decode(msgtype, data)
+                    except Exception as exc:  # noqa: BLE001 - as a message that does not decode in events()
+                        raise self._stopped(count, last_ns, exc) from exc
+                kind, clock = topics[topic]
+                count, last_ns = count + 1, log_ns
+                yield InputEvent(kind, topic, log_ns, None if clock is None else clock(log_ns, msg), msg)
+            if error is not None:
+                raise self._stopped(count, last_ns, error) from error
+            if len(block) < INPUT_BLOCK:
+                return
+
+    def _stopped(self, count: int, last_ns: int | None, exc: Exception) -> BagInputError:
+        """The error of reading that stopped at ``exc`` after ``count`` input messages (the last received at
+        last_ns)."""
+        after = f"after {count} input messages (last at {last_ns / NS_PER_S:.6f} s)" if count else \
+            "before the first input message"
+        return BagInputError(f"bag {str(self.reader.path)!r}: reading stopped {after}: {type(exc).__name__}: {exc}")
+
+
+def block_rows(decoders: dict[str, JointStateDecoder | TFMessageDecoder],
+               block: list[tuple[str, str, int, bytes]]) -> list[JointStateRow | TFRow | None]:
+    """The row of each (topic, message type, log_ns, CDR bytes) of ``block`` that ``decoders`` (message type →
+    decoder) decode a block at once: the messages of one type and size agreeing with the first one's layout
+    (``decode_block``); None for every other message (decoded one by one, where one that does not decode raises in
+    its place)."""
+    rows: list[JointStateRow | TFRow | None] = [None] * len(block)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, (_, msgtype, _, data) in enumerate(block):
+        if msgtype in decoders:
+            groups.setdefault((msgtype, len(data)), []).append(i)
+    for (msgtype, _), where in groups.items():
+        try:
+            decoded = decoders[msgtype].decode_block([block[i][3] for i in where])
+        except ValueError:
+            continue
+        for i, row in zip(where, decoded):
+            rows[i] = row
+    return rows

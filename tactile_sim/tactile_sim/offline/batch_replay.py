@@ -339,7 +339,9 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
             except (BagInputError, ConfigError, FileExistsError, ValueError):
                 lanes.append(job)
                 continue
-            lanes.append(Lane(job, core, inputs.events(), bag, rate, jump, gap, options.get("copy_inputs", False)))
+            copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows
+            lanes.append(Lane(job, core, inputs.events() if copy_inputs else inputs.core_events(), bag, rate, jump,
+                              gap, copy_inputs))
         step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])
     wall = (time.perf_counter() - start) / len(jobs)
     outcomes = []

@@ -3,7 +3,9 @@
 The decoders read only message fields (``header.stamp``, ``name``, ``position``, ...), which rclpy messages and the
 rosbags message classes of :mod:`tactile_sim.io.msg_types` share, so one decoder serves the live node, bags and
 tests; messages decoded from CDR by :mod:`tactile_sim.io.input_cdr` (bags, raw DDS ``/tf``) are read from what that
-decoding already holds (stamps in ns, names as a tuple, transforms as arrays), to the same samples. They
+decoding already holds (stamps in ns, names as a tuple, transforms as arrays), to the same samples, as are the rows
+that a block of such messages decodes into (:class:`~..io.input_cdr.JointStateRow`, :class:`~..io.input_cdr.TFRow`:
+a replay that only hands its inputs to a core reads no message objects). They
 convert but do not judge the content; :class:`~.node_core.NodeCore` validates and drops. A joint
 state's arrays may share the message's memory (a float64 array is taken as it is, once per message): consume a
 sample before the message changes.
@@ -16,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.input_cdr import DecodedMessage, DecodedTFMessage, frame_name
+from ..io.input_cdr import DecodedMessage, DecodedTFMessage, JointStateRow, TFRow, frame_name
 from ..io.stamps import ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
 
 
@@ -45,8 +47,9 @@ class TransformSample(NamedTuple):
 
 def decode_joint_state(msg: Any) -> JointStateSample:
     """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object, or a
-    :class:`~..io.input_cdr.DecodedMessage`, whose stamp, names and float64 arrays are taken as they are)."""
-    if isinstance(msg, DecodedMessage):
+    :class:`~..io.input_cdr.DecodedMessage` or :class:`~..io.input_cdr.JointStateRow`, whose stamp, names and float64
+    arrays are taken as they are)."""
+    if isinstance(msg, (DecodedMessage, JointStateRow)):
         velocity = msg.velocity
         return JointStateSample(ns_to_seconds(msg.stamp_ns), msg.names, msg.position, velocity if velocity.size else None)
     velocity = np.asarray(msg.velocity, dtype=np.float64)
@@ -56,7 +59,7 @@ def decode_joint_state(msg: Any) -> JointStateSample:
 
 def joint_state_stamp_ns(msg: Any) -> int:
     """The header stamp (ns) of a ``sensor_msgs/JointState`` (as :func:`decode_joint_state` takes it)."""
-    return msg.stamp_ns if isinstance(msg, DecodedMessage) else time_msg_to_ns(msg.header.stamp)
+    return msg.stamp_ns if isinstance(msg, (DecodedMessage, JointStateRow)) else time_msg_to_ns(msg.header.stamp)
 
 
 class TransformBatch(NamedTuple):
@@ -78,7 +81,10 @@ class TransformBatch(NamedTuple):
 def decode_tf_batch(msg: Any) -> TransformBatch:
     """:class:`TransformBatch` of a ``tf2_msgs/TFMessage`` (rclpy or rosbags object, or a
     :class:`~..io.input_cdr.DecodedTFMessage`, whose frames, stamps and values are read without building its transform
-    objects); the same frames (leading '/' dropped), stamps and values, bit for bit, as :func:`decode_tf_message`."""
+    objects, or a :class:`~..io.input_cdr.TFRow`); the same frames (leading '/' dropped), stamps and values, bit for
+    bit, as :func:`decode_tf_message`."""
+    if type(msg) is TFRow:
+        return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns], msg.values)
     if isinstance(msg, DecodedTFMessage):
         return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
     transforms = msg.transforms
@@ -102,12 +108,16 @@ def decode_tf_message(msg: Any) -> list[TransformSample]:
 def tf_transform_count(msg: Any) -> int:
     """The number of transforms of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_batch` takes it), read without
     decoding them."""
+    if type(msg) is TFRow:
+        return len(msg.parents)
     return len(msg.frames) if isinstance(msg, DecodedTFMessage) else len(msg.transforms)
 
 
 def tf_stamps_ns(msg: Any) -> list[int]:
     """The header stamps (ns) of every transform of a ``tf2_msgs/TFMessage`` (as :func:`decode_tf_batch` takes
     it)."""
+    if type(msg) is TFRow:
+        return msg.stamps_ns
     if isinstance(msg, DecodedTFMessage):
         return msg.stamps_ns()
     return [time_msg_to_ns(tr.header.stamp) for tr in msg.transforms]

@@ -1,0 +1,148 @@
+"""Inputs read a block at a time for a core (``BagInputs.core_events``, ``decode_block``): every decoded row against
+rosbags' deserialiser (the independent truth), rows only where the bytes share the first message's layout; the events
+and the samples a core gets equal those of the message-by-message reading (``BagInputs.events``) for mixed layouts,
+out-of-order transforms, a time reset and block edges anywhere; a damaged bag stops after the same inputs with the same
+error; a batched replay of recordings with out-of-order transforms and joint states equals each one replayed alone."""
+
+import numpy as np
+import pytest
+
+from helpers_offline import write_bag
+from helpers_ros import tf_msg
+from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
+from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
+from tactile_sim.offline import bag_inputs
+from tactile_sim.offline.bag_inputs import BagInputError, BagInputs, open_bag
+from tactile_sim.ros.inputs import decode_joint_state, decode_tf_batch
+from test_cli_replay import IDENTITY, closing, joints, ns, static_tf
+from test_io_input_cdr import joint_state
+from test_replay_batch import lone_replays, moving_base
+from test_replay_corpus import alone, corpus
+
+
+def tf_message(rng, frames, stamp_sec):
+    items = [("/" + p if k % 2 else p, c, rng.standard_normal(3), q / np.linalg.norm(q), stamp_sec + 0.001 * k)
+             for k, ((p, c), q) in enumerate(zip(frames, rng.standard_normal((len(frames), 4))))]
+    return tf_msg(*items)
+
+
+def test_joint_state_rows_equal_rosbags_where_the_layout_is_the_first_ones():
+    rng = np.random.default_rng(3)
+    msgs = [joint_state(rng, ["a", "bb", "c"], (3, 3, 0)) for _ in range(5)]
+    msgs += [joint_state(rng, ["a", "bx", "c"], (3, 3, 0)),  # same size, other names
+             joint_state(rng, ["a", "bb", "c"], (4, 2, 0)),  # same size, other counts
+             joint_state(rng, ["a", "bb", "c"], (3, 3, 0), frame="odom")]  # same size, other frame
+    datas = [bytes(serialize_cdr(m, JOINT_STATE)) for m in msgs]
+    assert len({len(d) for d in datas}) == 1
+    rows = JointStateDecoder().decode_block(datas)
+    assert [r is None for r in rows] == [False] * 5 + [True] * 3
+    for row, data in zip(rows[:5], datas):
+        truth = deserialize_cdr(data, JOINT_STATE)
+        assert row.stamp_ns == truth.header.stamp.sec * 10**9 + truth.header.stamp.nanosec
+        assert row.names == tuple(truth.name)
+        assert row.position.tobytes() == truth.position.tobytes() and row.velocity.tobytes() == truth.velocity.tobytes()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
+    rng = np.random.default_rng(n)
+    frames = [("world", "base"), ("base", "tool"), ("tool", "cam")][:n]
+    msgs = [tf_message(rng, frames, 100.0 * k - 50.0) for k in range(4)]
+    if n:
+        msgs.append(tf_message(rng, [("world", "basx")] + frames[1:], 7.0))  # same size, another child
+    datas = [bytes(serialize_cdr(m, TF_MESSAGE)) for m in msgs]
+    rows = TFMessageDecoder().decode_block(datas)
+    assert [r is None for r in rows] == [False] * 4 + [True] * (len(msgs) - 4)
+    for row, data in zip(rows[:4], datas):
+        truth = deserialize_cdr(data, TF_MESSAGE)
+        assert row.stamps_ns == [t.header.stamp.sec * 10**9 + t.header.stamp.nanosec for t in truth.transforms]
+        assert row.parents == tuple(t.header.frame_id.lstrip("/") for t in truth.transforms)
+        assert row.children == tuple(t.child_frame_id for t in truth.transforms)
+        values = [(t.transform.translation.x, t.transform.translation.y, t.transform.translation.z,
+                   t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w)
+                  for t in truth.transforms]
+        assert row.values.tobytes() == np.array(values, dtype=np.float64).reshape(-1, 7).tobytes()
+
+
+def mixed_recording(folder):
+    """Joint states of two name sets (one without velocities), transforms of changing frames with out-of-order
+    stamps and receive times, a static transform and a time reset."""
+    rng = np.random.default_rng(5)
+    items = [static_tf()]
+    for k in range(40):
+        t, receive = (10.0 if k < 25 else 0.0) + 0.01 * k, 20.0 + 0.01 * k  # stamps start again at k = 25
+        names = ("finger_left_joint", "finger_right_joint") if k % 7 == 3 else None
+        items.append(joints(t, [0.0, 0.01 * k, 0.02], receive=receive, **({"names": names} if names else {}),
+                            **({"velocity": ()} if k % 5 == 1 else {})))
+        frames = [("world", "base_link"), ("base_link", "cam")][:1 + (k % 3 == 0)]
+        late = 0.03 if k % 4 == 2 else 0.0  # stamped before the previous message's
+        items.append(("/tf", ns(receive + 0.001), tf_message(rng, frames, t - late)))
+    return write_bag(folder, items)
+
+
+def samples(event):
+    """What a core gets of ``event``: (kind, topic, log_ns, clock_ns) and the sample's numbers as bytes."""
+    head = (event.kind, event.topic, event.log_ns, event.clock_ns)
+    if event.kind == "joint_states":
+        s = decode_joint_state(event.message)
+        return head + (s.stamp, s.names, s.position.tobytes(), None if s.velocity is None else s.velocity.tobytes())
+    if event.kind in ("tf", "tf_static"):
+        b = decode_tf_batch(event.message)
+        return head + (tuple(b.parents), tuple(b.children), tuple(b.stamps), b.values.tobytes())
+    return head + (event.message.data,)
+
+
+@pytest.mark.parametrize("block", [1, 3, 256])
+@pytest.mark.parametrize("clock", ["header", "receive"])
+def test_core_events_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock):
+    bag = mixed_recording(tmp_path / "rec")
+    monkeypatch.setattr(bag_inputs, "INPUT_BLOCK", block)
+    with open_bag(bag) as reader:
+        expected = [samples(e) for e in BagInputs(reader, clock=clock).events()]
+    with open_bag(bag) as reader:
+        got = [samples(e) for e in BagInputs(reader, clock=clock).core_events()]
+    assert len(expected) == 81 and got == expected
+
+
+def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_error(tmp_path):
+    padding = new_message("std_msgs/msg/String", data="x" * 10_000)  # several 1 MiB MCAP chunks
+    items = [static_tf()]
+    for k in range(400):
+        items += [joints(0.01 * k, [0.0, 0.02, 0.02]), ("/padding", ns(0.01 * k), padding)]
+    bag = write_bag(tmp_path / "damaged", items)
+    data_file = next(bag.glob("*.mcap"))
+    data = bytearray(data_file.read_bytes())
+    data[int(0.55 * len(data)):int(0.65 * len(data))] = b"\xab" * (int(0.65 * len(data)) - int(0.55 * len(data)))
+    data_file.write_bytes(bytes(data))
+    outcomes = []
+    for read in (BagInputs.events, BagInputs.core_events):
+        got = []
+        with open_bag(bag) as reader, pytest.raises(BagInputError) as error:
+            for event in read(BagInputs(reader)):
+                got.append(samples(event))
+        outcomes.append((got, str(error.value)))
+    assert outcomes[0] == outcomes[1] and 0 < len(outcomes[0][0]) < 400
+
+
+def test_batched_recordings_with_out_of_order_inputs_equal_their_lone_replays(tmp_path, monkeypatch):
+    for name, (t0, speed) in {"a": (1.0, 0.004), "b": (3.0, -0.006), "c": (5.0, 0.01)}.items():
+        items = sorted(closing(t0, 21, t0) + moving_base(t0, 21, speed, 1), key=lambda item: item[1])
+        tf_at = [i for i, item in enumerate(items) if item[0] == "/tf"]
+        for i in tf_at[3:18:5]:  # a transform received after the next one (its stamp out of order)
+            j = tf_at[tf_at.index(i) + 1]
+            (ti, ri, mi), (tj, rj, mj) = items[i], items[j]
+            items[i], items[j] = (tj, ri, mj), (ti, rj, mi)
+        js_at = [i for i, item in enumerate(items) if item[0] == "/joint_states"]
+        i, j = js_at[10], js_at[11]  # a joint state received after the next one (a clock step back)
+        (ti, ri, mi), (tj, rj, mj) = items[i], items[j]
+        items[i], items[j] = (tj, ri, mj), (ti, rj, mi)
+        write_bag(tmp_path / "recs" / name, [static_tf()[:2] + (tf_msg(("world", "cam", (0.0, 0.0, 1.0), IDENTITY,
+                                                                          0.0)),)] + items)
+    went_alone = lone_replays(monkeypatch)
+    status, _, err = corpus(tmp_path, tmp_path / "recs", extra=("--batch", "3"))
+    assert status == 0, err
+    assert went_alone == []
+    for name in "abc":
+        alone(tmp_path, tmp_path / "recs" / name, f"alone/{name}.mcap")
+        assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
+            (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
