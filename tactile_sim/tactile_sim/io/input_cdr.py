@@ -403,7 +403,7 @@ class TFMessageDecoder(_LittleEndianDecoder):
             return [None] * len(datas)
         blob, block = block_bytes(datas)
         ok = agreeing(block, layout.columns).tolist()
-        values = _rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index]
+        values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
         sec, nanosec = (np.ascontiguousarray(block[:, at]).view(dtype).reshape(len(datas), layout.count).tolist()
                         for at, dtype in ((layout.sec_at, _I32), (layout.nanosec_at, _U32_DTYPE)))
         parents, children = layout.parents, layout.children

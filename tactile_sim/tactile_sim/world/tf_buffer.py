@@ -142,6 +142,9 @@ class TFBuffer:
         """Counts the changes of the stored transforms: equal revisions give equal lookups (callers cache by it)."""
         self._structure = 0
         """Counts the changes of the frame tree (edges added, the buffer cleared)."""
+        self._message_edges: tuple[Sequence[str] | None, Sequence[str] | None, int, list[_Edge]] = (None, None, -1, [])
+        """(parents, children, frame tree count, their edges) of the latest message stored whole
+        (:meth:`set_transforms`)."""
         self._latest: dict[tuple[str, str], tuple[int, list[tuple[_Edge, int]], StampedTransform]] = {}
         """(target, source) → (structure, [(edge, version)] of the chain, result) of the latest lookup at the
         latest common time: it holds while the tree and those edges are unchanged."""
@@ -176,6 +179,11 @@ class TFBuffer:
         :meth:`set_transform`'s); when one fails, each transform goes through :meth:`set_transform`, which names
         the bad ones. The samples are rows of ``values`` (as :meth:`set_transform` keeps a float64 translation as
         given): do not modify it afterwards.
+
+        A publisher sends its frames again and again: the edges of the latest message whose transforms were all
+        stored are kept with its ``parents`` and ``children`` objects, and while the next message brings the same
+        objects (a decoder shares them between the messages of one layout) and the frame tree is unchanged, its
+        newer samples are appended to those edges without looking them up.
         """
         if not len(values):
             return []
@@ -183,6 +191,9 @@ class TFBuffer:
         norms = [math.sqrt(x) for x in np.vecdot(quats, quats).tolist()]  # per row check_quaternion's BLAS dot
         checked = (all(map(math.isfinite, trans.ravel().tolist())) and all(map(math.isfinite, stamps))
                    and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
+        kept = self._message_edges
+        if checked and not static and kept[0] is parents and kept[1] is children and kept[2] == self._structure:
+            return self._append_rows(kept[3], parents, children, stamps, trans, quats, norms)
         out = []
         for parent, child, stamp, t, q, n in zip(parents, children, stamps, trans, quats, norms, strict=True):  # rows
             try:
@@ -192,6 +203,29 @@ class TFBuffer:
                     out.append(self.set_transform(parent, child, t, stamp, quat=q, static=static))
             except TFError as exc:
                 out.append(exc)
+        if checked and not static and all(ok is True for ok in out):
+            self._message_edges = (parents, children, self._structure, [self._edges[c] for c in children])
+        return out
+
+    def _append_rows(self, edges: list[_Edge], parents: Sequence[str], children: Sequence[str],
+                     stamps: Sequence[float], trans: np.ndarray, quats: np.ndarray, norms: list[float]) -> list[bool]:
+        """:meth:`set_transforms` of checked dynamic samples for ``edges`` (those of ``children`` in ``parents``): a
+        sample newer than its edge's newest is appended here, any other goes through :meth:`_store`."""
+        out = []
+        for edge, parent, child, stamp, t, q, n in zip(edges, parents, children, stamps, trans, quats, norms):
+            stamp = float(stamp)
+            samples = edge.stamps
+            if samples and stamp <= samples[-1]:
+                out.append(self._store(parent, child, stamp, t, (q, n), None, False))
+                continue
+            self.revision += 1
+            edge.version += 1
+            samples.append(stamp)
+            edge.quats.append((q, n))
+            edge.rots.append(None)
+            edge.trans.append(t)
+            self._trim(edge)
+            out.append(True)
         return out
 
     def _store(self, parent: str, child: str, stamp: float, t: np.ndarray, q: np.ndarray | tuple[np.ndarray, float],
@@ -224,11 +258,17 @@ class TFBuffer:
                 edge.quats.insert(i, q)
                 edge.rots.insert(i, r)
                 edge.trans.insert(i, t)
+        self._trim(edge)
+        return True
+
+    def _trim(self, edge: _Edge) -> None:
+        """Drop the samples of a dynamic ``edge`` more than :attr:`cache_time` older than its newest, and the oldest
+        beyond :attr:`max_samples`."""
+        stamps = edge.stamps
         oldest = stamps[-1] - self.cache_time
         if stamps[0] < oldest or len(stamps) > self.max_samples:
             cut = max(bisect.bisect_left(stamps, oldest), len(stamps) - self.max_samples)
             del stamps[:cut], edge.quats[:cut], edge.rots[:cut], edge.trans[:cut]
-        return True
 
     def _edge(self, parent: str, child: str, edge: _Edge | None, static: bool) -> _Edge:
         """The edge parent → child for a new sample (``edge``: the stored edge of ``child``, None for a new frame,
