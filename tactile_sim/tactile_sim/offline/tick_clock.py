@@ -42,6 +42,8 @@ class TickClock:
         self.gap_threshold_ns = gap_threshold_ns
         self.t0: int | None = None
         self.k = 0
+        self._next: int | None = None
+        """Time of tick k, ns (asked for several times per tick: made once)."""
         self.clock: int | None = None
         """Latest clock time, ns (None before the first clock input)."""
         self.receive: int | None = None
@@ -60,7 +62,7 @@ class TickClock:
 
     def start_line(self, t0: int) -> None:
         """A new time line from t0 (ns): its tick 0 falls on t0."""
-        self.t0, self.k = t0, 0
+        self.t0, self.k, self._next = t0, 0, tick_time_ns(t0, 0, self.rate)
 
     def set(self, c: int, receive: int) -> None:
         """The clock is at ``c`` (ns), set by an input received at ``receive`` (ns)."""
@@ -68,7 +70,7 @@ class TickClock:
 
     def next_tick(self) -> int:
         """Time of the next tick of the line, ns."""
-        return tick_time_ns(self.t0, self.k, self.rate)
+        return self._next
 
     def due(self, before: int | None = None) -> bool:
         """Whether the next tick runs before clock time ``before`` (ns; an input moving the clock ahead there), or,
@@ -85,4 +87,5 @@ class TickClock:
         self._last_out = log_ns
         tick = Tick(self.k, t, log_ns)
         self.k += 1
+        self._next = tick_time_ns(self.t0, self.k, self.rate)
         return tick

@@ -189,7 +189,8 @@ class TFBuffer:
             return []
         trans, quats = values[:, :3], values[:, 3:]
         norms = [math.sqrt(x) for x in np.vecdot(quats, quats).tolist()]  # per row check_quaternion's BLAS dot
-        checked = (all(map(math.isfinite, trans.ravel().tolist())) and all(map(math.isfinite, stamps))
+        # every value finite: the translations' check (a non-finite quaternion fails its norm's check all the same)
+        checked = (all(map(math.isfinite, values.ravel().tolist())) and all(map(math.isfinite, stamps))
                    and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
         kept = self._message_edges
         if checked and not static and kept[0] is parents and kept[1] is children and kept[2] == self._structure:
