@@ -292,3 +292,42 @@ def test_lookups_after_set_transforms_are_those_after_set_transform_bit_for_bit(
             a, b = ones.lookup("world", "b", time), many.lookup("world", "b", time)
             assert a.rot.tobytes() == b.rot.tobytes() and a.trans.tobytes() == b.trans.tobytes()
     assert unit_quaternions(many, "b") == unit_quaternions(ones, "b") and len(many._edges["b"].stamps) == 13
+
+
+def test_messages_of_the_same_frame_objects_store_what_set_transform_stores(monkeypatch):
+    """The edges kept from a message stored whole take the next message of the same parents/children objects: newer,
+    older (reordered), equal-stamp and too-old samples, a child twice in one message, a frame added by another
+    message and a cleared buffer in between give the outcomes, samples and lookups of set_transform one by one."""
+    rng = np.random.default_rng(11)
+    parents, children = ("world", "a", "a"), ("a", "b", "b")  # b twice: its second sample replaces or follows
+    appended = []
+    append_rows = TFBuffer._append_rows
+    monkeypatch.setattr(TFBuffer, "_append_rows", lambda self, *a: appended.append(1) or append_rows(self, *a))
+    ones, many = TFBuffer(cache_time=0.1), TFBuffer(cache_time=0.1)
+    stamps = [0.01 * k for k in range(30)]
+    stamps[7], stamps[12], stamps[20] = stamps[5] - 0.001, stamps[11], stamps[19] - 0.5  # reordered, equal, too old
+    for k, stamp in enumerate(stamps):
+        if k == 15:
+            for tf in (ones, many):
+                tf.set_transform("b", "c", [0.0, 0.0, 1.0], stamp, quat=[0.0, 0.0, 0.0, 1.0])  # the tree grows
+        if k == 24:
+            for tf in (ones, many):
+                tf.clear()
+        q = rng.normal(size=(3, 4))
+        q *= (1 + rng.uniform(-1e-3, 1e-3, size=(3, 1))) / np.linalg.norm(q, axis=1)[:, None]
+        values = np.concatenate([rng.normal(size=(3, 3)), q], axis=1)
+        row_stamps = [stamp, stamp, stamp + 0.002 * (k % 2)]
+        expected = [ones.set_transform(p, c, v[:3], s, quat=v[3:])
+                    for p, c, v, s in zip(parents, children, values, row_stamps)]
+        assert many.set_transforms(parents, children, row_stamps, values) == expected
+        assert many.revision == ones.revision
+        for frame in ("a", "b"):
+            assert many._edges[frame].stamps == ones._edges[frame].stamps
+            assert unit_quaternions(many, frame) == unit_quaternions(ones, frame)
+            assert [t.tobytes() for t in many._edges[frame].trans] == [t.tobytes() for t in ones._edges[frame].trans]
+        edges = [ones._edges[frame].stamps for frame in ("a", "b")]
+        lo, hi = max(e[0] for e in edges), min(e[-1] for e in edges)
+        for time in [None] + ([lo, 0.5 * (lo + hi), hi] if lo <= hi else []):
+            x, y = ones.lookup("world", "b", time), many.lookup("world", "b", time)
+            assert x.rot.tobytes() == y.rot.tobytes() and x.trans.tobytes() == y.trans.tobytes()
+    assert len(appended) == 30 - 3  # all but the first message and those right after the growth and the clear
