@@ -234,13 +234,14 @@ def torque_agrees(suite: SensorSuite, state: WorldState,
     torque = [b for k, b in suite.batches if b.sensor_type == "JointTorque" and suite.steps % k == 0]
     if not torque:
         return [(lane, tick) for lane, tick, _ in stepped]
+    seen = [joint_sample(state, b.t_prev)[1:] for b in torque]  # what each batch sees on this step, for every env
     kept = []
     for lane, tick, taken in stepped:
         own = WorldState(taken.t, state.rot, state.pos, state.lin_vel, state.ang_vel, state.joint_pos,
                          state.joint_vel, state.joint_acc, taken.joint_vel_measured, taken.joint_stamp)
-        samples = [(b, joint_sample(own, lane.torque_stamps.get(id(b)))) for b in torque]
-        if all(sample[1:] == joint_sample(state, b.t_prev)[1:] for b, sample in samples):
-            lane.torque_stamps.update((id(b), sample[0]) for b, sample in samples if sample[1])
+        samples = [joint_sample(own, lane.torque_stamps.get(id(b))) for b in torque]
+        if all(sample[1:] == batch_sees for sample, batch_sees in zip(samples, seen)):
+            lane.torque_stamps.update((id(b), sample[0]) for b, sample in zip(torque, samples) if sample[1])
             kept.append((lane, tick))
         else:
             lane.alone = "its joint samples differ from the batch's in what JointTorque sees (stamp steps)"
