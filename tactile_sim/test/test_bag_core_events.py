@@ -9,7 +9,7 @@ import pytest
 
 from helpers_offline import write_bag
 from helpers_ros import tf_msg
-from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, TFMessageDecoder
+from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder, JointStateRow, TFMessageDecoder, TFRow
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.offline import bag_inputs
 from tactile_sim.offline.bag_inputs import BagInputError, BagInputs, open_bag
@@ -64,7 +64,7 @@ def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
         assert row.values.tobytes() == np.array(values, dtype=np.float64).reshape(-1, 7).tobytes()
 
 
-def mixed_recording(folder):
+def mixed_recording(folder, storage="mcap"):
     """Joint states of two name sets (one without velocities), transforms of changing frames with out-of-order
     stamps and receive times, a static transform and a time reset."""
     rng = np.random.default_rng(5)
@@ -77,7 +77,7 @@ def mixed_recording(folder):
         frames = [("world", "base_link"), ("base_link", "cam")][:1 + (k % 3 == 0)]
         late = 0.03 if k % 4 == 2 else 0.0  # stamped before the previous message's
         items.append(("/tf", ns(receive + 0.001), tf_message(rng, frames, t - late)))
-    return write_bag(folder, items)
+    return write_bag(folder, items, storage)
 
 
 def samples(event):
@@ -94,14 +94,18 @@ def samples(event):
 
 @pytest.mark.parametrize("block", [1, 3, 256])
 @pytest.mark.parametrize("clock", ["header", "receive"])
-def test_core_events_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock):
-    bag = mixed_recording(tmp_path / "rec")
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_core_events_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock, storage):
+    bag = mixed_recording(tmp_path / "rec", storage)
     monkeypatch.setattr(bag_inputs, "INPUT_BLOCK", block)
     with open_bag(bag) as reader:
         expected = [samples(e) for e in BagInputs(reader, clock=clock).events()]
     with open_bag(bag) as reader:
-        got = [samples(e) for e in BagInputs(reader, clock=clock).core_events()]
+        events = list(BagInputs(reader, clock=clock).core_events())
+        got = [samples(e) for e in events]
     assert len(expected) == 81 and got == expected
+    rows = [type(e.message) for e in events if type(e.message) in (JointStateRow, TFRow)]
+    assert rows.count(JointStateRow) == 40 and rows.count(TFRow) == 41  # every one decoded in a block
 
 
 def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_error(tmp_path):
