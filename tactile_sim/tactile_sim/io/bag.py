@@ -341,7 +341,7 @@ class BagReader:
         self.decoders: dict[str, JointStateDecoder | TFMessageDecoder] = {
             name: decoder() for name, decoder in ((JOINT_STATE, JointStateDecoder), (TF_MESSAGE, TFMessageDecoder))
             if self._standard(name)}
-        """Message type → the :mod:`.input_cdr` decoder of its bytes (the types the bag defines as the library does)."""
+        """Message type → the :mod:`.input_cdr` decoder of its bytes (types the bag defines as the library does)."""
 
     def _standard(self, typename: str) -> bool:
         """True when the bag defines ``typename`` and the types it nests exactly as the library does."""
