@@ -336,8 +336,8 @@ class _TFLayout(NamedTuple):
     transform's frame ids (their lengths, the strings and the padding between), which fix every other offset;
     frames: the decoded frame ids; parents, children: their TF names (:func:`frame_name`); stamps: reads every
     (sec, nanosec) in one call; index: [count, 7] positions of the float64 values in the float64 view of the bytes
-    from byte 4 (CDR aligns them there); end: the byte after the last value; stamp_at: [count, 4] byte offsets of
-    each transform's sec, nanosec_at those of its nanosec; columns: the byte offsets that fix the layout (the
+    from byte 4 (CDR aligns them there); end: the byte after the last value; sec_at: [count, 4] byte offsets of
+    each transform's stamp sec, nanosec_at those of its nanosec; columns: the byte offsets that fix the layout (the
     encapsulation header, the count and the heads: messages of one size that agree there share it)."""
 
     count: int

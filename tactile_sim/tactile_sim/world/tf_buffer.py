@@ -213,7 +213,8 @@ class TFBuffer:
         """:meth:`set_transforms` of checked dynamic samples for ``edges`` (those of ``children`` in ``parents``): a
         sample newer than its edge's newest is appended here, any other goes through :meth:`_store`."""
         out = []
-        for edge, parent, child, stamp, t, q, n in zip(edges, parents, children, stamps, trans, quats, norms):
+        for edge, parent, child, stamp, t, q, n in zip(edges, parents, children, stamps, trans, quats, norms,
+                                                       strict=True):
             stamp = float(stamp)
             samples = edge.stamps
             if samples and stamp <= samples[-1]:
