@@ -2,7 +2,8 @@
 rosbags' deserialiser (the independent truth), rows only where the bytes share the first message's layout; the events
 and the samples a core gets equal those of the message-by-message reading (``BagInputs.events``) for mixed layouts,
 out-of-order transforms, a time reset and block edges anywhere; a damaged bag stops after the same inputs with the same
-error; a batched replay of recordings with out-of-order transforms and joint states equals each one replayed alone."""
+error; a batched replay of recordings with out-of-order transforms and joint states, one with a time reset and one
+with a forward jump (those two replayed alone) equals each one replayed alone."""
 
 import numpy as np
 import pytest
@@ -128,25 +129,32 @@ def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_err
     assert outcomes[0] == outcomes[1] and 0 < len(outcomes[0][0]) < 400
 
 
-def test_batched_recordings_with_out_of_order_inputs_equal_their_lone_replays(tmp_path, monkeypatch):
-    for name, (t0, speed) in {"a": (1.0, 0.004), "b": (3.0, -0.006), "c": (5.0, 0.01)}.items():
-        items = sorted(closing(t0, 21, t0) + moving_base(t0, 21, speed, 1), key=lambda item: item[1])
-        tf_at = [i for i, item in enumerate(items) if item[0] == "/tf"]
-        for i in tf_at[3:18:5]:  # a transform received after the next one (its stamp out of order)
-            j = tf_at[tf_at.index(i) + 1]
-            (ti, ri, mi), (tj, rj, mj) = items[i], items[j]
-            items[i], items[j] = (tj, ri, mj), (ti, rj, mi)
-        js_at = [i for i, item in enumerate(items) if item[0] == "/joint_states"]
-        i, j = js_at[10], js_at[11]  # a joint state received after the next one (a clock step back)
+def out_of_order(t0, speed, shift=0.0):
+    """Joint states and /tf of the base moving at ``speed`` from t0 (s), received ``shift`` s after their stamps, with
+    three transforms and one joint state received after the next one (stamps out of order, a clock step back)."""
+    items = sorted(closing(t0, 21, t0) + moving_base(t0, 21, speed, 1), key=lambda item: item[1])
+    items = [(topic, receive + ns(shift), msg) for topic, receive, msg in items]
+    tf_at = [i for i, item in enumerate(items) if item[0] == "/tf"]
+    js_at = [i for i, item in enumerate(items) if item[0] == "/joint_states"]
+    for i in tf_at[3:18:5] + [js_at[10]]:
+        j = next(k for k in tf_at + js_at if k > i and items[k][0] == items[i][0])
         (ti, ri, mi), (tj, rj, mj) = items[i], items[j]
         items[i], items[j] = (tj, ri, mj), (ti, rj, mi)
-        write_bag(tmp_path / "recs" / name, [static_tf()[:2] + (tf_msg(("world", "cam", (0.0, 0.0, 1.0), IDENTITY,
-                                                                          0.0)),)] + items)
+    return items
+
+
+def test_batched_recordings_with_out_of_order_inputs_equal_their_lone_replays(tmp_path, monkeypatch):
+    recordings = {"a": out_of_order(1.0, 0.004), "b": out_of_order(3.0, -0.006), "c": out_of_order(5.0, 0.01),
+                  "reset": out_of_order(2.0, 0.004) + out_of_order(0.5, 0.008, shift=1.8),  # stamps start again
+                  "gap": out_of_order(1.0, 0.004) + out_of_order(40.0, 0.008)}  # stamps jump 39 s ahead
+    cam = tf_msg(("world", "cam", (0.0, 0.0, 1.0), IDENTITY, 0.0))
+    for name, items in recordings.items():
+        write_bag(tmp_path / "recs" / name, [("/tf_static", 0, cam)] + items)
     went_alone = lone_replays(monkeypatch)
-    status, _, err = corpus(tmp_path, tmp_path / "recs", extra=("--batch", "3"))
+    status, _, err = corpus(tmp_path, tmp_path / "recs", extra=("--batch", "5", "--gap-threshold", "5"))
     assert status == 0, err
-    assert went_alone == []
-    for name in "abc":
+    assert sorted(went_alone) == ["gap", "reset"]  # their time lines restart: replayed alone, as the batch does
+    for name in recordings:
         alone(tmp_path, tmp_path / "recs" / name, f"alone/{name}.mcap")
         assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
             (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
