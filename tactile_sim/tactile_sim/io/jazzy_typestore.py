@@ -1,0 +1,149 @@
+"""The rosbags typestore of ROS 2 Jazzy, built cheaply in a fresh process.
+
+``get_typestore(Stores.ROS2_JAZZY)`` imports rosbags' chain of store modules (Jazzy, Iron, Humble, Galactic, Foxy,
+...) and makes a dataclass for each of their ~220 types (0.1-0.15 s of CPU), although a replay uses a dozen. Here
+the Jazzy field definitions are read from a cache file written from rosbags' own store on first use, and a type's
+message class is made from its definition (by rosbags' code generator, as :meth:`Typestore.register` does) the
+first time it is asked for. The classes have the same fields, order and ``__msgtype__`` as rosbags' own.
+
+Cache: one ``marshal`` file in ``~/.cache/tactile_sim/msg_types`` (``$TACTILE_SIM_MSG_CACHE`` if set) named by a
+SHA-256 of the rosbags store and interface sources it is read from and of the marshal format, so that another
+rosbags gives another file. A file that cannot be read or decoded is rebuilt; a folder that cannot be written only
+costs the rebuild next time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from types import ModuleType
+import rosbags.interfaces
+import rosbags.typesys.stores
+from rosbags.interfaces import Nodetype
+from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys.codegen import generate_python_code
+from rosbags.typesys.store import Typestore
+
+CACHE_FORMAT = 1
+"""Version of the cache file layout; part of the key."""
+
+
+def default_cache_dir() -> Path:
+    """``$TACTILE_SIM_MSG_CACHE`` if set, else ``~/.cache/tactile_sim/msg_types``."""
+    env = os.environ.get("TACTILE_SIM_MSG_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "tactile_sim" / "msg_types"
+
+
+def source_files() -> list[Path]:
+    """The rosbags sources the Jazzy field definitions come from: its store modules and ``Nodetype``."""
+    return sorted(Path(rosbags.typesys.stores.__file__).parent.glob("*.py")) + [Path(rosbags.interfaces.__file__)]
+
+
+def cache_path(cache_dir: Path | str | None = None) -> Path:
+    """File that holds (or will hold) the Jazzy field definitions of the installed rosbags."""
+    digest = hashlib.sha256(f"{CACHE_FORMAT}|{marshal.version}|{Stores.ROS2_JAZZY.value}".encode())
+    for path in source_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return Path(cache_dir if cache_dir is not None else default_cache_dir()) / f"{digest.hexdigest()[:32]}.marshal"
+
+
+def _plain(desc: tuple) -> tuple:
+    """A field description (``(Nodetype, arg)``, nested for arrays and sequences) with plain ints for marshal."""
+    kind, arg = desc
+    return (int(kind), (_plain(arg[0]), arg[1]) if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE) else arg)
+
+
+def _typed(desc: tuple) -> tuple:
+    """Inverse of :func:`_plain`."""
+    kind = Nodetype(desc[0])
+    arg = desc[1]
+    return (kind, (_typed(arg[0]), arg[1]) if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE) else arg)
+
+
+def encode_fielddefs(fielddefs: dict[str, tuple]) -> bytes:
+    """The bytes of a cache file: the SHA-256 of the marshal bytes of a rosbags ``fielddefs`` dict (name →
+    (constants, fields)), then those bytes."""
+    data = marshal.dumps({name: (consts, [(field, _plain(desc)) for field, desc in fields])
+                          for name, (consts, fields) in fielddefs.items()})
+    return hashlib.sha256(data).digest() + data
+
+
+def decode_fielddefs(data: bytes) -> dict[str, tuple]:
+    """Inverse of :func:`encode_fielddefs`: the same lists, tuples, ``Nodetype`` members and constant values.
+    ValueError for bytes that are not such a file (damaged, cut short)."""
+    digest, data = data[:32], data[32:]
+    if hashlib.sha256(data).digest() != digest:
+        raise ValueError("typestore cache: checksum mismatch")
+    return {name: (consts, [(field, _typed(desc)) for field, desc in fields])
+            for name, (consts, fields) in marshal.loads(data).items()}
+
+
+def jazzy_fielddefs(cache_dir: Path | str | None = None) -> dict[str, tuple]:
+    """rosbags' Jazzy ``fielddefs``: from the cache file, else from rosbags' store (then written to the cache)."""
+    path = cache_path(cache_dir)
+    try:
+        return decode_fielddefs(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError, KeyError, IndexError):
+        pass
+    fielddefs = get_typestore(Stores.ROS2_JAZZY).fielddefs
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as tmp:
+            tmp.write(encode_fielddefs(fielddefs))
+        os.replace(tmp.name, path)
+    except OSError:
+        pass
+    return dict(fielddefs)
+
+
+def message_class(name: str, fielddef: tuple) -> type:
+    """The message dataclass of type ``name`` (``pkg/msg/Type``) with rosbags definition ``fielddef``, generated by
+    rosbags as :meth:`Typestore.register` does."""
+    module = ModuleType(f"{__name__}.generated")
+    sys.modules[module.__name__] = module  # dataclasses resolves the ``ClassVar`` annotation in the module
+    try:
+        exec(generate_python_code({name: fielddef}), module.__dict__)  # noqa: S102 (rosbags' generated code)
+    finally:
+        del sys.modules[module.__name__]
+    return getattr(module, name.replace("/", "__"))
+
+
+class LazyTypes(MutableMapping):
+    """``Typestore.types`` whose classes are made on first access from the store's ``fielddefs`` (same keys);
+    classes set by :meth:`Typestore.register` are kept as given."""
+
+    def __init__(self, fielddefs: dict[str, tuple]) -> None:
+        self._fielddefs = fielddefs
+        self._classes: dict[str, type] = {}
+
+    def __getitem__(self, name: str) -> type:
+        cls = self._classes.get(name)
+        if cls is None:
+            cls = self._classes[name] = message_class(name, self._fielddefs[name])
+        return cls
+
+    def __setitem__(self, name: str, cls: type) -> None:
+        self._classes[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        self._classes.pop(name, None)
+        del self._fielddefs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fielddefs)
+
+    def __len__(self) -> int:
+        return len(self._fielddefs)
+
+
+def jazzy_typestore(cache_dir: Path | str | None = None) -> Typestore:
+    """A new typestore with every ROS 2 Jazzy type (as ``get_typestore(Stores.ROS2_JAZZY)``), classes made lazily."""
+    store = Typestore()
+    store.fielddefs = jazzy_fielddefs(cache_dir)
+    store.types = LazyTypes(store.fielddefs)  # type: ignore[assignment]
+    return store
