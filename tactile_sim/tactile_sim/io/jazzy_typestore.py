@@ -6,22 +6,18 @@ the Jazzy field definitions are read from a cache file written from rosbags' own
 message class is made from its definition (by rosbags' code generator, as :meth:`Typestore.register` does) the
 first time it is asked for. The classes have the same fields, order and ``__msgtype__`` as rosbags' own.
 
-Cache: one ``marshal`` file in ``~/.cache/tactile_sim/msg_types`` (``$TACTILE_SIM_MSG_CACHE`` if set) named by a
-SHA-256 of the rosbags store and interface sources it is read from and of the marshal format, so that another
-rosbags gives another file. A file that cannot be read or decoded is rebuilt; a folder that cannot be written only
-costs the rebuild next time.
+Cache: one file in the ``msg_types`` folder of :mod:`tactile_sim.derived_cache`, keyed by the rosbags store and
+interface sources it is read from and by the marshal format, so that another rosbags gives another file.
 """
 
 from __future__ import annotations
 
-import hashlib
 import marshal
-import os
 import sys
-import tempfile
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from types import ModuleType
+
 import rosbags.interfaces
 import rosbags.typesys.stores
 from rosbags.interfaces import Nodetype
@@ -29,14 +25,11 @@ from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.codegen import generate_python_code
 from rosbags.typesys.store import Typestore
 
-CACHE_FORMAT = 1
+from ..derived_cache import cache_dir as derived_cache_dir
+from ..derived_cache import key_name, read_payload, write_payload
+
+CACHE_FORMAT = 2
 """Version of the cache file layout; part of the key."""
-
-
-def default_cache_dir() -> Path:
-    """``$TACTILE_SIM_MSG_CACHE`` if set, else ``~/.cache/tactile_sim/msg_types``."""
-    env = os.environ.get("TACTILE_SIM_MSG_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "tactile_sim" / "msg_types"
 
 
 def source_files() -> list[Path]:
@@ -46,10 +39,9 @@ def source_files() -> list[Path]:
 
 def cache_path(cache_dir: Path | str | None = None) -> Path:
     """File that holds (or will hold) the Jazzy field definitions of the installed rosbags."""
-    digest = hashlib.sha256(f"{CACHE_FORMAT}|{marshal.version}|{Stores.ROS2_JAZZY.value}".encode())
-    for path in source_files():
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return Path(cache_dir if cache_dir is not None else default_cache_dir()) / f"{digest.hexdigest()[:32]}.marshal"
+    parts = [f"{CACHE_FORMAT}|{marshal.version}|{Stores.ROS2_JAZZY.value}"]
+    parts += [p for path in source_files() for p in (path.name, path.read_bytes())]
+    return Path(cache_dir if cache_dir is not None else derived_cache_dir("msg_types")) / key_name(*parts)
 
 
 def _plain(desc: tuple) -> tuple:
@@ -66,19 +58,13 @@ def _typed(desc: tuple) -> tuple:
 
 
 def encode_fielddefs(fielddefs: dict[str, tuple]) -> bytes:
-    """The bytes of a cache file: the SHA-256 of the marshal bytes of a rosbags ``fielddefs`` dict (name →
-    (constants, fields)), then those bytes."""
-    data = marshal.dumps({name: (consts, [(field, _plain(desc)) for field, desc in fields])
+    """marshal bytes of a rosbags ``fielddefs`` dict (name → (constants, fields))."""
+    return marshal.dumps({name: (consts, [(field, _plain(desc)) for field, desc in fields])
                           for name, (consts, fields) in fielddefs.items()})
-    return hashlib.sha256(data).digest() + data
 
 
 def decode_fielddefs(data: bytes) -> dict[str, tuple]:
-    """Inverse of :func:`encode_fielddefs`: the same lists, tuples, ``Nodetype`` members and constant values.
-    ValueError for bytes that are not such a file (damaged, cut short)."""
-    digest, data = data[:32], data[32:]
-    if hashlib.sha256(data).digest() != digest:
-        raise ValueError("typestore cache: checksum mismatch")
+    """Inverse of :func:`encode_fielddefs`: the same lists, tuples, ``Nodetype`` members and constant values."""
     return {name: (consts, [(field, _typed(desc)) for field, desc in fields])
             for name, (consts, fields) in marshal.loads(data).items()}
 
@@ -86,18 +72,11 @@ def decode_fielddefs(data: bytes) -> dict[str, tuple]:
 def jazzy_fielddefs(cache_dir: Path | str | None = None) -> dict[str, tuple]:
     """rosbags' Jazzy ``fielddefs``: from the cache file, else from rosbags' store (then written to the cache)."""
     path = cache_path(cache_dir)
-    try:
-        return decode_fielddefs(path.read_bytes())
-    except (OSError, ValueError, EOFError, TypeError, KeyError, IndexError):
-        pass
+    payload = read_payload(path)
+    if payload is not None:
+        return decode_fielddefs(payload)
     fielddefs = get_typestore(Stores.ROS2_JAZZY).fielddefs
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as tmp:
-            tmp.write(encode_fielddefs(fielddefs))
-        os.replace(tmp.name, path)
-    except OSError:
-        pass
+    write_payload(path, encode_fielddefs(fielddefs))
     return dict(fielddefs)
 
 
