@@ -28,13 +28,16 @@ def test_the_cached_field_definitions_equal_rosbags_own_exactly(tmp_path):
 
 def test_lazy_classes_have_rosbags_fields_and_type_names(tmp_path):
     store = jt.jazzy_typestore(tmp_path)
-    assert sorted(store.types) == sorted(ROSBAGS_JAZZY.types)
+    assert sorted(store.fielddefs) == sorted(ROSBAGS_JAZZY.types)
+    assert not store.types, "no class is made before it is asked for"
     for name, theirs in ROSBAGS_JAZZY.types.items():
         ours = store.types[name]
-        assert ours is store.types[name], "a class is made once"
+        assert ours is store.types[name] and name in store.types, "a class is made once"
         assert ours.__msgtype__ == theirs.__msgtype__ == name
         assert [(f.name, f.type) for f in dataclasses.fields(ours)] == \
             [(f.name, f.type) for f in dataclasses.fields(theirs)]
+    with pytest.raises(KeyError):
+        store.types["std_msgs/msg/NoSuchType"]
 
 
 def test_cdr_bytes_and_message_definitions_equal_rosbags(tmp_path):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import marshal
 import sys
-from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from types import ModuleType
 
@@ -92,32 +91,19 @@ def message_class(name: str, fielddef: tuple) -> type:
     return getattr(module, name.replace("/", "__"))
 
 
-class LazyTypes(MutableMapping):
-    """``Typestore.types`` whose classes are made on first access from the store's ``fielddefs`` (same keys);
-    classes set by :meth:`Typestore.register` are kept as given."""
+class LazyTypes(dict):
+    """``Typestore.types`` (type name → message class) that makes a type's class from the store's ``fielddefs`` at
+    its first lookup; later lookups are plain dict lookups (the replay's encoders look classes up every tick).
+    Membership, iteration and ``len`` cover the classes made (or registered) so far: the store's known types are its
+    ``fielddefs``, as for rosbags' own stores."""
 
     def __init__(self, fielddefs: dict[str, tuple]) -> None:
+        super().__init__()
         self._fielddefs = fielddefs
-        self._classes: dict[str, type] = {}
 
-    def __getitem__(self, name: str) -> type:
-        cls = self._classes.get(name)
-        if cls is None:
-            cls = self._classes[name] = message_class(name, self._fielddefs[name])
+    def __missing__(self, name: str) -> type:
+        cls = self[name] = message_class(name, self._fielddefs[name])
         return cls
-
-    def __setitem__(self, name: str, cls: type) -> None:
-        self._classes[name] = cls
-
-    def __delitem__(self, name: str) -> None:
-        self._classes.pop(name, None)
-        del self._fielddefs[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._fielddefs)
-
-    def __len__(self) -> int:
-        return len(self._fielddefs)
 
 
 def jazzy_typestore(cache_dir: Path | str | None = None) -> Typestore:
