@@ -12,7 +12,8 @@ import trimesh
 from helpers_geometry import PRIMITIVES, primitive_inside, primitive_surface_residual, random_rotation
 from tactile_sim.errors import SceneError
 from tactile_sim.geometry.mesh_io import make_mesh_data
-from tactile_sim.geometry.sampling import apportion, farthest_point_indices, sample_body_surface
+from tactile_sim import derived_cache
+from tactile_sim.geometry.sampling import FPS_CACHE_MIN_PICKS, apportion, farthest_point_indices, sample_body_surface
 from tactile_sim.geometry.shapes import Shape, ShapeKind
 
 
@@ -145,12 +146,33 @@ def _textbook_fps(points, n, start):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_farthest_point_matches_the_textbook_loop(seed):
+def test_farthest_point_matches_the_textbook_loop_computed_and_cached(seed, tmp_path, monkeypatch):
+    monkeypatch.setenv(derived_cache.ENV_VAR, str(tmp_path))
     rng = np.random.default_rng(seed)
     pts = rng.uniform(-1, 1, (1500, 3))
-    assert np.array_equal(farthest_point_indices(pts, 300, 11), _textbook_fps(pts, 300, 11))
     lattice = np.round(rng.uniform(-1, 1, (800, 3)) * 2) / 2  # many exact ties and duplicates
-    assert np.array_equal(farthest_point_indices(lattice, 200, 5), _textbook_fps(lattice, 200, 5))
+    for _ in ("computed", "read from the cache"):
+        assert np.array_equal(farthest_point_indices(pts, 300, 11), _textbook_fps(pts, 300, 11))
+        assert np.array_equal(farthest_point_indices(lattice, 200, 5), _textbook_fps(lattice, 200, 5))
+        assert np.array_equal(farthest_point_indices(pts, 20, 3), _textbook_fps(pts, 20, 3))
+    assert len(list((tmp_path / "fps").iterdir())) == 2, "one file per order of >= FPS_CACHE_MIN_PICKS picks"
+
+
+def test_the_farthest_point_cache_is_keyed_by_its_inputs_and_rebuilt_when_damaged(tmp_path, monkeypatch):
+    monkeypatch.setenv(derived_cache.ENV_VAR, str(tmp_path))
+    pts = np.random.default_rng(3).uniform(-1, 1, (600, 3))
+    n = FPS_CACHE_MIN_PICKS
+    farthest_point_indices(pts, n, 0)
+    moved = pts.copy()
+    moved[7, 2] += 1e-12
+    for other in ((pts, n, 1), (pts, n + 1, 0), (moved, n, 0), (pts.astype(np.float32), n, 0)):
+        assert np.array_equal(farthest_point_indices(*other), _textbook_fps(*other))
+    files = sorted((tmp_path / "fps").iterdir())
+    assert len(files) == 5
+    for path in files:
+        path.write_bytes(path.read_bytes()[:-3])
+    assert np.array_equal(farthest_point_indices(pts, n, 0), _textbook_fps(pts, n, 0))
+    assert len(sorted((tmp_path / "fps").iterdir())) == 5, "the damaged file is rewritten in place"
 
 
 def test_errors_and_empty_budget():

@@ -19,18 +19,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import scipy
 from scipy.spatial import cKDTree
 
 from ..constants import int_ceil, int_floor
+from ..derived_cache import cache_dir, key_name, read_payload, write_payload
 from ..errors import SceneError, option_error
 from .shapes import Shape, ShapeKind
 
 MIN_CANDIDATES = 256
 """Fewest area-uniform candidates drawn before farthest-point down-sampling (docs/models/scene.md#sampling: max(256,
 4n))."""
+
+FPS_CACHE_MIN_PICKS = 128
+"""Farthest-point orders of at least this many picks (some ms each) are cached (:func:`farthest_point_indices`);
+smaller ones cost less than reading a file."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,14 +145,37 @@ def sample_body_surface(shapes: Sequence[Shape], n: int | None = None, spacing: 
 
 def farthest_point_indices(points: np.ndarray, n: int, start: int) -> np.ndarray:
     """Greedy farthest-point order: ``start``, then repeatedly the point farthest from those chosen (ties → lowest
-    index). Returns n indices into ``points`` (M, 3), n ≤ M.
+    index). Returns n indices (int64) into ``points`` (M, 3), n ≤ M.
 
-    Same result as the O(n·M) textbook loop, but a point's distance is only updated when it lies within the current
-    selection radius (a k-d tree ball query) and the maximum is found through per-block maxima.
+    Orders of at least :data:`FPS_CACHE_MIN_PICKS` picks are kept in the ``fps`` cache of
+    :mod:`~tactile_sim.derived_cache`, keyed by the points' dtype, shape and bytes, n, start, this module's source
+    and the numpy and scipy versions: a fresh process reads them instead of computing them again.
     """
     m = len(points)
     if n > m:
         raise ValueError(f"farthest_point_indices: cannot pick {n} of {m} points")
+    if n < FPS_CACHE_MIN_PICKS:
+        return _farthest_point_order(points, n, start)
+    path = cache_dir("fps") / key_name(_module_source(), np.__version__, scipy.__version__, points.dtype.str,
+                                       repr(points.shape), points.tobytes(), repr(int(n)), repr(int(start)))
+    payload = read_payload(path)
+    if payload is not None and len(payload) == 8 * n:
+        return np.frombuffer(payload, dtype="<i8").astype(np.int64)
+    chosen = _farthest_point_order(points, n, start)
+    write_payload(path, chosen.astype("<i8").tobytes())
+    return chosen
+
+
+@cache
+def _module_source() -> bytes:
+    return Path(__file__).read_bytes()
+
+
+def _farthest_point_order(points: np.ndarray, n: int, start: int) -> np.ndarray:
+    """:func:`farthest_point_indices` computed: the same result as the O(n·M) textbook loop, but a point's distance
+    is only updated when it lies within the current selection radius (a k-d tree ball query) and the maximum is found
+    through per-block maxima."""
+    m = len(points)
     block = max(1, int(math.isqrt(m)))
     n_blocks = -(-m // block)
     dist = np.full(n_blocks * block, -np.inf)
