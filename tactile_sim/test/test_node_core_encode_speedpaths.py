@@ -13,7 +13,7 @@ from test_node_core_wire import reference_link_contact
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr
 from tactile_sim.ros.inputs import decode_joint_state
-from tactile_sim.ros.sensor_encoders import HostGather, HostRows
+from tactile_sim.ros.sensor_encoders import BatchReads, HostGather, HostRows
 
 
 def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
@@ -103,6 +103,24 @@ def test_host_gather_copies_strided_views_of_several_storages_by_value_with_the_
     gather.write()
     np.testing.assert_array_equal(target[:3], [-18.0, -19.0, -20.0])
     assert target[9] == 2.25 and target[[3, 6, 7, 8]].tolist() == [0.0] * 4
+
+
+def test_host_gather_writes_once_per_update_and_flags_values_above_a_threshold():
+    """One gather serves every env of a batch: given an update it writes once for it; ``above`` writes whether each
+    value is greater than it (a contact sensor's valid flags: evaluated since the reset)."""
+    evaluations = torch.tensor([0, 3])  # [E]
+    flags = np.zeros(4, np.bool_)
+    gather = HostGather()
+    for env in (0, 1):  # an env's flag for each of its 2 bodies
+        gather.add(evaluations[env].expand(2), flags, np.array([2 * env, 2 * env + 1]), above=0)
+    reads = BatchReads()
+    gather.write(reads)
+    assert flags.tolist() == [False, False, True, True]
+    evaluations[0] = 1
+    gather.write(reads)  # the same update: written already
+    assert flags.tolist() == [False, False, True, True]
+    gather.write(BatchReads())
+    assert flags.tolist() == [True] * 4
 
 
 def test_a_contact_sensor_over_several_bodies_sends_each_body_its_own_rows():
