@@ -53,7 +53,7 @@ class StepKind:
         self.topics = [(topic, msgtype) for topic, msgtype, _, _ in records]
         self.sizes = [size for _, _, _, size in records]
         self.starts = np.array([start for _, _, start, _ in records], dtype=np.intp)
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int).tolist()
+        self.offsets = tuple(np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int).tolist())
         """Where each record starts in the step's bytes."""
         runs: list[list[int]] = []
         for start, size in zip(self.starts.tolist(), self.sizes):
@@ -79,7 +79,7 @@ class BatchRecords:
         self.memory: TemplateMemory = cores[0]._templates
         self._kinds: dict[int, StepKind] = {}
         """id of the first core's step plan → the step kind."""
-        self._channels: dict[tuple[int, int], list[int]] = {}
+        self._channels: dict[tuple[int, int], tuple[int, ...]] = {}
         """(id of a lane's bag, id of a step kind) → its records' channel ids in that bag (heads written)."""
         n = len(self.memory.rows)
         self._stamps = np.zeros(n, dtype=[("sec", "<i4"), ("nanosec", "<u4")])
@@ -123,12 +123,12 @@ class BatchRecords:
         return True
 
     @staticmethod
-    def _heads(kind: StepKind, row: np.ndarray, bag: OutputBag) -> list[int]:
+    def _heads(kind: StepKind, row: np.ndarray, bag: OutputBag) -> tuple[int, ...]:
         """The channel ids of ``kind``'s records in ``bag`` (topics declared on first use), written with the rest of
         each head but its times into ``row``."""
         channels = bag.channels(kind.topics)
         for channel, start, size in zip(channels, kind.starts.tolist(), kind.sizes):
             row[start:start + TIMES_AT] = np.frombuffer(message_head(channel, size - MESSAGE_HEAD, 0)[:TIMES_AT],
                                                         np.uint8)
-        return channels
+        return tuple(channels)
 
