@@ -147,7 +147,7 @@ def test_a_template_memory_of_several_envs_keeps_each_template_aligned_after_roo
     from tactile_sim.io import encode
     from tactile_sim.io.cdr_template import CdrTemplate
     from tactile_sim.io.stamps import time_msg_from_ns
-    from tactile_sim.ros.sensor_encoders import TemplateMemory, stamp_bytes
+    from tactile_sim.ros.sensor_encoders import TemplateMemory, stamp_word
 
     messages = [encode.encode_taxel_array(sample_taxel_reading()),
                 encode.encode_wrench_stamped(sample_link_contact_reading().wrench())]
@@ -164,8 +164,9 @@ def test_a_template_memory_of_several_envs_keeps_each_template_aligned_after_roo
         view, _ = memory.elements(t, "wrench" if "wrench" in t.fields else "force")
         assert view.flags.aligned
     assert spans[0][0] >= 0 and spans[0][1] <= spans[1][0] and spans[1][1] <= memory.row_bytes
-    stamps = [time_msg_from_ns(ns(1.5) + k) for k in range(3)]
-    memory.write_stamps(np.stack([np.frombuffer(stamp_bytes(s), np.uint8) for s in stamps]))
+    stamps = [time_msg_from_ns(n) for n in (-ns(2.25), ns(1.5) + 1, (2**31 - 1) * 10**9 + 999_999_999)]  # sec < 0, max
+    memory.write_stamps(np.array([stamp_word(s.sec, s.nanosec) for s in stamps], np.uint64))
+    assert [deserialize_cdr(t.cdr(), t.msgtype).header.stamp for t in rows[2]] == [stamps[2]] * 2
     memory.write_stamp(time_msg_from_ns(ns(9.0)), env=2)
     got = [[deserialize_cdr(t.cdr(), t.msgtype).header.stamp for t in row] for row in rows]
     assert got == [[stamps[0]] * 2, [stamps[1]] * 2, [time_msg_from_ns(ns(9.0))] * 2]

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -224,9 +223,9 @@ class TemplateMemory:
     uint8 [R, row bytes], a multiple of 8), each row the same layout of its env's templates (the rows' template
     lists of equal sizes, in the same order). Each template starts 4 bytes past a multiple of 8, where its CDR
     fields (aligned from its byte 4 on) are aligned in memory, after ``head`` bytes of room for a record head (a bag
-    writer's, :meth:`head_start`) or more. An update's stamp goes into all templates of a row (or every row) with
-    one indexed copy (:meth:`write_stamp`), and the values of a field are elements of a typed view of the buffer
-    (:meth:`elements`)."""
+    writer's, :meth:`head_start`) or more. An update's stamp (every template's first field, so one aligned 8-byte
+    word) goes into all templates of a row (or every row) with one indexed copy of words (:meth:`write_stamp`), and
+    the values of a field are elements of a typed view of the buffer (:meth:`elements`)."""
 
     def __init__(self, rows: list[list[CdrTemplate]], head: int = 0):
         sizes = [len(t.buffer) for t in rows[0]]
@@ -250,12 +249,12 @@ class TemplateMemory:
                 self._start[id(t)] = at
         self._views: dict[tuple[np.dtype, int], np.ndarray] = {}
         stamps = [self.elements(t, "header.stamp")[1] for t in rows[0]]  # row 0: bytes of the row (mixed types)
-        self._stamp_at = np.concatenate([np.zeros(0, np.intp), *stamps])
-        self._stamp_dst = run_index(self._stamp_at)
-        self._stamp_src = run_index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
-        self._row_stamps: dict[int, np.ndarray | slice] = {}
-        """Row → the bytes of its stamps in the buffer (one row's stamp is written through a flat index)."""
-        self._bytes = self.view(np.uint8, 0)
+        if any(not np.array_equal(at, at[0] + np.arange(8)) or at[0] % 8 for at in stamps):
+            raise ValueError("TemplateMemory: every template needs header.stamp as its first field")
+        self._stamp_words = run_index(np.array([at[0] // 8 for at in stamps], np.intp))
+        """Where each template's stamp is in a row of :attr:`_words`."""
+        self._words = self.rows.view("<u8")
+        """The rows as little-endian uint64 words [R, row bytes / 8]."""
 
     def view(self, dtype: Any, offset: int) -> np.ndarray:
         """The buffer as elements of ``dtype`` from byte ``offset`` on (one array per dtype and offset)."""
@@ -282,28 +281,18 @@ class TemplateMemory:
     def write_stamp(self, stamp: Any, env: int | None = None) -> None:
         """Write ``stamp`` (builtin_interfaces/Time) into every template's ``header.stamp`` (of row ``env`` only,
         where given)."""
-        data = np.frombuffer(stamp_bytes(stamp), np.uint8)
-        if env is None:
-            self.write_stamps(data)
-            return
-        at = self._row_stamps.get(env)
-        if at is None:
-            at = self._row_stamps[env] = run_index(self._stamp_at + env * self.row_bytes)
-        self._bytes[at] = data[self._stamp_src]
+        self.write_stamps(stamp_word(stamp.sec, stamp.nanosec), slice(None) if env is None else env)
 
-    def write_stamps(self, stamps: np.ndarray, rows: int | slice = slice(None)) -> None:
-        """Write ``stamps`` (CDR ``builtin_interfaces/Time`` bytes: uint8 [8] for all ``rows``, or [R, 8], one per
-        row of ``rows``) into the ``header.stamp`` of every template of those rows."""
-        self.rows[rows, self._stamp_dst] = stamps[..., self._stamp_src]
+    def write_stamps(self, words: int | np.ndarray, rows: int | slice = slice(None)) -> None:
+        """Write stamps (:func:`stamp_word`: one for all ``rows``, or uint64 [R], one per row of ``rows``) into the
+        ``header.stamp`` of every template of those rows."""
+        self._words[rows, self._stamp_words] = words if np.ndim(words) == 0 else words[:, None]
 
 
-_STAMP = struct.Struct("<iI")
-"""``builtin_interfaces/Time`` on the wire: int32 sec, uint32 nanosec (little endian)."""
-
-
-def stamp_bytes(stamp: Any) -> bytes:
-    """The CDR bytes of a ``builtin_interfaces/Time``."""
-    return _STAMP.pack(stamp.sec, stamp.nanosec)
+def stamp_word(sec: int, nanosec: int) -> int:
+    """The CDR bytes of a ``builtin_interfaces/Time`` (int32 sec, uint32 nanosec, little endian) as one little-endian
+    uint64."""
+    return sec & 0xFFFFFFFF | nanosec << 32
 
 
 class SensorEncoder:
