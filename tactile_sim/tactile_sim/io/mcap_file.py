@@ -187,15 +187,17 @@ class McapFile:
         return counts
 
     def _message_indexes(self) -> list[tuple[int, np.ndarray]]:
-        """(channel id, its message index entries in the open chunk: uint64 [n, 2], log time and offset, in chunk
-        order) of every channel with messages there, in the order of their first message."""
+        """(channel id, its message index entries in the open chunk: little-endian uint64 [n, 2], log time and
+        offset, in chunk order) of every channel with messages there, in the order of their first message."""
         parts: dict[int, list[np.ndarray]] = defaultdict(list)
         for channel_id, entries in self._index.items():
-            parts[channel_id].append(np.array(entries, np.uint64).reshape(-1, 2))
+            parts[channel_id].append(np.array(entries, "<u8").reshape(-1, 2))
         for (channels, offsets), (starts, log_times) in self._laid_out.items():
-            at, log = np.array(starts, np.uint64), np.array(log_times, np.uint64)
-            for channel_id, offset in zip(channels, offsets):
-                parts[channel_id].append(np.stack([log, at + np.uint64(offset)], axis=1))
+            entries = np.empty((len(channels), len(starts), 2), "<u8")  # per record of the layout
+            entries[:, :, 0] = log_times
+            entries[:, :, 1] = np.add.outer(np.array(offsets, "<u8"), np.array(starts, "<u8"))
+            for channel_id, channel_entries in zip(channels, entries):
+                parts[channel_id].append(channel_entries)
         indexes = []
         for channel_id, arrays in parts.items():
             entries = arrays[0]
@@ -222,7 +224,7 @@ class McapFile:
         for channel_id, entries in self._message_indexes():
             self._counts[channel_id] += len(entries)
             offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            body = entries.astype("<u8").tobytes()
+            body = entries.tobytes()
             f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
         index_length = f.tell() - chunk_offset - chunk_length
         offset_map = b"".join(offsets)
