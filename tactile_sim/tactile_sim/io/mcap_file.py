@@ -4,8 +4,8 @@ thousands of messages per second from Python.
 The open chunk is one buffer, reused for every chunk of the file: a message costs one ``struct`` pack into it and a
 copy of its data, records laid out by the caller (:meth:`McapFile.write_records`) one copy (no bytes objects
 joined) and, for their message indexes, where they start (the entries are made per layout when the chunk closes,
-not per message); a closed chunk, its record head written into the room left for it at the buffer's start, goes to the file
-in one write. :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
+not per message); a closed chunk, its record head written into the room left for it at the buffer's start, goes to
+the file in one write. :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
 1 MiB of records, uncompressed, each followed by its message indexes. Schemas and channels are written into the
 chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
 the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
