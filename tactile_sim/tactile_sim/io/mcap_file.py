@@ -186,27 +186,29 @@ class McapFile:
                 counts[channel_id] += len(starts)
         return counts
 
-    def _message_indexes(self) -> list[tuple[int, np.ndarray]]:
-        """(channel id, its message index entries in the open chunk: little-endian uint64 [n, 2], log time and
-        offset, in chunk order) of every channel with messages there, in the order of their first message."""
-        parts: dict[int, list[np.ndarray]] = defaultdict(list)
-        for channel_id, entries in self._index.items():
-            parts[channel_id].append(np.array(entries, "<u8").reshape(-1, 2))
+    def _message_indexes(self) -> list[tuple[int, int, bytes]]:
+        """(channel id, its messages in the open chunk, their message index entries: log time and offset of each, in
+        chunk order, as little-endian uint64) of every channel with messages there, in the order of their first
+        message."""
+        parts: dict[int, list[list[int] | np.ndarray]] = {channel_id: [flat] for channel_id, flat in self._index.items()}
         for (channels, offsets), (starts, log_times) in self._laid_out.items():
             entries = np.empty((len(channels), len(starts), 2), "<u8")  # per record of the layout
             entries[:, :, 0] = log_times
             entries[:, :, 1] = np.add.outer(np.array(offsets, "<u8"), np.array(starts, "<u8"))
             for channel_id, channel_entries in zip(channels, entries):
-                parts[channel_id].append(channel_entries)
+                parts.setdefault(channel_id, []).append(channel_entries)
         indexes = []
-        for channel_id, arrays in parts.items():
-            entries = arrays[0]
-            if len(arrays) > 1:
-                entries = np.concatenate(arrays)
+        for channel_id, found in parts.items():
+            entries = found[0]
+            if len(found) > 1:
+                entries = np.concatenate([np.reshape(np.asarray(p, "<u8"), (-1, 2)) for p in found])
                 entries = entries[np.argsort(entries[:, 1], kind="stable")]
-            indexes.append((channel_id, entries))
-        indexes.sort(key=lambda index: int(index[1][0, 1]))
-        return indexes
+            elif isinstance(entries, list):  # write_all's alone, flat
+                indexes.append((entries[1], channel_id, len(entries) // 2, struct.pack(f"<{len(entries)}Q", *entries)))
+                continue
+            indexes.append((int(entries[0, 1]), channel_id, len(entries), entries.tobytes()))
+        indexes.sort(key=lambda index: index[0])  # by first offset
+        return [(channel_id, count, body) for _, channel_id, count, body in indexes]
 
     def _close_chunk(self) -> None:
         size = self._chunk_size
@@ -221,10 +223,9 @@ class McapFile:
         f.write(self._view[:_CHUNK.size + size])
         chunk_length = f.tell() - chunk_offset
         offsets = []
-        for channel_id, entries in self._message_indexes():
-            self._counts[channel_id] += len(entries)
+        for channel_id, count, body in self._message_indexes():
+            self._counts[channel_id] += count
             offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            body = entries.tobytes()
             f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
         index_length = f.tell() - chunk_offset - chunk_length
         offset_map = b"".join(offsets)
