@@ -262,6 +262,40 @@ def test_records_laid_out_by_the_caller_write_the_bag_that_write_all_writes(tmp_
         assert (tmp_path / "records" / "bag" / part).read_bytes() == (tmp_path / "all" / "bag" / part).read_bytes()
 
 
+def test_records_of_repeated_layouts_index_their_messages_as_write_all_does(tmp_path, monkeypatch):
+    """A batch writes the same layout of records (channels and offsets; a channel twice in it) on every update: the
+    message indexes, made per layout when a chunk closes, are byte for byte write_all's, with another layout and
+    write_all updates between them in the same chunks, and rosbags' reader reads every message back in order."""
+    from tactile_sim.io import mcap_file
+    from tactile_sim.io.msg_types import message_class, serialize_cdr
+
+    monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 2048)
+    string = message_class("std_msgs/msg/String")
+    layouts = (("/a", "/b", "/a"), ("/b",), ("/b", "/a"))  # records, records, write_all
+    updates = [(5000 + 3 * k, [(topic, string(data=f"{topic}{k:06d}" + "x" * (40 * j)))
+                               for j, topic in enumerate(layouts[k % 3])]) for k in range(90)]
+    for way in ("all", "records"):
+        with BagWriter(tmp_path / way / "bag") as writer:
+            for topic in ("/a", "/b"):
+                writer.add_topic(topic, "std_msgs/msg/String", qos=qos_profile())
+            for k, (log_ns, messages) in enumerate(updates):
+                if way == "all" or k % 3 == 2:
+                    writer.write_all(log_ns, messages)
+                    continue
+                channels = [writer.channel(topic, "std_msgs/msg/String") for topic, _ in messages]
+                records = [mcap_file.message_head(c, len(data), log_ns) + data
+                           for c, data in zip(channels, (serialize_cdr(m, "std_msgs/msg/String") for _, m in messages))]
+                writer.write_records(log_ns, b"".join(records), channels,
+                                     np.cumsum([0] + [len(r) for r in records[:-1]]).tolist())
+    assert (tmp_path / "all" / "bag" / "bag.mcap").stat().st_size > 4 * 2048  # several chunks
+    for part in ("bag.mcap", "metadata.yaml"):
+        assert (tmp_path / "records" / "bag" / part).read_bytes() == (tmp_path / "all" / "bag" / part).read_bytes()
+    with Reader(tmp_path / "records" / "bag") as reader:
+        read = [(c.topic, t, bytes(d)) for c, t, d in reader.messages()]
+    assert read == [(topic, log_ns, serialize_cdr(m, "std_msgs/msg/String")) for log_ns, messages in updates
+                    for topic, m in messages]
+
+
 def test_records_from_array_rows_and_messages_larger_than_the_chunk_buffer_write_what_rosbags_reads(tmp_path,
                                                                                                      monkeypatch):
     """The open chunk is one reused buffer: records handed as rows of a uint8 array (not bytes; the array is

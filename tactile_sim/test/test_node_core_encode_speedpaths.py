@@ -13,7 +13,7 @@ from test_node_core_wire import reference_link_contact
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr
 from tactile_sim.ros.inputs import decode_joint_state
-from tactile_sim.ros.sensor_encoders import HostGather, HostRows
+from tactile_sim.ros.sensor_encoders import BatchReads, HostGather, HostRows
 
 
 def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
@@ -105,6 +105,24 @@ def test_host_gather_copies_strided_views_of_several_storages_by_value_with_the_
     assert target[9] == 2.25 and target[[3, 6, 7, 8]].tolist() == [0.0] * 4
 
 
+def test_host_gather_writes_once_per_update_and_flags_values_above_a_threshold():
+    """One gather serves every env of a batch: given an update it writes once for it; ``above`` writes whether each
+    value is greater than it (a contact sensor's valid flags: evaluated since the reset)."""
+    evaluations = torch.tensor([0, 3])  # [E]
+    flags = np.zeros(4, np.bool_)
+    gather = HostGather()
+    for env in (0, 1):  # an env's flag for each of its 2 bodies
+        gather.add(evaluations[env].expand(2), flags, np.array([2 * env, 2 * env + 1]), above=0)
+    reads = BatchReads()
+    gather.write(reads)
+    assert flags.tolist() == [False, False, True, True]
+    evaluations[0] = 1
+    gather.write(reads)  # the same update: written already
+    assert flags.tolist() == [False, False, True, True]
+    gather.write(BatchReads())
+    assert flags.tolist() == [True] * 4
+
+
 def test_a_contact_sensor_over_several_bodies_sends_each_body_its_own_rows():
     data = sensors_only(demo_dict(), {"palm_contact"})
     (palm,) = data["sensors"]
@@ -129,7 +147,7 @@ def test_a_template_memory_of_several_envs_keeps_each_template_aligned_after_roo
     from tactile_sim.io import encode
     from tactile_sim.io.cdr_template import CdrTemplate
     from tactile_sim.io.stamps import time_msg_from_ns
-    from tactile_sim.ros.sensor_encoders import TemplateMemory, stamp_bytes
+    from tactile_sim.ros.sensor_encoders import TemplateMemory, stamp_word
 
     messages = [encode.encode_taxel_array(sample_taxel_reading()),
                 encode.encode_wrench_stamped(sample_link_contact_reading().wrench())]
@@ -146,8 +164,9 @@ def test_a_template_memory_of_several_envs_keeps_each_template_aligned_after_roo
         view, _ = memory.elements(t, "wrench" if "wrench" in t.fields else "force")
         assert view.flags.aligned
     assert spans[0][0] >= 0 and spans[0][1] <= spans[1][0] and spans[1][1] <= memory.row_bytes
-    stamps = [time_msg_from_ns(ns(1.5) + k) for k in range(3)]
-    memory.write_stamps(np.stack([np.frombuffer(stamp_bytes(s), np.uint8) for s in stamps]))
+    stamps = [time_msg_from_ns(n) for n in (-ns(2.25), ns(1.5) + 1, (2**31 - 1) * 10**9 + 999_999_999)]  # sec < 0, max
+    memory.write_stamps(np.array([stamp_word(s.sec, s.nanosec) for s in stamps], np.uint64))
+    assert [deserialize_cdr(t.cdr(), t.msgtype).header.stamp for t in rows[2]] == [stamps[2]] * 2
     memory.write_stamp(time_msg_from_ns(ns(9.0)), env=2)
     got = [[deserialize_cdr(t.cdr(), t.msgtype).header.stamp for t in row] for row in rows]
     assert got == [[stamps[0]] * 2, [stamps[1]] * 2, [time_msg_from_ns(ns(9.0))] * 2]

@@ -3,8 +3,9 @@ thousands of messages per second from Python.
 
 The open chunk is one buffer, reused for every chunk of the file: a message costs one ``struct`` pack into it and a
 copy of its data, records laid out by the caller (:meth:`McapFile.write_records`) one copy (no bytes objects
-joined); a closed chunk, its record head written into the room left for it at the buffer's start, goes to the file
-in one write. :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
+joined) and, for their message indexes, where they start (the entries are made per layout when the chunk closes,
+not per message); a closed chunk, its record head written into the room left for it at the buffer's start, goes to
+the file in one write. :meth:`McapFile.write_all` takes the messages of one receive time in one call. Chunks hold about
 1 MiB of records, uncompressed, each followed by its message indexes. Schemas and channels are written into the
 chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
 the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
@@ -18,6 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 MAGIC = b"\x89MCAP0\r\n"
 CHUNK_BYTES = 1 << 20
@@ -81,7 +84,11 @@ class McapFile:
     def _new_chunk(self) -> None:
         self._chunk_size = 0
         self._index: dict[int, list[int]] = defaultdict(list)
-        """Channel id → its message index entries in the open chunk, flat: log time, offset, log time, ..."""
+        """Channel id → its message index entries in the open chunk of :meth:`write_all`, flat: log time, offset,
+        log time, ..."""
+        self._laid_out: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[list[int], list[int]]] = {}
+        """(channel ids, offsets) of :meth:`write_records`' records → where each call's records start in the open
+        chunk, and their log times."""
         self._chunk_start, self._chunk_end = 2**64 - 1, 0
 
     def add_schema(self, name: str, encoding: str, data: str) -> int:
@@ -146,9 +153,12 @@ class McapFile:
         channel id and where it starts in ``records``, in order) to the open chunk with one copy: what
         :meth:`write_all` writes for their messages."""
         start = self._chunk_size
-        index = self._index
-        for channel_id, offset in zip(channels, offsets):
-            index[channel_id] += (log_ns, start + offset)
+        key = (tuple(channels), tuple(offsets))
+        calls = self._laid_out.get(key)
+        if calls is None:
+            calls = self._laid_out[key] = ([], [])
+        calls[0].append(start)
+        calls[1].append(log_ns)
         self._append(records)
         self._appended(log_ns, start, self._chunk_size)
 
@@ -171,12 +181,39 @@ class McapFile:
         counts = dict(self._counts)
         for channel_id, entries in self._index.items():
             counts[channel_id] += len(entries) // 2
+        for (channels, _), (starts, _) in self._laid_out.items():
+            for channel_id in channels:
+                counts[channel_id] += len(starts)
         return counts
+
+    def _message_indexes(self) -> list[tuple[int, int, bytes]]:
+        """(channel id, its messages in the open chunk, their message index entries: log time and offset of each, in
+        chunk order, as little-endian uint64) of every channel with messages there, in the order of their first
+        message."""
+        parts: dict[int, list[list[int] | np.ndarray]] = {channel_id: [flat] for channel_id, flat in self._index.items()}
+        for (channels, offsets), (starts, log_times) in self._laid_out.items():
+            entries = np.empty((len(channels), len(starts), 2), "<u8")  # per record of the layout
+            entries[:, :, 0] = log_times
+            entries[:, :, 1] = np.add.outer(np.array(offsets, "<u8"), np.array(starts, "<u8"))
+            for channel_id, channel_entries in zip(channels, entries):
+                parts.setdefault(channel_id, []).append(channel_entries)
+        indexes = []
+        for channel_id, found in parts.items():
+            entries = found[0]
+            if len(found) > 1:
+                entries = np.concatenate([np.reshape(np.asarray(p, "<u8"), (-1, 2)) for p in found])
+                entries = entries[np.argsort(entries[:, 1], kind="stable")]
+            elif isinstance(entries, list):  # write_all's alone, flat
+                indexes.append((entries[1], channel_id, len(entries) // 2, struct.pack(f"<{len(entries)}Q", *entries)))
+                continue
+            indexes.append((int(entries[0, 1]), channel_id, len(entries), entries.tobytes()))
+        indexes.sort(key=lambda index: index[0])  # by first offset
+        return [(channel_id, count, body) for _, channel_id, count, body in indexes]
 
     def _close_chunk(self) -> None:
         size = self._chunk_size
         start, end = 0, 0
-        if self._index:
+        if self._index or self._laid_out:
             start, end = self._chunk_start, self._chunk_end
             self._start, self._end = min(self._start, start), max(self._end, end)
         f = self._file
@@ -186,10 +223,9 @@ class McapFile:
         f.write(self._view[:_CHUNK.size + size])
         chunk_length = f.tell() - chunk_offset
         offsets = []
-        for channel_id, entries in self._index.items():
-            self._counts[channel_id] += len(entries) // 2
+        for channel_id, count, body in self._message_indexes():
+            self._counts[channel_id] += count
             offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            body = struct.pack(f"<{len(entries)}Q", *entries)
             f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
         index_length = f.tell() - chunk_offset - chunk_length
         offset_map = b"".join(offsets)

@@ -4,8 +4,8 @@ The env cores of a batch share one :class:`~..ros.sensor_encoders.TemplateMemory
 after room for its MCAP message head (:data:`~..io.mcap_file.MESSAGE_HEAD` bytes), the records back to back in
 publishing order. On each step (:meth:`BatchRecords.write`):
 
-* every stepped lane's stamp goes into all templates of its row with one indexed copy for all rows, and the log and
-  publish times of the due records' heads with another;
+* every stepped lane's stamp goes into all templates of its row with one indexed copy of 8-byte words for all rows,
+  and the log and publish times of the due records' heads with another, of 4-byte words;
 * each writer of the due sensors writes once (a batch's :class:`~..ros.sensor_encoders.BranchCopy` covers every
   env: one indexed copy of the whole read);
 * the due records of every row are joined with one copy per record (for all rows at once), and each lane's are
@@ -27,7 +27,7 @@ import numpy as np
 from ..io.mcap_file import MESSAGE_HEAD, TIMES_AT, message_head
 from ..io.stamps import NS_PER_S, SEC_MAX, SEC_MIN, time_msg_from_ns
 from ..ros.node_core import NodeCore
-from ..ros.sensor_encoders import BatchReads, TemplateMemory
+from ..ros.sensor_encoders import BatchReads, TemplateMemory, stamp_word
 from .output_bag import OutputBag
 
 
@@ -53,7 +53,7 @@ class StepKind:
         self.topics = [(topic, msgtype) for topic, msgtype, _, _ in records]
         self.sizes = [size for _, _, _, size in records]
         self.starts = np.array([start for _, _, start, _ in records], dtype=np.intp)
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int).tolist()
+        self.offsets = tuple(np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int).tolist())
         """Where each record starts in the step's bytes."""
         runs: list[list[int]] = []
         for start, size in zip(self.starts.tolist(), self.sizes):
@@ -65,10 +65,11 @@ class StepKind:
         """The records' bytes of a row: slices of it, in order."""
         self.joined = np.empty((len(memory.rows), sum(self.sizes)), np.uint8) if len(self.runs) > 1 else None
         """The records of every row, back to back (where they are not one slice of the rows)."""
-        self.times = (self.starts[:, None] + TIMES_AT + np.arange(16)).reshape(-1)
-        """Bytes of a row that hold the records' log and publish times."""
-        self.time_bytes = np.tile(np.arange(16), len(self.sizes))
-        """The bytes of a row's (log time, publish time) [16] that go there."""
+        self.times = ((self.starts[:, None] + TIMES_AT) // 4 + np.arange(4)).reshape(-1)
+        """The 4-byte words of a row that hold the records' log and publish times (each 16 bytes just before its
+        template, so 4 past a multiple of 8: :class:`TemplateMemory`)."""
+        self.time_words = np.tile([0, 1, 0, 1], len(self.sizes))
+        """The words of a log time (low, high; the publish time is the log time) that go there."""
 
 
 class BatchRecords:
@@ -79,11 +80,14 @@ class BatchRecords:
         self.memory: TemplateMemory = cores[0]._templates
         self._kinds: dict[int, StepKind] = {}
         """id of the first core's step plan → the step kind."""
-        self._channels: dict[tuple[int, int], list[int]] = {}
+        self._channels: dict[tuple[int, int], tuple[int, ...]] = {}
         """(id of a lane's bag, id of a step kind) → its records' channel ids in that bag (heads written)."""
         n = len(self.memory.rows)
-        self._stamps = np.zeros(n, dtype=[("sec", "<i4"), ("nanosec", "<u4")])
-        self._log = np.zeros((n, 2), dtype="<u8")
+        self._stamps = np.zeros(n, "<u8")
+        """Each row's stamp (:func:`~..ros.sensor_encoders.stamp_word`)."""
+        self._log = np.zeros(n, "<u8")
+        """Each row's log time (ns)."""
+        self._rows32 = self.memory.rows.view("<u4")
 
     def kind(self, step: int) -> StepKind:
         """The step kind of engine step ``step`` (0-based)."""
@@ -99,15 +103,19 @@ class BatchRecords:
         kind = self.kind(step)
         if not kind.topics:
             return False
-        rows, stamps, log = self.memory.rows, self._stamps, self._log
+        rows = self.memory.rows
+        envs, words, log = [], [], []
         for env, stamp_ns, log_ns, _ in lanes:
             sec, nanosec = divmod(stamp_ns, NS_PER_S)
             if not SEC_MIN <= sec <= SEC_MAX:
                 time_msg_from_ns(stamp_ns)  # raises what a lone replay raises
-            stamps[env] = sec, nanosec
-            log[env] = log_ns
-        self.memory.write_stamps(stamps.view(np.uint8).reshape(-1, 8))
-        rows[:, kind.times] = log.view(np.uint8)[:, kind.time_bytes]
+            envs.append(env)
+            words.append(stamp_word(sec, nanosec))
+            log.append(log_ns)
+        self._stamps[envs] = words
+        self._log[envs] = log
+        self.memory.write_stamps(self._stamps)
+        self._rows32[:, kind.times] = self._log.view("<u4").reshape(-1, 2)[:, kind.time_words]
         reads = BatchReads()
         for w in kind.writers:
             w.write(reads)
@@ -123,12 +131,12 @@ class BatchRecords:
         return True
 
     @staticmethod
-    def _heads(kind: StepKind, row: np.ndarray, bag: OutputBag) -> list[int]:
+    def _heads(kind: StepKind, row: np.ndarray, bag: OutputBag) -> tuple[int, ...]:
         """The channel ids of ``kind``'s records in ``bag`` (topics declared on first use), written with the rest of
         each head but its times into ``row``."""
         channels = bag.channels(kind.topics)
         for channel, start, size in zip(channels, kind.starts.tolist(), kind.sizes):
             row[start:start + TIMES_AT] = np.frombuffer(message_head(channel, size - MESSAGE_HEAD, 0)[:TIMES_AT],
                                                         np.uint8)
-        return channels
+        return tuple(channels)
 

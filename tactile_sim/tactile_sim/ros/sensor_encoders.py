@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -144,13 +143,17 @@ class HostGather:
     them) into template fields, one indexed copy per storage and destination view: each tensor's elements are
     located in its storage (offset and strides), and a storage is read through a host array of all of it — a view
     on the CPU, made once; on other devices a host copy, refreshed by :meth:`write`. Add every copy
-    (:meth:`add`) and every tensor read otherwise (:meth:`source`) before the first :meth:`write`."""
+    (:meth:`add`) and every tensor read otherwise (:meth:`source`) before the first :meth:`write`. One gather may
+    serve the encoders of every env of a batch (:func:`node_encoders`): it writes once per update."""
 
     def __init__(self):
         self._storages: dict[tuple[int, torch.dtype], tuple[np.ndarray, torch.Tensor | None, torch.Tensor]] = {}
-        self._copies: dict[tuple[int, torch.dtype, int], tuple[np.ndarray, np.ndarray, list, list]] = {}
-        self._groups: list[tuple[np.ndarray, np.ndarray | slice, np.ndarray, np.ndarray | slice]] | None = None
+        self._copies: dict[tuple[int, torch.dtype, int, float | None], tuple[np.ndarray, np.ndarray, list, list]] = {}
+        self._groups: list[tuple[np.ndarray, np.ndarray | slice, np.ndarray, np.ndarray | slice, float | None]] | \
+            None = None
         self._refresh: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.written: BatchReads | None = None
+        """The update written last (where :meth:`write` was given one)."""
 
     def source(self, tensor: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """(host array of ``tensor``'s storage, indices of its elements in it): its values are ``array[indices]``
@@ -164,27 +167,33 @@ class HostGather:
             self._storages[key] = (host.numpy(), None if tensor.is_cpu else host, flat)
         return self._storages[key][0], _storage_indices(tensor)
 
-    def add(self, tensor: torch.Tensor, view: np.ndarray, at: np.ndarray) -> None:
-        """Copy ``tensor``'s values (cast to the view's dtype) to ``view[at]`` on each :meth:`write`."""
+    def add(self, tensor: torch.Tensor, view: np.ndarray, at: np.ndarray, above: float | None = None) -> None:
+        """Copy ``tensor``'s values (cast to the view's dtype; with ``above``, whether each is greater than it) to
+        ``view[at]`` on each :meth:`write`."""
         if tensor.numel() != at.size:
             raise ValueError(f"HostGather.add: {tensor.numel()} values for {at.size} places")
         array, index = self.source(tensor)
         storage = tensor.untyped_storage()
-        _, _, src, dst = self._copies.setdefault((storage.data_ptr(), tensor.dtype, id(view)), (array, view, [], []))
+        _, _, src, dst = self._copies.setdefault((storage.data_ptr(), tensor.dtype, id(view), above),
+                                                 (array, view, [], []))
         src.append(index)
         dst.append(at)
 
     def write(self, reads: BatchReads | None = None) -> None:
-        """Copy the device storages to the host (nothing to do on the CPU), then the values to their places (on every
-        call: ``reads``, the update, is a :class:`Writer`'s argument)."""
+        """Copy the device storages to the host (nothing to do on the CPU), then the values to their places: once per
+        update ``reads`` where given, else on every call."""
+        if reads is not None:
+            if self.written is reads:
+                return
+            self.written = reads
         if self._groups is None:
-            self._groups = [(view, run_index(np.concatenate(dst)), array, run_index(np.concatenate(src)))
-                            for array, view, src, dst in self._copies.values()]
+            self._groups = [(view, run_index(np.concatenate(dst)), array, run_index(np.concatenate(src)), above)
+                            for (_, _, _, above), (array, view, src, dst) in self._copies.items()]
             self._refresh = [(host, flat) for _, host, flat in self._storages.values() if host is not None]
         for host, flat in self._refresh:
             host.copy_(flat)
-        for view, dst, array, src in self._groups:
-            view[dst] = array[src]
+        for view, dst, array, src, above in self._groups:
+            view[dst] = array[src] if above is None else np.greater(array[src], above)
 
 
 class BatchReads:
@@ -214,9 +223,9 @@ class TemplateMemory:
     uint8 [R, row bytes], a multiple of 8), each row the same layout of its env's templates (the rows' template
     lists of equal sizes, in the same order). Each template starts 4 bytes past a multiple of 8, where its CDR
     fields (aligned from its byte 4 on) are aligned in memory, after ``head`` bytes of room for a record head (a bag
-    writer's, :meth:`head_start`) or more. An update's stamp goes into all templates of a row (or every row) with
-    one indexed copy (:meth:`write_stamp`), and the values of a field are elements of a typed view of the buffer
-    (:meth:`elements`)."""
+    writer's, :meth:`head_start`) or more. An update's stamp (every template's first field, so one aligned 8-byte
+    word) goes into all templates of a row (or every row) with one indexed copy of words (:meth:`write_stamp`), and
+    the values of a field are elements of a typed view of the buffer (:meth:`elements`)."""
 
     def __init__(self, rows: list[list[CdrTemplate]], head: int = 0):
         sizes = [len(t.buffer) for t in rows[0]]
@@ -240,12 +249,12 @@ class TemplateMemory:
                 self._start[id(t)] = at
         self._views: dict[tuple[np.dtype, int], np.ndarray] = {}
         stamps = [self.elements(t, "header.stamp")[1] for t in rows[0]]  # row 0: bytes of the row (mixed types)
-        self._stamp_at = np.concatenate([np.zeros(0, np.intp), *stamps])
-        self._stamp_dst = run_index(self._stamp_at)
-        self._stamp_src = run_index(np.concatenate([np.zeros(0, np.intp), *(np.arange(at.size) for at in stamps)]))
-        self._row_stamps: dict[int, np.ndarray | slice] = {}
-        """Row → the bytes of its stamps in the buffer (one row's stamp is written through a flat index)."""
-        self._bytes = self.view(np.uint8, 0)
+        if any(not np.array_equal(at, at[0] + np.arange(8)) or at[0] % 8 for at in stamps):
+            raise ValueError("TemplateMemory: every template needs header.stamp as its first field")
+        self._stamp_words = run_index(np.array([at[0] // 8 for at in stamps], np.intp))
+        """Where each template's stamp is in a row of :attr:`_words`."""
+        self._words = self.rows.view("<u8")
+        """The rows as little-endian uint64 words [R, row bytes / 8]."""
 
     def view(self, dtype: Any, offset: int) -> np.ndarray:
         """The buffer as elements of ``dtype`` from byte ``offset`` on (one array per dtype and offset)."""
@@ -272,28 +281,18 @@ class TemplateMemory:
     def write_stamp(self, stamp: Any, env: int | None = None) -> None:
         """Write ``stamp`` (builtin_interfaces/Time) into every template's ``header.stamp`` (of row ``env`` only,
         where given)."""
-        data = np.frombuffer(stamp_bytes(stamp), np.uint8)
-        if env is None:
-            self.write_stamps(data)
-            return
-        at = self._row_stamps.get(env)
-        if at is None:
-            at = self._row_stamps[env] = run_index(self._stamp_at + env * self.row_bytes)
-        self._bytes[at] = data[self._stamp_src]
+        self.write_stamps(stamp_word(stamp.sec, stamp.nanosec), slice(None) if env is None else env)
 
-    def write_stamps(self, stamps: np.ndarray, rows: int | slice = slice(None)) -> None:
-        """Write ``stamps`` (CDR ``builtin_interfaces/Time`` bytes: uint8 [8] for all ``rows``, or [R, 8], one per
-        row of ``rows``) into the ``header.stamp`` of every template of those rows."""
-        self.rows[rows, self._stamp_dst] = stamps[..., self._stamp_src]
+    def write_stamps(self, words: int | np.ndarray, rows: int | slice = slice(None)) -> None:
+        """Write stamps (:func:`stamp_word`: one for all ``rows``, or uint64 [R], one per row of ``rows``) into the
+        ``header.stamp`` of every template of those rows."""
+        self._words[rows, self._stamp_words] = words if np.ndim(words) == 0 else words[:, None]
 
 
-_STAMP = struct.Struct("<iI")
-"""``builtin_interfaces/Time`` on the wire: int32 sec, uint32 nanosec (little endian)."""
-
-
-def stamp_bytes(stamp: Any) -> bytes:
-    """The CDR bytes of a ``builtin_interfaces/Time``."""
-    return _STAMP.pack(stamp.sec, stamp.nanosec)
+def stamp_word(sec: int, nanosec: int) -> int:
+    """The CDR bytes of a ``builtin_interfaces/Time`` (int32 sec, uint32 nanosec, little endian) as one little-endian
+    uint64."""
+    return sec & 0xFFFFFFFF | nanosec << 32
 
 
 class SensorEncoder:
@@ -306,6 +305,9 @@ class SensorEncoder:
     has_ground_truth: ClassVar[bool] = True
     templates: list[CdrTemplate]
     """Every template of the encoder (:func:`node_encoders` moves them into its :class:`TemplateMemory`)."""
+    gathers: tuple[HostGather, HostGather]
+    """Copies from the batch's live buffers, per branch (measured, ground truth): shared by the batch's encoders of
+    every env, given by :func:`node_encoders` before :meth:`place`."""
 
     def __init__(self, suite, batch, index: int, world_frame: str, env: int = 0,
                  kept: KeptTemplates | None = None):
@@ -354,7 +356,8 @@ class SensorEncoder:
         return out
 
     def place(self, memory: TemplateMemory) -> None:
-        """Take views of the templates once they live in ``memory`` (nothing to take here)."""
+        """Take views of the templates once they live in ``memory``, add the copies of :attr:`gathers` (nothing to
+        do here)."""
 
     def forget(self) -> None:
         """Forget the kept messages, as right after construction (no markers until the next encode)."""
@@ -574,14 +577,13 @@ class ThermalEncoder(BranchEncoder):
 
         self.setup(message, ("header.stamp", "temperatures", "link_temperatures", "valid", "ground_truth"),
                    [("temperatures", 0, 1, None)])
-        self.lumped = [HostGather(), HostGather()]  # per branch: [E, NL] °C, in link_temperatures order
 
     def place(self, memory):
-        for gather, template in zip(self.lumped, self.templates):
+        for gather, template in zip(self.gathers, self.templates):  # [E, NL] °C, in link_temperatures order
             gather.add(self.batch.system.t_lump[self.env], *memory.elements(template, "link_temperatures"))
 
     def writers(self, ground_truth):
-        return (self.lumped[ground_truth], *super().writers(ground_truth))
+        return (self.gathers[ground_truth], *super().writers(ground_truth))
 
     def markers(self, settings):
         if not self.last:
@@ -604,7 +606,8 @@ class JointTorqueEncoder(BranchEncoder):
 
 class ContactSensorEncoder(SensorEncoder):
     """LinkContact per sensor body on ``~/<name>`` and its WrenchStamped on ``~/<name>/<body>/wrench``, gathered
-    from the batch's live buffers (``ContactSensorBatch.live_view``, body frames) by one :class:`HostGather`."""
+    from the batch's live buffers (``ContactSensorBatch.live_view``, body frames) by the batch's measured
+    :class:`HostGather` (:attr:`~SensorEncoder.gathers`), with the valid flags."""
 
     message_type = LINK_CONTACT
     has_ground_truth = False
@@ -642,7 +645,7 @@ class ContactSensorEncoder(SensorEncoder):
         self.templates = self.links + self.wrenches
 
     def place(self, memory):
-        self.gather = HostGather()
+        gather = self.gathers[False]
         for k, (link, wrench) in enumerate(zip(self.links, self.wrenches)):
             for name, tensor in self.sources.items():
                 source = tensor[self.env, k]  # (3,), (F, 3), or () for the timers
@@ -650,13 +653,12 @@ class ContactSensorEncoder(SensorEncoder):
                     part = slice(0, 3) if name == "wrench[:3]" else slice(3, 6)
                     for template in (link, wrench):
                         view, at = memory.elements(template, "wrench")
-                        self.gather.add(source, view, at[part])
+                        gather.add(source, view, at[part])
                 else:
-                    self.gather.add(source, *memory.elements(link, name))
+                    gather.add(source, *memory.elements(link, name))
         # a read is valid once evaluated since the reset
-        self.since = self.gather.source(self.evaluations[self.env:self.env + 1])
-        self.valid_bytes = memory.elements(self.links[0], "valid")[0], np.concatenate(
-            [memory.elements(link, "valid")[1] for link in self.links])
+        gather.add(self.evaluations[self.env].expand(len(self.links)), memory.elements(self.links[0], "valid")[0],
+                   np.concatenate([memory.elements(link, "valid")[1] for link in self.links]), above=0)
 
     def wrench_topic(self, body: str) -> str:
         return f"{self.topic}/{body}/wrench"
@@ -665,19 +667,11 @@ class ContactSensorEncoder(SensorEncoder):
         return [(self.topic, LINK_CONTACT)] + [(self.wrench_topic(b), WRENCH_STAMPED) for b in self.bodies]
 
     def writers(self, ground_truth):
-        return () if ground_truth else (self,)
+        return () if ground_truth else (self.gathers[False],)
 
     def records(self, ground_truth):
         return [] if ground_truth else [r for body, link, wrench in zip(self.bodies, self.links, self.wrenches)
                                         for r in ((self.topic, link), (self.wrench_topic(body), wrench))]
-
-    def write(self, reads: BatchReads) -> None:
-        """Write the latest evaluation's values and valid flags into the templates (the encoder is its own
-        :class:`Writer`)."""
-        self.gather.write()
-        array, index = self.since
-        view, at = self.valid_bytes
-        view[at] = array[index[0]] > 0
 
     def markers(self, settings):
         return [m for _, msg in self.last if msg.__msgtype__ == LINK_CONTACT
@@ -713,7 +707,8 @@ def node_encoders(suite, world_frame: str, envs: Sequence[int] = (0,), ground_tr
     """Every sensor's encoder of each env of ``envs`` with its batch's evaluation period (engine steps), in batch
     order (a list per env); their templates moved into one :class:`TemplateMemory` (returned; a row per env, laid out
     by :func:`publishing_order` for ``ground_truth``; ``head``: its room for record heads); the branch encoders of
-    each batch, of every env, linked to one :class:`BranchCopy` pair. The templates of the first env are built, the
+    each batch, of every env, linked to one :class:`BranchCopy` pair, and every encoder of the batch to one
+    :class:`HostGather` pair (:attr:`SensorEncoder.gathers`). The templates of the first env are built, the
     others' copied (building a template costs milliseconds)."""
     kept: KeptTemplates = {}
     built = [[(every, batch, [ENCODERS[batch.sensor_type](suite, batch, i, world_frame, env, kept)
@@ -727,7 +722,9 @@ def node_encoders(suite, world_frame: str, envs: Sequence[int] = (0,), ground_tr
         link_groups([p for e in taxel for p in e.profiles])
     for b, (_, batch) in enumerate(suite.batches):
         encoders = [e for batches in built for e in batches[b][2]]
+        gathers = (HostGather(), HostGather())
         for e in encoders:
+            e.gathers = gathers
             e.place(memory)
         branch = [e for e in encoders if isinstance(e, BranchEncoder)]
         if branch:
