@@ -20,10 +20,11 @@ and H^p — on the CPU
   frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
   With c = 1 on a grid whose axes and normal are mutually orthogonal the kernels factor along the axes and the
   same lattice sum is a few Toeplitz matrix products instead (:class:`SeparableLattice`).
-* Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
-  :mod:`..points.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
-  H^p (``embedding_bag``, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the whole
-  H and H^p. Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the pairs per step instead (one thread
+* Direct path (every other layout): per env and sensor, the sources with H > 0 are listed (in probe order) and the
+  rows of dense pair tables (built once, 4 values per pair) are summed with weights H and H^p — on the CPU in one
+  native loop (:mod:`.table_sum`), on CUDA by ``embedding_bag`` over the compacted sources
+  (:mod:`..points.compaction`, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the
+  whole H and H^p. Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the pairs per step instead (one thread
   per env and target).
 """
 
@@ -45,6 +46,7 @@ from ..points.compaction import SegmentCompaction
 from .layer_profile import layer_profile
 from .pair_kernel import dilation_pair, profile_arrays
 from .source_rows import SourceRows
+from .table_sum import TableSum
 from ..layout.probe_layout import ProbeLayout
 from ..points.probe_set import WP_TYPES
 
@@ -475,15 +477,16 @@ class SeparableLattice(_LatticeGroup):
 # ---------------------------------------------------------------------------------------------- direct path
 class _DirectSum:
     """Direct path for the sensors ``members``: per env, the probes with H > 0 are compacted per sensor; the sum
-    weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere), or — beyond
-    DENSE_LIMIT — reads the rows of the sources in contact cached on the CPU (:class:`~.source_rows.SourceRows`) or,
-    on CUDA and when they do not fit, evaluates the kernels per step in a warp kernel.
-    Call with H, H^p [E, P] → u of the members' probes [E, P_d, 3] (in ``probes`` order)."""
+    weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere; on the CPU one
+    native loop, :class:`~.table_sum.TableSum`), or — beyond DENSE_LIMIT — reads the rows of the sources in contact
+    cached on the CPU (:class:`~.source_rows.SourceRows`) or, on CUDA and when they do not fit, evaluates the kernels
+    per step in a warp kernel. Call with H, H^p [E, P]: writes u of the members' probes into ``field`` [E, P, 3]."""
 
     def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
-                 params: torch.Tensor, local_pos: torch.Tensor, local_normal: torch.Tensor, n_envs: int):
+                 params: torch.Tensor, local_pos: torch.Tensor, local_normal: torch.Tensor, field: torch.Tensor):
         device, dtype = local_pos.device, local_pos.dtype
-        e = n_envs
+        e = field.shape[0]
+        self.field = field
         counts = [layouts[s].n for s in members]
         at = np.concatenate([[0], np.cumsum(counts)]).astype(int)
         n = int(at[-1])
@@ -494,12 +497,15 @@ class _DirectSum:
         self.depth = torch.zeros((e, n), device=device, dtype=dtype)
         self.depth_p = torch.zeros((e, n), device=device, dtype=dtype)
         self.dense = 4 * n * n <= DENSE_LIMIT
+        self.table_sum = None
         if self.dense:
             table_k, table_g = pair_tables(np.concatenate([layouts[s].flat_positions for s in members]),
                                            np.concatenate([layouts[s].flat_normals for s in members]), members,
                                            counts, params)
             self.table_k = table_k.reshape(n, 3 * n).to(dtype)                        # [source, 3·target]
             self.table_g = table_g.to(dtype)                                           # [source, target]
+            if device.type == "cpu" and n > FULL_SUM_LIMIT:
+                self.table_sum = TableSum(counts, self.probes, self.table_k, self.table_g, self.normal, field)
         else:
             self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
             pos, sensors, table = local_pos[self.probes].contiguous(), list(members), params.to(dtype)
@@ -516,7 +522,14 @@ class _DirectSum:
                 self.compaction.order, self.compaction.starts, self.compaction.count, self.out) \
                 if device.type == "cpu" else None
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
+        if self.table_sum is not None:
+            self.table_sum(depth, depth_p)
+        else:
+            self.field.index_copy_(1, self.probes, self._sum(depth, depth_p))
+
+    def _sum(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+        """u of the members' probes [E, P_d, 3] (in ``probes`` order), by torch ops or the per-step kernels."""
         torch.index_select(depth, 1, self.probes, out=self.depth)
         torch.index_select(depth_p, 1, self.probes, out=self.depth_p)
         e = depth.shape[0]
@@ -577,7 +590,7 @@ class DilationField:
             for (_, separable), members in lattice.items()]
         self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
             and self.groups[0].contiguous_from == 0
-        self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, e) if direct else None
+        self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, out) if direct else None
         # windows of the lattice groups on the CPU (where reading them back costs nothing): the indentation kernel
         # raises bounds[s] to (M − r, r + 1, N − c, c + 1) of every probe with H > 0 (keys of other probes are 0)
         self.windows = [(g, [s for s, _, _ in members]) for g, members in enumerate(lattice.values())
@@ -596,7 +609,7 @@ class DilationField:
         """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build) and, when there
         are windows, ``bounds`` (cleared before the step's indentation kernel raised them)."""
         if self.direct is not None:
-            self.out.index_copy_(1, self.direct.probes, self.direct(depth, depth_p))
+            self.direct(depth, depth_p)
         windows = dict(self._windows()) if self.windows else {}
         for g, group in enumerate(self.groups):
             window = {"window": windows[g]} if g in windows else {}
