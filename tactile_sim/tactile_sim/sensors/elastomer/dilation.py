@@ -17,7 +17,8 @@ and H^p — on the CPU
   only the window of rows and columns where some env has H > 0 — are zero-padded to (L_v, L_u) ≥ (M + w_r − 1,
   N + w_c − 1) and multiplied in Fourier space with the spectra of the three scalar kernels e₁·K_in, e₂·K_in and G
   on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v (tables at build), where (e₁, e₂, a) is an orthonormal
-  frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
+  frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N. On the CPU the transforms are
+  MKL descriptors committed once per window size between kept buffers (:mod:`.dfti`; torch.fft's values).
   With c = 1 on a grid whose axes and normal are mutually orthogonal the kernels factor along the axes and the
   same lattice sum is a few Toeplitz matrix products instead (:class:`SeparableLattice`).
 * Direct path (every other layout): per env and sensor, the sources with H > 0 are listed (in probe order) and the
@@ -43,6 +44,7 @@ import warp as wp
 from ...geometry.struct_launch import StructLaunch, warp_struct
 from ...geometry.warp_kernels import native_grid_kernel, unique_kernel
 from ..points.compaction import SegmentCompaction
+from . import dfti
 from .layer_profile import layer_profile
 from .pair_kernel import dilation_pair, profile_arrays
 from .source_rows import SourceRows
@@ -346,7 +348,8 @@ class LatticeConvolution(_LatticeGroup):
         self.whole = (0, m, 0, n)
         self._spectra[self.whole] = self._spectrum(self.whole)
         self._last = self.whole
-        self._product: tuple | None = None                                 # spectra × kernel spectra, its 2 parts
+        self._product: torch.Tensor | None = None                          # spectra × kernel spectra (torch.fft)
+        self._transforms: _LatticeTransforms | None = None                 # the CPU's committed transforms
         self._window_view: tuple | None = None                             # (window, H, H^p, their window maps)
         self.set_basis(bases, dtype)
 
@@ -407,18 +410,67 @@ class LatticeConvolution(_LatticeGroup):
         self._last = window
         lv, lu, in_plane, normal = self._spectra[window]
         maps = self._window_maps(depth, depth_p, window)                   # [E, S_g, 1|2, w_r, w_c]
+        if maps.device.type == "cpu" and dfti.available():
+            key = (maps.shape, lv, lu)
+            if self._transforms is None or self._transforms.key != key:    # kept while the window's size holds
+                self._transforms = _LatticeTransforms(key, m, in_plane.dtype)
+            return self.emit(self._transforms(maps, in_plane, normal), out)
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
         shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
-        if self._product is None or self._product[0].shape != shape:      # reused while the window's size holds
-            product = spectrum.new_empty(shape)
-            self._product = (product, product[:, :, :2], product[:, :, 2:])
-        product, product_in_plane, product_normal = self._product
-        # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
-        torch.mul(spectrum[:, :, :1], in_plane, out=product_in_plane)
-        torch.mul(spectrum[:, :, -1:], normal, out=product_normal)
+        if self._product is None or self._product.shape != shape:         # reused while the window's size holds
+            self._product = spectrum.new_empty(shape)
+        _multiply(spectrum, in_plane, normal, self._product)
         # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
-        rows = torch.fft.ifft(product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
+        rows = torch.fft.ifft(self._product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
         return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out)
+
+
+def _multiply(spectrum: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor, product: torch.Tensor) -> None:
+    """product [E, S_g, 3, L_u/2 + 1, L_v] ← the maps' spectra [E, S_g, 1|2, ...] × the kernels' (in_plane [S_g, 2,
+    ...], normal [S_g, 1, ...]): channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast
+    over its channels."""
+    torch.mul(spectrum[:, :, :1], in_plane, out=product[:, :, :2])
+    torch.mul(spectrum[:, :, -1:], normal, out=product[:, :, 2:])
+
+
+class _LatticeTransforms:
+    """The FFT path's transforms on the CPU for one size of window maps (key: (their shape [E, S_g, 1|2, w_r, w_c],
+    L_v, L_u)), committed once (:class:`~.dfti.BatchedFFT`) between buffers kept here; each step runs torch.fft's
+    sequence of :meth:`LatticeConvolution.__call__` with the same transforms, so the same values: the maps
+    zero-padded to L_u columns → their rows' half spectra, transposed and zero-padded to L_v → spectra
+    [E, S_g, 1|2, L_u/2 + 1, L_v] → × kernel spectra → inverse along v → its first M rows, transposed → inverse along
+    u → fields [E, S_g, 3, M, L_u] (returned; overwritten by the next call)."""
+
+    def __init__(self, key: tuple, m: int, complex_dtype: torch.dtype):
+        (e, s, c, wr, wc), lv, lu = key
+        self.key = key
+        half = lu // 2 + 1
+        real_dtype = torch.float32 if complex_dtype == torch.complex64 else torch.float64
+        self.padded = torch.zeros((e, s, c, wr, lu), dtype=real_dtype)
+        self.half = torch.empty((e, s, c, wr, half), dtype=complex_dtype)
+        self.columns = torch.zeros((e, s, c, half, lv), dtype=complex_dtype)
+        self.spectrum = torch.empty_like(self.columns)
+        self.product = torch.empty((e, s, 3, half, lv), dtype=complex_dtype)
+        self.inverse = torch.empty_like(self.product)
+        self.rows = torch.empty((e, s, 3, m, half), dtype=complex_dtype)
+        self.fields = torch.empty((e, s, 3, m, lu), dtype=real_dtype)
+        self.row_pass = dfti.BatchedFFT("rfft", lu, self.padded, self.half)
+        self.column_pass = dfti.BatchedFFT("fft", lv, self.columns, self.spectrum)
+        self.column_inverse = dfti.BatchedFFT("ifft", lv, self.product, self.inverse)
+        self.row_inverse = dfti.BatchedFFT("irfft", lu, self.rows, self.fields)
+
+    def __call__(self, maps: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
+        wr, wc = maps.shape[-2:]
+        m = self.rows.shape[-2]
+        self.padded[..., :wc].copy_(maps)
+        self.row_pass()
+        self.columns[..., :wr].copy_(self.half.transpose(-1, -2))
+        self.column_pass()
+        _multiply(self.spectrum, in_plane, normal, self.product)
+        self.column_inverse()
+        self.rows.copy_(self.inverse[..., :m].transpose(-1, -2))
+        self.row_inverse()
+        return self.fields
 
 
 class SeparableLattice(_LatticeGroup):
