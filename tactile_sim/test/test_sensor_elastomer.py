@@ -132,12 +132,15 @@ def test_fft_and_direct_paths_agree(dtype, tol):
         assert np.abs(u_grid - u_flat).max() <= tol * scale, (k, np.abs(u_grid - u_flat).max() / scale)
 
 
-@pytest.mark.parametrize("tables", ["dense", "source_rows", "per_step"])
+@pytest.mark.parametrize("tables", ["dense", "dense_rows", "source_rows", "per_step"])
 def test_direct_path_matches_the_double_sum(tables, monkeypatch):
     # an irregular flat layout with per-probe normals against an independent double sum of
-    # docs/models/elastomer_taxel.md#dilation; the precomputed pair tables, and beyond DENSE_LIMIT the
+    # docs/models/elastomer_taxel.md#dilation; the precomputed pair tables (multiplied by the whole H, or — beyond
+    # FULL_SUM_LIMIT — their rows of the sources in contact summed, :mod:`~.table_sum`), and beyond DENSE_LIMIT the
     # cached source rows (CPU) and the per-step kernel evaluation (no room for rows)
-    if tables != "dense":
+    if tables == "dense_rows":
+        monkeypatch.setattr(elastomer_dilation, "FULL_SUM_LIMIT", 0)
+    elif tables != "dense":
         monkeypatch.setattr(elastomer_dilation, "DENSE_LIMIT", 0)
     if tables == "per_step":
         monkeypatch.setattr(elastomer_source_rows, "ROW_CACHE_LIMIT", 0)

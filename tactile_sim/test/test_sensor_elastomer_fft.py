@@ -11,6 +11,7 @@ import torch
 import warp as wp
 
 from helpers_pointcloud import lattice
+from tactile_sim.sensors.elastomer import dfti, dilation as elastomer_dilation
 from tactile_sim.sensors.elastomer.dilation import (DilationParameters, LatticeConvolution, SeparableLattice,
                                                     pair_tables)
 from tactile_sim.sensors.layout.probe_layout import ProbeLayout
@@ -56,6 +57,60 @@ def test_windowed_spectra_give_the_direct_sum(c, h):
         assert scale > 0
         assert np.abs(got - want).max() <= 1e-10 * scale, (window, np.abs(got - want).max() / scale)
         assert np.abs(whole - want).max() <= 1e-10 * scale, (window, np.abs(whole - want).max() / scale)
+
+
+needs_dfti = pytest.mark.skipif(not dfti.available(), reason="torch without MKL's DFTI")
+
+
+@needs_dfti
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [40, 27])
+def test_committed_transforms_equal_torch_fft_bit_for_bit(dtype, n):
+    rng = np.random.default_rng(n)
+    complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
+    real = torch.as_tensor(rng.normal(size=(2, 5, n)), dtype=dtype)
+    half = torch.as_tensor(rng.normal(size=(2, 5, n // 2 + 1, 2)), dtype=dtype)
+    half = torch.view_as_complex(half).contiguous()
+    full = torch.view_as_complex(torch.as_tensor(rng.normal(size=(2, 5, n, 2)), dtype=dtype)).contiguous()
+    cases = [("rfft", real, torch.fft.rfft(real), torch.empty_like(half)),
+             ("fft", full, torch.fft.fft(full), torch.empty_like(full)),
+             ("ifft", full, torch.fft.ifft(full), torch.empty_like(full)),
+             ("irfft", half.clone(), torch.fft.irfft(half, n=n), torch.empty_like(real))]
+    for kind, source, want, got in cases:
+        transform = dfti.BatchedFFT(kind, n, source, got)
+        for _ in range(2):                                                 # replays read the buffers anew
+            transform()
+            assert got.dtype == want.dtype and torch.equal(got.view(torch.uint8), want.view(torch.uint8)), kind
+            if kind == "irfft":
+                source.copy_(half)
+
+
+@needs_dfti
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_committed_transforms_give_torch_fft_path_bit_for_bit(dtype, monkeypatch):
+    # two members (one with H^p: two maps) over the moving, growing and shrinking windows, in 3 envs: the CPU's
+    # committed transforms (rebuilt when the window's size changes) give torch.fft's u value for value
+    m, n = 9, 12
+    grid = lattice(m, n, 0.004, 0.003, (-0.021, -0.013, 0.0))
+    layout = ProbeLayout.from_options(grid, 0.002, where="ElastomerTaxel(name='fft')")
+    prms = [DilationParameters(20000.0, 0.5, layout.epsilon0(), 0.0, 1.7, p) for p in (1.5, 1.0)]
+    params = torch.tensor([prm.row() for prm in prms], dtype=torch.float64)
+    conv = LatticeConvolution([(0, 0, layout), (1, m * n, layout)], params, [prm.exponent for prm in prms],
+                              torch.device("cpu"), dtype)
+    rng = np.random.default_rng(4)
+    for window in WINDOWS:
+        r0, r1, c0, c1 = window
+        depth = np.zeros((3, 2, m, n))
+        depth[..., r0:r1, c0:c1] = rng.uniform(0.0, 1e-3, (3, 2, r1 - r0, c1 - c0))
+        depth = torch.as_tensor(depth.reshape(3, -1), dtype=dtype)
+        depth_p = depth ** 1.5
+        depth_p[:, m * n:] = depth[:, m * n:]
+        committed = conv(depth, depth_p, window=window).clone()
+        monkeypatch.setattr(elastomer_dilation.dfti, "available", lambda: False)
+        torch_fft = conv(depth, depth_p, window=window)
+        monkeypatch.undo()
+        assert conv._transforms is not None and conv._transforms.key[0][-2:] == (r1 - r0, c1 - c0)
+        assert torch.equal(committed.view(torch.uint8), torch_fft.view(torch.uint8)), window
 
 
 def test_window_outside_the_sources_is_caught_by_the_truth():

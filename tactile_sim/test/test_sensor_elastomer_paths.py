@@ -15,6 +15,7 @@ import test_sensor_elastomer_lattice as lattice_checks
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
 from tactile_sim.sensors.elastomer import dilation as elastomer_dilation, pairwise as elastomer_pairwise
 from tactile_sim.sensors.elastomer import shear as elastomer_shear, source_rows as elastomer_source_rows
+from tactile_sim.sensors.elastomer import table_sum as elastomer_table_sum
 from tactile_sim.suite import SensorSuite
 
 
@@ -42,7 +43,7 @@ def test_compacted_and_whole_direct_sums_agree_with_the_lattice(without_pair_sum
     lattice_checks.test_compacted_and_whole_direct_sums_agree_with_the_lattice(full_sum_limit, monkeypatch)
 
 
-@pytest.mark.parametrize("tables", ["dense", "source_rows", "per_step"])
+@pytest.mark.parametrize("tables", ["dense", "dense_rows", "source_rows", "per_step"])
 def test_direct_path_matches_the_double_sum(without_pair_sums, tables, monkeypatch):
     checks.test_direct_path_matches_the_double_sum(tables, monkeypatch)
 
@@ -100,6 +101,41 @@ def test_cached_source_rows_sum_bit_for_bit_as_the_per_step_kernel(monkeypatch):
     assert all(np.abs(u).max() > 0 for u in cached[:8])
     for u, v in zip(cached, per_step):
         assert np.array_equal(u, v)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_table_rows_sum_bit_for_bit_as_the_weighted_row_sums(dtype):
+    # two sensors (one spanning several target chunks) in three envs, one of them out of contact, the direct probes
+    # scattered through the batch: u equals, value for value, the weighted row sums the native loop replaces
+    # (torch's embedding_bag over the sources in contact, block tables zero between sensors)
+    rng = np.random.default_rng(5)
+    counts, e, p = [40, 150], 3, 260
+    n = sum(counts)
+    probes = torch.as_tensor(np.sort(rng.choice(p, n, replace=False)))
+    block = np.zeros((n, n), bool)
+    block[:40, :40] = block[40:, 40:] = True
+    table_k = torch.as_tensor(rng.normal(size=(n, n, 3)) * block[..., None], dtype=dtype).reshape(n, 3 * n)
+    table_g = torch.as_tensor(rng.normal(size=(n, n)) * block, dtype=dtype)
+    normal = torch.as_tensor(rng.normal(size=(n, 3)), dtype=dtype)
+    depth = torch.as_tensor(np.maximum(rng.uniform(-2e-3, 1e-3, (e, p)), 0.0), dtype=dtype)
+    depth[2] = 0.0
+    depth_p = depth**1.5
+    field = torch.full((e, p, 3), 7.0, dtype=dtype)
+    elastomer_table_sum.TableSum(counts, probes, table_k, table_g, normal, field)(depth, depth_p)
+    expected = torch.zeros((e, n, 3), dtype=dtype)
+    for env in range(e):
+        h, hp = depth[env, probes], depth_p[env, probes]
+        index = (h > 0).nonzero()[:, 0][None]
+        if index.numel() == 0:                                            # no source: u = 0 (+0 everywhere)
+            continue
+        u = torch.nn.functional.embedding_bag(index, table_k, per_sample_weights=h[index], mode="sum")
+        g = torch.nn.functional.embedding_bag(index, table_g, per_sample_weights=hp[index], mode="sum")
+        expected[env] = u.view(n, 3) - g.view(n, 1) * normal
+    assert (depth[:2, probes] > 0).sum(1).min() > 20 and (depth[:2, probes] == 0).any()
+    assert torch.equal(field[:, probes].view(torch.uint8), expected.view(torch.uint8))
+    untouched = torch.ones(p, dtype=torch.bool)
+    untouched[probes] = False
+    assert (field[:, untouched] == 7.0).all()
 
 
 def _sliding_box_fields(pair_sums: bool, monkeypatch) -> dict[str, np.ndarray]:

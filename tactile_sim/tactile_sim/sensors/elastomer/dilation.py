@@ -17,13 +17,15 @@ and H^p — on the CPU
   only the window of rows and columns where some env has H > 0 — are zero-padded to (L_v, L_u) ≥ (M + w_r − 1,
   N + w_c − 1) and multiplied in Fourier space with the spectra of the three scalar kernels e₁·K_in, e₂·K_in and G
   on the ideal lattice offsets o = i_u Δu t_u + i_v Δv t_v (tables at build), where (e₁, e₂, a) is an orthonormal
-  frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N.
+  frame: an exact linear convolution without wrap-around. u = e₁U₁ + e₂U₂ − a N. On the CPU the transforms are
+  MKL descriptors committed once per window size between kept buffers (:mod:`.dfti`; torch.fft's values).
   With c = 1 on a grid whose axes and normal are mutually orthogonal the kernels factor along the axes and the
   same lattice sum is a few Toeplitz matrix products instead (:class:`SeparableLattice`).
-* Direct path (every other layout): per env and sensor, the probes with H > 0 are compacted (in probe order,
-  :mod:`..points.compaction`); the rows of dense pair tables (built once, 4 values per pair) are summed with weights H and
-  H^p (``embedding_bag``, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the whole
-  H and H^p. Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the pairs per step instead (one thread
+* Direct path (every other layout): per env and sensor, the sources with H > 0 are listed (in probe order) and the
+  rows of dense pair tables (built once, 4 values per pair) are summed with weights H and H^p — on the CPU in one
+  native loop (:mod:`.table_sum`), on CUDA by ``embedding_bag`` over the compacted sources
+  (:mod:`..points.compaction`, no gathered copy); up to ``FULL_SUM_LIMIT`` probes the tables simply multiply the
+  whole H and H^p. Beyond ``DENSE_LIMIT`` table elements a warp kernel evaluates the pairs per step instead (one thread
   per env and target).
 """
 
@@ -42,9 +44,11 @@ import warp as wp
 from ...geometry.struct_launch import StructLaunch, warp_struct
 from ...geometry.warp_kernels import native_grid_kernel, unique_kernel
 from ..points.compaction import SegmentCompaction
+from . import dfti
 from .layer_profile import layer_profile
 from .pair_kernel import dilation_pair, profile_arrays
 from .source_rows import SourceRows
+from .table_sum import TableSum
 from ..layout.probe_layout import ProbeLayout
 from ..points.probe_set import WP_TYPES
 
@@ -344,7 +348,8 @@ class LatticeConvolution(_LatticeGroup):
         self.whole = (0, m, 0, n)
         self._spectra[self.whole] = self._spectrum(self.whole)
         self._last = self.whole
-        self._product: tuple | None = None                                 # spectra × kernel spectra, its 2 parts
+        self._product: torch.Tensor | None = None                          # spectra × kernel spectra (torch.fft)
+        self._transforms: _LatticeTransforms | None = None                 # the CPU's committed transforms
         self._window_view: tuple | None = None                             # (window, H, H^p, their window maps)
         self.set_basis(bases, dtype)
 
@@ -405,18 +410,70 @@ class LatticeConvolution(_LatticeGroup):
         self._last = window
         lv, lu, in_plane, normal = self._spectra[window]
         maps = self._window_maps(depth, depth_p, window)                   # [E, S_g, 1|2, w_r, w_c]
+        if maps.device.type == "cpu" and dfti.available():
+            key = (maps.shape, lv, lu)
+            if self._transforms is None or self._transforms.key != key:    # kept while the window's size holds
+                self._transforms = _LatticeTransforms(key, m, in_plane.dtype)
+            return self.emit(self._transforms(maps, in_plane, normal), out)
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
         shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
-        if self._product is None or self._product[0].shape != shape:      # reused while the window's size holds
-            product = spectrum.new_empty(shape)
-            self._product = (product, product[:, :, :2], product[:, :, 2:])
-        product, product_in_plane, product_normal = self._product
-        # channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over its channels
-        torch.mul(spectrum[:, :, :1], in_plane, out=product_in_plane)
-        torch.mul(spectrum[:, :, -1:], normal, out=product_normal)
+        if self._product is None or self._product.shape != shape:         # reused while the window's size holds
+            self._product = spectrum.new_empty(shape)
+        _multiply(spectrum, in_plane, normal, self._product)
         # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
-        rows = torch.fft.ifft(product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
+        rows = torch.fft.ifft(self._product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
         return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out)
+
+
+def _multiply(spectrum: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor, product: torch.Tensor) -> None:
+    """product [E, S_g, 3, L_u/2 + 1, L_v] ← the maps' spectra [E, S_g, 1|2, ...] × the kernels' (in_plane [S_g, 2,
+    ...], normal [S_g, 1, ...]): channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast
+    over its channels."""
+    torch.mul(spectrum[:, :, :1], in_plane, out=product[:, :, :2])
+    torch.mul(spectrum[:, :, -1:], normal, out=product[:, :, 2:])
+
+
+class _LatticeTransforms:
+    """The FFT path's transforms on the CPU for one size of window maps (key: (their shape [E, S_g, 1|2, w_r, w_c],
+    L_v, L_u)), committed once (:class:`~.dfti.BatchedFFT`) between buffers kept here; each step runs torch.fft's
+    sequence of :meth:`LatticeConvolution.__call__` with the same transforms, so the same values: the maps
+    zero-padded to L_u columns → their rows' half spectra, transposed and zero-padded to L_v → spectra
+    [E, S_g, 1|2, L_u/2 + 1, L_v] → × kernel spectra → inverse along v → its first M rows, transposed → inverse along
+    u → fields [E, S_g, 3, M, L_u] (returned; overwritten by the next call)."""
+
+    def __init__(self, key: tuple, m: int, complex_dtype: torch.dtype):
+        (e, s, c, wr, wc), lv, lu = key
+        self.key = key
+        half = lu // 2 + 1
+        real_dtype = torch.float32 if complex_dtype == torch.complex64 else torch.float64
+        self.padded = torch.zeros((e, s, c, wr, lu), dtype=real_dtype)
+        self.half = torch.empty((e, s, c, wr, half), dtype=complex_dtype)
+        self.columns = torch.zeros((e, s, c, half, lv), dtype=complex_dtype)
+        # two work buffers of the product's size, each holding one stage's values at a time (a smaller footprint
+        # stays in cache): spectra → inverse → fields, and product → rows (M ≤ L_v, M·L_u reals ≤ (L_u/2 + 1)·L_v)
+        first, second = (torch.empty(e * s * 3 * half * lv, dtype=complex_dtype) for _ in range(2))
+        self.spectrum = first[:e * s * c * half * lv].view(e, s, c, half, lv)
+        self.inverse = first.view(e, s, 3, half, lv)
+        self.fields = torch.view_as_real(first).view(-1)[:e * s * 3 * m * lu].view(e, s, 3, m, lu)
+        self.product = second.view(e, s, 3, half, lv)
+        self.rows = second[:e * s * 3 * m * half].view(e, s, 3, m, half)
+        self.row_pass = dfti.BatchedFFT("rfft", lu, self.padded, self.half)
+        self.column_pass = dfti.BatchedFFT("fft", lv, self.columns, self.spectrum)
+        self.column_inverse = dfti.BatchedFFT("ifft", lv, self.product, self.inverse)
+        self.row_inverse = dfti.BatchedFFT("irfft", lu, self.rows, self.fields)
+
+    def __call__(self, maps: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
+        wr, wc = maps.shape[-2:]
+        m = self.rows.shape[-2]
+        self.padded[..., :wc].copy_(maps)
+        self.row_pass()
+        self.columns[..., :wr].copy_(self.half.transpose(-1, -2))
+        self.column_pass()
+        _multiply(self.spectrum, in_plane, normal, self.product)
+        self.column_inverse()
+        self.rows.copy_(self.inverse[..., :m].transpose(-1, -2))
+        self.row_inverse()
+        return self.fields
 
 
 class SeparableLattice(_LatticeGroup):
@@ -475,15 +532,16 @@ class SeparableLattice(_LatticeGroup):
 # ---------------------------------------------------------------------------------------------- direct path
 class _DirectSum:
     """Direct path for the sensors ``members``: per env, the probes with H > 0 are compacted per sensor; the sum
-    weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere), or — beyond
-    DENSE_LIMIT — reads the rows of the sources in contact cached on the CPU (:class:`~.source_rows.SourceRows`) or,
-    on CUDA and when they do not fit, evaluates the kernels per step in a warp kernel.
-    Call with H, H^p [E, P] → u of the members' probes [E, P_d, 3] (in ``probes`` order)."""
+    weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere; on the CPU one
+    native loop, :class:`~.table_sum.TableSum`), or — beyond DENSE_LIMIT — reads the rows of the sources in contact
+    cached on the CPU (:class:`~.source_rows.SourceRows`) or, on CUDA and when they do not fit, evaluates the kernels
+    per step in a warp kernel. Call with H, H^p [E, P]: writes u of the members' probes into ``field`` [E, P, 3]."""
 
     def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
-                 params: torch.Tensor, local_pos: torch.Tensor, local_normal: torch.Tensor, n_envs: int):
+                 params: torch.Tensor, local_pos: torch.Tensor, local_normal: torch.Tensor, field: torch.Tensor):
         device, dtype = local_pos.device, local_pos.dtype
-        e = n_envs
+        e = field.shape[0]
+        self.field = field
         counts = [layouts[s].n for s in members]
         at = np.concatenate([[0], np.cumsum(counts)]).astype(int)
         n = int(at[-1])
@@ -494,12 +552,15 @@ class _DirectSum:
         self.depth = torch.zeros((e, n), device=device, dtype=dtype)
         self.depth_p = torch.zeros((e, n), device=device, dtype=dtype)
         self.dense = 4 * n * n <= DENSE_LIMIT
+        self.table_sum = None
         if self.dense:
             table_k, table_g = pair_tables(np.concatenate([layouts[s].flat_positions for s in members]),
                                            np.concatenate([layouts[s].flat_normals for s in members]), members,
                                            counts, params)
             self.table_k = table_k.reshape(n, 3 * n).to(dtype)                        # [source, 3·target]
             self.table_g = table_g.to(dtype)                                           # [source, target]
+            if device.type == "cpu" and n > FULL_SUM_LIMIT:
+                self.table_sum = TableSum(counts, self.probes, self.table_k, self.table_g, self.normal, field)
         else:
             self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
             pos, sensors, table = local_pos[self.probes].contiguous(), list(members), params.to(dtype)
@@ -516,7 +577,14 @@ class _DirectSum:
                 self.compaction.order, self.compaction.starts, self.compaction.count, self.out) \
                 if device.type == "cpu" else None
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
+        if self.table_sum is not None:
+            self.table_sum(depth, depth_p)
+        else:
+            self.field.index_copy_(1, self.probes, self._sum(depth, depth_p))
+
+    def _sum(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
+        """u of the members' probes [E, P_d, 3] (in ``probes`` order), by torch ops or the per-step kernels."""
         torch.index_select(depth, 1, self.probes, out=self.depth)
         torch.index_select(depth_p, 1, self.probes, out=self.depth_p)
         e = depth.shape[0]
@@ -577,7 +645,7 @@ class DilationField:
             for (_, separable), members in lattice.items()]
         self.whole = len(self.groups) == 1 and not direct and len(self.groups[0].index) == p \
             and self.groups[0].contiguous_from == 0
-        self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, e) if direct else None
+        self.direct = _DirectSum(direct, layouts, starts, table64, local_pos, local_normal, out) if direct else None
         # windows of the lattice groups on the CPU (where reading them back costs nothing): the indentation kernel
         # raises bounds[s] to (M − r, r + 1, N − c, c + 1) of every probe with H > 0 (keys of other probes are 0)
         self.windows = [(g, [s for s, _, _ in members]) for g, members in enumerate(lattice.values())
@@ -596,7 +664,7 @@ class DilationField:
         """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build) and, when there
         are windows, ``bounds`` (cleared before the step's indentation kernel raised them)."""
         if self.direct is not None:
-            self.out.index_copy_(1, self.direct.probes, self.direct(depth, depth_p))
+            self.direct(depth, depth_p)
         windows = dict(self._windows()) if self.windows else {}
         for g, group in enumerate(self.groups):
             window = {"window": windows[g]} if g in windows else {}
