@@ -1,6 +1,6 @@
-"""Files of derived data that a fresh process would otherwise recompute (parsed message definitions, sample
-selections): one file per key, named by a SHA-256 of everything the content depends on, so that another input or
-another version of the code that derives it gives another file.
+"""Files of derived data that a fresh process would otherwise recompute (sample selections): one file per key,
+named by a SHA-256 of everything the content depends on, so that another input or another version of the code that
+derives it gives another file.
 
 A file holds the SHA-256 of its payload, then the payload; it is written atomically (temporary file + rename). A
 file that is missing, damaged or cut short reads as absent (the caller recomputes and rewrites it); a folder that

@@ -20,7 +20,6 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
-from .jazzy_typestore import jazzy_typestore
 from .wire_message import WireMessage
 
 MSG_PACKAGE = "tactile_sim_msgs"
@@ -97,7 +96,7 @@ def register_vendor_types(store: Typestore) -> None:
 def typestore() -> Typestore:
     """The shared typestore: every ROS 2 Jazzy standard type plus ours and the vendor types. Do not register more
     types in it."""
-    store = jazzy_typestore()
+    store = get_typestore(Stores.ROS2_JAZZY)
     register_own_types(store)
     register_vendor_types(store)
     return store
