@@ -121,7 +121,7 @@ def test_table_rows_sum_bit_for_bit_as_the_weighted_row_sums(dtype):
     depth[2] = 0.0
     depth_p = depth**1.5
     field = torch.full((e, p, 3), 7.0, dtype=dtype)
-    elastomer_table_sum.TableSum(counts, probes, table_k, table_g, normal, field)(depth, depth_p)
+    elastomer_table_sum.TableSum(np.cumsum([0, *counts]), probes, table_k, table_g, normal, field)(depth, depth_p)
     expected = torch.zeros((e, n, 3), dtype=dtype)
     for env in range(e):
         h, hp = depth[env, probes], depth_p[env, probes]

@@ -197,15 +197,14 @@ class HostGather:
 
 
 class BatchReads:
-    """One update of the encoders: a :class:`BranchCopy` written for it is not written again (a new one per
-    update, shared by the envs that publish it)."""
+    """One update of the encoders: a :class:`BranchCopy` or :class:`HostGather` written for it is not written again
+    (a new one per update, shared by the envs that publish it)."""
 
     __slots__ = ()
 
 
 class Writer(Protocol):
-    """What writes one update's values into templates: ``write(reads)`` (:class:`BranchCopy`, :class:`HostGather`,
-    an encoder of its own)."""
+    """What writes one update's values into templates: ``write(reads)`` (:class:`BranchCopy`, :class:`HostGather`)."""
 
     def write(self, reads: BatchReads) -> None: ...
 

@@ -66,6 +66,15 @@ class _Edge:
     trans: list[np.ndarray] = field(default_factory=list)
     version: int = 0
 
+    def append(self, stamp: float, q: np.ndarray | tuple[np.ndarray, float], r: np.ndarray | None,
+               t: np.ndarray) -> None:
+        """Add a sample newer than every one held (stamp s, quaternion or (quaternion, norm), rotation or None,
+        translation (3,) m)."""
+        self.stamps.append(stamp)
+        self.quats.append(q)
+        self.rots.append(r)
+        self.trans.append(t)
+
     def quat(self, i: int) -> np.ndarray:
         """Unit quaternion (x, y, z, w) of sample i."""
         q = self.quats[i]
@@ -222,10 +231,7 @@ class TFBuffer:
                 continue
             self.revision += 1
             edge.version += 1
-            samples.append(stamp)
-            edge.quats.append((q, n))
-            edge.rots.append(None)
-            edge.trans.append(t)
+            edge.append(stamp, (q, n), None, t)
             self._trim(edge)
             out.append(True)
         return out
@@ -245,10 +251,7 @@ class TFBuffer:
             edge.stamps, edge.quats, edge.rots, edge.trans = [stamp], [q], [r], [t]
             return True
         if not stamps or stamp > stamps[-1]:  # the usual case: a newer sample
-            stamps.append(stamp)
-            edge.quats.append(q)
-            edge.rots.append(r)
-            edge.trans.append(t)
+            edge.append(stamp, q, r, t)
         elif stamp < stamps[-1] - self.cache_time:
             return False
         else:

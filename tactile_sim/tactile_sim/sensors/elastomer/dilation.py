@@ -560,7 +560,7 @@ class _DirectSum:
             self.table_k = table_k.reshape(n, 3 * n).to(dtype)                        # [source, 3·target]
             self.table_g = table_g.to(dtype)                                           # [source, target]
             if device.type == "cpu" and n > FULL_SUM_LIMIT:
-                self.table_sum = TableSum(counts, self.probes, self.table_k, self.table_g, self.normal, field)
+                self.table_sum = TableSum(at, self.probes, self.table_k, self.table_g, self.normal, field)
         else:
             self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
             pos, sensors, table = local_pos[self.probes].contiguous(), list(members), params.to(dtype)

@@ -13,8 +13,6 @@ sums also visit add exact zeros, so leaving them out changes no value.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import torch
 import warp as wp
@@ -101,19 +99,20 @@ _SUM_KERNELS = {dt: _sum_kernel(dt) for dt in WP_TYPES}
 class TableSum:
     """Sum of the dense pair-table rows of the sources in contact (CPU), written into ``out`` [E, P, 3].
 
-    counts: the direct probes of each member sensor, in order; probes [n] int64: their batch probe indices;
+    first: [members + 1] where each member sensor's direct probes start (and the end), in order; probes [n] int64:
+    their batch probe indices;
     table_k [n, 3n], table_g [n, n]: the dense tables (working dtype); normal [n, 3]: the direct probes' normals.
     Call with the batch's H and H^p [E, P].
     """
 
-    def __init__(self, counts: Sequence[int], probes: torch.Tensor, table_k: torch.Tensor, table_g: torch.Tensor,
+    def __init__(self, first: np.ndarray, probes: torch.Tensor, table_k: torch.Tensor, table_g: torch.Tensor,
                  normal: torch.Tensor, out: torch.Tensor):
         device = out.device
-        e, n = out.shape[0], len(probes)
-        first = torch.as_tensor(np.concatenate([[0], np.cumsum(counts)]), device=device, dtype=torch.int32)
+        e, n, members = out.shape[0], len(probes), len(first) - 1
+        first = torch.as_tensor(first, device=device, dtype=torch.int32)
         kernel, call_type = _SUM_KERNELS[out.dtype]
         self.depths = (out.new_zeros(out.shape[:2]), out.new_zeros(out.shape[:2]))   # bound until the first call
-        self.launch = StructLaunch(kernel, (e, len(counts)), call_type, {
+        self.launch = StructLaunch(kernel, (e, members), call_type, {
             "first": first, "probe": probes, "depth": self.depths[0], "depth_p": self.depths[1], "table_k": table_k,
             "table_g": table_g, "normal": normal, "source": torch.zeros((e, n), device=device, dtype=torch.int32),
             "out": out}, [], device)
