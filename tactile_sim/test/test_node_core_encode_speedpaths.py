@@ -2,7 +2,8 @@
 tensor over the same memory; every template, moved into the node's shared memory, still gets its stamp and the
 values its encoder copies (the thermal grid's lumped link temperatures among them); joint states with names in
 any order, a subset of the joints and velocities given or not land where the general path puts them; a
-ContactSensor over several bodies copies each body's rows of the batch's live buffers."""
+ContactSensor over several bodies copies each body's rows of the batch's live buffers; places that form a grid of
+runs are written through a strided view, with what the indexed assignment writes."""
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from test_node_core_wire import reference_link_contact
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr
 from tactile_sim.ros.inputs import decode_joint_state
-from tactile_sim.ros.sensor_encoders import BatchReads, HostGather, HostRows
+from tactile_sim.ros.sensor_encoders import BatchReads, HostGather, HostRows, Places, grid_of
 
 
 def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
@@ -32,6 +33,34 @@ def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
     a, b = rows(strided), rows(strided)
     np.testing.assert_array_equal(a, [0, 2, 4, 6, 8, 10])
     assert a is not b
+
+
+def test_grid_of_finds_the_grid_of_runs_an_index_array_spells_and_nothing_else():
+    # the same two fields (runs of 6 and 4, 9 apart) of two templates (40 apart) per row (100 apart), 3 rows
+    index = np.array([r * 100 + t * 40 + f * 9 + i for r in range(3) for t in range(2) for f, n in ((0, 6), (1, 6))
+                      for i in range(n)])
+    offset, shape, steps = grid_of(index + 7)
+    assert (offset, shape, steps) == (7, (3, 2, 2, 6), (100, 40, 9, 1))
+    assert grid_of(np.arange(5, 9)) == (5, (4,), (1,)) and grid_of(np.array([3])) == (3, (1,), (1,))
+    for not_grid in ([0, 1, 2, 10, 11], [0, 2, 4], [0, 1, 0, 1], [3, 2, 1], [0, 1, 5, 6, 7, 8], []):
+        assert grid_of(np.array(not_grid, dtype=np.intp)) is None, not_grid
+
+
+@pytest.mark.parametrize("index", [np.array([r * 50 + f * 11 + i for r in range(4) for f in range(3) for i in range(5)]),
+                                   np.array([4, 9, 1, 30, 31, 2]), slice(10, 40)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.uint8, np.bool_])
+def test_places_put_writes_what_the_indexed_assignment_writes(index, dtype):
+    rng = np.random.default_rng(3)
+    n = len(range(200)[index]) if isinstance(index, slice) else index.size
+    values = np.abs(rng.normal(size=n)).astype(np.float32) * 3  # casts to uint8 of values in its range
+    if dtype is np.bool_:
+        values = values > 2
+    expected = np.zeros(200, dtype)
+    expected[index] = values
+    view = np.zeros(200, dtype)
+    Places(view, index).put(values)
+    assert view.tobytes() == expected.tobytes()
+    assert (Places(view, index).target is None) == (isinstance(index, np.ndarray) and index.size == 6)
 
 
 def test_host_rows_forget_old_tensors_when_full():

@@ -149,8 +149,7 @@ class HostGather:
     def __init__(self):
         self._storages: dict[tuple[int, torch.dtype], tuple[np.ndarray, torch.Tensor | None, torch.Tensor]] = {}
         self._copies: dict[tuple[int, torch.dtype, int, float | None], tuple[np.ndarray, np.ndarray, list, list]] = {}
-        self._groups: list[tuple[np.ndarray, np.ndarray | slice, np.ndarray, np.ndarray | slice, float | None]] | \
-            None = None
+        self._groups: list[tuple[Places, np.ndarray, np.ndarray | slice, float | None]] | None = None
         self._refresh: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.written: BatchReads | None = None
         """The update written last (where :meth:`write` was given one)."""
@@ -187,13 +186,13 @@ class HostGather:
                 return
             self.written = reads
         if self._groups is None:
-            self._groups = [(view, run_index(np.concatenate(dst)), array, run_index(np.concatenate(src)), above)
+            self._groups = [(Places(view, run_index(np.concatenate(dst))), array, run_index(np.concatenate(src)), above)
                             for (_, _, _, above), (array, view, src, dst) in self._copies.items()]
             self._refresh = [(host, flat) for _, host, flat in self._storages.values() if host is not None]
         for host, flat in self._refresh:
             host.copy_(flat)
-        for view, dst, array, src, above in self._groups:
-            view[dst] = array[src] if above is None else np.greater(array[src], above)
+        for places, array, src, above in self._groups:
+            places.put(array[src] if above is None else np.greater(array[src], above))
 
 
 class BatchReads:
@@ -215,6 +214,60 @@ def run_index(index: np.ndarray) -> np.ndarray | slice:
     if np.array_equal(index, np.arange(first, first + index.size)):
         return slice(first, first + index.size)
     return index
+
+
+def grid_of(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(offset, shape, steps) with ``index`` (a 1-D integer array) equal to ``offset + Σ_d i_d · steps[d]`` over the
+    C-order grid of ``shape`` (innermost step 1), or None when it is no such grid: runs of consecutive elements
+    repeated with constant steps at every level, e.g. the same fields of one template per row of a
+    :class:`TemplateMemory`."""
+    rest = np.asarray(index, np.int64).reshape(-1)
+    if not rest.size or np.unique(rest).size != rest.size:  # each place once
+        return None
+    offset = int(rest[0])
+    shape: list[int] = []
+    steps: list[int] = []
+    rest = rest - offset
+    while rest.size > 1:
+        step = int(rest[1] - rest[0])
+        same = np.diff(rest) == step
+        n = rest.size if same.all() else int(np.argmin(same)) + 1
+        if step <= 0 or rest.size % n or (not steps and step != 1):
+            return None
+        blocks = rest.reshape(-1, n)
+        if not np.array_equal(blocks - blocks[:, :1], np.broadcast_to(blocks[0], blocks.shape)):
+            return None
+        shape.insert(0, n)
+        steps.insert(0, step)
+        rest = blocks[:, 0]
+    if not shape:
+        shape, steps = [1], [1]
+    return offset, tuple(shape), tuple(steps)
+
+
+class Places:
+    """Where values go in a host array ``view`` (``view[index]``, index an integer array or a slice), written by
+    :meth:`put` with one numpy assignment: through a strided view of those places where they form a grid of runs
+    (:func:`grid_of`: a block copy per run instead of an element-wise indexed one), else by the index."""
+
+    def __init__(self, view: np.ndarray, index: np.ndarray | slice):
+        self.view, self.index = view, index
+        self.target: np.ndarray | None = view[index] if isinstance(index, slice) else None
+        grid = None if self.target is not None else grid_of(index)
+        if grid is not None:
+            offset, shape, steps = grid
+            self.target = np.lib.stride_tricks.as_strided(view[offset:], shape, [s * view.itemsize for s in steps],
+                                                          writeable=True)
+
+    def put(self, values: np.ndarray) -> None:
+        """``view[index] = values`` (values 1-D, one per place, in index order; cast to the view's dtype as numpy's
+        assignment casts)."""
+        if self.target is not None:
+            self.target[...] = values.reshape(self.target.shape)
+        elif values.dtype != self.view.dtype:  # casting first, then the indexed copy: about half the cost
+            self.view[self.index] = values.astype(self.view.dtype)
+        else:
+            self.view[self.index] = values
 
 
 class TemplateMemory:
@@ -460,8 +513,8 @@ class BranchCopy:
                          for (_, threshold), (view, src, dst) in groups.items()]
         self._flag_sources = (flags[0], run_index(np.concatenate(flags[1])), flags_view) if flags[0] else None
         self._several = len(envs) > 1
-        self.values: list[tuple[float | None, np.ndarray | slice, np.ndarray | slice, np.ndarray]] | None = None
-        self.flags: tuple[np.ndarray | slice, np.ndarray | slice, np.ndarray] | None = None
+        self.values: list[tuple[float | None, np.ndarray | slice, Places]] | None = None
+        self.flags: tuple[np.ndarray | slice, Places] | None = None
         self.written: BatchReads | None = None
         """The update whose read was written last."""
 
@@ -479,17 +532,17 @@ class BranchCopy:
         branch = self.batch.branch
         value, valid = branch.read_ground_truth_batch() if self.ground_truth else branch.read_batch()
         if self.values is None:  # the sizes of an env's values are known from the first read on
-            self.values = [(threshold, self._index(src, value[0].numel()), dst, view)
+            self.values = [(threshold, self._index(src, value[0].numel()), Places(view, dst))
                            for threshold, src, dst, view in self._sources]
             if self._flag_sources is not None:
                 src, dst, view = self._flag_sources
-                self.flags = (self._index(src, valid[0].numel()), dst, view)
+                self.flags = (self._index(src, valid[0].numel()), Places(view, dst))
         value = self.host(value)
-        for threshold, src, dst, view in self.values:
-            view[dst] = value[src] if threshold is None else np.greater(value[src], threshold)
+        for threshold, src, places in self.values:
+            places.put(value[src] if threshold is None else np.greater(value[src], threshold))
         if self.flags is not None:
-            src, dst, view = self.flags
-            view[dst] = self.host(valid)[src]
+            src, places = self.flags
+            places.put(self.host(valid)[src])
         self.written = reads
 
 
