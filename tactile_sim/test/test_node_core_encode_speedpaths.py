@@ -63,6 +63,26 @@ def test_places_put_writes_what_the_indexed_assignment_writes(index, dtype):
     assert (Places(view, index).target is None) == (isinstance(index, np.ndarray) and index.size == 6)
 
 
+def test_places_of_pieces_that_are_grids_write_piece_by_piece_what_the_indexed_assignment_writes():
+    # two sensors of 4 and 7 taxels, 3 values each, their fields in 3 rows of 60 (a piece: one sensor in every row)
+    pieces = [np.array([r * 60 + 2 + i for r in range(3) for i in range(12)]),
+              np.array([r * 60 + 20 + i for r in range(3) for i in range(21)])]
+    index = np.concatenate(pieces)
+    assert grid_of(index) is None and all(grid_of(p) is not None for p in pieces)
+    values = np.arange(index.size, dtype=np.float32) * 0.5
+    expected = np.zeros(200)
+    expected[index] = values
+    places = Places(np.zeros(200), index, [p.size for p in pieces])
+    places.put(values)
+    assert len(places.parts) == 2 and places.view.tobytes() == expected.tobytes()
+    scattered = np.array([5, 1, 9, 30, 31, 2])  # a piece that is no grid: the indexed copy of the whole
+    fallback = Places(np.zeros(200), np.concatenate([pieces[0], scattered]), [12 * 3, 6])
+    fallback.put(np.arange(42, dtype=np.float32))
+    expected = np.zeros(200)
+    expected[np.concatenate([pieces[0], scattered])] = np.arange(42)
+    assert not fallback.parts and fallback.view.tobytes() == expected.tobytes()
+
+
 def test_host_rows_forget_old_tensors_when_full():
     rows = HostRows()
     kept = [torch.zeros(1, 2) for _ in range(HostRows.LIMIT)]

@@ -247,23 +247,37 @@ def grid_of(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] |
 
 class Places:
     """Where values go in a host array ``view`` (``view[index]``, index an integer array or a slice), written by
-    :meth:`put` with one numpy assignment: through a strided view of those places where they form a grid of runs
-    (:func:`grid_of`: a block copy per run instead of an element-wise indexed one), else by the index."""
+    :meth:`put`: through a strided view of those places where they form a grid of runs (:func:`grid_of`: a block
+    copy per run instead of an element-wise indexed one); else, where ``pieces`` (the lengths of consecutive parts
+    of ``index``) are given and each part forms a grid, through one strided view per part; else by the index."""
 
-    def __init__(self, view: np.ndarray, index: np.ndarray | slice):
+    def __init__(self, view: np.ndarray, index: np.ndarray | slice, pieces: Sequence[int] = ()):
         self.view, self.index = view, index
         self.target: np.ndarray | None = view[index] if isinstance(index, slice) else None
+        self.parts: list[tuple[slice, np.ndarray]] = []
+        """(part of the values, strided view of its places) of each piece, where they are written piece by piece."""
         grid = None if self.target is not None else grid_of(index)
         if grid is not None:
-            offset, shape, steps = grid
-            self.target = np.lib.stride_tricks.as_strided(view[offset:], shape, [s * view.itemsize for s in steps],
-                                                          writeable=True)
+            self.target = self._strided(*grid)
+        elif self.target is None and len(pieces) > 1:
+            ends = np.cumsum(pieces).tolist()
+            grids = [grid_of(index[a:b]) for a, b in zip([0] + ends, ends)]
+            if all(g is not None for g in grids):
+                self.parts = [(slice(a, b), self._strided(*g)) for a, b, g in zip([0] + ends, ends, grids)]
+
+    def _strided(self, offset: int, shape: tuple[int, ...], steps: tuple[int, ...]) -> np.ndarray:
+        """The places of a grid (:func:`grid_of`) as a writeable strided view of :attr:`view`."""
+        return np.lib.stride_tricks.as_strided(self.view[offset:], shape, [s * self.view.itemsize for s in steps],
+                                               writeable=True)
 
     def put(self, values: np.ndarray) -> None:
         """``view[index] = values`` (values 1-D, one per place, in index order; cast to the view's dtype as numpy's
         assignment casts)."""
         if self.target is not None:
             self.target[...] = values.reshape(self.target.shape)
+        elif self.parts:
+            for part, target in self.parts:
+                target[...] = values[part].reshape(target.shape)
         elif values.dtype != self.view.dtype:  # casting first, then the indexed copy: about half the cost
             self.view[self.index] = values.astype(self.view.dtype)
         else:
@@ -486,21 +500,23 @@ class BranchEncoder(SensorEncoder):
 class BranchCopy:
     """One update's read of one branch (measured or ground truth) of a batch written into its encoders' templates
     (in a :class:`TemplateMemory`; the encoders of one env or of several envs of the suite): the values with one
-    indexed copy per typed view, the sensors' valid flags with one."""
+    indexed copy per typed view out of the read and, into the templates, block copies where the places form grids
+    (:class:`Places`: the places of one sensor's field in every env, a piece, are one), the sensors' valid flags
+    with one indexed copy."""
 
     def __init__(self, batch: Any, encoders: list[BranchEncoder], ground_truth: bool, memory: TemplateMemory):
         self.batch, self.ground_truth = batch, ground_truth
         k = batch.branch.channels
-        groups: dict[tuple[int, float | None], tuple[np.ndarray, list, list]] = {}
+        groups: dict[tuple[int, float | None], tuple[np.ndarray, dict[tuple[int, str], list]]] = {}
         flags: tuple[list, list] = ([], [])
         for e in encoders:
             t = e.templates[ground_truth]
             probes = np.arange(e.rows.start, e.rows.stop)
             for field, first, end, threshold in e.columns:
                 view, at = memory.elements(t, field)
-                _, src, dst = groups.setdefault((id(view), threshold), (view, [], []))
-                src.append((e.env, (probes[:, None] * k + np.arange(first, end)).reshape(-1)))
-                dst.append(at)
+                _, pieces = groups.setdefault((id(view), threshold), (view, {}))
+                src = (probes[:, None] * k + np.arange(first, end)).reshape(-1)
+                pieces.setdefault((e.index, field), []).append((e.env, src, at))  # a piece: one field of one sensor
             if t.changes("valid"):
                 flags_view, at = memory.elements(t, "valid")
                 flags[0].append((e.env, np.array([e.index])))
@@ -509,8 +525,14 @@ class BranchCopy:
         self.host = HostRows(envs[0] if len(envs) == 1 else slice(None))
         """Host arrays of the env's rows of the read, or of all of it (several envs: a source index of env e is
         offset by e × the values of an env)."""
-        self._sources = [(threshold, src, run_index(np.concatenate(dst)), view)
-                         for (_, threshold), (view, src, dst) in groups.items()]
+        self._sources = []
+        """(threshold, (env, source indices), places, piece lengths, view) per group, in piece order: a piece's values
+        are consecutive."""
+        for (_, threshold), (view, pieces) in groups.items():
+            entries = [entry for piece in pieces.values() for entry in piece]
+            self._sources.append((threshold, [(env, src) for env, src, _ in entries],
+                                  run_index(np.concatenate([at for _, _, at in entries])),
+                                  [sum(at.size for _, _, at in piece) for piece in pieces.values()], view))
         self._flag_sources = (flags[0], run_index(np.concatenate(flags[1])), flags_view) if flags[0] else None
         self._several = len(envs) > 1
         self.values: list[tuple[float | None, np.ndarray | slice, Places]] | None = None
@@ -532,8 +554,8 @@ class BranchCopy:
         branch = self.batch.branch
         value, valid = branch.read_ground_truth_batch() if self.ground_truth else branch.read_batch()
         if self.values is None:  # the sizes of an env's values are known from the first read on
-            self.values = [(threshold, self._index(src, value[0].numel()), Places(view, dst))
-                           for threshold, src, dst, view in self._sources]
+            self.values = [(threshold, self._index(src, value[0].numel()), Places(view, dst, pieces))
+                           for threshold, src, dst, pieces, view in self._sources]
             if self._flag_sources is not None:
                 src, dst, view = self._flag_sources
                 self.flags = (self._index(src, valid[0].numel()), Places(view, dst))
