@@ -5,7 +5,7 @@ after room for its MCAP message head (:data:`~..io.mcap_file.MESSAGE_HEAD` bytes
 publishing order. On each step (:meth:`BatchRecords.write`):
 
 * every stepped lane's stamp goes into all templates of its row with one indexed copy of 8-byte words for all rows,
-  and the log and publish times of the due records' heads with another, of 4-byte words;
+  and the log and publish times of the due records' heads with another (of the 8-byte words from byte 4 on);
 * each writer of the due sensors writes once (a batch's :class:`~..ros.sensor_encoders.BranchCopy` covers every
   env: one indexed copy of the whole read);
 * the due records of every row are joined with one copy per record (for all rows at once), and each lane's are
@@ -65,11 +65,13 @@ class StepKind:
         """The records' bytes of a row: slices of it, in order."""
         self.joined = np.empty((len(memory.rows), sum(self.sizes)), np.uint8) if len(self.runs) > 1 else None
         """The records of every row, back to back (where they are not one slice of the rows)."""
-        self.times = ((self.starts[:, None] + TIMES_AT) // 4 + np.arange(4)).reshape(-1)
-        """The 4-byte words of a row that hold the records' log and publish times (each 16 bytes just before its
-        template, so 4 past a multiple of 8: :class:`TemplateMemory`)."""
-        self.time_words = np.tile([0, 1, 0, 1], len(self.sizes))
-        """The words of a log time (low, high; the publish time is the log time) that go there."""
+        words = (self.starts + TIMES_AT - 4) // 8
+        self.per_row = 2 * len(self.sizes)
+        self.times = (np.arange(len(memory.rows))[:, None] * (memory.row_bytes // 8)
+                      + (words[:, None] + np.arange(2)).reshape(-1)).reshape(-1)
+        """Where the records' log and publish times (each 16 bytes just before its template, so 4 past a multiple of
+        8: :class:`TemplateMemory`) are among the 8-byte words of the memory from its byte 4 on: :attr:`per_row` of
+        them per row (the publish time is the log time), every row in order."""
 
 
 class BatchRecords:
@@ -87,7 +89,8 @@ class BatchRecords:
         """Each row's stamp (:func:`~..ros.sensor_encoders.stamp_word`)."""
         self._log = np.zeros(n, "<u8")
         """Each row's log time (ns)."""
-        self._rows32 = self.memory.rows.view("<u4")
+        self._times = self.memory.view("<u8", 4)
+        """The memory as little-endian uint64 words from its byte 4 on (where the records' times are aligned)."""
 
     def kind(self, step: int) -> StepKind:
         """The step kind of engine step ``step`` (0-based)."""
@@ -115,7 +118,7 @@ class BatchRecords:
         self._stamps[envs] = words
         self._log[envs] = log
         self.memory.write_stamps(self._stamps)
-        self._rows32[:, kind.times] = self._log.view("<u4").reshape(-1, 2)[:, kind.time_words]
+        self._times[kind.times] = np.repeat(self._log, kind.per_row)
         reads = BatchReads()
         for w in kind.writers:
             w.write(reads)
