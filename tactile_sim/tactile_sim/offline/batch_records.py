@@ -7,7 +7,7 @@ publishing order. On each step (:meth:`BatchRecords.write`):
 * every stepped lane's stamp goes into all templates of its row with one indexed copy of 8-byte words for all rows,
   and the log and publish times of the due records' heads with another (of the 8-byte words from byte 4 on);
 * each writer of the due sensors writes once (a batch's :class:`~..ros.sensor_encoders.BranchCopy` covers every
-  env: one indexed copy of the whole read);
+  env: one indexed copy out of the whole read, block copies into the templates);
 * the due records of every row are joined with one copy per record (for all rows at once), and each lane's are
   copied from there into its bag's open chunk (:meth:`~.output_bag.OutputBag.write_records`; no bytes objects in
   between); a lane's channel ids are written into the heads of its row the first time it publishes a step of that
