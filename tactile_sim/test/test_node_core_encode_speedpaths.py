@@ -14,7 +14,7 @@ from test_node_core_wire import reference_link_contact
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from tactile_sim.io.msg_types import deserialize_cdr, serialize_cdr
 from tactile_sim.ros.inputs import decode_joint_state
-from tactile_sim.ros.sensor_encoders import BatchReads, HostGather, HostRows, Places, grid_of
+from tactile_sim.ros.sensor_encoders import GRID_PLACES, BatchReads, HostGather, HostRows, Places, grid_of
 
 
 def test_host_rows_reuse_a_view_only_for_the_same_tensor_over_the_same_memory():
@@ -46,40 +46,46 @@ def test_grid_of_finds_the_grid_of_runs_an_index_array_spells_and_nothing_else()
         assert grid_of(np.array(not_grid, dtype=np.intp)) is None, not_grid
 
 
-@pytest.mark.parametrize("index", [np.array([r * 50 + f * 11 + i for r in range(4) for f in range(3) for i in range(5)]),
+def fields_of_rows(rows: int, row: int, fields: int, field: int, n: int) -> np.ndarray:
+    """The places of ``fields`` fields of ``n`` values (``field`` apart) in each of ``rows`` rows (``row`` apart)."""
+    return np.array([r * row + f * field + i for r in range(rows) for f in range(fields) for i in range(n)])
+
+
+@pytest.mark.parametrize("index", [fields_of_rows(6, 90, 3, 29, 25), fields_of_rows(4, 50, 3, 11, 5),
                                    np.array([4, 9, 1, 30, 31, 2]), slice(10, 40)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.uint8, np.bool_])
 def test_places_put_writes_what_the_indexed_assignment_writes(index, dtype):
     rng = np.random.default_rng(3)
-    n = len(range(200)[index]) if isinstance(index, slice) else index.size
+    n = len(range(600)[index]) if isinstance(index, slice) else index.size
     values = np.abs(rng.normal(size=n)).astype(np.float32) * 3  # casts to uint8 of values in its range
     if dtype is np.bool_:
         values = values > 2
-    expected = np.zeros(200, dtype)
+    expected = np.zeros(600, dtype)
     expected[index] = values
-    view = np.zeros(200, dtype)
+    view = np.zeros(600, dtype)
     Places(view, index).put(values)
     assert view.tobytes() == expected.tobytes()
-    assert (Places(view, index).target is None) == (isinstance(index, np.ndarray) and index.size == 6)
+    # a view for a slice and a grid of GRID_PLACES places or more; the small grid and the scattered places indexed
+    assert (Places(view, index).target is None) == (isinstance(index, np.ndarray) and index.size < GRID_PLACES)
 
 
 def test_places_of_pieces_that_are_grids_write_piece_by_piece_what_the_indexed_assignment_writes():
-    # two sensors of 4 and 7 taxels, 3 values each, their fields in 3 rows of 60 (a piece: one sensor in every row)
-    pieces = [np.array([r * 60 + 2 + i for r in range(3) for i in range(12)]),
-              np.array([r * 60 + 20 + i for r in range(3) for i in range(21)])]
+    # two sensors of 15 and 21 taxels, 3 values each, their fields in 8 rows of 200 (a piece: one sensor in every row)
+    pieces = [np.array([r * 200 + 2 + i for r in range(8) for i in range(45)]),
+              np.array([r * 200 + 60 + i for r in range(8) for i in range(63)])]
     index = np.concatenate(pieces)
-    assert grid_of(index) is None and all(grid_of(p) is not None for p in pieces)
+    assert grid_of(index) is None and all(grid_of(p) is not None and p.size >= GRID_PLACES for p in pieces)
     values = np.arange(index.size, dtype=np.float32) * 0.5
-    expected = np.zeros(200)
+    expected = np.zeros(1600)
     expected[index] = values
-    places = Places(np.zeros(200), index, [p.size for p in pieces])
+    places = Places(np.zeros(1600), index, [p.size for p in pieces])
     places.put(values)
     assert len(places.parts) == 2 and places.view.tobytes() == expected.tobytes()
     scattered = np.array([5, 1, 9, 30, 31, 2])  # a piece that is no grid: the indexed copy of the whole
-    fallback = Places(np.zeros(200), np.concatenate([pieces[0], scattered]), [12 * 3, 6])
-    fallback.put(np.arange(42, dtype=np.float32))
-    expected = np.zeros(200)
-    expected[np.concatenate([pieces[0], scattered])] = np.arange(42)
+    fallback = Places(np.zeros(1600), np.concatenate([pieces[0], scattered]), [pieces[0].size, 6])
+    fallback.put(np.arange(pieces[0].size + 6, dtype=np.float32))
+    expected = np.zeros(1600)
+    expected[np.concatenate([pieces[0], scattered])] = np.arange(pieces[0].size + 6)
     assert not fallback.parts and fallback.view.tobytes() == expected.tobytes()
 
 

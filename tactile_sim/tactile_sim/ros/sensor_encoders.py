@@ -245,21 +245,27 @@ def grid_of(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] |
     return offset, tuple(shape), tuple(steps)
 
 
+GRID_PLACES = 256
+"""Fewest places that :class:`Places` writes through a strided view (a grid, or each piece): below, the indexed copy
+costs less than the strided one's fixed cost (about 0.5 µs)."""
+
+
 class Places:
     """Where values go in a host array ``view`` (``view[index]``, index an integer array or a slice), written by
     :meth:`put`: through a strided view of those places where they form a grid of runs (:func:`grid_of`: a block
     copy per run instead of an element-wise indexed one); else, where ``pieces`` (the lengths of consecutive parts
-    of ``index``) are given and each part forms a grid, through one strided view per part; else by the index."""
+    of ``index``) are given and each part forms a grid, through one strided view per part; else by the index. Only
+    grids of at least :data:`GRID_PLACES` places are written through views."""
 
     def __init__(self, view: np.ndarray, index: np.ndarray | slice, pieces: Sequence[int] = ()):
         self.view, self.index = view, index
         self.target: np.ndarray | None = view[index] if isinstance(index, slice) else None
         self.parts: list[tuple[slice, np.ndarray]] = []
         """(part of the values, strided view of its places) of each piece, where they are written piece by piece."""
-        grid = None if self.target is not None else grid_of(index)
+        grid = None if self.target is not None or len(index) < GRID_PLACES else grid_of(index)
         if grid is not None:
             self.target = self._strided(*grid)
-        elif self.target is None and len(pieces) > 1:
+        elif self.target is None and len(pieces) > 1 and min(pieces) >= GRID_PLACES:
             ends = np.cumsum(pieces).tolist()
             grids = [grid_of(index[a:b]) for a, b in zip([0] + ends, ends)]
             if all(g is not None for g in grids):
