@@ -5,6 +5,8 @@ out-of-order transforms, a time reset and block edges anywhere; a damaged bag st
 error; a batched replay of recordings with out-of-order transforms and joint states, one with a time reset and one
 with a forward jump (those two replayed alone) equals each one replayed alone."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -63,6 +65,21 @@ def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
                    t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w)
                   for t in truth.transforms]
         assert row.values.tobytes() == np.array(values, dtype=np.float64).reshape(-1, 7).tobytes()
+
+
+def test_tf_rows_carry_the_norms_that_check_quaternion_divides_by_when_every_value_is_finite():
+    rng = np.random.default_rng(9)
+    frames = [("world", "base"), ("base", "tool"), ("tool", "cam")]
+    msgs = [tf_message(rng, frames, 1.0 + k) for k in range(5)]
+    msgs[2].transforms[1].transform.translation.x = float("nan")
+    msgs[3].transforms[2].transform.rotation.w = float("inf")
+    rows = TFMessageDecoder().decode_block([bytes(serialize_cdr(m, TF_MESSAGE)) for m in msgs])
+    assert [r.norms is None for r in rows] == [False, False, True, True, False]
+    for row, msg in zip(rows, msgs):
+        if row.norms is not None:
+            quats = [np.array([t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+                               t.transform.rotation.w]) for t in msg.transforms]
+            assert row.norms == [math.sqrt(float(q.dot(q))) for q in quats]  # check_quaternion's norm
 
 
 def mixed_recording(folder, storage="mcap"):

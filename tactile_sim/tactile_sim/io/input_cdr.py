@@ -55,13 +55,15 @@ class JointStateRow(NamedTuple):
 
 class TFRow(NamedTuple):
     """One TFMessage of a block (:meth:`TFMessageDecoder.decode_block`): the header stamp ns of each transform, the
-    TF names of their parents and children (shared by the messages of one layout) and values [n, 7] float64 (a row
-    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w))."""
+    TF names of their parents and children (shared by the messages of one layout), values [n, 7] float64 (a row
+    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w)) and, when every value is finite, the
+    norm of each quaternion (float64, per quaternion NumPy's dot and a square root; None otherwise)."""
 
     stamps_ns: list[int]
     parents: tuple[str, ...]
     children: tuple[str, ...]
     values: np.ndarray
+    norms: list[float] | None
 
 
 def block_bytes(datas: list[bytes]) -> tuple[bytes, np.ndarray]:
@@ -406,9 +408,13 @@ class TFMessageDecoder(_LittleEndianDecoder):
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
         sec, nanosec = (np.ascontiguousarray(block[:, at]).view(dtype).reshape(len(datas), layout.count).tolist()
                         for at, dtype in ((layout.sec_at, _I32), (layout.nanosec_at, _U32_DTYPE)))
+        finite = np.isfinite(values).all(axis=(1, 2)).tolist()
+        quats = values[:, :, 3:]
+        norms = np.sqrt(np.vecdot(quats, quats)).tolist()
         parents, children = layout.parents, layout.children
-        return [TFRow([s * NS_PER_S + ns for s, ns in zip(secs, nanosecs)], parents, children, v) if good else None
-                for good, secs, nanosecs, v in zip(ok, sec, nanosec, values)]
+        return [TFRow([s * NS_PER_S + ns for s, ns in zip(secs, nanosecs)], parents, children, v,
+                      n if fin else None) if good else None
+                for good, secs, nanosecs, v, n, fin in zip(ok, sec, nanosec, values, norms, finite)]
 
     @staticmethod
     def _walk(data: bytes, count: int) -> _TFLayout:

@@ -64,13 +64,15 @@ def joint_state_stamp_ns(msg: Any) -> int:
 
 class TransformBatch(NamedTuple):
     """The transforms of one ``tf2_msgs/TFMessage`` in the form :meth:`~..world.tf_buffer.TFBuffer.set_transforms`
-    takes: parents, children (frame names), stamps (s) and values [n, 7] float64 (translation (x, y, z) m,
-    quaternion (x, y, z, w)), as received."""
+    takes: parents, children (frame names), stamps (s), values [n, 7] float64 (translation (x, y, z) m,
+    quaternion (x, y, z, w)), as received, and the norms of the quaternions when the decoder has them for finite
+    values (:class:`~..io.input_cdr.TFRow`; else None)."""
 
     parents: Sequence[str]
     children: Sequence[str]
     stamps: list[float]
     values: np.ndarray
+    norms: list[float] | None = None
 
     def sample(self, k: int) -> TransformSample:
         """Transform k as a :class:`TransformSample` (its arrays are views of ``values``)."""
@@ -84,7 +86,8 @@ def decode_tf_batch(msg: Any) -> TransformBatch:
     objects, or a :class:`~..io.input_cdr.TFRow`); the same frames (leading '/' dropped), stamps and values, bit for
     bit, as :func:`decode_tf_message`."""
     if type(msg) is TFRow:
-        return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns], msg.values)
+        return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns], msg.values,
+                              msg.norms)
     if isinstance(msg, DecodedTFMessage):
         return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
     transforms = msg.transforms

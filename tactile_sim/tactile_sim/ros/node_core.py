@@ -373,7 +373,8 @@ class NodeCore:
         if self._too_many_transforms(tf_transform_count(msg)):
             return 0
         batch = decode_tf_batch(msg)
-        outcomes = self.tf.set_transforms(batch.parents, batch.children, batch.stamps, batch.values, static)
+        outcomes = self.tf.set_transforms(batch.parents, batch.children, batch.stamps, batch.values, static,
+                                          batch.norms)
         stored = self._stored(outcomes, batch.parents, batch.children, batch.stamps)
         if static:
             for k in stored:
