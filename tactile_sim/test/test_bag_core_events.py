@@ -1,4 +1,4 @@
-"""Inputs read a block at a time for a core (``BagInputs.core_events``, ``decode_block``): every decoded row against
+"""Inputs read a block at a time for a core (``BagInputs.core_blocks``, ``decode_block``): every decoded row against
 rosbags' deserialiser (the independent truth), rows only where the bytes share the first message's layout; the events
 and the samples a core gets equal those of the message-by-message reading (``BagInputs.events``) for mixed layouts,
 out-of-order transforms, a time reset and block edges anywhere; a damaged bag stops after the same inputs with the same
@@ -16,6 +16,7 @@ from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder,
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.offline import bag_inputs
 from tactile_sim.offline.bag_inputs import BagInputError, BagInputs, open_bag
+from tactile_sim.offline.run_loop import InputEvent
 from tactile_sim.ros.inputs import decode_joint_state, decode_tf_batch
 from test_cli_replay import IDENTITY, closing, joints, ns, static_tf
 from test_io_input_cdr import joint_state
@@ -113,20 +114,22 @@ def samples(event):
 @pytest.mark.parametrize("block", [1, 3, 256])
 @pytest.mark.parametrize("clock", ["header", "receive"])
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
-def test_core_events_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock, storage):
+def test_core_blocks_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock, storage):
     bag = mixed_recording(tmp_path / "rec", storage)
     monkeypatch.setattr(bag_inputs, "INPUT_BLOCK", block)
     with open_bag(bag) as reader:
         expected = [samples(e) for e in BagInputs(reader, clock=clock).events()]
     with open_bag(bag) as reader:
-        events = list(BagInputs(reader, clock=clock).core_events())
+        blocks = list(BagInputs(reader, clock=clock).core_blocks())
+        events = [InputEvent(*e) for b in blocks for e in b]
         got = [samples(e) for e in events]
+    assert [len(b) for b in blocks] == [min(block, 81 - k) for k in range(0, 81, block)]
     assert len(expected) == 81 and got == expected
     rows = [type(e.message) for e in events if type(e.message) in (JointStateRow, TFRow)]
     assert rows.count(JointStateRow) == 40 and rows.count(TFRow) == 41  # every one decoded in a block
 
 
-def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_error(tmp_path):
+def test_a_damaged_bag_stops_core_blocks_after_the_same_inputs_with_the_same_error(tmp_path):
     padding = new_message("std_msgs/msg/String", data="x" * 10_000)  # several 1 MiB MCAP chunks
     items = [static_tf()]
     for k in range(400):
@@ -137,7 +140,7 @@ def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_err
     data[int(0.55 * len(data)):int(0.65 * len(data))] = b"\xab" * (int(0.65 * len(data)) - int(0.55 * len(data)))
     data_file.write_bytes(bytes(data))
     outcomes = []
-    for read in (BagInputs.events, BagInputs.core_events):
+    for read in (BagInputs.events, lambda inputs: (InputEvent(*e) for b in inputs.core_blocks() for e in b)):
         got = []
         with open_bag(bag) as reader, pytest.raises(BagInputError) as error:
             for event in read(BagInputs(reader)):
