@@ -47,6 +47,16 @@ def test_joint_state_rows_equal_rosbags_where_the_layout_is_the_first_ones():
         assert row.position.tobytes() == truth.position.tobytes() and row.velocity.tobytes() == truth.velocity.tobytes()
 
 
+def test_joint_state_rows_say_whether_every_value_is_finite_and_samples_keep_it():
+    rng = np.random.default_rng(4)
+    msgs = [joint_state(rng, ["a", "bb", "c"], (3, 3, 0)) for _ in range(5)]
+    msgs[2].position[1], msgs[3].velocity[2] = np.nan, -np.inf
+    rows = JointStateDecoder().decode_block([bytes(serialize_cdr(m, JOINT_STATE)) for m in msgs])
+    truth = [bool(np.isfinite(m.position).all() and np.isfinite(m.velocity).all()) for m in msgs]
+    assert [r.finite for r in rows] == truth == [True, True, False, False, True]
+    assert [decode_joint_state(r).finite for r in rows] == truth
+
+
 @pytest.mark.parametrize("n", [0, 1, 3])
 def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
     rng = np.random.default_rng(n)

@@ -45,12 +45,14 @@ _I32, _U32_DTYPE = np.dtype("<i4"), np.dtype("<u4")
 
 class JointStateRow(NamedTuple):
     """One JointState of a block (:meth:`JointStateDecoder.decode_block`): header stamp ns, joint names (shared by
-    the messages of one layout) and its position and velocity (n,) float64 (rows of the block's arrays)."""
+    the messages of one layout), its position and velocity (n,) float64 (rows of the block's arrays) and whether
+    every one of their values is finite (checked for the block at once)."""
 
     stamp_ns: int
     names: tuple[str, ...]
     position: np.ndarray
     velocity: np.ndarray
+    finite: bool
 
 
 class TFRow(NamedTuple):
@@ -223,9 +225,10 @@ class JointStateDecoder(_LittleEndianDecoder):
         position, velocity = _rows(blob, size, m, at0, n0), _rows(blob, size, m, at1, n1)
         sec = block[:, 4:8].copy().view(_I32)[:, 0].tolist()
         nanosec = block[:, 8:12].copy().view(_U32_DTYPE)[:, 0].tolist()
+        finite = (np.isfinite(position).all(axis=1) & np.isfinite(velocity).all(axis=1)).tolist()
         names = self._names
-        return [JointStateRow(s * NS_PER_S + ns, names, p, v) if good else None
-                for good, s, ns, p, v in zip(ok, sec, nanosec, position, velocity)]
+        return [JointStateRow(s * NS_PER_S + ns, names, p, v, fin) if good else None
+                for good, s, ns, p, v, fin in zip(ok, sec, nanosec, position, velocity, finite)]
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous

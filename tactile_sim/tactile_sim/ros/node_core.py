@@ -305,7 +305,8 @@ class NodeCore:
         if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
                               f"dropped a joint state that names a joint twice ({listed(sample.names)})")
-        if not (scan_finite(sample.position) and (sample.velocity is None or scan_finite(sample.velocity))):
+        if not (sample.finite or scan_finite(sample.position) and (sample.velocity is None
+                                                                    or scan_finite(sample.velocity))):
             bad = ~np.isfinite(sample.position)
             if sample.velocity is not None:
                 bad |= ~np.isfinite(sample.velocity)
