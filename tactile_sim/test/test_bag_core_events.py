@@ -16,7 +16,7 @@ from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder,
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.offline import bag_inputs
 from tactile_sim.offline.bag_inputs import BagInputError, BagInputs, open_bag
-from tactile_sim.offline.run_loop import InputEvent
+from tactile_sim.offline.run_loop import InputEvent, input_handler, input_handlers
 from tactile_sim.ros.inputs import decode_joint_state, decode_tf_batch
 from test_cli_replay import IDENTITY, closing, joints, ns, static_tf
 from test_io_input_cdr import joint_state
@@ -188,3 +188,27 @@ def test_batched_recordings_with_out_of_order_inputs_equal_their_lone_replays(tm
         alone(tmp_path, tmp_path / "recs" / name, f"alone/{name}.mcap")
         assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
             (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
+
+
+def test_input_handlers_give_each_kind_to_its_core_method_and_refuse_other_kinds():
+    calls = []
+
+    class Core:
+        def on_joint_state(self, sample):
+            calls.append(("joint_state", sample.names))
+
+        def on_tf_message(self, msg, static=False):
+            calls.append(("tf", static))
+
+        def set_robot_description(self, text):
+            calls.append(("description", text))
+
+    handlers = input_handlers(Core())
+    rng = np.random.default_rng(1)
+    input_handler(handlers, "joint_states")(joint_state(rng, ["a", "b"], (2, 0, 0)))
+    input_handler(handlers, "tf")(None)
+    input_handler(handlers, "tf_static")(None)
+    input_handler(handlers, "robot_description")(new_message("std_msgs/msg/String", data="<robot/>"))
+    assert calls == [("joint_state", ("a", "b")), ("tf", False), ("tf", True), ("description", "<robot/>")]
+    with pytest.raises(ValueError, match="unknown input kind 'odometry'"):
+        input_handler(handlers, "odometry")
