@@ -10,9 +10,10 @@ are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed
 
 Messages are read one at a time (bounded memory), or, for a replay that only hands its inputs to a core
 (:meth:`BagInputs.core_blocks`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
-at once into rows instead of message objects, handed out a block at a time. A bag that cannot be opened, lacks the needed topics, has them
-with other types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off
-file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
+at once into rows instead of message objects, and handed out a block at a time. A bag that cannot be opened, lacks
+the needed topics, has them with other types, has unstamped clock messages under the header clock, or cannot be
+read on (a damaged or cut-off file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last
+good time.
 """
 
 from __future__ import annotations

@@ -76,13 +76,14 @@ def split(jobs: Sequence[ReplayJob], size: int) -> list[list[ReplayJob]]:
 class EnvSuite:
     """Env ``env`` of a shared suite as a node core uses it: the suite's scene, robot, layouts, sensors and step count,
     and env ``env`` of the suite's world model as a lane of its own (:class:`~..world.lane_motion.LaneWorldModel`,
-    posed by the core's TF buffer ``tf``; the root link too when the suite's world model takes it from TF)."""
+    posed by the core's TF buffer ``tf``; the root link too when the suite's world model takes it from TF). The lane
+    does not check its joint inputs finite again: a node core holds only joints it checked (others are dropped)."""
 
     def __init__(self, suite: SensorSuite, env: int, tf: TFBuffer):
         self.shared, self.env, self._tf = suite, env, tf
         self.scene, self.robot, self.layouts, self.batches = suite.scene, suite.robot, suite.layouts, suite.batches
         self.sensor_names = suite.sensor_names
-        self.world = LaneWorldModel(suite.world, env, tf=tf)
+        self.world = LaneWorldModel(suite.world, env, tf=tf, check_finite=False)
 
     @property
     def steps(self) -> int:
@@ -92,7 +93,7 @@ class EnvSuite:
     def rewind(self) -> None:
         """A new lane of the shared suite's world model (the shared suite is rewound by the batch's owner, once for all
         envs)."""
-        self.world = LaneWorldModel(self.shared.world, self.env, tf=self._tf)
+        self.world = LaneWorldModel(self.shared.world, self.env, tf=self._tf, check_finite=False)
 
 
 class SharedSuite:
