@@ -1,9 +1,11 @@
-"""Inputs read a block at a time for a core (``BagInputs.core_events``, ``decode_block``): every decoded row against
+"""Inputs read a block at a time for a core (``BagInputs.core_blocks``, ``decode_block``): every decoded row against
 rosbags' deserialiser (the independent truth), rows only where the bytes share the first message's layout; the events
 and the samples a core gets equal those of the message-by-message reading (``BagInputs.events``) for mixed layouts,
 out-of-order transforms, a time reset and block edges anywhere; a damaged bag stops after the same inputs with the same
 error; a batched replay of recordings with out-of-order transforms and joint states, one with a time reset and one
 with a forward jump (those two replayed alone) equals each one replayed alone."""
+
+import math
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder,
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.offline import bag_inputs
 from tactile_sim.offline.bag_inputs import BagInputError, BagInputs, open_bag
+from tactile_sim.offline.run_loop import InputEvent, input_handler, input_handlers
 from tactile_sim.ros.inputs import decode_joint_state, decode_tf_batch
 from test_cli_replay import IDENTITY, closing, joints, ns, static_tf
 from test_io_input_cdr import joint_state
@@ -44,6 +47,16 @@ def test_joint_state_rows_equal_rosbags_where_the_layout_is_the_first_ones():
         assert row.position.tobytes() == truth.position.tobytes() and row.velocity.tobytes() == truth.velocity.tobytes()
 
 
+def test_joint_state_rows_say_whether_every_value_is_finite_and_samples_keep_it():
+    rng = np.random.default_rng(4)
+    msgs = [joint_state(rng, ["a", "bb", "c"], (3, 3, 0)) for _ in range(5)]
+    msgs[2].position[1], msgs[3].velocity[2] = np.nan, -np.inf
+    rows = JointStateDecoder().decode_block([bytes(serialize_cdr(m, JOINT_STATE)) for m in msgs])
+    truth = [bool(np.isfinite(m.position).all() and np.isfinite(m.velocity).all()) for m in msgs]
+    assert [r.finite for r in rows] == truth == [True, True, False, False, True]
+    assert [decode_joint_state(r).finite for r in rows] == truth
+
+
 @pytest.mark.parametrize("n", [0, 1, 3])
 def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
     rng = np.random.default_rng(n)
@@ -63,6 +76,21 @@ def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
                    t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w)
                   for t in truth.transforms]
         assert row.values.tobytes() == np.array(values, dtype=np.float64).reshape(-1, 7).tobytes()
+
+
+def test_tf_rows_carry_the_norms_that_check_quaternion_divides_by_when_every_value_is_finite():
+    rng = np.random.default_rng(9)
+    frames = [("world", "base"), ("base", "tool"), ("tool", "cam")]
+    msgs = [tf_message(rng, frames, 1.0 + k) for k in range(5)]
+    msgs[2].transforms[1].transform.translation.x = float("nan")
+    msgs[3].transforms[2].transform.rotation.w = float("inf")
+    rows = TFMessageDecoder().decode_block([bytes(serialize_cdr(m, TF_MESSAGE)) for m in msgs])
+    assert [r.norms is None for r in rows] == [False, False, True, True, False]
+    for row, msg in zip(rows, msgs):
+        if row.norms is not None:
+            quats = [np.array([t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+                               t.transform.rotation.w]) for t in msg.transforms]
+            assert row.norms == [math.sqrt(float(q.dot(q))) for q in quats]  # check_quaternion's norm
 
 
 def mixed_recording(folder, storage="mcap"):
@@ -96,20 +124,22 @@ def samples(event):
 @pytest.mark.parametrize("block", [1, 3, 256])
 @pytest.mark.parametrize("clock", ["header", "receive"])
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
-def test_core_events_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock, storage):
+def test_core_blocks_give_a_core_what_events_give_it(tmp_path, monkeypatch, block, clock, storage):
     bag = mixed_recording(tmp_path / "rec", storage)
     monkeypatch.setattr(bag_inputs, "INPUT_BLOCK", block)
     with open_bag(bag) as reader:
         expected = [samples(e) for e in BagInputs(reader, clock=clock).events()]
     with open_bag(bag) as reader:
-        events = list(BagInputs(reader, clock=clock).core_events())
+        blocks = list(BagInputs(reader, clock=clock).core_blocks())
+        events = [InputEvent(*e) for b in blocks for e in b]
         got = [samples(e) for e in events]
+    assert [len(b) for b in blocks] == [min(block, 81 - k) for k in range(0, 81, block)]
     assert len(expected) == 81 and got == expected
     rows = [type(e.message) for e in events if type(e.message) in (JointStateRow, TFRow)]
     assert rows.count(JointStateRow) == 40 and rows.count(TFRow) == 41  # every one decoded in a block
 
 
-def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_error(tmp_path):
+def test_a_damaged_bag_stops_core_blocks_after_the_same_inputs_with_the_same_error(tmp_path):
     padding = new_message("std_msgs/msg/String", data="x" * 10_000)  # several 1 MiB MCAP chunks
     items = [static_tf()]
     for k in range(400):
@@ -120,7 +150,7 @@ def test_a_damaged_bag_stops_core_events_after_the_same_inputs_with_the_same_err
     data[int(0.55 * len(data)):int(0.65 * len(data))] = b"\xab" * (int(0.65 * len(data)) - int(0.55 * len(data)))
     data_file.write_bytes(bytes(data))
     outcomes = []
-    for read in (BagInputs.events, BagInputs.core_events):
+    for read in (BagInputs.events, lambda inputs: (InputEvent(*e) for b in inputs.core_blocks() for e in b)):
         got = []
         with open_bag(bag) as reader, pytest.raises(BagInputError) as error:
             for event in read(BagInputs(reader)):
@@ -158,3 +188,27 @@ def test_batched_recordings_with_out_of_order_inputs_equal_their_lone_replays(tm
         alone(tmp_path, tmp_path / "recs" / name, f"alone/{name}.mcap")
         assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
             (tmp_path / "alone" / name / f"{name}.mcap").read_bytes(), name
+
+
+def test_input_handlers_give_each_kind_to_its_core_method_and_refuse_other_kinds():
+    calls = []
+
+    class Core:
+        def on_joint_state(self, sample):
+            calls.append(("joint_state", sample.names))
+
+        def on_tf_message(self, msg, static=False):
+            calls.append(("tf", static))
+
+        def set_robot_description(self, text):
+            calls.append(("description", text))
+
+    handlers = input_handlers(Core())
+    rng = np.random.default_rng(1)
+    input_handler(handlers, "joint_states")(joint_state(rng, ["a", "b"], (2, 0, 0)))
+    input_handler(handlers, "tf")(None)
+    input_handler(handlers, "tf_static")(None)
+    input_handler(handlers, "robot_description")(new_message("std_msgs/msg/String", data="<robot/>"))
+    assert calls == [("joint_state", ("a", "b")), ("tf", False), ("tf", True), ("description", "<robot/>")]
+    with pytest.raises(ValueError, match="unknown input kind 'odometry'"):
+        input_handler(handlers, "odometry")

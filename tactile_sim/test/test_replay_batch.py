@@ -266,3 +266,25 @@ def test_batched_outputs_with_ground_truth_copied_inputs_and_sensors_of_several_
     counts = {t["topic_metadata"]["name"]: t["message_count"] for t in topics["topics_with_message_count"]}
     assert counts["/joint_states"] == 61 and counts["/tactile_sim_node/pad_left/ground_truth"] == 31
     assert counts["/tactile_sim_node/pad_right"] == 21 and counts["/tactile_sim_node/palm_contact"] == 31
+
+
+def test_non_finite_joint_states_are_dropped_in_a_batch_as_alone(tmp_path, monkeypatch):
+    """The lanes' world models take the joints their cores checked without checking them again: joint states with
+    NaN positions or infinite velocities are dropped by each core, and each batched output equals its recording
+    replayed alone."""
+    qs = np.linspace(0.015, SQUEEZE, 31)
+    items = {"nan": [joints(0.01 * k, [0.0, np.nan if k in (7, 8) else q, q]) for k, q in enumerate(qs)],
+             "inf": [joints(0.01 * k, [0.0, q, q], velocity=(0.0, np.inf if k == 12 else 0.1, 0.0))
+                     for k, q in enumerate(qs)],
+             "clean": [joints(0.01 * k, [0.0, q, q]) for k, q in enumerate(qs)]}
+    for name, messages in items.items():
+        write_bag(tmp_path / "recs" / name, [static_tf()] + messages)
+    went_alone = lone_replays(monkeypatch)
+    status, out, err = corpus(tmp_path, tmp_path / "recs", extra=("--batch", "3"))
+    assert status == 0, err
+    assert went_alone == []
+    for name in items:
+        alone(tmp_path, tmp_path / "recs" / name, f"alone/{name}.mcap")
+        for part in (f"{name}.mcap", "metadata.yaml"):
+            assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
+                (name, part)

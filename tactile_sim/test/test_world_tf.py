@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from tactile_sim.world import tf_buffer
 from tactile_sim.world.tf_buffer import ExtrapolationError, TFBuffer, TFError
 
 
@@ -331,3 +332,65 @@ def test_messages_of_the_same_frame_objects_store_what_set_transform_stores(monk
             x, y = ones.lookup("world", "b", time), many.lookup("world", "b", time)
             assert x.rot.tobytes() == y.rot.tobytes() and x.trans.tobytes() == y.trans.tobytes()
     assert len(appended) == 30 - 3  # all but the first message and those right after the growth and the clear
+
+
+@pytest.mark.parametrize("given_norms", [False, True])
+def test_samples_held_back_for_the_kept_edges_give_what_set_transform_gives(monkeypatch, given_norms):
+    """Messages of the same distinct parents/children objects are held back on their edges (at most PENDING_MAX,
+    here 4) and added when the buffer is read: with lookups between some messages only, a reordered, an equal-stamp
+    and a too-old message, a lookup of a chain of other edges, a frame added and a cleared buffer, the outcomes,
+    revisions, samples and lookups are those of set_transform one by one (norms given by a decoder or not)."""
+    monkeypatch.setattr(tf_buffer, "PENDING_MAX", 4)
+    rng = np.random.default_rng(12)
+    parents, children = ("world", "a"), ("a", "b")
+    ones, many = TFBuffer(cache_time=0.05), TFBuffer(cache_time=0.05)
+    for tf in (ones, many):
+        tf.set_transform("world", "s", [1.0, 0.0, 0.0], 0.0, quat=[0.0, 0.0, 0.0, 1.0], static=True)
+    stamps = [0.01 * k for k in range(40)]
+    stamps[9], stamps[17], stamps[25] = stamps[8] - 0.004, stamps[16], stamps[24] - 0.5  # reordered, equal, too old
+    held = 0
+    for k, stamp in enumerate(stamps):
+        if k == 20:
+            for tf in (ones, many):
+                tf.set_transform("b", "c", [0.0, 0.0, 1.0], stamp, quat=[0.0, 0.0, 0.0, 1.0])  # the tree grows
+        if k == 30:
+            for tf in (ones, many):
+                tf.clear()
+                tf.set_transform("world", "s", [1.0, 0.0, 0.0], 0.0, quat=[0.0, 0.0, 0.0, 1.0], static=True)
+        q = rng.normal(size=(2, 4))
+        q *= (1 + rng.uniform(-1e-3, 1e-3, size=(2, 1))) / np.linalg.norm(q, axis=1)[:, None]
+        values = np.concatenate([rng.normal(size=(2, 3)), q], axis=1)
+        row_stamps = [stamp, stamp + 0.002 * (k % 2)]
+        expected = [ones.set_transform(p, c, v[:3], s, quat=v[3:]) for p, c, v, s in zip(parents, children, values,
+                                                                                         row_stamps)]
+        norms = tf_buffer.quaternion_norms(values[:, 3:]) if given_norms else None
+        assert many.set_transforms(parents, children, row_stamps, values, norms=norms) == expected
+        assert many.revision == ones.revision
+        held = max(held, len(many._pending))
+        assert len(many._pending) < tf_buffer.PENDING_MAX
+        assert many.lookup("world", "s").trans.tolist() == [1.0, 0.0, 0.0]  # another chain: nothing added
+        if k % 3:
+            continue
+        for frame in ("a", "b"):
+            assert many._edges[frame].stamps == ones._edges[frame].stamps
+            assert many._edges[frame].version == ones._edges[frame].version
+            assert unit_quaternions(many, frame) == unit_quaternions(ones, frame)
+            assert [t.tobytes() for t in many._edges[frame].trans] == [t.tobytes() for t in ones._edges[frame].trans]
+        edges = [ones._edges[frame].stamps for frame in ("a", "b")]
+        lo, hi = max(e[0] for e in edges), min(e[-1] for e in edges)
+        for time in [None] + ([lo, 0.5 * (lo + hi), hi] if lo <= hi else []):
+            x, y = ones.lookup("world", "b", time), many.lookup("world", "b", time)
+            assert x.rot.tobytes() == y.rot.tobytes() and x.trans.tobytes() == y.trans.tobytes() and x.stamp == y.stamp
+        assert many.latest_common_time("world", "b") == ones.latest_common_time("world", "b")
+    assert held == tf_buffer.PENDING_MAX - 1  # messages were held back
+
+
+def test_a_latest_lookup_sees_the_samples_held_back_on_its_chain():
+    """A lookup at the latest time, kept while its chain is unchanged, is made again once a message held back on
+    that chain's edges brings a newer sample."""
+    parents, children = ("world",), ("a",)
+    tf = TFBuffer()
+    for k in range(3):
+        tf.set_transforms(parents, children, [float(k)], np.array([[float(k), 0, 0, 0, 0, 0, 1]]))
+        assert tf.lookup("world", "a").trans.tolist() == [float(k), 0.0, 0.0]
+    assert tf.is_stale("a", 10.0, 5.0) and not tf.is_stale("a", 4.0, 5.0)

@@ -45,23 +45,27 @@ _I32, _U32_DTYPE = np.dtype("<i4"), np.dtype("<u4")
 
 class JointStateRow(NamedTuple):
     """One JointState of a block (:meth:`JointStateDecoder.decode_block`): header stamp ns, joint names (shared by
-    the messages of one layout) and its position and velocity (n,) float64 (rows of the block's arrays)."""
+    the messages of one layout), its position and velocity (n,) float64 (rows of the block's arrays) and whether
+    every one of their values is finite (checked for the block at once)."""
 
     stamp_ns: int
     names: tuple[str, ...]
     position: np.ndarray
     velocity: np.ndarray
+    finite: bool
 
 
 class TFRow(NamedTuple):
     """One TFMessage of a block (:meth:`TFMessageDecoder.decode_block`): the header stamp ns of each transform, the
-    TF names of their parents and children (shared by the messages of one layout) and values [n, 7] float64 (a row
-    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w))."""
+    TF names of their parents and children (shared by the messages of one layout), values [n, 7] float64 (a row
+    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w)) and, when every value is finite, the
+    norm of each quaternion (float64, per quaternion NumPy's dot and a square root; None otherwise)."""
 
     stamps_ns: list[int]
     parents: tuple[str, ...]
     children: tuple[str, ...]
     values: np.ndarray
+    norms: list[float] | None
 
 
 def block_bytes(datas: list[bytes]) -> tuple[bytes, np.ndarray]:
@@ -221,9 +225,10 @@ class JointStateDecoder(_LittleEndianDecoder):
         position, velocity = _rows(blob, size, m, at0, n0), _rows(blob, size, m, at1, n1)
         sec = block[:, 4:8].copy().view(_I32)[:, 0].tolist()
         nanosec = block[:, 8:12].copy().view(_U32_DTYPE)[:, 0].tolist()
+        finite = (np.isfinite(position).all(axis=1) & np.isfinite(velocity).all(axis=1)).tolist()
         names = self._names
-        return [JointStateRow(s * NS_PER_S + ns, names, p, v) if good else None
-                for good, s, ns, p, v in zip(ok, sec, nanosec, position, velocity)]
+        return [JointStateRow(s * NS_PER_S + ns, names, p, v, fin) if good else None
+                for good, s, ns, p, v, fin in zip(ok, sec, nanosec, position, velocity, finite)]
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
@@ -406,9 +411,13 @@ class TFMessageDecoder(_LittleEndianDecoder):
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
         sec, nanosec = (np.ascontiguousarray(block[:, at]).view(dtype).reshape(len(datas), layout.count).tolist()
                         for at, dtype in ((layout.sec_at, _I32), (layout.nanosec_at, _U32_DTYPE)))
+        finite = np.isfinite(values).all(axis=(1, 2)).tolist()
+        quats = values[:, :, 3:]
+        norms = np.sqrt(np.vecdot(quats, quats)).tolist()
         parents, children = layout.parents, layout.children
-        return [TFRow([s * NS_PER_S + ns for s, ns in zip(secs, nanosecs)], parents, children, v) if good else None
-                for good, secs, nanosecs, v in zip(ok, sec, nanosec, values)]
+        return [TFRow([s * NS_PER_S + ns for s, ns in zip(secs, nanosecs)], parents, children, v,
+                      n if fin else None) if good else None
+                for good, secs, nanosecs, v, n, fin in zip(ok, sec, nanosec, values, norms, finite)]
 
     @staticmethod
     def _walk(data: bytes, count: int) -> _TFLayout:

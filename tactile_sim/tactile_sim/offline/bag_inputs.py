@@ -9,10 +9,11 @@ are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed
 * ``receive``: the bag's receive times of every input (for publishers that leave stamps at zero).
 
 Messages are read one at a time (bounded memory), or, for a replay that only hands its inputs to a core
-(:meth:`BagInputs.core_events`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
-at once into rows instead of message objects. A bag that cannot be opened, lacks the needed topics, has them
-with other types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off
-file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
+(:meth:`BagInputs.core_blocks`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
+at once into rows instead of message objects, and handed out a block at a time. A bag that cannot be opened, lacks
+the needed topics, has them with other types, has unstamped clock messages under the header clock, or cannot be
+read on (a damaged or cut-off file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last
+good time.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ EXPECTED_TYPES = {"joint_states": JOINT_STATE, "tf": TF_MESSAGE, "tf_static": TF
 
 
 INPUT_BLOCK = 256
-"""Messages :meth:`BagInputs.core_events` reads ahead and decodes at once."""
+"""Messages :meth:`BagInputs.core_blocks` reads ahead and decodes at once."""
 
 ClockReader = Callable[[int, Any], int | None]
 """(receive time ns, message) → the clock time ns an input sets (None: none, a TF message without transforms)."""
@@ -154,12 +155,13 @@ class BagInputs:
             count, last_ns = count + 1, log_ns
             yield InputEvent(kind, topic, log_ns, None if clock is None else clock(log_ns, msg), msg)
 
-    def core_events(self) -> Iterator[InputEvent]:
-        """:meth:`events` for a reader that hands every input to a core (:func:`~.run_loop.hand_over`) and reads no
-        message: :data:`INPUT_BLOCK` messages are read ahead and their joint states and TF messages decoded a block at
-        once, as :class:`~..io.input_cdr.JointStateRow` s and :class:`~..io.input_cdr.TFRow` s (the others as
-        :meth:`events` yields them); the same kinds, topics, times and samples. A read failure raises BagInputError
-        as :meth:`events` does, after the events of the messages before it."""
+    def core_blocks(self) -> Iterator[list[tuple[str, str, int, int | None, Any]]]:
+        """:meth:`events` for a reader that hands every input to a core (:func:`~.run_loop.input_handlers`) and
+        reads no message, a list of up to :data:`INPUT_BLOCK` events at a time, each a plain tuple of an
+        :class:`~.run_loop.InputEvent`'s fields: the messages of a block are read ahead and their joint states and TF
+        messages decoded at once, as :class:`~..io.input_cdr.JointStateRow` s and :class:`~..io.input_cdr.TFRow` s
+        (the others as :meth:`events` yields them); the same kinds, topics, times and samples. A read failure raises
+        BagInputError as :meth:`events` does, after a list of the events of the messages before it."""
         reader = self.reader
         count, last_ns = 0, None
         stream = reader.raw_messages(self.kinds)
@@ -173,15 +175,20 @@ class BagInputs:
                         break
             except Exception as exc:  # noqa: BLE001 - damaged data surfaces as many exception types
                 error = exc
+            events = []
             for (topic, msgtype, log_ns, data), msg in zip(block, block_rows(reader.decoders, block)):
                 if msg is None:
                     try:
                         msg = reader.decode(msgtype, data)
                     except Exception as exc:  # noqa: BLE001 - as a message that does not decode in events()
-                        raise self._stopped(count, last_ns, exc) from exc
+                        error = exc
+                        break
                 kind, clock = topics[topic]
-                count, last_ns = count + 1, log_ns
-                yield InputEvent(kind, topic, log_ns, None if clock is None else clock(log_ns, msg), msg)
+                events.append((kind, topic, log_ns, None if clock is None else clock(log_ns, msg), msg))
+            count += len(events)
+            if events:
+                last_ns = events[-1][2]
+                yield events
             if error is not None:
                 raise self._stopped(count, last_ns, error) from error
             if len(block) < INPUT_BLOCK:

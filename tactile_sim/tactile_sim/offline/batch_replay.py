@@ -47,7 +47,7 @@ from .batch_records import BatchRecords, applies
 from .corpus import RecordingOutcome, ReplayJob, prefixed_log, run_job
 from .output_bag import OutputBag
 from .replay import check_output_place, default_rate
-from .run_loop import InputEvent, check_threshold, hand_over
+from .run_loop import check_threshold, input_handler, input_handlers
 from .tick_clock import Tick, TickClock
 
 
@@ -76,13 +76,14 @@ def split(jobs: Sequence[ReplayJob], size: int) -> list[list[ReplayJob]]:
 class EnvSuite:
     """Env ``env`` of a shared suite as a node core uses it: the suite's scene, robot, layouts, sensors and step count,
     and env ``env`` of the suite's world model as a lane of its own (:class:`~..world.lane_motion.LaneWorldModel`,
-    posed by the core's TF buffer ``tf``; the root link too when the suite's world model takes it from TF)."""
+    posed by the core's TF buffer ``tf``; the root link too when the suite's world model takes it from TF). The lane
+    does not check its joint inputs finite again: a node core holds only joints it checked (others are dropped)."""
 
     def __init__(self, suite: SensorSuite, env: int, tf: TFBuffer):
         self.shared, self.env, self._tf = suite, env, tf
         self.scene, self.robot, self.layouts, self.batches = suite.scene, suite.robot, suite.layouts, suite.batches
         self.sensor_names = suite.sensor_names
-        self.world = LaneWorldModel(suite.world, env, tf=tf)
+        self.world = LaneWorldModel(suite.world, env, tf=tf, check_finite=False)
 
     @property
     def steps(self) -> int:
@@ -92,7 +93,7 @@ class EnvSuite:
     def rewind(self) -> None:
         """A new lane of the shared suite's world model (the shared suite is rewound by the batch's owner, once for all
         envs)."""
-        self.world = LaneWorldModel(self.shared.world, self.env, tf=self._tf)
+        self.world = LaneWorldModel(self.shared.world, self.env, tf=self._tf, check_finite=False)
 
 
 class SharedSuite:
@@ -173,13 +174,14 @@ class GoAlone(Exception):
 
 
 class Lane:
-    """One recording of a batch: its job, env core, inputs, clock and output (module docstring; ``bag``: an
-    :class:`~.output_bag.OutputBag` or an :class:`~.array_output.ArrayOutput`). rate: Hz; jump_threshold_ns,
-    gap_threshold_ns: the clock's; copy_inputs: also write every input to the bag."""
+    """One recording of a batch: its job, env core, inputs (``blocks``: lists of input events, each an
+    :class:`~.run_loop.InputEvent` or a plain tuple of its fields: :meth:`~.bag_inputs.BagInputs.core_blocks`), clock
+    and output (module docstring; ``bag``: an :class:`~.output_bag.OutputBag` or an
+    :class:`~.array_output.ArrayOutput`). rate: Hz; jump_threshold_ns, gap_threshold_ns: the clock's; copy_inputs:
+    also write every input to the bag."""
 
-    def __init__(self, job: ReplayJob, core: EnvCore, events: Iterable[InputEvent], bag: OutputBag | ArrayOutput,
-                 rate: float,
-                 jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool):
+    def __init__(self, job: ReplayJob, core: EnvCore, blocks: Iterable[Sequence[tuple]], bag: OutputBag | ArrayOutput,
+                 rate: float, jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool):
         self.job, self.core, self.bag = job, core, bag
         self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
         self.copy_inputs = copy_inputs
@@ -188,28 +190,28 @@ class Lane:
         """Stamp (s) of the latest joint sample each JointTorque batch (by id) accepted from this recording."""
         self.alone: str | None = None
         """Why this recording is to be replayed alone (None while it runs in the batch)."""
-        self._due = self._feed(events)
+        self._due = self._feed(blocks)
 
-    def _feed(self, events: Iterable[InputEvent]) -> Iterator[None]:
+    def _feed(self, blocks: Iterable[Sequence[tuple]]) -> Iterator[None]:
         """Hand the inputs to the core as :class:`~.run_loop.RunLoop` does, pausing whenever a tick is due."""
-        clock = self.clock
-        for event in events:
-            c = event.clock_ns
-            if c is not None:
-                change = clock.change(c)
-                if change in ("back", "gap"):
-                    raise GoAlone(f"its time line restarts at {c / NS_PER_S:.6f} s")
-                if change == "start":
-                    clock.start_line(c)
-                elif change == "reordered":
-                    c = clock.clock
-                else:
-                    while clock.due(c):
-                        yield
-                clock.set(c, event.log_ns)
-            hand_over(self.core, event)
-            if self.copy_inputs:
-                self.bag.write_all(event.log_ns, [(event.topic, event.message)])
+        clock, handlers = self.clock, input_handlers(self.core)
+        for block in blocks:
+            for kind, topic, log_ns, c, message in block:
+                if c is not None:
+                    change = clock.change(c)
+                    if change in ("back", "gap"):
+                        raise GoAlone(f"its time line restarts at {c / NS_PER_S:.6f} s")
+                    if change == "start":
+                        clock.start_line(c)
+                    elif change == "reordered":
+                        c = clock.clock
+                    else:
+                        while clock.due(c):
+                            yield
+                    clock.set(c, log_ns)
+                input_handler(handlers, kind)(message)
+                if self.copy_inputs:
+                    self.bag.write_all(log_ns, [(topic, message)])
         while clock.due():
             yield
 
@@ -341,8 +343,8 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
                 lanes.append(job)
                 continue
             copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows
-            lanes.append(Lane(job, core, inputs.events() if copy_inputs else inputs.core_events(), bag, rate, jump,
-                              gap, copy_inputs))
+            lanes.append(Lane(job, core, ([event] for event in inputs.events()) if copy_inputs else
+                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs))
         step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])
     wall = (time.perf_counter() - start) / len(jobs)
     outcomes = []

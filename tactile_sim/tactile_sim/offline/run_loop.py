@@ -87,17 +87,22 @@ class RunStats:
     wall_s: float = 0.0
 
 
-def hand_over(core: NodeCore, event: InputEvent) -> None:
-    """Give one input to ``core`` (ValueError for a kind other than :data:`INPUT_KINDS`)."""
-    msg = event.message
-    if event.kind == "joint_states":
-        core.on_joint_state(decode_joint_state(msg))
-    elif event.kind in ("tf", "tf_static"):
-        core.on_tf_message(msg, static=event.kind == "tf_static")
-    elif event.kind == "robot_description":
-        core.set_robot_description(decode_robot_description(msg))
-    else:
-        raise ValueError(f"RunLoop: unknown input kind {event.kind!r}; allowed: {INPUT_KINDS}")
+def input_handlers(core: NodeCore) -> dict[str, Callable[[Any], Any]]:
+    """Input kind (each of :data:`INPUT_KINDS`) → what gives ``core`` an input message of that kind (made once per
+    run: a dict lookup and one call per input)."""
+    return {"joint_states": lambda msg: core.on_joint_state(decode_joint_state(msg)),
+            "tf": core.on_tf_message,
+            "tf_static": lambda msg: core.on_tf_message(msg, static=True),
+            "robot_description": lambda msg: core.set_robot_description(decode_robot_description(msg))}
+
+
+def input_handler(handlers: dict[str, Callable[[Any], Any]], kind: str) -> Callable[[Any], Any]:
+    """The handler of ``kind`` among ``handlers`` (:func:`input_handlers`); ValueError for a kind other than
+    :data:`INPUT_KINDS`."""
+    try:
+        return handlers[kind]
+    except KeyError:
+        raise ValueError(f"RunLoop: unknown input kind {kind!r}; allowed: {INPUT_KINDS}") from None
 
 
 Writer = Callable[[int, list[tuple[str, Any]]], None]
@@ -130,6 +135,7 @@ class RunLoop:
         self.markers_every = max(1, round(self.rate / viz)) if viz > 0 else 0
         self.stats = RunStats()
         self._wall_start: float | None = None
+        self._handlers = input_handlers(core)
 
     # ------------------------------------------------------------------ inputs
     def run(self, events: Iterable[InputEvent]) -> RunStats:
@@ -174,7 +180,7 @@ class RunLoop:
         return self.stats
 
     def _apply(self, event: InputEvent) -> None:
-        hand_over(self.core, event)
+        input_handler(self._handlers, event.kind)(event.message)
         self.stats.inputs[event.kind] = self.stats.inputs.get(event.kind, 0) + 1
         if self.copy_inputs:
             self.write(event.log_ns, [(event.topic, event.message)])

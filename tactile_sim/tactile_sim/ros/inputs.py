@@ -19,18 +19,20 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..io.input_cdr import DecodedMessage, DecodedTFMessage, JointStateRow, TFRow, frame_name
-from ..io.stamps import ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
+from ..io.stamps import NS_PER_S, ns_to_seconds, time_msg_to_ns, time_msg_to_seconds
 
 
 class JointStateSample(NamedTuple):
     """One ``sensor_msgs/JointState``: stamp s (header), joint names, position (n,) float64 (rad or m) and
-    velocity (n,) float64 (rad/s or m/s) or None when the message carries none. Lengths are as received (a named
-    tuple: immutable, and cheap to build once per message)."""
+    velocity (n,) float64 (rad/s or m/s) or None when the message carries none; finite: True when the decoder
+    found every value of both finite (False: not known). Lengths are as received (a named tuple: immutable, and
+    cheap to build once per message)."""
 
     stamp: float
     names: tuple[str, ...]
     position: np.ndarray
     velocity: np.ndarray | None = None
+    finite: bool = False
 
 
 class TransformSample(NamedTuple):
@@ -48,8 +50,12 @@ class TransformSample(NamedTuple):
 def decode_joint_state(msg: Any) -> JointStateSample:
     """:class:`JointStateSample` of a ``sensor_msgs/JointState`` (rclpy or rosbags object, or a
     :class:`~..io.input_cdr.DecodedMessage` or :class:`~..io.input_cdr.JointStateRow`, whose stamp, names and float64
-    arrays are taken as they are)."""
-    if isinstance(msg, (DecodedMessage, JointStateRow)):
+    arrays are taken as they are, and a row's finite check)."""
+    if type(msg) is JointStateRow:
+        velocity = msg.velocity
+        return JointStateSample(msg.stamp_ns / NS_PER_S, msg.names, msg.position, velocity if velocity.size else None,
+                                msg.finite)
+    if isinstance(msg, DecodedMessage):
         velocity = msg.velocity
         return JointStateSample(ns_to_seconds(msg.stamp_ns), msg.names, msg.position, velocity if velocity.size else None)
     velocity = np.asarray(msg.velocity, dtype=np.float64)
@@ -64,13 +70,15 @@ def joint_state_stamp_ns(msg: Any) -> int:
 
 class TransformBatch(NamedTuple):
     """The transforms of one ``tf2_msgs/TFMessage`` in the form :meth:`~..world.tf_buffer.TFBuffer.set_transforms`
-    takes: parents, children (frame names), stamps (s) and values [n, 7] float64 (translation (x, y, z) m,
-    quaternion (x, y, z, w)), as received."""
+    takes: parents, children (frame names), stamps (s), values [n, 7] float64 (translation (x, y, z) m,
+    quaternion (x, y, z, w)), as received, and the norms of the quaternions when the decoder has them for finite
+    values (:class:`~..io.input_cdr.TFRow`; else None)."""
 
     parents: Sequence[str]
     children: Sequence[str]
     stamps: list[float]
     values: np.ndarray
+    norms: list[float] | None = None
 
     def sample(self, k: int) -> TransformSample:
         """Transform k as a :class:`TransformSample` (its arrays are views of ``values``)."""
@@ -83,8 +91,9 @@ def decode_tf_batch(msg: Any) -> TransformBatch:
     :class:`~..io.input_cdr.DecodedTFMessage`, whose frames, stamps and values are read without building its transform
     objects, or a :class:`~..io.input_cdr.TFRow`); the same frames (leading '/' dropped), stamps and values, bit for
     bit, as :func:`decode_tf_message`."""
-    if type(msg) is TFRow:
-        return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns], msg.values)
+    if type(msg) is TFRow:  # integer stamps: ns / NS_PER_S is ns_to_seconds(ns)
+        return TransformBatch(msg.parents, msg.children, [ns / NS_PER_S for ns in msg.stamps_ns], msg.values,
+                              msg.norms)
     if isinstance(msg, DecodedTFMessage):
         return TransformBatch(msg.parents, msg.children, [ns_to_seconds(ns) for ns in msg.stamps_ns()], msg.values)
     transforms = msg.transforms

@@ -305,7 +305,8 @@ class NodeCore:
         if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
                               f"dropped a joint state that names a joint twice ({listed(sample.names)})")
-        if not (scan_finite(sample.position) and (sample.velocity is None or scan_finite(sample.velocity))):
+        if not (sample.finite or scan_finite(sample.position) and (sample.velocity is None
+                                                                    or scan_finite(sample.velocity))):
             bad = ~np.isfinite(sample.position)
             if sample.velocity is not None:
                 bad |= ~np.isfinite(sample.velocity)
@@ -373,7 +374,8 @@ class NodeCore:
         if self._too_many_transforms(tf_transform_count(msg)):
             return 0
         batch = decode_tf_batch(msg)
-        outcomes = self.tf.set_transforms(batch.parents, batch.children, batch.stamps, batch.values, static)
+        outcomes = self.tf.set_transforms(batch.parents, batch.children, batch.stamps, batch.values, static,
+                                          batch.norms)
         stored = self._stored(outcomes, batch.parents, batch.children, batch.stamps)
         if static:
             for k in stored:

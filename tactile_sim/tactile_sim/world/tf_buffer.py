@@ -24,6 +24,10 @@ from ..constants import QUAT_NORM_TOL
 from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np, scan_finite
 
 
+PENDING_MAX = 1024
+"""The most messages a buffer holds back on the kept edges (:meth:`TFBuffer.set_transforms`) before adding them."""
+
+
 class TFError(ValueError):
     """A transform cannot be stored or looked up (unknown frame, disconnected trees, loop, bad value)."""
 
@@ -107,6 +111,12 @@ class _Edge:
         return quat_to_matrix_np(q), (1 - a) * self.trans[i - 1] + a * self.trans[i]
 
 
+def quaternion_norms(quats: np.ndarray) -> list[float]:
+    """The norm of each quaternion of quats [..., 4] (flattened to a list), each the float64 of
+    :func:`~..geometry.transforms.check_quaternion`'s (per row NumPy's dot, then a correctly rounded square root)."""
+    return np.sqrt(np.vecdot(quats, quats)).ravel().tolist()
+
+
 def _slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
     """Shortest-path spherical interpolation of unit quaternions (x, y, z, w), a ∈ [0, 1]."""
     d = float(np.dot(q0, q1))
@@ -146,7 +156,8 @@ class TFBuffer:
             raise ValueError(f"TFBuffer: max_samples and max_frames must be >= 2; got {max_samples}, {max_frames}")
         self.cache_time = float(cache_time)
         self.max_samples, self.max_frames = int(max_samples), int(max_frames)
-        self._edges: dict[str, _Edge] = {}
+        self._edge_of: dict[str, _Edge] = {}
+        """child frame → its edge, without the samples still pending (:attr:`_edges` adds them first)."""
         self.revision = 0
         """Counts the changes of the stored transforms: equal revisions give equal lookups (callers cache by it)."""
         self._structure = 0
@@ -157,6 +168,16 @@ class TFBuffer:
         self._latest: dict[tuple[str, str], tuple[int, list[tuple[_Edge, int]], StampedTransform]] = {}
         """(target, source) → (structure, [(edge, version)] of the chain, result) of the latest lookup at the
         latest common time: it holds while the tree and those edges are unchanged."""
+        self._pending: list[tuple[list[float], np.ndarray, np.ndarray, list[float]]] = []
+        """Messages stored whole on the kept edges (:attr:`_pending_edges`)
+        whose samples are not in those edges yet: (stamps s, translations [n, 3] m, quaternions [n, 4], their
+        norms) of each, in order, every sample newer than its edge's newest (:meth:`_flush` adds them)."""
+        self._pending_edges: list[_Edge] | None = None
+        """The kept edges when they are distinct (a message's samples may be held back for them), else None."""
+        self._pending_newest: list[float] = []
+        """Per kept edge, the stamp (s) of its newest sample, pending ones included (while any is pending)."""
+        self._pending_ids: set[int] = set()
+        """id() of each kept edge (while a sample is pending)."""
 
     # ------------------------------------------------------------------ storing
     def set_transform(self, parent: str, child: str, trans, stamp: float, *, rot=None, quat=None,
@@ -178,7 +199,8 @@ class TFBuffer:
         return self._store(parent, child, stamp, t, q, r, static)
 
     def set_transforms(self, parents: Sequence[str], children: Sequence[str], stamps: Sequence[float],
-                       values: np.ndarray, static: bool = False) -> list[bool | TFError]:
+                       values: np.ndarray, static: bool = False,
+                       norms: list[float] | None = None) -> list[bool | TFError]:
         """:meth:`set_transform` of n transforms at once, in order (one ``/tf`` message): parents, children, stamps
         (s) of each and values [n, 7] float64 (translation (x, y, z) m, quaternion (x, y, z, w)). Returns, per
         transform, what :meth:`set_transform` returns or the TFError it raises (the others are stored all the same).
@@ -187,20 +209,25 @@ class TFBuffer:
         :func:`~..geometry.transforms.check_quaternion`'s, so the unit quaternions are bit for bit
         :meth:`set_transform`'s); when one fails, each transform goes through :meth:`set_transform`, which names
         the bad ones. The samples are rows of ``values`` (as :meth:`set_transform` keeps a float64 translation as
-        given): do not modify it afterwards.
+        given): do not modify it afterwards. norms: those of the quaternions (:func:`quaternion_norms`) when the
+        caller has them and every value is finite (a decoder checks a block of messages at once), else None.
 
         A publisher sends its frames again and again: the edges of the latest message whose transforms were all
         stored are kept with its ``parents`` and ``children`` objects, and while the next message brings the same
         objects (a decoder shares them between the messages of one layout) and the frame tree is unchanged, its
-        newer samples are appended to those edges without looking them up.
+        newer samples go to those edges without looking them up: held back as the message (pending) when the edges
+        are distinct, and added to the edges at once when something reads the buffer (:attr:`_edges`).
         """
         if not len(values):
             return []
         trans, quats = values[:, :3], values[:, 3:]
-        norms = [math.sqrt(x) for x in np.vecdot(quats, quats).tolist()]  # per row check_quaternion's BLAS dot
-        # every value finite: the translations' check (a non-finite quaternion fails its norm's check all the same)
-        checked = (all(map(math.isfinite, values.ravel().tolist())) and all(map(math.isfinite, stamps))
-                   and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
+        if norms is None:
+            norms = quaternion_norms(quats)
+            # every value finite: the translations' check (a non-finite quaternion fails its norm's check anyway)
+            finite = all(map(math.isfinite, values.ravel().tolist()))
+        else:
+            finite = True
+        checked = (finite and all(map(math.isfinite, stamps)) and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
         kept = self._message_edges
         if checked and not static and kept[0] is parents and kept[1] is children and kept[2] == self._structure:
             return self._append_rows(kept[3], parents, children, stamps, trans, quats, norms)
@@ -214,13 +241,30 @@ class TFBuffer:
             except TFError as exc:
                 out.append(exc)
         if checked and not static and all(ok is True for ok in out):
-            self._message_edges = (parents, children, self._structure, [self._edges[c] for c in children])
+            edges = [self._edges[c] for c in children]
+            self._message_edges = (parents, children, self._structure, edges)
+            self._pending_edges = edges if len(set(children)) == len(children) else None
         return out
 
     def _append_rows(self, edges: list[_Edge], parents: Sequence[str], children: Sequence[str],
                      stamps: Sequence[float], trans: np.ndarray, quats: np.ndarray, norms: list[float]) -> list[bool]:
-        """:meth:`set_transforms` of checked dynamic samples for ``edges`` (those of ``children`` in ``parents``): a
-        sample newer than its edge's newest is appended here, any other goes through :meth:`_store`."""
+        """:meth:`set_transforms` of checked dynamic samples for ``edges`` (those of ``children`` in ``parents``):
+        held back as pending when the edges are distinct and every sample is newer than its edge's newest, else a
+        sample newer than its edge's newest is appended here and any other goes through :meth:`_store`."""
+        if edges is self._pending_edges:
+            newest = self._pending_newest if self._pending else [e.stamps[-1] if e.stamps else -math.inf
+                                                                   for e in edges]
+            seconds = list(map(float, stamps))
+            if all(s > n for s, n in zip(seconds, newest)):
+                if not self._pending:
+                    self._pending_ids = {id(e) for e in edges}
+                self._pending.append((seconds, trans, quats, norms))
+                self._pending_newest = seconds
+                self.revision += len(edges)
+                if len(self._pending) >= PENDING_MAX:
+                    self._flush()
+                return [True] * len(edges)
+            self._flush()
         out = []
         for edge, parent, child, stamp, t, q, n in zip(edges, parents, children, stamps, trans, quats, norms,
                                                        strict=True):
@@ -235,6 +279,28 @@ class TFBuffer:
             self._trim(edge)
             out.append(True)
         return out
+
+    def _flush(self) -> None:
+        """Add the pending messages' samples (:attr:`_pending`) to their edges, as many appends and trims would."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        m = len(pending)
+        for j, edge in enumerate(self._pending_edges):
+            edge.stamps.extend([stamps[j] for stamps, _, _, _ in pending])
+            edge.quats.extend([(quats[j], norms[j]) for _, _, quats, norms in pending])
+            edge.rots.extend([None] * m)
+            edge.trans.extend([trans[j] for _, trans, _, _ in pending])
+            edge.version += m
+            self._trim(edge)
+
+    @property
+    def _edges(self) -> dict[str, _Edge]:
+        """child frame → its edge, every sample stored (pending ones added first)."""
+        if self._pending:
+            self._flush()
+        return self._edge_of
 
     def _store(self, parent: str, child: str, stamp: float, t: np.ndarray, q: np.ndarray | tuple[np.ndarray, float],
                r: np.ndarray | None, static: bool) -> bool:
@@ -299,7 +365,7 @@ class TFBuffer:
             if anc == child:
                 raise TFError(f"{_where(parent, child)}: {child!r} is an ancestor of {parent!r}; this would close "
                               "a loop")
-        edge = self._edges[child] = _Edge(parent, static)
+        edge = self._edge_of[child] = _Edge(parent, static)
         self._structure += 1
         return edge
 
@@ -324,7 +390,8 @@ class TFBuffer:
 
     def clear(self):
         """Forget every frame."""
-        self._edges.clear()
+        self._pending.clear()
+        self._edge_of.clear()
         self._latest.clear()
         self.revision += 1
         self._structure += 1
@@ -382,6 +449,8 @@ class TFBuffer:
         the same result object, whose arrays they must not modify."""
         if time is None:
             held = self._latest.get((target, source))
+            if held is not None and self._pending and any(id(e) in self._pending_ids for e, _ in held[1]):
+                self._flush()  # the chain's edges get their pending samples
             if held is not None and held[0] == self._structure and all(e.version == v for e, v in held[1]):
                 return held[2]
         result = self._lookup(target, source, time)
