@@ -186,6 +186,40 @@ def _interleave_kernel(dtype: torch.dtype):
 _INTERLEAVE_KERNELS = {dt: _interleave_kernel(dt) for dt in WP_TYPES}
 
 
+def _transpose_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (B, 1) in the working dtype: dst[b, j, i] = src[b, i, j] for every value of
+    ``src`` [B, R, C, 2] into ``dst`` [B, C, L ≥ R, 2] (complex values as pairs of reals, contiguous; the rest of
+    ``dst``, its zero padding, left as it is): the FFT path's transpose of the rows' half spectra into columns. Exact
+    copies, one complex value at a time, in tiles of 8 × 8 (8 source rows' cache lines into 8 destination rows)."""
+    f = WP_TYPES[dtype][0]
+    call_type = warp_struct(f"DilationTransposeCall_{f.__name__}", {
+        "src": wp.array4d(dtype=f), "dst": wp.array4d(dtype=f)}, __name__)
+    item = "uint64_t" if dtype == torch.float32 else "wp::vec_t<2, double>"
+    body = f"""
+    typedef {item} item;
+    const int rows = call.src.shape[1], cols = call.src.shape[2], width = call.dst.shape[2];
+    const item* __restrict__ src = reinterpret_cast<const item*>(call.src.data) + b * static_cast<size_t>(rows) * cols;
+    item* __restrict__ dst = reinterpret_cast<item*>(call.dst.data) + b * static_cast<size_t>(cols) * width;
+    for (int i0 = 0; i0 < rows; i0 += 8) {{
+        const int i1 = i0 + 8 < rows ? i0 + 8 : rows;
+        for (int j0 = 0; j0 < cols; j0 += 8) {{
+            const int j1 = j0 + 8 < cols ? j0 + 8 : cols;
+            for (int j = j0; j < j1; ++j) {{
+                item* __restrict__ out = dst + static_cast<size_t>(j) * width;
+                for (int i = i0; i < i1; ++i) out[i] = src[static_cast<size_t>(i) * cols + j];
+            }}
+        }}
+    }}
+"""
+
+    def block(call, b, unused): ...
+
+    return native_grid_kernel(f"elastomer_dilation_transpose_{f.__name__}", call_type, block, body), call_type
+
+
+_TRANSPOSE_KERNELS = {dt: _transpose_kernel(dt) for dt in WP_TYPES}
+
+
 # ---------------------------------------------------------------------------------------------- shared tables
 def _in_plane_frame(a: np.ndarray, t_u: np.ndarray, t_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal e₁, e₂ perpendicular to the unit normal a (e₁ along the grid axis least parallel to a)."""
@@ -439,7 +473,9 @@ class _LatticeTransforms:
     sequence of :meth:`LatticeConvolution.__call__` with the same transforms, so the same values: the maps
     zero-padded to L_u columns → their rows' half spectra, transposed and zero-padded to L_v → spectra
     [E, S_g, 1|2, L_u/2 + 1, L_v] → × kernel spectra → inverse along v → its first M rows, transposed → inverse along
-    u → fields [E, S_g, 3, M, L_u] (returned; overwritten by the next call)."""
+    u → fields [E, S_g, 3, M, L_u] (returned; overwritten by the next call). The half spectra's transpose is a native
+    loop (:data:`_TRANSPOSE_KERNELS`, exact copies; torch's strided copy is several times slower on these small
+    planes)."""
 
     def __init__(self, key: tuple, m: int, complex_dtype: torch.dtype):
         (e, s, c, wr, wc), lv, lu = key
@@ -461,17 +497,19 @@ class _LatticeTransforms:
         self.column_pass = dfti.BatchedFFT("fft", lv, self.columns, self.spectrum)
         self.column_inverse = dfti.BatchedFFT("ifft", lv, self.product, self.inverse)
         self.row_inverse = dfti.BatchedFFT("irfft", lu, self.rows, self.fields)
+        kernel, call_type = _TRANSPOSE_KERNELS[real_dtype]
+        pairs = [torch.view_as_real(x).view((e * s * c,) + x.shape[-2:] + (2,)) for x in (self.half, self.columns)]
+        self.to_columns = StructLaunch(kernel, (e * s * c, 1), call_type, dict(zip(("src", "dst"), pairs)), [],
+                                       self.half.device)
 
     def __call__(self, maps: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
-        wr, wc = maps.shape[-2:]
-        m = self.rows.shape[-2]
-        self.padded[..., :wc].copy_(maps)
+        self.padded[..., :maps.shape[-1]].copy_(maps)
         self.row_pass()
-        self.columns[..., :wr].copy_(self.half.transpose(-1, -2))
+        self.to_columns()
         self.column_pass()
         _multiply(self.spectrum, in_plane, normal, self.product)
         self.column_inverse()
-        self.rows.copy_(self.inverse[..., :m].transpose(-1, -2))
+        self.rows.copy_(self.inverse[..., :self.rows.shape[-2]].transpose(-1, -2))
         self.row_inverse()
         return self.fields
 
