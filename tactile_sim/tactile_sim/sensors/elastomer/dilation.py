@@ -154,27 +154,43 @@ def _direct_sum_kernel(dtype: torch.dtype):
 _DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}
 
 
-def _interleave_kernel(dtype: torch.dtype):
+def _interleave_kernel(dtype: torch.dtype, scaled: bool):
     """(kernel, call struct type) over (E, M) in the working dtype: out[e, y·N + x, c] = fields[e, c, y, x] for
     x < N, the channels of a lattice group's fields [E, 3, M, L ≥ N] (contiguous) interleaved into its probes'
-    vectors out [E, M·N, 3]; one row of N probes per thread, in a loop the compiler keeps on unit strides."""
+    vectors out [E, M·N, 3]; one row of N probes per thread, in a loop the compiler keeps on unit strides. With
+    ``scaled`` also measured[e, y·N + x, c] = out[e, y·N + x, c] · gain[e, y·N + x] (probe gain [E, M·N]): the
+    sensor's emit of u and g·u (the same product) straight into its staging buffers."""
     f = WP_TYPES[dtype][0]
     real = "float" if dtype == torch.float32 else "double"
-    call_type = warp_struct(f"DilationInterleaveCall_{f.__name__}", {
-        "fields": wp.array4d(dtype=f), "out": wp.array3d(dtype=f)}, __name__)
-    name = f"elastomer_dilation_interleave_{f.__name__}"
+    fields = {"fields": wp.array4d(dtype=f), "out": wp.array3d(dtype=f)}
+    if scaled:
+        fields.update(measured=wp.array3d(dtype=f), gain=wp.array2d(dtype=f))
+    what = "interleave_scaled" if scaled else "interleave"
+    call_type = warp_struct(f"Dilation{what.title().replace('_', '')}Call_{f.__name__}", fields, __name__)
+    name = f"elastomer_dilation_{what}_{f.__name__}"
     row = f"""
     const int m = call.fields.shape[2];
     const size_t width = call.fields.shape[3], plane = static_cast<size_t>(m) * width;
     const int n = call.out.shape[1] / m;
+    const size_t first = (static_cast<size_t>(e) * m + y) * n;
     const {real}* __restrict__ a = reinterpret_cast<const {real}*>(call.fields.data) + (3 * e * plane + y * width);
     const {real}* __restrict__ b = a + plane;
     const {real}* __restrict__ c = b + plane;
-    {real}* __restrict__ u = reinterpret_cast<{real}*>(call.out.data) + 3 * (static_cast<size_t>(e) * m + y) * n;
+    {real}* __restrict__ u = reinterpret_cast<{real}*>(call.out.data) + 3 * first;
     for (int x = 0; x < n; ++x) {{
         u[3 * x] = a[x];
         u[3 * x + 1] = b[x];
         u[3 * x + 2] = c[x];
+    }}
+"""
+    if scaled:
+        row += f"""
+    const {real}* __restrict__ g = reinterpret_cast<const {real}*>(call.gain.data) + first;
+    {real}* __restrict__ v = reinterpret_cast<{real}*>(call.measured.data) + 3 * first;
+    for (int x = 0; x < n; ++x) {{
+        v[3 * x] = a[x] * g[x];
+        v[3 * x + 1] = b[x] * g[x];
+        v[3 * x + 2] = c[x] * g[x];
     }}
 """
 
@@ -183,7 +199,7 @@ def _interleave_kernel(dtype: torch.dtype):
     return native_grid_kernel(name, call_type, row_of, row), call_type
 
 
-_INTERLEAVE_KERNELS = {dt: _interleave_kernel(dt) for dt in WP_TYPES}
+_INTERLEAVE_KERNELS = {(dt, scaled): _interleave_kernel(dt, scaled) for dt in WP_TYPES for scaled in (False, True)}
 
 
 def _transpose_kernel(dtype: torch.dtype):
@@ -281,7 +297,7 @@ class _LatticeGroup:
         self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)      # [S_g, 3, 3]
         # one sensor whose rows are the link axes: the fields are the link-frame components (interleaved)
         self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
-        self._interleaves: dict[int, StructLaunch] = {}                     # fields' width L → launch (CPU)
+        self._interleaves: dict[tuple, StructLaunch] = {}              # (fields' width L, scaled) → launch (CPU)
 
     def maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
              window: tuple[int, int, int, int] | None = None) -> torch.Tensor:
@@ -298,14 +314,17 @@ class _LatticeGroup:
             maps = [x.index_select(1, self.index).view(e, -1, m, n)[..., r0:r1, c0:c1] for x in sources]
         return maps[0][:, :, None] if len(maps) == 1 else torch.stack(maps, 2)
 
-    def emit(self, fields: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor | None:
+    def emit(self, fields: torch.Tensor, out: torch.Tensor | None,
+             scaled: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor | None:
         """u of the members' probes from fields [E, S_g, 3, M, L ≥ N] (the columns past N are left out): written
-        into out [E, S_g·M·N, 3] when given, else returned."""
+        into out [E, S_g·M·N, 3] when given, else returned. scaled: (measured [E, M·N, 3], probe gain [E, M·N]),
+        given only with out for the one member along the link axes on the CPU (fields contiguous): g·u into
+        measured as well (:meth:`_interleave`)."""
         e = fields.shape[0]
         m, n = self.shape
-        if self.identity and out is not None and out.device.type == "cpu" and fields.is_contiguous() \
-                and out.is_contiguous():
-            self._interleave(fields[:, 0], out)
+        if scaled is not None or self.identity and out is not None and out.device.type == "cpu" \
+                and fields.is_contiguous() and out.is_contiguous():
+            self._interleave(fields[:, 0], out, scaled)
             return None
         fields = fields[..., :n]
         if self.identity:
@@ -322,17 +341,23 @@ class _LatticeGroup:
         out.copy_(u)
         return None
 
-    def _interleave(self, fields: torch.Tensor, out: torch.Tensor) -> None:
-        """out [E, M·N, 3] ← the link-frame components fields [E, 3, M, L] (contiguous) of the one member, by
-        :data:`_INTERLEAVE_KERNELS` (a launch recorded per width L, fields rebound every call)."""
-        launch = self._interleaves.get(fields.shape[-1])
-        if launch is None or launch.tensors["out"] is not out:
-            kernel, call_type = _INTERLEAVE_KERNELS[out.dtype]
-            launch = StructLaunch(kernel, (fields.shape[0], self.shape[0]), call_type,
-                                  {"fields": fields, "out": out}, [], out.device)
-            self._interleaves[fields.shape[-1]] = launch
+    def _interleave(self, fields: torch.Tensor, out: torch.Tensor,
+                    scaled: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        """out [E, M·N, 3] ← the link-frame components fields [E, 3, M, L] (contiguous) of the one member, and with
+        ``scaled`` (measured, gain) measured ← out · gain, by :data:`_INTERLEAVE_KERNELS` (a launch recorded per
+        width L and variant, its tensors rebound every call)."""
+        key = (fields.shape[-1], scaled is not None)
+        tensors = {"fields": fields, "out": out}
+        if scaled is not None:
+            tensors.update(measured=scaled[0], gain=scaled[1])
+        launch = self._interleaves.get(key)
+        if launch is None:
+            kernel, call_type = _INTERLEAVE_KERNELS[out.dtype, scaled is not None]
+            launch = self._interleaves[key] = StructLaunch(kernel, (fields.shape[0], self.shape[0]), call_type,
+                                                           tensors, [], out.device)
         else:
-            launch.bind("fields", fields)
+            for name, t in tensors.items():
+                launch.bind(name, t)
         launch()
 
 
@@ -434,7 +459,9 @@ class LatticeConvolution(_LatticeGroup):
         return view
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
-                 window: tuple[int, int, int, int] | None = None):
+                 window: tuple[int, int, int, int] | None = None,
+                 scaled: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """scaled: see :meth:`emit` (one member along the link axes, on the CPU)."""
         m, n = self.shape
         window = self.whole if window is None else tuple(window)
         if window not in self._spectra:                                    # keep the build's and the last window's
@@ -448,7 +475,7 @@ class LatticeConvolution(_LatticeGroup):
             key = (maps.shape, lv, lu)
             if self._transforms is None or self._transforms.key != key:    # kept while the window's size holds
                 self._transforms = _LatticeTransforms(key, m, in_plane.dtype)
-            return self.emit(self._transforms(maps, in_plane, normal), out)
+            return self.emit(self._transforms(maps, in_plane, normal), out, scaled)
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
         shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
         if self._product is None or self._product.shape != shape:         # reused while the window's size holds
@@ -456,7 +483,7 @@ class LatticeConvolution(_LatticeGroup):
         _multiply(spectrum, in_plane, normal, self._product)
         # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
         rows = torch.fft.ifft(self._product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
-        return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out)
+        return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out, scaled)
 
 
 def _multiply(spectrum: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor, product: torch.Tensor) -> None:
@@ -697,16 +724,24 @@ class DilationField:
         self.bound_key = torch.as_tensor(key, device=device)
         self.bounds = torch.zeros((len(layouts), 4), dtype=torch.int32, device=device)
         self.shapes = [layout.shape for layout in layouts]
+        # one FFT-path sensor along the link axes on the CPU: u_dil can be emitted straight into staging buffers
+        self.stages = self.whole and device.type == "cpu" and isinstance(self.groups[0], LatticeConvolution) \
+            and self.groups[0].identity
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor,
+                 staged: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> None:
         """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build) and, when there
-        are windows, ``bounds`` (cleared before the step's indentation kernel raised them)."""
+        are windows, ``bounds`` (cleared before the step's indentation kernel raised them). staged (only when
+        :attr:`stages`): (ground truth, measured [E, P, 3], probe gain [E, P]), contiguous: u_dil into the first and
+        g·u_dil into the second instead (``out`` is left as it is)."""
         if self.direct is not None:
             self.direct(depth, depth_p)
         windows = dict(self._windows()) if self.windows else {}
         for g, group in enumerate(self.groups):
             window = {"window": windows[g]} if g in windows else {}
-            if self.whole:
+            if staged is not None:
+                group(depth, depth_p, staged[0], scaled=staged[1:], **window)
+            elif self.whole:
                 group(depth, depth_p, self.out, **window)
             else:
                 self.out.index_copy_(1, group.index, group(depth, depth_p, **window))

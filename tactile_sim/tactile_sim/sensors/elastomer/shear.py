@@ -450,6 +450,7 @@ class ShearAnchors:
             "listed": torch.zeros((e, -(-n // per_thread)), dtype=torch.int32, device=device)},
             [query.tables, per_thread, int(cpu)], device)
         self._compact = None
+        self._slots = 0                                                   # compacted slots of the step (update)
         if not cpu:
             kernel, call_type = _COMPACT_KERNELS[dtype]
             self._compact = StructLaunch(kernel, (e, len(lengths)), call_type, {
@@ -470,19 +471,22 @@ class ShearAnchors:
         if scattered:
             self.groups.append(_ScatteredMembers(scattered, starts, counts, lambda_s, layouts, device, dtype))
 
-    def __call__(self, state: WorldState, out: torch.Tensor) -> None:
-        """Pose the samples for ``state``, update the anchors, then add the shear of the sensors not evaluated
-        elsewhere to out [E, P, 3]."""
+    def update(self, state: WorldState) -> bool:
+        """Pose the samples for ``state`` and update the anchors and the compacted samples; True when :meth:`add`
+        then adds something (some sensor not evaluated elsewhere, and on the CPU some compacted sample)."""
         bind_state(self._step, state)
         self._step()
         if self._compact is not None:
             self._compact()
-        if not self.groups:
-            return
         # slots per segment: this step's largest count on CPU (reading it costs nothing), the longest elsewhere
-        k = int(self.count.max()) if self.count.device.type == "cpu" else self.longest
-        if k == 0:
-            return
+        self._slots = 0 if not self.groups else int(self.count.max()) if self.count.device.type == "cpu" \
+            else self.longest
+        return self._slots > 0
+
+    def add(self, out: torch.Tensor) -> None:
+        """Add the shear of the sensors not evaluated elsewhere to out [E, P, 3] (after :meth:`update` returned
+        True)."""
+        k = self._slots
         q_c, c_c = self.q_c[:, :, :k], self.c_c[:, :, :k]                           # [E, S, K, 3]
         for group in self.groups:
             group(q_c, c_c, out)
