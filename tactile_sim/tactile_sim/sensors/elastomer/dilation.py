@@ -480,18 +480,25 @@ class LatticeConvolution(_LatticeGroup):
         shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
         if self._product is None or self._product.shape != shape:         # reused while the window's size holds
             self._product = spectrum.new_empty(shape)
-        _multiply(spectrum, in_plane, normal, self._product)
+        _multiply(_product_views(spectrum, self._product), in_plane, normal)
         # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
         rows = torch.fft.ifft(self._product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
         return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out, scaled)
 
 
-def _multiply(spectrum: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor, product: torch.Tensor) -> None:
-    """product [E, S_g, 3, L_u/2 + 1, L_v] ← the maps' spectra [E, S_g, 1|2, ...] × the kernels' (in_plane [S_g, 2,
-    ...], normal [S_g, 1, ...]): channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast
-    over its channels."""
-    torch.mul(spectrum[:, :, :1], in_plane, out=product[:, :, :2])
-    torch.mul(spectrum[:, :, -1:], normal, out=product[:, :, 2:])
+def _product_views(spectrum: torch.Tensor, product: torch.Tensor) -> tuple:
+    """The operands of :func:`_multiply` in the maps' spectra [E, S_g, 1|2, L_u/2 + 1, L_v] and the product
+    [E, S_g, 3, ...]: (H's spectrum, channels 1–2), (H^p's spectrum — H's when there is one map —, channel 3)."""
+    return (spectrum[:, :, :1], product[:, :, :2]), (spectrum[:, :, -1:], product[:, :, 2:])
+
+
+def _multiply(views: tuple, in_plane: torch.Tensor, normal: torch.Tensor) -> None:
+    """product ← the maps' spectra × the kernels' (in_plane [S_g, 2, ...], normal [S_g, 1, ...]) into the views of
+    :func:`_product_views`: channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over
+    its channels."""
+    (h, planar), (h_p, across) = views
+    torch.mul(h, in_plane, out=planar)
+    torch.mul(h_p, normal, out=across)
 
 
 class _LatticeTransforms:
@@ -528,15 +535,19 @@ class _LatticeTransforms:
         pairs = [torch.view_as_real(x).view((e * s * c,) + x.shape[-2:] + (2,)) for x in (self.half, self.columns)]
         self.to_columns = StructLaunch(kernel, (e * s * c, 1), call_type, dict(zip(("src", "dst"), pairs)), [],
                                        self.half.device)
+        # the views of every step, made once
+        self.window = self.padded[..., :wc]
+        self.products = _product_views(self.spectrum, self.product)
+        self.target_rows = self.inverse[..., :m].transpose(-1, -2)
 
     def __call__(self, maps: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
-        self.padded[..., :maps.shape[-1]].copy_(maps)
+        self.window.copy_(maps)
         self.row_pass()
         self.to_columns()
         self.column_pass()
-        _multiply(self.spectrum, in_plane, normal, self.product)
+        _multiply(self.products, in_plane, normal)
         self.column_inverse()
-        self.rows.copy_(self.inverse[..., :self.rows.shape[-2]].transpose(-1, -2))
+        self.rows.copy_(self.target_rows)
         self.row_inverse()
         return self.fields
 
