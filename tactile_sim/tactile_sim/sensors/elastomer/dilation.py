@@ -298,6 +298,7 @@ class _LatticeGroup:
         # one sensor whose rows are the link axes: the fields are the link-frame components (interleaved)
         self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
         self._interleaves: dict[tuple, StructLaunch] = {}              # (fields' width L, scaled) → launch (CPU)
+        self._member_fields: tuple = (None, None)                        # (fields, fields[:, 0]) of the last call
 
     def maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
              window: tuple[int, int, int, int] | None = None) -> torch.Tensor:
@@ -324,7 +325,7 @@ class _LatticeGroup:
         m, n = self.shape
         if scaled is not None or self.identity and out is not None and out.device.type == "cpu" \
                 and fields.is_contiguous() and out.is_contiguous():
-            self._interleave(fields[:, 0], out, scaled)
+            self._interleave(fields, out, scaled)
             return None
         fields = fields[..., :n]
         if self.identity:
@@ -343,17 +344,21 @@ class _LatticeGroup:
 
     def _interleave(self, fields: torch.Tensor, out: torch.Tensor,
                     scaled: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
-        """out [E, M·N, 3] ← the link-frame components fields [E, 3, M, L] (contiguous) of the one member, and with
-        ``scaled`` (measured, gain) measured ← out · gain, by :data:`_INTERLEAVE_KERNELS` (a launch recorded per
-        width L and variant, its tensors rebound every call)."""
+        """out [E, M·N, 3] ← the link-frame components fields [E, 1, 3, M, L] (contiguous) of the one member, and
+        with ``scaled`` (measured, gain) measured ← out · gain, by :data:`_INTERLEAVE_KERNELS` (a launch recorded per
+        width L and variant, its tensors rebound every call; the member's view of fields kept while fields is the
+        same tensor, as the CPU transforms' output buffer is: a new view would be checked again at every bind)."""
+        if self._member_fields[0] is not fields:
+            self._member_fields = (fields, fields[:, 0])
+        member = self._member_fields[1]
         key = (fields.shape[-1], scaled is not None)
-        tensors = {"fields": fields, "out": out}
+        tensors = {"fields": member, "out": out}
         if scaled is not None:
             tensors.update(measured=scaled[0], gain=scaled[1])
         launch = self._interleaves.get(key)
         if launch is None:
             kernel, call_type = _INTERLEAVE_KERNELS[out.dtype, scaled is not None]
-            launch = self._interleaves[key] = StructLaunch(kernel, (fields.shape[0], self.shape[0]), call_type,
+            launch = self._interleaves[key] = StructLaunch(kernel, (member.shape[0], self.shape[0]), call_type,
                                                            tensors, [], out.device)
         else:
             for name, t in tensors.items():
