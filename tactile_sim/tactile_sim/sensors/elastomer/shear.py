@@ -95,7 +95,7 @@ def _pose_loop(dtype: torch.dtype) -> str:
         const vec3 hi = call.box_hi.data[g];
         const {real} reach = wp::abs(ob[0]) + wp::abs(ob[1]) + wp::abs(ob[2]) + wp::abs(ol[0]) + wp::abs(ol[1])
             + wp::abs(ol[2]);
-        // the cull, branch-free (the compiler vectorises it): inside flags into near[i] (listed below, in place)
+        // the cull, branch-free: inside flags into near[i] (listed below, in place: slot start + listed <= i)
         for (int i = j; i < end; ++i) {{
             const {real} px = points[i][0], py = points[i][1], pz = points[i][2];
             const {real} tol = slack * (reach + wp::abs(px) + wp::abs(py) + wp::abs(pz));
