@@ -253,3 +253,34 @@ def test_dilation_emitted_into_the_staging_buffers_reads_as_the_field_path(monke
     assert any(bool(x.abs().max() > 0) for x in staged)
     for a, b in zip(staged, field):
         assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def test_window_of_two_sensors_of_one_shape_holds_both_contacts(monkeypatch):
+    # two FFT-path grids of one shape, apart on the pad, share one group and one window: the union of their contacts'
+    # rows and columns. Each sensor's u must be what it reads alone (its own window; other transform sizes, so equal
+    # to rounding), as a ball presses into one grid and then into the other, in two envs apart
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+
+    def sensor(name: str, x: float) -> dict:
+        return {"type": "ElastomerTaxel", "name": name, "link": "pad", "track": ["ball"], "compressibility": 0.5,
+                "shear_scale": 0.0, "probe_local_pos": (lattice(8, 10, 0.003, 0.003, (x, -0.0105, 0.0))).tolist()}
+
+    sensors = [sensor("a", -0.035), sensor("b", 0.006)]
+    path = [[(-0.03, 0.0, 0.0185), (0.012, 0.003, 0.0188)], [(0.013, -0.002, 0.0186), (-0.025, 0.002, 0.0187)]]
+
+    def run(chosen: list[dict]) -> list[dict]:
+        suite = make_suite(chosen, [sphere("ball", 0.02, (0.0, 0.0, 0.05))], n_envs=2)
+        out = []
+        for t, xyz in enumerate(path):
+            rot = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+            suite.update(0.01 * t, object_poses={"ball": (rot, torch.tensor(xyz, dtype=torch.float64))})
+            out.append({s["name"]: suite.read_ground_truth(s["name"]).clone() for s in chosen})
+        return out
+
+    together = run(sensors)
+    for s in sensors:
+        alone = run([s])
+        for both, one in zip(together, alone):
+            want = one[s["name"]]
+            assert want.abs().max() > 0
+            assert (both[s["name"]] - want).abs().max() <= 1e-9 * want.abs().max()

@@ -752,7 +752,7 @@ class DilationField:
         g·u_dil into the second instead (``out`` is left as it is)."""
         if self.direct is not None:
             self.direct(depth, depth_p)
-        windows = dict(self._windows()) if self.windows else {}
+        windows = self._windows() if self.windows else {}
         for g, group in enumerate(self.groups):
             window = {"window": windows[g]} if g in windows else {}
             if staged is not None:
@@ -762,11 +762,14 @@ class DilationField:
             else:
                 self.out.index_copy_(1, group.index, group(depth, depth_p, **window))
 
-    def _windows(self):
-        """(group, (r₀, r₁, c₀, c₁)) of each lattice group: the rows and columns where some member has H > 0 in
-        some env (one row and column when none has: their products are zero)."""
+    def _windows(self) -> dict[int, tuple[int, int, int, int]]:
+        """group → (r₀, r₁, c₀, c₁) of each lattice group: the rows and columns where some member has H > 0 in some
+        env (one row and column when none has: their products are zero)."""
         bounds = self.bounds.tolist()
+        windows = {}
         for g, members in self.windows:
             m, n = self.shapes[members[0]]
-            lo_r, hi_r, lo_c, hi_c = (max(bounds[s][k] for s in members) for k in range(4))
-            yield g, ((m - lo_r, hi_r, n - lo_c, hi_c) if hi_r > 0 else (0, 1, 0, 1))
+            lo_r, hi_r, lo_c, hi_c = bounds[members[0]] if len(members) == 1 else \
+                [max(column) for column in zip(*(bounds[s] for s in members))]
+            windows[g] = (m - lo_r, hi_r, n - lo_c, hi_c) if hi_r > 0 else (0, 1, 0, 1)
+        return windows
