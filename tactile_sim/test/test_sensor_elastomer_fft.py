@@ -10,8 +10,8 @@ import pytest
 import torch
 import warp as wp
 
-from helpers_pointcloud import lattice
-from tactile_sim.sensors.elastomer import dfti, dilation as elastomer_dilation
+from helpers_pointcloud import centred_lattice, lattice, make_suite, sphere, step
+from tactile_sim.sensors.elastomer import dfti, dilation as elastomer_dilation, pairwise as elastomer_pairwise
 from tactile_sim.sensors.elastomer.dilation import (DilationParameters, LatticeConvolution, SeparableLattice,
                                                     pair_tables)
 from tactile_sim.sensors.layout.probe_layout import ProbeLayout
@@ -199,3 +199,88 @@ def test_fields_along_the_link_axes_are_interleaved_into_out(group, c):
             want = _truth(table_k, table_g, layout.flat_normals, depth, depth ** prm.exponent)
             tolerance = 1e-10 if dtype == torch.float64 else 1e-5
             assert np.abs(out.double().numpy() - want).max() <= tolerance * np.abs(want).max(), window
+
+
+def test_scaled_interleave_writes_u_and_gain_times_u():
+    # the interleave's variant for the staging buffers: out holds u as returned (a torch permute), measured the torch
+    # product u·g with the probe gain per probe, bit for bit, over windows of several widths, back and forth
+    m, n, e = 9, 12, 3
+    layout = ProbeLayout.from_options(lattice(m, n, 0.004, 0.003), 0.002, where="ElastomerTaxel(name='fft')")
+    prm = DilationParameters(20000.0, 0.5, layout.epsilon0(), 0.0, 1.3, 2.0)
+    params = torch.tensor([prm.row()], dtype=torch.float64)
+    rng = np.random.default_rng(5)
+    for dtype in (torch.float64, torch.float32):
+        conv = LatticeConvolution([(0, 0, layout)], params, [prm.exponent], torch.device("cpu"), dtype)
+        gain = torch.as_tensor(rng.uniform(0.8, 1.2, (e, m * n)), dtype=dtype)
+        out, measured = (torch.full((e, m * n, 3), torch.nan, dtype=dtype) for _ in range(2))
+        for window in WINDOWS:
+            r0, r1, c0, c1 = window
+            depth = np.zeros((e, m, n))
+            depth[:, r0:r1, c0:c1] = rng.uniform(1e-4, 1e-3, (e, r1 - r0, c1 - c0))
+            h = torch.as_tensor(depth.reshape(e, -1), dtype=dtype)
+            returned = conv(h, h ** 2, window=window)
+            assert conv(h, h ** 2, out, window=window, scaled=(measured, gain)) is None
+            assert torch.equal(out, returned), window
+            assert torch.equal(measured, returned * gain[..., None]), window
+
+
+def test_dilation_emitted_into_the_staging_buffers_reads_as_the_field_path(monkeypatch):
+    # one FFT-path grid along the link axes on the CPU: in a step without shear its interleave writes u and g·u
+    # straight into the staging buffers. With that off (the field, then the emit kernel) every read and ground truth
+    # is the same, bit for bit, while a ball presses (no shear yet), slides (shear: the field path) and rests (anchored
+    # samples, no drag), with noise, bias, a probe gain and a delay
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+    sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"], "compressibility": 0.5,
+              "probe_local_pos": centred_lattice(16, 0.004).tolist(), "noise": 1e-4, "bias": 1e-5, "probe_gain": 1.1,
+              "delay": 0.01}
+    path = [(0.0, 0.0, 0.03), (0.0, 0.0, 0.018), (0.001, 0.0, 0.018), (0.002, 0.0005, 0.0181), (0.002, 0.0005, 0.0181),
+            (0.002, 0.0005, 0.0181)]
+
+    def run(staged: bool) -> tuple[list, list]:
+        suite = make_suite([sensor], [sphere("ball", 0.02, path[0])], n_envs=2, dtype="float32")
+        batch = suite.locate("el")[0]
+        assert batch.dilation.stages and batch.emit is not None and batch.pairwise is None
+        batch.dilation.stages = staged
+        reads, slots = [], []
+        for t, xyz in enumerate(path):
+            step(suite, 0.01 * t, {"ball": xyz})
+            reads += [suite.read("el").clone(), suite.read_ground_truth("el").clone()]
+            slots.append(batch.shear._slots)
+        return reads, slots
+
+    (staged, slots), (field, _) = run(True), run(False)
+    assert 0 in slots[1:] and max(slots) > 0                     # steps of both paths, in contact
+    assert any(bool(x.abs().max() > 0) for x in staged)
+    for a, b in zip(staged, field):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def test_window_of_two_sensors_of_one_shape_holds_both_contacts(monkeypatch):
+    # two FFT-path grids of one shape, apart on the pad, share one group and one window: the union of their contacts'
+    # rows and columns. Each sensor's u must be what it reads alone (its own window; other transform sizes, so equal
+    # to rounding), as a ball presses into one grid and then into the other, in two envs apart
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+
+    def sensor(name: str, x: float) -> dict:
+        return {"type": "ElastomerTaxel", "name": name, "link": "pad", "track": ["ball"], "compressibility": 0.5,
+                "shear_scale": 0.0, "probe_local_pos": (lattice(8, 10, 0.003, 0.003, (x, -0.0105, 0.0))).tolist()}
+
+    sensors = [sensor("a", -0.035), sensor("b", 0.006)]
+    path = [[(-0.03, 0.0, 0.0185), (0.012, 0.003, 0.0188)], [(0.013, -0.002, 0.0186), (-0.025, 0.002, 0.0187)]]
+
+    def run(chosen: list[dict]) -> list[dict]:
+        suite = make_suite(chosen, [sphere("ball", 0.02, (0.0, 0.0, 0.05))], n_envs=2)
+        out = []
+        for t, xyz in enumerate(path):
+            rot = torch.eye(3, dtype=torch.float64).expand(2, 3, 3)
+            suite.update(0.01 * t, object_poses={"ball": (rot, torch.tensor(xyz, dtype=torch.float64))})
+            out.append({s["name"]: suite.read_ground_truth(s["name"]).clone() for s in chosen})
+        return out
+
+    together = run(sensors)
+    for s in sensors:
+        alone = run([s])
+        for both, one in zip(together, alone):
+            want = one[s["name"]]
+            assert want.abs().max() > 0
+            assert (both[s["name"]] - want).abs().max() <= 1e-9 * want.abs().max()

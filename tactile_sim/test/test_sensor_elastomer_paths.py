@@ -214,31 +214,37 @@ def test_redrawn_gains_apply_after_a_reset_of_one_env():
     assert both.sum() > 10 and not np.allclose(after[1][both], before[1][both])
 
 
-def _shear_on_a_compound_link(monkeypatch, unbounded: bool) -> list[np.ndarray]:
-    """Shear on a link of a rotated box, a capsule and a sphere (inside it) while a box slides into the top face;
-    with ``unbounded`` the samples' reach boxes are disabled (every sample queries its link)."""
+def _shear_on_a_compound_link(monkeypatch, unbounded: bool, dtype: str = "float64",
+                              at: tuple = (0.0, 0.0, 0.0)) -> list[np.ndarray]:
+    """Shear on a link of a rotated box, a capsule and a sphere (inside it), placed at ``at`` (world, m), while a box
+    slides into the top face; with ``unbounded`` the samples' reach boxes are disabled (every sample queries its
+    link)."""
     if unbounded:
         monkeypatch.setattr(elastomer_shear, "_reach_box",
                             lambda shapes, cutoff: (np.full(3, -np.inf), np.full(3, np.inf)))
-    link = {"name": "pad", "geometry": [
+    link = {"name": "pad", "pose": {"xyz": list(at)}, "geometry": [
         {"box": {"size": [0.06, 0.05, 0.02]}, "origin": {"xyz": [0.0, 0.0, -0.01], "rpy": [0.0, 0.0, 0.4]}},
         {"capsule": {"radius": 0.004, "length": 0.03}, "origin": {"xyz": [0.01, 0.0, -0.012], "rpy": [0.0, 1.5708, 0.0]}},
         {"sphere": {"radius": 0.006}, "origin": {"xyz": [-0.012, 0.008, -0.008]}}]}
     sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"], "dilate_scale": 0.0,
               "n_sample_points": 3000, "probe_local_pos": centred_lattice(7, 0.006).tolist()}
-    cfg = {"suite": {"dt": 0.01, "n_envs": 0, "dtype": "float64"}, "sensors": [sensor],
+    cfg = {"suite": {"dt": 0.01, "n_envs": 0, "dtype": dtype}, "sensors": [sensor],
            "objects": [link, box("ball", (0.05, 0.05, 0.02))]}
     suite = SensorSuite.from_yaml(cfg)
     out = []
     for t, xyz in enumerate([(0.0, 0.0, 0.0095), (0.0008, -0.0004, 0.0093), (0.0015, 0.0003, 0.0097)]):
-        step(suite, 0.01 * t, {"ball": xyz})
+        step(suite, 0.01 * t, {"ball": tuple(np.add(at, xyz))})
         out.append(numpy(suite.read_ground_truth("el")))
     return out
 
 
-def test_reach_boxes_change_no_shear(monkeypatch):
-    bounded = _shear_on_a_compound_link(monkeypatch, False)
-    unbounded = _shear_on_a_compound_link(monkeypatch, True)
+@pytest.mark.parametrize("dtype,at", [("float64", (0.0, 0.0, 0.0)), ("float32", (0.0, 0.0, 0.0)),
+                                      ("float32", (30.0, -20.0, 5.0))])
+def test_reach_boxes_change_no_shear(monkeypatch, dtype, at):
+    # the samples' cull by their composed pose (rounded otherwise than their link-frame positions, more so far from
+    # the origin in float32) keeps every sample that the queries of all samples find within reach
+    bounded = _shear_on_a_compound_link(monkeypatch, False, dtype, at)
+    unbounded = _shear_on_a_compound_link(monkeypatch, True, dtype, at)
     assert np.abs(bounded[-1]).max() > 0
     for a, b in zip(bounded, unbounded):
         assert np.array_equal(a, b)

@@ -154,27 +154,43 @@ def _direct_sum_kernel(dtype: torch.dtype):
 _DIRECT_SUM_KERNELS = {dt: _direct_sum_kernel(dt) for dt in WP_TYPES}
 
 
-def _interleave_kernel(dtype: torch.dtype):
+def _interleave_kernel(dtype: torch.dtype, scaled: bool):
     """(kernel, call struct type) over (E, M) in the working dtype: out[e, y·N + x, c] = fields[e, c, y, x] for
     x < N, the channels of a lattice group's fields [E, 3, M, L ≥ N] (contiguous) interleaved into its probes'
-    vectors out [E, M·N, 3]; one row of N probes per thread, in a loop the compiler keeps on unit strides."""
+    vectors out [E, M·N, 3]; one row of N probes per thread, in a loop the compiler keeps on unit strides. With
+    ``scaled`` also measured[e, y·N + x, c] = out[e, y·N + x, c] · gain[e, y·N + x] (probe gain [E, M·N]): the
+    sensor's emit of u and g·u (the same product) straight into its staging buffers."""
     f = WP_TYPES[dtype][0]
     real = "float" if dtype == torch.float32 else "double"
-    call_type = warp_struct(f"DilationInterleaveCall_{f.__name__}", {
-        "fields": wp.array4d(dtype=f), "out": wp.array3d(dtype=f)}, __name__)
-    name = f"elastomer_dilation_interleave_{f.__name__}"
+    fields = {"fields": wp.array4d(dtype=f), "out": wp.array3d(dtype=f)}
+    if scaled:
+        fields.update(measured=wp.array3d(dtype=f), gain=wp.array2d(dtype=f))
+    what = "interleave_scaled" if scaled else "interleave"
+    call_type = warp_struct(f"Dilation{what.title().replace('_', '')}Call_{f.__name__}", fields, __name__)
+    name = f"elastomer_dilation_{what}_{f.__name__}"
     row = f"""
     const int m = call.fields.shape[2];
     const size_t width = call.fields.shape[3], plane = static_cast<size_t>(m) * width;
     const int n = call.out.shape[1] / m;
+    const size_t first = (static_cast<size_t>(e) * m + y) * n;
     const {real}* __restrict__ a = reinterpret_cast<const {real}*>(call.fields.data) + (3 * e * plane + y * width);
     const {real}* __restrict__ b = a + plane;
     const {real}* __restrict__ c = b + plane;
-    {real}* __restrict__ u = reinterpret_cast<{real}*>(call.out.data) + 3 * (static_cast<size_t>(e) * m + y) * n;
+    {real}* __restrict__ u = reinterpret_cast<{real}*>(call.out.data) + 3 * first;
     for (int x = 0; x < n; ++x) {{
         u[3 * x] = a[x];
         u[3 * x + 1] = b[x];
         u[3 * x + 2] = c[x];
+    }}
+"""
+    if scaled:
+        row += f"""
+    const {real}* __restrict__ g = reinterpret_cast<const {real}*>(call.gain.data) + first;
+    {real}* __restrict__ v = reinterpret_cast<{real}*>(call.measured.data) + 3 * first;
+    for (int x = 0; x < n; ++x) {{
+        v[3 * x] = a[x] * g[x];
+        v[3 * x + 1] = b[x] * g[x];
+        v[3 * x + 2] = c[x] * g[x];
     }}
 """
 
@@ -183,7 +199,41 @@ def _interleave_kernel(dtype: torch.dtype):
     return native_grid_kernel(name, call_type, row_of, row), call_type
 
 
-_INTERLEAVE_KERNELS = {dt: _interleave_kernel(dt) for dt in WP_TYPES}
+_INTERLEAVE_KERNELS = {(dt, scaled): _interleave_kernel(dt, scaled) for dt in WP_TYPES for scaled in (False, True)}
+
+
+def _transpose_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (B, 1) in the working dtype: dst[b, j, i] = src[b, i, j] for every value of
+    ``src`` [B, R, C, 2] into ``dst`` [B, C, L ≥ R, 2] (complex values as pairs of reals, contiguous; the rest of
+    ``dst``, its zero padding, left as it is): the FFT path's transpose of the rows' half spectra into columns. Exact
+    copies, one complex value at a time, in tiles of 8 × 8 (8 source rows' cache lines into 8 destination rows)."""
+    f = WP_TYPES[dtype][0]
+    call_type = warp_struct(f"DilationTransposeCall_{f.__name__}", {
+        "src": wp.array4d(dtype=f), "dst": wp.array4d(dtype=f)}, __name__)
+    item = "uint64_t" if dtype == torch.float32 else "wp::vec_t<2, double>"
+    body = f"""
+    typedef {item} item;
+    const int rows = call.src.shape[1], cols = call.src.shape[2], width = call.dst.shape[2];
+    const item* __restrict__ src = reinterpret_cast<const item*>(call.src.data) + b * static_cast<size_t>(rows) * cols;
+    item* __restrict__ dst = reinterpret_cast<item*>(call.dst.data) + b * static_cast<size_t>(cols) * width;
+    for (int i0 = 0; i0 < rows; i0 += 8) {{
+        const int i1 = i0 + 8 < rows ? i0 + 8 : rows;
+        for (int j0 = 0; j0 < cols; j0 += 8) {{
+            const int j1 = j0 + 8 < cols ? j0 + 8 : cols;
+            for (int j = j0; j < j1; ++j) {{
+                item* __restrict__ out = dst + static_cast<size_t>(j) * width;
+                for (int i = i0; i < i1; ++i) out[i] = src[static_cast<size_t>(i) * cols + j];
+            }}
+        }}
+    }}
+"""
+
+    def block(call, b, unused): ...
+
+    return native_grid_kernel(f"elastomer_dilation_transpose_{f.__name__}", call_type, block, body), call_type
+
+
+_TRANSPOSE_KERNELS = {dt: _transpose_kernel(dt) for dt in WP_TYPES}
 
 
 # ---------------------------------------------------------------------------------------------- shared tables
@@ -247,7 +297,8 @@ class _LatticeGroup:
         self.basis = torch.as_tensor(np.stack(bases), device=device, dtype=dtype)      # [S_g, 3, 3]
         # one sensor whose rows are the link axes: the fields are the link-frame components (interleaved)
         self.identity = len(bases) == 1 and bool(np.array_equal(bases[0], np.eye(3)))
-        self._interleaves: dict[int, StructLaunch] = {}                     # fields' width L → launch (CPU)
+        self._interleaves: dict[tuple, StructLaunch] = {}              # (fields' width L, scaled) → launch (CPU)
+        self._member_fields: tuple = (None, None)                        # (fields, fields[:, 0]) of the last call
 
     def maps(self, depth: torch.Tensor, depth_p: torch.Tensor,
              window: tuple[int, int, int, int] | None = None) -> torch.Tensor:
@@ -264,14 +315,17 @@ class _LatticeGroup:
             maps = [x.index_select(1, self.index).view(e, -1, m, n)[..., r0:r1, c0:c1] for x in sources]
         return maps[0][:, :, None] if len(maps) == 1 else torch.stack(maps, 2)
 
-    def emit(self, fields: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor | None:
+    def emit(self, fields: torch.Tensor, out: torch.Tensor | None,
+             scaled: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor | None:
         """u of the members' probes from fields [E, S_g, 3, M, L ≥ N] (the columns past N are left out): written
-        into out [E, S_g·M·N, 3] when given, else returned."""
+        into out [E, S_g·M·N, 3] when given, else returned. scaled: (measured [E, M·N, 3], probe gain [E, M·N]),
+        given only with out for the one member along the link axes on the CPU (fields contiguous): g·u into
+        measured as well (:meth:`_interleave`)."""
         e = fields.shape[0]
         m, n = self.shape
-        if self.identity and out is not None and out.device.type == "cpu" and fields.is_contiguous() \
-                and out.is_contiguous():
-            self._interleave(fields[:, 0], out)
+        if scaled is not None or self.identity and out is not None and out.device.type == "cpu" \
+                and fields.is_contiguous() and out.is_contiguous():
+            self._interleave(fields, out, scaled)
             return None
         fields = fields[..., :n]
         if self.identity:
@@ -288,17 +342,27 @@ class _LatticeGroup:
         out.copy_(u)
         return None
 
-    def _interleave(self, fields: torch.Tensor, out: torch.Tensor) -> None:
-        """out [E, M·N, 3] ← the link-frame components fields [E, 3, M, L] (contiguous) of the one member, by
-        :data:`_INTERLEAVE_KERNELS` (a launch recorded per width L, fields rebound every call)."""
-        launch = self._interleaves.get(fields.shape[-1])
-        if launch is None or launch.tensors["out"] is not out:
-            kernel, call_type = _INTERLEAVE_KERNELS[out.dtype]
-            launch = StructLaunch(kernel, (fields.shape[0], self.shape[0]), call_type,
-                                  {"fields": fields, "out": out}, [], out.device)
-            self._interleaves[fields.shape[-1]] = launch
+    def _interleave(self, fields: torch.Tensor, out: torch.Tensor,
+                    scaled: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        """out [E, M·N, 3] ← the link-frame components fields [E, 1, 3, M, L] (contiguous) of the one member, and
+        with ``scaled`` (measured, gain) measured ← out · gain, by :data:`_INTERLEAVE_KERNELS` (a launch recorded per
+        width L and variant, its tensors rebound every call; the member's view of fields kept while fields is the
+        same tensor, as the CPU transforms' output buffer is: a new view would be checked again at every bind)."""
+        if self._member_fields[0] is not fields:
+            self._member_fields = (fields, fields[:, 0])
+        member = self._member_fields[1]
+        key = (fields.shape[-1], scaled is not None)
+        tensors = {"fields": member, "out": out}
+        if scaled is not None:
+            tensors.update(measured=scaled[0], gain=scaled[1])
+        launch = self._interleaves.get(key)
+        if launch is None:
+            kernel, call_type = _INTERLEAVE_KERNELS[out.dtype, scaled is not None]
+            launch = self._interleaves[key] = StructLaunch(kernel, (member.shape[0], self.shape[0]), call_type,
+                                                           tensors, [], out.device)
         else:
-            launch.bind("fields", fields)
+            for name, t in tensors.items():
+                launch.bind(name, t)
         launch()
 
 
@@ -400,7 +464,9 @@ class LatticeConvolution(_LatticeGroup):
         return view
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
-                 window: tuple[int, int, int, int] | None = None):
+                 window: tuple[int, int, int, int] | None = None,
+                 scaled: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """scaled: see :meth:`emit` (one member along the link axes, on the CPU)."""
         m, n = self.shape
         window = self.whole if window is None else tuple(window)
         if window not in self._spectra:                                    # keep the build's and the last window's
@@ -414,23 +480,30 @@ class LatticeConvolution(_LatticeGroup):
             key = (maps.shape, lv, lu)
             if self._transforms is None or self._transforms.key != key:    # kept while the window's size holds
                 self._transforms = _LatticeTransforms(key, m, in_plane.dtype)
-            return self.emit(self._transforms(maps, in_plane, normal), out)
+            return self.emit(self._transforms(maps, in_plane, normal), out, scaled)
         spectrum = torch.fft.fft(torch.fft.rfft(maps, n=lu, dim=-1).transpose(-1, -2), n=lv, dim=-1)
         shape = (spectrum.shape[0], in_plane.shape[0], 3) + in_plane.shape[2:]  # [E, S_g, 3, L_u/2 + 1, L_v]
         if self._product is None or self._product.shape != shape:         # reused while the window's size holds
             self._product = spectrum.new_empty(shape)
-        _multiply(spectrum, in_plane, normal, self._product)
+        _multiply(_product_views(spectrum, self._product), in_plane, normal)
         # the target rows' spectra [E, S_g, 3, M, L_u/2 + 1], contiguous: the row pass gives contiguous fields
         rows = torch.fft.ifft(self._product, dim=-1)[..., :m].transpose(-1, -2).contiguous()
-        return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out)
+        return self.emit(torch.fft.irfft(rows, n=lu, dim=-1), out, scaled)
 
 
-def _multiply(spectrum: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor, product: torch.Tensor) -> None:
-    """product [E, S_g, 3, L_u/2 + 1, L_v] ← the maps' spectra [E, S_g, 1|2, ...] × the kernels' (in_plane [S_g, 2,
-    ...], normal [S_g, 1, ...]): channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast
-    over its channels."""
-    torch.mul(spectrum[:, :, :1], in_plane, out=product[:, :, :2])
-    torch.mul(spectrum[:, :, -1:], normal, out=product[:, :, 2:])
+def _product_views(spectrum: torch.Tensor, product: torch.Tensor) -> tuple:
+    """The operands of :func:`_multiply` in the maps' spectra [E, S_g, 1|2, L_u/2 + 1, L_v] and the product
+    [E, S_g, 3, ...]: (H's spectrum, channels 1–2), (H^p's spectrum — H's when there is one map —, channel 3)."""
+    return (spectrum[:, :, :1], product[:, :, :2]), (spectrum[:, :, -1:], product[:, :, 2:])
+
+
+def _multiply(views: tuple, in_plane: torch.Tensor, normal: torch.Tensor) -> None:
+    """product ← the maps' spectra × the kernels' (in_plane [S_g, 2, ...], normal [S_g, 1, ...]) into the views of
+    :func:`_product_views`: channels 1–2 (in-plane) take H's spectrum, channel 3 (normal) H^p's, each broadcast over
+    its channels."""
+    (h, planar), (h_p, across) = views
+    torch.mul(h, in_plane, out=planar)
+    torch.mul(h_p, normal, out=across)
 
 
 class _LatticeTransforms:
@@ -439,7 +512,9 @@ class _LatticeTransforms:
     sequence of :meth:`LatticeConvolution.__call__` with the same transforms, so the same values: the maps
     zero-padded to L_u columns → their rows' half spectra, transposed and zero-padded to L_v → spectra
     [E, S_g, 1|2, L_u/2 + 1, L_v] → × kernel spectra → inverse along v → its first M rows, transposed → inverse along
-    u → fields [E, S_g, 3, M, L_u] (returned; overwritten by the next call)."""
+    u → fields [E, S_g, 3, M, L_u] (returned; overwritten by the next call). The half spectra's transpose is a native
+    loop (:data:`_TRANSPOSE_KERNELS`, exact copies; torch's strided copy is several times slower on these small
+    planes)."""
 
     def __init__(self, key: tuple, m: int, complex_dtype: torch.dtype):
         (e, s, c, wr, wc), lv, lu = key
@@ -461,17 +536,23 @@ class _LatticeTransforms:
         self.column_pass = dfti.BatchedFFT("fft", lv, self.columns, self.spectrum)
         self.column_inverse = dfti.BatchedFFT("ifft", lv, self.product, self.inverse)
         self.row_inverse = dfti.BatchedFFT("irfft", lu, self.rows, self.fields)
+        kernel, call_type = _TRANSPOSE_KERNELS[real_dtype]
+        pairs = [torch.view_as_real(x).view((e * s * c,) + x.shape[-2:] + (2,)) for x in (self.half, self.columns)]
+        self.to_columns = StructLaunch(kernel, (e * s * c, 1), call_type, dict(zip(("src", "dst"), pairs)), [],
+                                       self.half.device)
+        # the views of every step, made once
+        self.window = self.padded[..., :wc]
+        self.products = _product_views(self.spectrum, self.product)
+        self.target_rows = self.inverse[..., :m].transpose(-1, -2)
 
     def __call__(self, maps: torch.Tensor, in_plane: torch.Tensor, normal: torch.Tensor) -> torch.Tensor:
-        wr, wc = maps.shape[-2:]
-        m = self.rows.shape[-2]
-        self.padded[..., :wc].copy_(maps)
+        self.window.copy_(maps)
         self.row_pass()
-        self.columns[..., :wr].copy_(self.half.transpose(-1, -2))
+        self.to_columns()
         self.column_pass()
-        _multiply(self.spectrum, in_plane, normal, self.product)
+        _multiply(self.products, in_plane, normal)
         self.column_inverse()
-        self.rows.copy_(self.inverse[..., :m].transpose(-1, -2))
+        self.rows.copy_(self.target_rows)
         self.row_inverse()
         return self.fields
 
@@ -659,25 +740,36 @@ class DilationField:
         self.bound_key = torch.as_tensor(key, device=device)
         self.bounds = torch.zeros((len(layouts), 4), dtype=torch.int32, device=device)
         self.shapes = [layout.shape for layout in layouts]
+        # one FFT-path sensor along the link axes on the CPU: u_dil can be emitted straight into staging buffers
+        self.stages = self.whole and device.type == "cpu" and isinstance(self.groups[0], LatticeConvolution) \
+            and self.groups[0].identity
 
-    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
+    def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor,
+                 staged: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> None:
         """Write u_dil [E, P, 3] into ``out`` from this step's H and H^p (the buffers given at build) and, when there
-        are windows, ``bounds`` (cleared before the step's indentation kernel raised them)."""
+        are windows, ``bounds`` (cleared before the step's indentation kernel raised them). staged (only when
+        :attr:`stages`): (ground truth, measured [E, P, 3], probe gain [E, P]), contiguous: u_dil into the first and
+        g·u_dil into the second instead (``out`` is left as it is)."""
         if self.direct is not None:
             self.direct(depth, depth_p)
-        windows = dict(self._windows()) if self.windows else {}
+        windows = self._windows() if self.windows else {}
         for g, group in enumerate(self.groups):
             window = {"window": windows[g]} if g in windows else {}
-            if self.whole:
+            if staged is not None:
+                group(depth, depth_p, staged[0], scaled=staged[1:], **window)
+            elif self.whole:
                 group(depth, depth_p, self.out, **window)
             else:
                 self.out.index_copy_(1, group.index, group(depth, depth_p, **window))
 
-    def _windows(self):
-        """(group, (r₀, r₁, c₀, c₁)) of each lattice group: the rows and columns where some member has H > 0 in
-        some env (one row and column when none has: their products are zero)."""
+    def _windows(self) -> dict[int, tuple[int, int, int, int]]:
+        """group → (r₀, r₁, c₀, c₁) of each lattice group: the rows and columns where some member has H > 0 in some
+        env (one row and column when none has: their products are zero)."""
         bounds = self.bounds.tolist()
+        windows = {}
         for g, members in self.windows:
             m, n = self.shapes[members[0]]
-            lo_r, hi_r, lo_c, hi_c = (max(bounds[s][k] for s in members) for k in range(4))
-            yield g, ((m - lo_r, hi_r, n - lo_c, hi_c) if hi_r > 0 else (0, 1, 0, 1))
+            lo_r, hi_r, lo_c, hi_c = bounds[members[0]] if len(members) == 1 else \
+                [max(column) for column in zip(*(bounds[s] for s in members))]
+            windows[g] = (m - lo_r, hi_r, n - lo_c, hi_c) if hi_r > 0 else (0, 1, 0, 1)
+        return windows

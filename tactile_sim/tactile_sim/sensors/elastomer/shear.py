@@ -44,12 +44,22 @@ from ..points.probe_set import WP_TYPES
 from ..points.tracked_cloud import PointCloud
 from ..warp_launch import bind_state
 
+CULL_SLACK = 64
+"""ulps (of the working dtype) of the summed coordinate magnitudes by which the posing loop widens the reach box for
+its cull: far above the rounding of two 3×3 products and sums, so no sample inside the exact box is culled."""
+
+
 def _pose_loop(dtype: torch.dtype) -> str:
-    """C++ body of the native posing of the samples [start, stop) of env e (see :func:`_sample_kernel`): world x and
-    link frame q̃ by warp's own vector functions (so the same values as warp code), the samples outside their link's
-    reach box released on the spot (sd = +inf: anchored ← false, drag (q̃ − A)·0, not selected), the others listed
-    in ``near`` from slot ``start`` on (how many into ``listed[e, t]``); x into ``world``."""
+    """C++ body of the native posing of the samples [start, stop) of env e (see :func:`_sample_kernel`). A sample
+    whose link-frame position q̃ lies inside its link's reach box is posed by warp's own vector functions (so the same
+    values as warp code): world x into ``world``, q̃ into ``local``, listed in ``near`` from slot ``start`` on (how
+    many into ``listed[e, t]``). The others are released on the spot (sd = +inf: anchored ← false, not selected;
+    their drag, world and link-frame positions are read by nobody and left as they are). Whether a sample is inside is
+    decided on q̃ by the composed pose R_Lᵀ R_B, R_Lᵀ(o_B − o_L) (one product per sample instead of two) against the
+    box widened by a bound of that pose's rounding (``CULL_SLACK`` ulps of the sum of the magnitudes involved): a
+    sample listed although outside the box is released by the warp code alike (beyond the cutoff)."""
     real = "float" if dtype == torch.float32 else "double"
+    slack = repr(CULL_SLACK * float(torch.finfo(dtype).eps))
     return f"""
     typedef wp::vec_t<3, {real}> vec3;
     typedef wp::mat_t<3, 3, {real}> mat33;
@@ -61,16 +71,14 @@ def _pose_loop(dtype: torch.dtype) -> str:
     const int* sensor = call.sensor.data;
     const mat33* body_rot = call.body_rot.data + bodies;
     const vec3* body_pos = call.body_pos.data + bodies;
-    const vec3* box_lo = call.box_lo.data;
-    const vec3* box_hi = call.box_hi.data;
-    const vec3* anchor = call.anchor.data + row;
     vec3* __restrict__ local = call.local.data + row;
     vec3* __restrict__ world = call.world.data + row;
     bool* anchored = call.anchored.data + row;
-    vec3* drag = call.drag.data + row;
     bool* selected = call.selected.data + row;
     int* near = call.near.data + row;
-    // runs of samples of one body and sensor: poses read once, a loop the compiler can vectorise
+    const {real} slack = static_cast<{real}>({slack});
+    int listed = 0;
+    // runs of samples of one body and sensor: poses and box read once
     for (int j = start; j < stop;) {{
         const int b = owner[j];
         const int g = sensor[j];
@@ -81,27 +89,34 @@ def _pose_loop(dtype: torch.dtype) -> str:
         const vec3 ob = body_pos[b];
         const mat33 rl_t = wp::transpose(body_rot[link]);
         const vec3 ol = body_pos[link];
+        const mat33 r = wp::mul(rl_t, rb);
+        const vec3 o = wp::mul(rl_t, wp::sub(ob, ol));
+        const vec3 lo = call.box_lo.data[g];
+        const vec3 hi = call.box_hi.data[g];
+        const {real} reach = wp::abs(ob[0]) + wp::abs(ob[1]) + wp::abs(ob[2]) + wp::abs(ol[0]) + wp::abs(ol[1])
+            + wp::abs(ol[2]);
+        // the cull, branch-free: inside flags into near[i] (listed below, in place: slot start + listed <= i)
         for (int i = j; i < end; ++i) {{
+            const {real} px = points[i][0], py = points[i][1], pz = points[i][2];
+            const {real} tol = slack * (reach + wp::abs(px) + wp::abs(py) + wp::abs(pz));
+            int inside = 1;
+            for (int k = 0; k < 3; ++k) {{
+                const {real} q = r.data[k][0] * px + r.data[k][1] * py + r.data[k][2] * pz + o[k];
+                inside &= (q >= lo[k] - tol) & (q <= hi[k] + tol);
+            }}
+            near[i] = inside;
+            anchored[i] = anchored[i] & (inside != 0);
+            selected[i] = false;
+        }}
+        for (int i = j; i < end; ++i) {{
+            if (near[i] == 0) continue;
             const vec3 x = wp::add(wp::mul(rb, points[i]), ob);
             world[i] = x;
             local[i] = wp::mul(rl_t, wp::sub(x, ol));
+            near[start + listed] = i;
+            ++listed;
         }}
         j = end;
-    }}
-    const {real} zero = static_cast<{real}>(0);
-    int listed = 0;
-    for (int j = start; j < stop; ++j) {{
-        const vec3 q = local[j];
-        const vec3 lo = box_lo[sensor[j]];
-        const vec3 hi = box_hi[sensor[j]];
-        if (q[0] >= lo[0] && q[1] >= lo[1] && q[2] >= lo[2] && q[0] <= hi[0] && q[1] <= hi[1] && q[2] <= hi[2]) {{
-            near[start + listed] = j;
-            ++listed;
-            continue;
-        }}
-        anchored[j] = false;
-        drag[j] = wp::mul(wp::sub(q, anchor[j]), zero);
-        selected[j] = false;
     }}
     call.listed.data[static_cast<size_t>(e) * call.listed.shape[1] + t] = listed;
 """
@@ -435,6 +450,7 @@ class ShearAnchors:
             "listed": torch.zeros((e, -(-n // per_thread)), dtype=torch.int32, device=device)},
             [query.tables, per_thread, int(cpu)], device)
         self._compact = None
+        self._slots = 0                                                   # compacted slots of the step (update)
         if not cpu:
             kernel, call_type = _COMPACT_KERNELS[dtype]
             self._compact = StructLaunch(kernel, (e, len(lengths)), call_type, {
@@ -455,19 +471,22 @@ class ShearAnchors:
         if scattered:
             self.groups.append(_ScatteredMembers(scattered, starts, counts, lambda_s, layouts, device, dtype))
 
-    def __call__(self, state: WorldState, out: torch.Tensor) -> None:
-        """Pose the samples for ``state``, update the anchors, then add the shear of the sensors not evaluated
-        elsewhere to out [E, P, 3]."""
+    def update(self, state: WorldState) -> bool:
+        """Pose the samples for ``state`` and update the anchors and the compacted samples; True when :meth:`add`
+        then adds something (some sensor not evaluated elsewhere, and on the CPU some compacted sample)."""
         bind_state(self._step, state)
         self._step()
         if self._compact is not None:
             self._compact()
-        if not self.groups:
-            return
         # slots per segment: this step's largest count on CPU (reading it costs nothing), the longest elsewhere
-        k = int(self.count.max()) if self.count.device.type == "cpu" else self.longest
-        if k == 0:
-            return
+        self._slots = 0 if not self.groups else int(self.count.max()) if self.count.device.type == "cpu" \
+            else self.longest
+        return self._slots > 0
+
+    def add(self, out: torch.Tensor) -> None:
+        """Add the shear of the sensors not evaluated elsewhere to out [E, P, 3] (after :meth:`update` returned
+        True)."""
+        k = self._slots
         q_c, c_c = self.q_c[:, :, :k], self.c_c[:, :, :k]                           # [E, S, K, 3]
         for group in self.groups:
             group(q_c, c_c, out)

@@ -12,7 +12,9 @@ Per step, for the batch's sensors together:
    shared normal, direct path otherwise) plus the shear sums of :mod:`.shear`;
 4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages
 (docs/models/imperfections.md#order); without
-   crosstalk and hysteresis one small kernel writes u and g·u straight into the measured branch's staging buffers.
+   crosstalk and hysteresis one small kernel writes u and g·u straight into the measured branch's staging buffers —
+   or, for one FFT-path sensor along the link axes on the CPU in a step without shear, the dilation field's own
+   interleave of its fields (:attr:`~.dilation.DilationField.stages`), which then skips the field buffer.
 
 The probe radius marks fillers only (they read 0 and are no sources). Each sensor's tracked cloud is exposed through
 :meth:`ElastomerTaxelBatch.point_cloud`.
@@ -206,12 +208,18 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
         if self.dilation.windows:
             self.dilation.bounds.zero_()
         self.launch(state)                           # also fills the query's shape poses for this state
+        shear = self.shear is not None and self.shear.update(state)
+        branch = self.branch
+        if self.emit is not None and not shear and self.pairwise is None and self.dilation.stages:
+            measured, truth = branch.staging()       # u = u_dil: emitted by the dilation field itself
+            self.dilation(self.depth, self.depth_p, staged=(truth, measured, branch.gain))
+            branch.push_staged()
+            return
         self.dilation(self.depth, self.depth_p)
-        if self.shear is not None:
-            self.shear(state, self.field)
+        if shear:
+            self.shear.add(self.field)
         if self.pairwise is not None:
             self.pairwise()
-        branch = self.branch
         if self.emit is not None:
             self._channel_gain()                     # bound to the launches; refreshed here when the gain changed
             self.emit.select(branch.staging())()
