@@ -158,7 +158,8 @@ def test_contact_list_none_all_and_one_env(n, gain):
 
     expected = torch.zeros(envs, n, n, 6, dtype=torch.float64)
     expected[..., 2] = -K_N * (R + d)
-    expected[..., 3:] = torch.cross(torch.as_tensor(probe_positions(n)).expand(envs, n, n, 3), expected[..., :3], dim=-1)
+    arms = torch.as_tensor(probe_positions(n)).expand(envs, n, n, 3)
+    expected[..., 3:] = torch.cross(arms, expected[..., :3], dim=-1)
     for t, heights in enumerate([(pressed,) * envs, (far,) * envs, (pressed,) * envs, (far, pressed, far)]):
         truth, measured = step(0.01 * t, heights)
         touched = torch.tensor([h == pressed for h in heights])[:, None, None, None]
