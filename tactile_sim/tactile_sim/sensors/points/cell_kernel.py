@@ -165,8 +165,9 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
         elif not sphere_may_hit(block_center, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
                                 call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
             return
-        first_slot = call.cell_start[first]  # listed: the run of the block's contacts, [first_slot, first_slot + count)
-        count = int(0)
+        if wp.static(listed):  # the run of the block's contacts: slots [first_slot, first_slot + count)
+            first_slot = call.cell_start[first]
+            count = int(0)
         for c in range(first, stop):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
