@@ -130,3 +130,38 @@ def test_grid_sensor_in_world_and_link_frames_agree_under_rotation():
     f, t = suite.read_ground_truth("kt")
     torch.testing.assert_close(f, f_ref, atol=1e-12, rtol=0)
     torch.testing.assert_close(t, t_ref, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("n, gain", [(9, 1.5), (20, 1.5), (20, 1.0)])
+def test_contact_list_none_all_and_one_env(n, gain):
+    """The kernel lists the probes that found a shape and evaluates the model over that list: a step without any
+    contact reads zeros everywhere (nothing stale of the step before), a block covering every probe (each block's
+    list full) gives every probe the closed-form force on both branches, and a press in one env only leaves the
+    other envs at zero. n = 9: 243 (env, probe) pairs, the kernel writes the zeros itself; n = 20: a fill before the
+    launch; gain 1: no imperfection, one buffer holds both branches."""
+    d, envs = 0.001, 3
+    suite = make_suite([taxel(probe_local_pos=grid_layout(n, 0.02), probe_gain=gain)],
+                       [block(size=(0.2, 0.2, 0.05))], n_envs=envs)
+    batch = suite.batches[0][1]
+    assert batch.fill_before == (n == 20)
+    if gain == 1.0:
+        measured, truth = batch.branch.staging()
+        assert measured is truth
+    far, pressed = 1.0, 0.025 - d
+
+    def step(t, heights):
+        rot = torch.eye(3, dtype=torch.float64).expand(envs, 3, 3)
+        pos = torch.tensor([[0.0, 0.0, h] for h in heights], dtype=torch.float64)
+        rest = torch.zeros(envs, 3, dtype=torch.float64)
+        suite.update(t, object_poses={"block": (rot, pos)}, object_twists={"block": (rest, rest)})
+        return [torch.cat(v, -1) for v in (suite.read_ground_truth("kt"), suite.read("kt"))]
+
+    expected = torch.zeros(envs, n, n, 6, dtype=torch.float64)
+    expected[..., 2] = -K_N * (R + d)
+    arms = torch.as_tensor(probe_positions(n)).expand(envs, n, n, 3)
+    expected[..., 3:] = torch.cross(arms, expected[..., :3], dim=-1)
+    for t, heights in enumerate([(pressed,) * envs, (far,) * envs, (pressed,) * envs, (far, pressed, far)]):
+        truth, measured = step(0.01 * t, heights)
+        touched = torch.tensor([h == pressed for h in heights])[:, None, None, None]
+        torch.testing.assert_close(truth, torch.where(touched, expected, 0.0), rtol=1e-12, atol=1e-15)
+        torch.testing.assert_close(measured, torch.where(touched, gain * expected, 0.0), rtol=1e-12, atol=1e-15)

@@ -17,9 +17,10 @@ import torch
 import warp as wp
 
 from ..constants import EPS_D
+from ..geometry.query import tables_type
 from ..world.state import WorldState
 from .points.probe_sensor import FusedProbeBatch, per_probe
-from .points.cell_kernel import cell_kernel
+from .points.cell_kernel import cell_kernel, contact_list_buffers, contact_list_fields
 from .points.probe_set import WP_TYPES, probe_struct
 from .warp_launch import contiguous_pair
 
@@ -31,50 +32,89 @@ class ForceTorque(NamedTuple):
     torque: torch.Tensor
 
 
-@wp.func
-def _wrench(s: Any, i: int, call: Any, v_n: Any, w_n: Any, n_link: Any, shear_link: Any):
-    """[F, T] in the link frame of probe i for the (gained, exponentiated) overlap s: F = f_n R_Lᵀn + R_Lᵀ k_t v_t
-    (``shear_link``), T = p × F + k_tw ω_n R_Lᵀn."""
-    zero = s - s
-    f_n = wp.max(s * (call.k_n[i] + call.c_n[i] * v_n), zero)
-    force = f_n * n_link + shear_link
-    torque = wp.cross(call.local_pos[i], force) + (call.k_tw[i] * w_n) * n_link
-    return type(call.measured[0, 0])(force[0], force[1], force[2], torque[0], torque[1], torque[2])
-
-
-@wp.func
-def _taxel(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
-           link_rot: Any, link_pos: Any):
-    """Both branches' force and torque of probe i (env e) whose nearest shape is at signed distance sd."""
-    zero = type(sd)(0.0)
-    eps = type(sd)(EPS_D)
-    depth_gt = wp.max(call.radius[i] - sd, zero)
-    depth_measured = wp.max(call.radius_measured[e, i] - sd, zero)
-    if depth_gt > eps or depth_measured > eps:
-        n = normal
-        if n[0] == zero and n[1] == zero and n[2] == zero:
-            n = -(link_rot @ call.local_normal[i])  # the gradient vanished: −R_L a_i
-        b = tables.shape_body[shape]
-        w_obj = call.ang_vel[e, b]
-        w_link = call.ang_vel[e, link]
-        v = (call.lin_vel[e, b] + wp.cross(w_obj, x - call.body_pos[e, b])) - (
-            call.lin_vel[e, link] + wp.cross(w_link, x - link_pos))
-        v_n = wp.dot(n, v)
-        w_n = wp.dot(n, w_obj - w_link)
-        rot_t = wp.transpose(link_rot)
-        n_link = rot_t @ n
-        shear_link = rot_t @ (call.k_t[i] * (v - v_n * n))
-        p = call.exponent[i]
-        if depth_gt > eps:
-            s = depth_gt
-            if p != type(sd)(1.0):
-                s = wp.pow(s, p)
-            call.ground_truth[e, i] = _wrench(s, i, call, v_n, w_n, n_link, shear_link)
-        if depth_measured > eps:
-            s = depth_measured * call.gain[e, i]
-            if p != type(sd)(1.0):
-                s = wp.pow(s, p)
-            call.measured[e, i] = _wrench(s, i, call, v_n, w_n, n_link, shear_link)
+def _listed_taxels(dtype: torch.dtype) -> str:
+    """C++ body of the model over the listed contacts in slots [first, stop) of env e (one block of link ``link``,
+    pose ``link_rot``, ``link_pos``; :func:`.points.cell_kernel.cell_kernel` with ``listed``): per contact probe i
+    with nearest shape s at signed distance sd, normal n and world point x, both branches' [F, T] in the link frame
+    (module docstring), written where the overlap exceeds ε_d. The arithmetic is warp's own (``wp::`` functions, one
+    operation per call, in the order of the model), so the values are those of the same model in warp code. When
+    the branch shares the ground truth's buffer (R̃ = R, g = 1: the same values), only the ground truth is computed.
+    Arrays are read through their strides."""
+    t = "float" if dtype == torch.float32 else "double"
+    return f"""
+    using T = {t};
+    using V3 = wp::vec_t<3, T>;
+    using V6 = wp::vec_t<6, T>;
+    auto at = [](const auto& a, int i) -> auto& {{  // a[i] of a 1-d array
+        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
+    }};
+    auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
+    auto in_row = [](char* r, const auto& a, int j) -> auto& {{  // a[e, j] of a 2-d array, r = row(a)
+        return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
+    }};
+    const T zero = T(0.0);
+    const T one = T(1.0);
+    const T eps = T({EPS_D!r});
+    char* lin = row(call.lin_vel);
+    char* ang = row(call.ang_vel);
+    char* body_pos = row(call.body_pos);
+    char* radius_measured = row(call.radius_measured);
+    char* gain = row(call.gain);
+    char* point = row(call.contact_point);
+    char* shape = row(call.contact_shape);
+    char* sd_of = row(call.contact_sd);
+    char* normal_of = row(call.contact_normal);
+    char* x_of = row(call.contact_x);
+    char* truth = row(call.ground_truth);
+    char* measured = row(call.measured);
+    const bool two_branches = call.measured.data != call.ground_truth.data;
+    const V3 w_link = in_row(ang, call.ang_vel, link);
+    const V3 v_link = in_row(lin, call.lin_vel, link);
+    const wp::mat_t<3, 3, T> rot_t = wp::transpose(link_rot);
+    for (int m = first; m < stop; ++m) {{
+        const int i = in_row(point, call.contact_point, m);
+        const T sd = in_row(sd_of, call.contact_sd, m);
+        const V3 x = in_row(x_of, call.contact_x, m);
+        const T depth_gt = wp::max(wp::sub(at(call.radius, i), sd), zero);
+        const T depth_measured = wp::max(wp::sub(in_row(radius_measured, call.radius_measured, i), sd), zero);
+        if (!(depth_gt > eps || depth_measured > eps)) {{
+            continue;
+        }}
+        V3 n = in_row(normal_of, call.contact_normal, m);
+        if (n[0] == zero && n[1] == zero && n[2] == zero) {{
+            n = wp::neg(wp::mul(link_rot, at(call.local_normal, i)));  // the gradient vanished: −R_L a_i
+        }}
+        const int b = at(tables.shape_body, in_row(shape, call.contact_shape, m));
+        const V3 w_obj = in_row(ang, call.ang_vel, b);
+        const V3 v_obj = wp::add(in_row(lin, call.lin_vel, b),
+                                 wp::cross(w_obj, wp::sub(x, in_row(body_pos, call.body_pos, b))));
+        const V3 v = wp::sub(v_obj, wp::add(v_link, wp::cross(w_link, wp::sub(x, link_pos))));
+        const T v_n = wp::dot(n, v);
+        const T w_n = wp::dot(n, wp::sub(w_obj, w_link));
+        const V3 n_link = wp::mul(rot_t, n);
+        const V3 shear_link = wp::mul(rot_t, wp::mul(at(call.k_t, i), wp::sub(v, wp::mul(v_n, n))));
+        const T p = at(call.exponent, i);
+        const T k_n = at(call.k_n, i);
+        const T c_n = at(call.c_n, i);
+        const V3 arm = at(call.local_pos, i);
+        const V3 twist = wp::mul(wp::mul(at(call.k_tw, i), w_n), n_link);
+        auto wrench = [&](T s) {{  // [F, T] of the (gained) overlap s
+            if (p != one) {{
+                s = wp::pow(s, p);
+            }}
+            const T f_n = wp::max(wp::mul(s, wp::add(k_n, wp::mul(c_n, v_n))), wp::sub(s, s));
+            const V3 force = wp::add(wp::mul(f_n, n_link), shear_link);
+            const V3 torque = wp::add(wp::cross(arm, force), twist);
+            return V6({{force[0], force[1], force[2], torque[0], torque[1], torque[2]}});
+        }};
+        if (depth_gt > eps) {{
+            in_row(truth, call.ground_truth, i) = wrench(depth_gt);
+        }}
+        if (two_branches && depth_measured > eps) {{
+            in_row(measured, call.measured, i) = wrench(wp::mul(depth_measured, in_row(gain, call.gain, i)));
+        }}
+    }}
+"""
 
 
 @wp.func
@@ -88,14 +128,23 @@ def _no_wrench(call: Any, e: int, first: int, stop: int):
 
 
 def _taxel_kernel(dtype: torch.dtype):
-    f, v, _ = WP_TYPES[dtype]
+    f, v, m = WP_TYPES[dtype]
     per_probe_f = wp.array(dtype=f)
     call_type = probe_struct(f"KinematicTaxelCall_{f.__name__}", dtype, {
         "radius": per_probe_f, "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
         "local_normal": wp.array(dtype=v), "k_n": per_probe_f, "c_n": per_probe_f, "k_t": per_probe_f,
         "k_tw": per_probe_f, "exponent": per_probe_f, "lin_vel": wp.array2d(dtype=v), "ang_vel": wp.array2d(dtype=v),
-        "ground_truth": wp.array2d(dtype=wp.types.vector(6, f)), "measured": wp.array2d(dtype=wp.types.vector(6, f))})
-    return cell_kernel(f"kinematic_taxel_{f.__name__}", call_type, dtype, _taxel, _no_wrench), call_type
+        "ground_truth": wp.array2d(dtype=wp.types.vector(6, f)), "measured": wp.array2d(dtype=wp.types.vector(6, f)),
+        **contact_list_fields(dtype)})
+    name = f"kinematic_taxel_{f.__name__}"
+
+    def taxels(call, tables, e, link, link_rot, link_pos, first, stop): ...
+
+    taxels.__name__ = f"{name}_listed"
+    taxels.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int, "link_rot": m,
+                              "link_pos": v, "first": int, "stop": int}
+    listed = wp.func_native(_listed_taxels(dtype))(taxels)
+    return cell_kernel(name, call_type, dtype, listed, _no_wrench, listed=True), call_type
 
 
 _TAXEL_KERNELS = {dt: _taxel_kernel(dt) for dt in WP_TYPES}
@@ -114,7 +163,8 @@ class KinematicTaxelBatch(FusedProbeBatch):
                 for k in ("normal_stiffness", "normal_damping", "normal_exponent", "shear_scalar", "twist_scalar")}
         return {"local_normal": self.probes.local_normal, "k_n": coef["normal_stiffness"],
                 "c_n": coef["normal_damping"], "k_t": coef["shear_scalar"], "k_tw": coef["twist_scalar"],
-                "exponent": coef["normal_exponent"]}
+                "exponent": coef["normal_exponent"],
+                **contact_list_buffers(self.ctx.n_envs, self.probes.n, self.ctx.device, self.ctx.dtype)}
 
     def step_inputs(self, state: WorldState) -> dict:
         lin, ang = contiguous_pair(state.lin_vel, state.ang_vel)

@@ -45,7 +45,7 @@ import warp as wp
 from ...geometry.query import nearest_shape, primitive_bound, shape_may_hit, sphere_may_hit, tables_type
 from ...geometry.sdf_funcs import primitive_sd
 from ...geometry.warp_kernels import unique_kernel
-from .probe_set import KERNEL_CLEAR_LIMIT
+from .probe_set import KERNEL_CLEAR_LIMIT, WP_TYPES
 
 
 @wp.func
@@ -97,7 +97,27 @@ def primitive_query(x: Any, e: int, s: int, cut: Any, world_rot: wp.array2d(dtyp
     return type(cut)(wp.inf), int(-1), type(x)(zero, zero, zero)
 
 
-def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
+def contact_list_fields(dtype: torch.dtype) -> dict:
+    """Warp array types of the contact list of a :func:`cell_kernel` with ``listed``, per (env, slot) [E, P]: the
+    point (``contact_point``, int32), its nearest shape (``contact_shape``, int32), signed distance
+    (``contact_sd``, m), world normal (``contact_normal``) and world position (``contact_x``, m)."""
+    f, v, _ = WP_TYPES[dtype]
+    i32 = wp.array2d(dtype=wp.int32)
+    return {"contact_point": i32, "contact_shape": i32, "contact_sd": wp.array2d(dtype=f),
+            "contact_normal": wp.array2d(dtype=v), "contact_x": wp.array2d(dtype=v)}
+
+
+def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """Tensors [E, P] (P points; vectors [E, P, 3]) of :func:`contact_list_fields`: scratch the kernel writes before
+    it reads, so they need no initialisation."""
+    ints = {k: torch.empty((n_envs, n_points), dtype=torch.int32, device=device)
+            for k in ("contact_point", "contact_shape")}
+    return {**ints, "contact_sd": torch.empty((n_envs, n_points), dtype=dtype, device=device),
+            **{k: torch.empty((n_envs, n_points, 3), dtype=dtype, device=device)
+               for k in ("contact_normal", "contact_x")}}
+
+
+def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, listed: bool = False):
     """The fused kernel ``(call, tables)`` over (E, blocks) of a struct type with
     :func:`.probe_set.probe_fields` (see the module docstring): first, when ``clear`` is given and
     :func:`.probe_set.kernel_clears` (E from ``body_rot``, P from ``local_pos``), ``clear(call, e, first, stop)``
@@ -106,7 +126,14 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
     nearest candidate shape lies within its cutoff, ``evaluate(call, tables, e, i, x, sd, shape, normal, link,
     link_rot, link_pos)`` (x: world point; sd, shape, normal: :func:`~.geometry.query.nearest_shape`; link: body
     index of the point's link, pose R_L, o_L). Other points are not visited: every point belongs to exactly one
-    block, so with the kernel's clears the outputs need no fill before the launch."""
+    block, so with the kernel's clears the outputs need no fill before the launch.
+
+    With ``listed`` (a struct with :func:`contact_list_fields`), those points are not evaluated one by one inside the
+    query loop: each is appended to the thread's run of the contact list (slots from the block's first slot on,
+    row e; a block has as many slots as points), and after its cells the thread makes one call
+    ``evaluate(call, tables, e, link, link_rot, link_pos, first, stop)`` for the run's slots [first, stop) when it
+    holds any — a model evaluated in a loop of its own (e.g. native code) over only the points that found a shape,
+    with the same inputs as the per-point call."""
 
     def kernel(call, tables):
         e, k = wp.tid()
@@ -138,6 +165,9 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
         elif not sphere_may_hit(block_center, call.block_radius[k], call.block_cut[k], e, g, exact, 0,
                                 call.group_shape_mask, call.world_rot, call.world_pos, call.world_center, tables):
             return
+        if wp.static(listed):  # the run of the block's contacts: slots [first_slot, first_slot + count)
+            first_slot = call.cell_start[first]
+            count = int(0)
         for c in range(first, stop):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
@@ -176,7 +206,19 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None):
                                                                    call.world_rot, call.world_pos, call.world_center,
                                                                    tables)
                         if s >= 0:
-                            evaluate(call, tables, e, i, x, sd, s, normal, link, rl, ol)
+                            if wp.static(listed):
+                                slot = first_slot + count
+                                call.contact_point[e, slot] = i
+                                call.contact_shape[e, slot] = s
+                                call.contact_sd[e, slot] = sd
+                                call.contact_normal[e, slot] = normal
+                                call.contact_x[e, slot] = x
+                                count += 1
+                            else:
+                                evaluate(call, tables, e, i, x, sd, s, normal, link, rl, ol)
+        if wp.static(listed):
+            if count > 0:
+                evaluate(call, tables, e, link, rl, ol, first_slot, first_slot + count)
 
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}
