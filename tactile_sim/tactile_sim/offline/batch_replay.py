@@ -235,13 +235,17 @@ def torque_agrees(suite: SensorSuite, state: WorldState,
     if not torque:
         return [(lane, tick) for lane, tick, _ in stepped]
     seen = [joint_sample(state.t, state.joint_stamp, b.t_prev)[1:] for b in torque]  # what each batch sees this step
+    keys = [id(b) for b in torque]
     velocities = state.joint_vel is not None
     kept = []
     for lane, tick, taken in stepped:
-        samples = [joint_sample(taken.t, taken.joint_stamp, lane.torque_stamps.get(id(b))) for b in torque]
+        stamps = lane.torque_stamps
+        samples = [joint_sample(taken.t, taken.joint_stamp, stamps.get(key)) for key in keys]
         if (not velocities or taken.joint_vel_measured == state.joint_vel_measured) and \
-                all(sample[1:] == batch_sees for sample, batch_sees in zip(samples, seen)):
-            lane.torque_stamps.update((id(b), sample[0]) for b, sample in zip(torque, samples) if sample[1])
+                [sample[1:] for sample in samples] == seen:
+            for key, (stamp, accepted, _) in zip(keys, samples):
+                if accepted:
+                    stamps[key] = stamp
             kept.append((lane, tick))
         else:
             lane.alone = "its joint samples differ from the batch's in what JointTorque sees (stamp steps)"
