@@ -201,9 +201,7 @@ class BagWriter:
         slots = {topic: f"qos_slot_{i}" for i, topic in enumerate(self._topics)}
         text = _yaml(self._metadata(slots))
         for topic, slot in slots.items():
-            key = "    offered_qos_profiles:"
-            text = text.replace(f"{key} {slot}\n", f"{key}\n" + textwrap.indent(_qos_yaml(self._qos[topic]), "    ")
-                                + "\n", 1)
+            text = text.replace(f"    offered_qos_profiles: {slot}\n", _qos_block(self._qos[topic]), 1)
         return text
 
     def _metadata(self, qos_profiles: dict[str, str] | None = None) -> dict[str, Any]:
@@ -248,6 +246,13 @@ class BagWriter:
 def _qos_yaml(qos: Qos) -> str:
     """The ``offered_qos_profiles`` text of a topic offered with ``qos`` (rosbag2 metadata version 9)."""
     return _yaml(dump_qos_v9([qos])).strip()
+
+
+@cache
+def _qos_block(qos: Qos) -> str:
+    """The lines of a topic's ``offered_qos_profiles`` key and its :func:`_qos_yaml` in metadata.yaml's topic entries
+    (key indented by 4 spaces, as :meth:`BagWriter._metadata_text` emits them)."""
+    return "    offered_qos_profiles:\n" + textwrap.indent(_qos_yaml(qos), "    ") + "\n"
 
 
 def _yaml(data: Any) -> str:
