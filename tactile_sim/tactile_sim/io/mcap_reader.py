@@ -12,7 +12,7 @@ what is needed, is scanned once from the start instead. Messages come
 
 As in rosbags, a chunk is read only when its message index lists a wanted channel, and only its messages inside the
 time range its index declares are yielded. Memory holds one chunk (about 1 MiB as rosbag2 writes them; the messages
-of the chunk last read are kept, for a read of other channels of it). Anything the file does not hold as described
+of a chunk walked are kept for the next read of it, of other channels). Anything the file does not hold as described
 raises :class:`McapError` naming the file, the byte offset and what was wrong.
 """
 
@@ -154,7 +154,7 @@ class McapReader:
         self.channels: dict[int, Channel] = {}
         self.chunks: list[ChunkIndex] = []
         self._walked: tuple[int, list[tuple[int, int, bytes]]] | None = None
-        """Offset of the chunk last walked and its messages (:meth:`_chunk_walked`)."""
+        """Offset of the chunk last walked and its messages (:meth:`_chunk_walked`), until they are read again."""
         self._file: BinaryIO = self.path.open("rb")
         try:
             self.statistics = self._open()
@@ -310,12 +310,13 @@ class McapReader:
     def _chunk_messages(self, chunk: ChunkIndex, wanted: Collection[int], start: int, stop: int) \
             -> list[tuple[int, int, bytes]]:
         """(log time ns, channel id, data) of the chunk's messages of ``wanted`` channels logged in [start, stop),
-        sorted by log time (stable); the chunk last walked is not walked again (a bag's first chunk: once for the
-        check of its first clock messages, once for its replay)."""
-        if self._walked is None or self._walked[0] != chunk.offset:
-            self._walked = None  # the previous chunk's messages go before this chunk is read: one chunk in memory
-            self._walked = chunk.offset, self._chunk_walked(chunk)
-        return [m for m in self._walked[1] if start <= m[0] < stop and m[1] in wanted]
+        sorted by log time (stable). The messages of a chunk walked are kept for the next read of that chunk only (a
+        bag's first chunk: read for the check of its first clock messages, then for its replay): walked once."""
+        walked, self._walked = self._walked, None
+        if walked is None or walked[0] != chunk.offset:
+            walked = None  # the previous chunk's messages go before this chunk is read: one chunk in memory
+            walked = self._walked = chunk.offset, self._chunk_walked(chunk)
+        return [m for m in walked[1] if start <= m[0] < stop and m[1] in wanted]
 
     def _chunk_walked(self, chunk: ChunkIndex) -> list[tuple[int, int, bytes]]:
         """(log time ns, channel id, data) of every message of the chunk, sorted by log time (stable)."""
