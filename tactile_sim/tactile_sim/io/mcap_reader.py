@@ -11,9 +11,10 @@ what is needed, is scanned once from the start instead. Messages come
 * else in file order (messages outside and inside chunks), log times required not to go backwards.
 
 As in rosbags, a chunk is read only when its message index lists a wanted channel, and only its messages inside the
-time range its index declares are yielded. Memory holds one chunk (about 1 MiB as rosbag2 writes them; the messages
-of a chunk walked are kept for the next read of it, of other channels). Anything the file does not hold as described
-raises :class:`McapError` naming the file, the byte offset and what was wrong.
+time range its index declares are yielded. Memory holds about a chunk (1 MiB as rosbag2 writes them): its records
+while they are walked, and the messages of all its channels, kept until the next read of the file (a read of that
+chunk again, for other channels, takes them instead of walking it again). Anything the file does not hold as
+described raises :class:`McapError` naming the file, the byte offset and what was wrong.
 """
 
 from __future__ import annotations
