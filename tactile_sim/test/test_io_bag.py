@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 import tracemalloc
 
 import numpy as np
@@ -365,3 +366,19 @@ def test_metadata_yaml_is_what_pyyaml_dumps(tmp_path):
                                             default_flow_style=False, sort_keys=False, allow_unicode=True)
     with pytest.raises(TypeError, match="float"):
         bag._yaml({"x": 1.5})
+
+
+def test_metadata_yaml_with_the_qos_profiles_put_in_is_pyyamls_text_of_the_whole(tmp_path):
+    """metadata.yaml and the MCAP's serialized metadata (QoS profile text put in at its placeholders) are byte for byte
+    PyYAML's dump of the whole metadata, for topics of several QoS profiles and names like the placeholders'."""
+    with BagWriter(tmp_path / "bag", "mcap") as writer:
+        for i, topic in enumerate(("/a", "qos_slot_1", "/c/d", "/e", "/qos_slot_0")):
+            writer.add_topic(topic, encode.WRENCH_STAMPED if i % 2 else "std_msgs/msg/String",
+                             qos=qos_profile(reliable=i % 2 == 0, transient_local=i % 3 == 0, depth=1 + 7 * i))
+        metadata = writer._metadata()
+    expected = yaml.dump(metadata, Dumper=yaml.SafeDumper, default_flow_style=False, sort_keys=False,
+                         allow_unicode=True)
+    written = tmp_path.joinpath("bag", "metadata.yaml").read_text()
+    assert written == "rosbag2_bagfile_information:\n" + textwrap.indent(expected, "  ")
+    assert written.count("offered_qos_profiles:\n      - history: keep_last\n") == 5
+    assert expected.strip().encode() in tmp_path.joinpath("bag", "bag.mcap").read_bytes()

@@ -272,3 +272,29 @@ def test_a_message_record_too_short_for_its_head_is_refused(tmp_path, summary):
         theirs(path)
     with pytest.raises(McapError, match=f"{path}.*(< 22|runs past)"):
         ours(path) if summary else McapReader(path)
+
+
+@pytest.mark.parametrize("chunk", [4, 100])
+def test_reads_of_one_open_file_each_read_as_rosbags_and_a_chunk_read_next_is_not_walked_again(tmp_path, monkeypatch,
+                                                                                               chunk):
+    path = write_mcap(tmp_path / "f.mcap", stream(shuffle=True), chunk=chunk)
+    walked = []
+    chunk_records = McapReader._chunk_records
+    monkeypatch.setattr(McapReader, "_chunk_records", lambda self, offset, *a: walked.append(offset) or
+                        chunk_records(self, offset, *a))
+    bag = open_mcap_bag(path)
+    try:
+        for topics, start, stop, first in (({"/joint_states"}, None, None, 2), ({"/tf"}, None, None, None),
+                                           ({"/tf", "/chatter"}, 1030, 1100, None), (None, None, None, None)):
+            conns = [c for c in bag.connections if topics is None or c.topic in topics]
+            _, _, _, expected = theirs(path, topics, start, stop)
+            got = []
+            for c, t, d in bag.messages(conns, start, stop):  # a read left after its first messages, as a check's
+                got.append((c.topic, t, bytes(d)))
+                if len(got) == first:
+                    break
+            assert got == expected[:first], topics
+    finally:
+        bag.close()
+    if chunk == 100:  # one chunk: walked by the first read, kept for the second, walked again by the third
+        assert len(walked) == 2

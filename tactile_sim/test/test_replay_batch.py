@@ -7,6 +7,7 @@ layout values; with ground truth, copied inputs and sensors of several periods t
 written as records built in place or (output profiles) by each core; array outputs (npz) are the lone ones too."""
 
 import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import yaml
 from helpers_offline import write_bag
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from tactile_sim.offline import batch_replay
+from tactile_sim.world.lane_motion import LaneSample
 from helpers_ros import tf_msg
 from test_cli_replay import closing, joints, ns, pads_yaml, static_tf
 from test_replay_corpus import alone, corpus
@@ -144,6 +146,34 @@ def test_with_joint_torque_recordings_whose_joint_samples_the_batch_cannot_follo
     # slow: a new joint sample every 4th tick (held stamps); late: another time base (other Δt bits); both differ from
     # long's and fast's in what the torque estimator sees; reset and gap restart
     assert sorted(went_alone) == ["gap", "late", "reset", "slow"]
+
+
+def test_torque_agreement_compares_acceptance_time_step_and_measured_velocities():
+    """docs/models/joint_torque.md#velocity, per lane against the batch's one JointTorque batch (previous accepted
+    stamp 0.99 s; this step: stamp 1.0 s, accepted, Δt 0.01 s, velocities measured)."""
+    torque = SimpleNamespace(sensor_type="JointTorque", t_prev=0.99)
+    suite = SimpleNamespace(batches=[(2, torque)], steps=4)
+    cases = {  # name: (previous accepted stamp of the lane, what its world lane took, kept in the batch)
+        "same": (0.99, LaneSample(1.0, 1.0, True), True),
+        "stamp from t": (0.99, LaneSample(1.0, None, True), True),
+        "held stamp": (1.0, LaneSample(1.0, 1.0, True), False),  # not accepted
+        "other step": (0.98, LaneSample(1.0, 1.0, True), False),  # Δt 0.02 s
+        "estimated velocities": (0.99, LaneSample(1.0, 1.0, False), False),
+    }
+    for velocities, unmeasured_kept in ((np.zeros((1, 3)), False), (None, True)):
+        state = SimpleNamespace(t=1.0, joint_stamp=1.0, joint_vel=velocities, joint_vel_measured=True)
+        lanes = {name: SimpleNamespace(torque_stamps={id(torque): prev}, alone=None)
+                 for name, (prev, _, _) in cases.items()}
+        stepped = [(lanes[name], name, taken) for name, (_, taken, _) in cases.items()]
+        kept = [name for _, name in batch_replay.torque_agrees(suite, state, stepped)]
+        expected = [name for name, (_, _, ok) in cases.items() if ok or (name == "estimated velocities"
+                                                                         and unmeasured_kept)]
+        assert kept == expected, velocities
+        for name in cases:  # a kept lane's accepted stamp moves on to the step's; the others go alone
+            assert (lanes[name].torque_stamps[id(torque)], lanes[name].alone is None) == \
+                ((1.0, True) if name in expected else (cases[name][0], False)), name
+    suite.steps = 5  # the batch is not due on this step: every lane is kept
+    assert [name for _, name in batch_replay.torque_agrees(suite, state, stepped)] == list(cases)
 
 
 def test_batched_array_outputs_equal_the_lone_ones_byte_for_byte(tmp_path, monkeypatch):

@@ -187,14 +187,26 @@ class BagWriter:
             self._writer = None
         if self._mcap is not None:
             self._counts = self.counts
-            info = _yaml(self._metadata())
+            info = self._metadata_text()
             self._mcap.close("rosbag2", {"serialized_metadata": info.strip()})
             self._mcap = None
             text = "rosbag2_bagfile_information:\n" + textwrap.indent(info, "  ")
             (self.path / "metadata.yaml").write_text(text, "utf8")
 
-    def _metadata(self) -> dict[str, Any]:
-        """The ``rosbag2_bagfile_information`` of metadata.yaml (version 9) of an MCAP bag."""
+    def _metadata_text(self) -> str:
+        """:func:`_yaml` of :meth:`_metadata`, each topic's ``offered_qos_profiles`` (most of the text; the same in
+        every bag a node writes) taken from :func:`_qos_yaml` instead of emitted again: the metadata is emitted with
+        a placeholder scalar there, replaced by that text indented as the placeholder's key (PyYAML writes a block
+        sequence under a mapping key at the key's indentation; QoS values hold no space, so no line is folded)."""
+        slots = {topic: f"qos_slot_{i}" for i, topic in enumerate(self._topics)}
+        text = _yaml(self._metadata(slots))
+        for topic, slot in slots.items():
+            text = text.replace(f"    offered_qos_profiles: {slot}\n", _qos_block(self._qos[topic]), 1)
+        return text
+
+    def _metadata(self, qos_profiles: dict[str, str] | None = None) -> dict[str, Any]:
+        """The ``rosbag2_bagfile_information`` of metadata.yaml (version 9) of an MCAP bag (``qos_profiles``: topic →
+        the value to give its ``offered_qos_profiles`` instead of its profiles)."""
         counts = self.counts
         count = sum(counts.values())
         start = self._start if count else 0
@@ -209,7 +221,8 @@ class BagWriter:
             "message_count": count,
             "topics_with_message_count": [
                 {"topic_metadata": {"name": topic, "type": msgtype, "serialization_format": "cdr",
-                                    "offered_qos_profiles": dump_qos_v9([self._qos[topic]]),
+                                    "offered_qos_profiles": dump_qos_v9([self._qos[topic]]) if qos_profiles is None
+                                    else qos_profiles[topic],
                                     "type_description_hash": type_hash(msgtype)},
                  "message_count": counts[topic]}
                 for topic, (msgtype, _) in self._topics.items()
@@ -233,6 +246,13 @@ class BagWriter:
 def _qos_yaml(qos: Qos) -> str:
     """The ``offered_qos_profiles`` text of a topic offered with ``qos`` (rosbag2 metadata version 9)."""
     return _yaml(dump_qos_v9([qos])).strip()
+
+
+@cache
+def _qos_block(qos: Qos) -> str:
+    """The lines of a topic's ``offered_qos_profiles`` key and its :func:`_qos_yaml` in metadata.yaml's topic entries
+    (key indented by 4 spaces, as :meth:`BagWriter._metadata_text` emits them)."""
+    return "    offered_qos_profiles:\n" + textwrap.indent(_qos_yaml(qos), "    ") + "\n"
 
 
 def _yaml(data: Any) -> str:

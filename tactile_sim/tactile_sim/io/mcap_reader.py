@@ -11,8 +11,10 @@ what is needed, is scanned once from the start instead. Messages come
 * else in file order (messages outside and inside chunks), log times required not to go backwards.
 
 As in rosbags, a chunk is read only when its message index lists a wanted channel, and only its messages inside the
-time range its index declares are yielded. Memory holds one chunk (about 1 MiB as rosbag2 writes them). Anything the
-file does not hold as described raises :class:`McapError` naming the file, the byte offset and what was wrong.
+time range its index declares are yielded. Memory holds about a chunk (1 MiB as rosbag2 writes them): its records
+while they are walked, and the messages of all its channels, kept until the next read of the file (a read of that
+chunk again, for other channels, takes them instead of walking it again). Anything the file does not hold as
+described raises :class:`McapError` naming the file, the byte offset and what was wrong.
 """
 
 from __future__ import annotations
@@ -152,6 +154,8 @@ class McapReader:
         self.schemas: dict[int, Schema] = {}
         self.channels: dict[int, Channel] = {}
         self.chunks: list[ChunkIndex] = []
+        self._walked: tuple[int, list[tuple[int, int, bytes]]] | None = None
+        """Offset of the chunk last walked and its messages (:meth:`_chunk_walked`), until they are read again."""
         self._file: BinaryIO = self.path.open("rb")
         try:
             self.statistics = self._open()
@@ -307,15 +311,23 @@ class McapReader:
     def _chunk_messages(self, chunk: ChunkIndex, wanted: Collection[int], start: int, stop: int) \
             -> list[tuple[int, int, bytes]]:
         """(log time ns, channel id, data) of the chunk's messages of ``wanted`` channels logged in [start, stop),
-        sorted by log time (stable)."""
+        sorted by log time (stable). The messages of a chunk walked are kept for the next read of that chunk only (a
+        bag's first chunk: read for the check of its first clock messages, then for its replay): walked once."""
+        walked, self._walked = self._walked, None
+        if walked is None or walked[0] != chunk.offset:
+            walked = None  # the previous chunk's messages go before this chunk is read: one chunk in memory
+            walked = self._walked = chunk.offset, self._chunk_walked(chunk)
+        return [m for m in walked[1] if start <= m[0] < stop and m[1] in wanted]
+
+    def _chunk_walked(self, chunk: ChunkIndex) -> list[tuple[int, int, bytes]]:
+        """(log time ns, channel id, data) of every message of the chunk, sorted by log time (stable)."""
         records = self._chunk_records(chunk.offset, 0, chunk)
         out = []
         unpack = _MESSAGE_HEAD.unpack_from
         for opcode, body, end in _chunk_walk(records, chunk.offset):
             if opcode == MESSAGE:
                 channel, _, log_ns, _ = unpack(records, body)
-                if start <= log_ns < stop and channel in wanted:
-                    out.append((log_ns, channel, records[body + 22:end]))
+                out.append((log_ns, channel, records[body + 22:end]))
         out.sort(key=_log_time)
         return out
 
@@ -372,6 +384,7 @@ class McapReader:
                 yield channel, log_ns, data[pos + 22:end]
 
     def close(self) -> None:
+        self._walked = None
         self._file.close()
 
     def __enter__(self) -> McapReader:

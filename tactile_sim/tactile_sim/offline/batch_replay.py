@@ -230,20 +230,24 @@ class Lane:
 def torque_agrees(suite: SensorSuite, state: WorldState,
                   stepped: list[tuple[Lane, Tick, LaneSample]]) -> list[tuple[Lane, Tick]]:
     """The lanes of ``stepped`` (lane, tick, what its world lane took) whose joint sample every JointTorque batch due
-    on this step sees as in the lane's lone replay (accepted or not, Δt, measured velocities: :func:`joint_sample`,
-    one value per batch for all envs, taken from the step's ``state``, which carries the first lane's); the others
-    go alone."""
+    on this step sees as in the lane's lone replay (accepted or not, Δt: :func:`joint_sample`; measured velocities or
+    not), one value per batch for all envs, taken from the step's ``state``, which carries the first lane's; the
+    others go alone."""
     torque = [b for k, b in suite.batches if b.sensor_type == "JointTorque" and suite.steps % k == 0]
     if not torque:
         return [(lane, tick) for lane, tick, _ in stepped]
-    seen = [joint_sample(state, b.t_prev)[1:] for b in torque]  # what each batch sees on this step, for every env
+    seen = [joint_sample(state.t, state.joint_stamp, b.t_prev)[1:] for b in torque]  # what each batch sees this step
+    keys = [id(b) for b in torque]
+    velocities = state.joint_vel is not None
     kept = []
     for lane, tick, taken in stepped:
-        own = WorldState(taken.t, state.rot, state.pos, state.lin_vel, state.ang_vel, state.joint_pos,
-                         state.joint_vel, state.joint_acc, taken.joint_vel_measured, taken.joint_stamp)
-        samples = [joint_sample(own, lane.torque_stamps.get(id(b))) for b in torque]
-        if all(sample[1:] == batch_sees for sample, batch_sees in zip(samples, seen)):
-            lane.torque_stamps.update((id(b), sample[0]) for b, sample in zip(torque, samples) if sample[1])
+        stamps = lane.torque_stamps
+        samples = [joint_sample(taken.t, taken.joint_stamp, stamps.get(key)) for key in keys]
+        if (not velocities or taken.joint_vel_measured == state.joint_vel_measured) and \
+                [sample[1:] for sample in samples] == seen:
+            for key, (stamp, accepted, _) in zip(keys, samples):
+                if accepted:
+                    stamps[key] = stamp
             kept.append((lane, tick))
         else:
             lane.alone = "its joint samples differ from the batch's in what JointTorque sees (stamp steps)"

@@ -39,14 +39,14 @@ from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, JOINT_TO
 from ..warp_launch import SlotLaunches
 
 
-def joint_sample(state: WorldState, t_prev: float | None) -> tuple[float, bool, float, bool]:
-    """docs/models/joint_torque.md#velocity: (stamp s, accepted, Δt s, velocity measured) of ``state``'s joint sample
-    after the accepted one stamped ``t_prev`` (None: none yet): accepted when its stamp increased; Δt 1 when not
-    accepted or the first."""
-    stamp = state.joint_stamp if state.joint_stamp is not None else state.t
+def joint_sample(t: float, joint_stamp: float | None, t_prev: float | None) -> tuple[float, bool, float]:
+    """docs/models/joint_torque.md#velocity: (stamp s, accepted, Δt s) of the joint sample stamped ``joint_stamp`` s
+    (None: ``t``, the state's time s) after the accepted one stamped ``t_prev`` (None: none yet): accepted when its
+    stamp increased; Δt 1 when not accepted or the first."""
+    stamp = joint_stamp if joint_stamp is not None else t
     accept = t_prev is None or stamp > t_prev
     dt = stamp - t_prev if t_prev is not None and accept else 1.0
-    return stamp, accept, dt, state.joint_vel is not None and state.joint_vel_measured
+    return stamp, accept, dt
 
 
 class JointTorqueBatch(SensorBatch):
@@ -286,7 +286,8 @@ class JointTorqueBatch(SensorBatch):
                             ("sources", "measured", "ground_truth"))
 
     def evaluate(self, state: WorldState) -> None:
-        stamp, accept, dt, vel_measured = joint_sample(state, self.t_prev)
+        stamp, accept, dt = joint_sample(state.t, state.joint_stamp, self.t_prev)
+        vel_measured = state.joint_vel is not None and state.joint_vel_measured
         if not accept:
             self.dropped_samples += 1
         if self._moving is None:
