@@ -68,8 +68,16 @@ class Probe(Node):
         self.create_timer(0.02, self.publish_joints)
         self.spinner = SingleThreadedExecutor()
         self.spinner.add_node(self)
-        self.thread = threading.Thread(target=self.spinner.spin, daemon=True)
+        self.spinning = threading.Event()
+        self.spinning.set()
+        self.thread = threading.Thread(target=self.spin, daemon=True)
         self.thread.start()
+
+    def spin(self):
+        """Spin until close() clears ``spinning``: the executor is shut down only after this thread has left it (an
+        executor shut down and a node destroyed while another thread still spins raised InvalidHandle there)."""
+        while self.spinning.is_set():
+            self.spinner.spin_once(timeout_sec=0.05)
 
     def record(self, topic, msg):
         with self.lock:
@@ -103,8 +111,10 @@ class Probe(Node):
         raise AssertionError(f"{topic}: {len(self.messages(topic))} messages after {timeout} s, expected {count}")
 
     def close(self):
-        self.spinner.shutdown(timeout_sec=5.0)
-        self.thread.join(timeout=5.0)
+        self.spinning.clear()
+        self.thread.join(timeout=60.0)
+        assert not self.thread.is_alive(), "the probe's spinning thread did not stop within 60 s"
+        self.spinner.shutdown()
         self.destroy_node()
 
 
