@@ -79,6 +79,14 @@ class _Edge:
         self.rots.append(r)
         self.trans.append(t)
 
+    def extend(self, stamps: list[float], quats: list[tuple[np.ndarray, float]], trans: list[np.ndarray]) -> None:
+        """:meth:`append` of several samples in time order, each newer than every one held (stamps s, (quaternion,
+        norm) of each, translations (3,) m; rotations made on first use)."""
+        self.stamps.extend(stamps)
+        self.quats.extend(quats)
+        self.rots.extend([None] * len(stamps))
+        self.trans.extend(trans)
+
     def quat(self, i: int) -> np.ndarray:
         """Unit quaternion (x, y, z, w) of sample i."""
         q = self.quats[i]
@@ -174,10 +182,8 @@ class TFBuffer:
         norms) of each, in order, every sample newer than its edge's newest (:meth:`_flush` adds them)."""
         self._pending_edges: list[_Edge] | None = None
         """The kept edges when they are distinct (a message's samples may be held back for them), else None."""
-        self._pending_newest: list[float] = []
-        """Per kept edge, the stamp (s) of its newest sample, pending ones included (while any is pending)."""
         self._pending_ids: set[int] = set()
-        """id() of each kept edge (while a sample is pending)."""
+        """id() of each of :attr:`_pending_edges`."""
 
     # ------------------------------------------------------------------ storing
     def set_transform(self, parent: str, child: str, trans, stamp: float, *, rot=None, quat=None,
@@ -243,7 +249,9 @@ class TFBuffer:
         if checked and not static and all(ok is True for ok in out):
             edges = [self._edges[c] for c in children]
             self._message_edges = (parents, children, self._structure, edges)
-            self._pending_edges = edges if len(set(children)) == len(children) else None
+            distinct = len(set(children)) == len(children)
+            self._pending_edges = edges if distinct else None  # (nothing is pending: reading _edges added it)
+            self._pending_ids = {id(e) for e in edges} if distinct else set()
         return out
 
     def _append_rows(self, edges: list[_Edge], parents: Sequence[str], children: Sequence[str],
@@ -252,14 +260,11 @@ class TFBuffer:
         held back as pending when the edges are distinct and every sample is newer than its edge's newest, else a
         sample newer than its edge's newest is appended here and any other goes through :meth:`_store`."""
         if edges is self._pending_edges:
-            newest = self._pending_newest if self._pending else [e.stamps[-1] if e.stamps else -math.inf
-                                                                   for e in edges]
+            newest = self._pending[-1][0] if self._pending else [e.stamps[-1] if e.stamps else -math.inf
+                                                                 for e in edges]
             seconds = list(map(float, stamps))
             if all(s > n for s, n in zip(seconds, newest)):
-                if not self._pending:
-                    self._pending_ids = {id(e) for e in edges}
                 self._pending.append((seconds, trans, quats, norms))
-                self._pending_newest = seconds
                 self.revision += len(edges)
                 if len(self._pending) >= PENDING_MAX:
                     self._flush()
@@ -286,13 +291,11 @@ class TFBuffer:
         if not pending:
             return
         self._pending = []
-        m = len(pending)
         for j, edge in enumerate(self._pending_edges):
-            edge.stamps.extend([stamps[j] for stamps, _, _, _ in pending])
-            edge.quats.extend([(quats[j], norms[j]) for _, _, quats, norms in pending])
-            edge.rots.extend([None] * m)
-            edge.trans.extend([trans[j] for _, trans, _, _ in pending])
-            edge.version += m
+            edge.extend([stamps[j] for stamps, _, _, _ in pending],
+                        [(quats[j], norms[j]) for _, _, quats, norms in pending],
+                        [trans[j] for _, trans, _, _ in pending])
+            edge.version += len(pending)
             self._trim(edge)
 
     @property
