@@ -12,9 +12,11 @@ import torch
 from scipy import integrate, optimize, special
 
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, pad_sd, sphere, step
+from tactile_sim import derived_cache
 from tactile_sim.errors import ConfigError
-from tactile_sim.sensors.elastomer import dilation as elastomer_dilation, source_rows as elastomer_source_rows
-from tactile_sim.sensors.elastomer.layer_profile import NODES, RHO_MAX, layer_profile
+from tactile_sim.sensors.elastomer import dilation as elastomer_dilation, layer_profile as layer_profile_module, \
+    source_rows as elastomer_source_rows
+from tactile_sim.sensors.elastomer.layer_profile import NODES, RHO_MAX, compute_layer_profile, layer_profile
 
 
 # ---------------------------------------------------------------------------------------------- independent truth
@@ -69,6 +71,38 @@ def test_layer_profile_reference_values_and_accuracy():
     rhos = np.concatenate([rng.uniform(0, 8, 25), [1e-3, 0.02, 7.9999]])
     for rho in rhos:
         assert abs(float(prof(rho)) / kappa1_quad(rho) - 1) <= 1e-6, rho
+
+
+def test_the_layer_profile_cache_gives_the_computed_table_bit_for_bit_and_is_rebuilt_when_damaged(tmp_path,
+                                                                                                    monkeypatch):
+    monkeypatch.setenv(derived_cache.ENV_VAR, str(tmp_path))
+    computed = compute_layer_profile()
+
+    def fresh():  # what a fresh process gets
+        layer_profile.cache_clear()
+        return layer_profile()
+
+    def not_computed():
+        raise AssertionError("the table was computed instead of read from the cache")
+
+    try:
+        first = fresh()  # computed and written
+        (path,) = (tmp_path / "layer_profile").iterdir()
+        written = path.read_bytes()
+        with monkeypatch.context() as m:
+            m.setattr(layer_profile_module, "compute_layer_profile", not_computed)
+            second = fresh()
+        path.write_bytes(written[:-8])
+        third = fresh()  # damaged: computed and written again
+        assert path.read_bytes() == written
+    finally:
+        layer_profile.cache_clear()
+    for prof in (first, second, third):
+        assert prof.coefficients.tobytes() == computed.coefficients.tobytes()
+        assert prof.coefficients.shape == (NODES, 4) and prof.coefficients.dtype == np.float64
+        assert not prof.coefficients.flags.writeable
+        assert (prof.spacing, prof.rho_max, prof.peak_rho, prof.peak) == \
+            (computed.spacing, computed.rho_max, computed.peak_rho, computed.peak)
 
 
 # ----------------------------------------------------------------------------------------------
