@@ -3,11 +3,13 @@ alone (recordings of different lengths, input rates and joint sets, one with a s
 process or in worker processes, as bags or arrays; inputs come as folders, patterns or a list file; a recording
 that fails does not stop the others; bad options are refused naming the option before anything runs."""
 
+import gc
+
 import numpy as np
 import pytest
 
 from helpers_offline import run_cli, write_bag
-from tactile_sim.offline import core_pool
+from tactile_sim.offline import core_pool, corpus as corpus_module
 from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
 from test_cli_replay import closing, joints, pads_yaml, static_tf
 
@@ -69,6 +71,28 @@ def test_recordings_share_one_rewound_core_and_no_output_depends_on_the_recordin
     for name in ("long", "slow", "reset"):
         for part in (f"{name}.mcap", "metadata.yaml"):
             assert (tmp_path / "reversed" / name / part).read_bytes() == (tmp_path / "out" / name / part).read_bytes()
+
+
+def test_the_young_generation_is_collected_less_often_while_a_corpus_replays_and_as_before_after(tmp_path,
+                                                                                                   monkeypatch):
+    seen = []
+    run_group = corpus_module.run_group
+
+    def watched(*args):
+        seen.append(gc.get_threshold())
+        return run_group(*args)
+
+    monkeypatch.setattr(corpus_module, "run_group", watched)
+    before = gc.get_threshold()
+    recs = recordings(tmp_path / "recs")
+    assert corpus(tmp_path, recs, extra=("--batch", "1"))[0] == 0
+    assert seen == [(corpus_module.YOUNG_COLLECTION_EVERY, *before[1:])] * 3
+    assert gc.get_threshold() == before
+    try:
+        corpus_module.worker_setup()  # a worker process, spawned or forked
+        assert gc.get_threshold() == (corpus_module.YOUNG_COLLECTION_EVERY, *before[1:])
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_arrays_of_a_pattern_and_a_list_in_two_processes_equal_each_alone(tmp_path):

@@ -13,12 +13,13 @@ possible, each loading the configuration once) take the next recording or batch 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import glob
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing import get_all_start_methods, get_context
@@ -239,11 +240,14 @@ def worker_context() -> BaseContext:
     return get_context("fork" if "fork" in get_all_start_methods() else "spawn")
 
 
-def one_thread() -> None:
-    """Worker set-up: one torch thread per worker (the workers share the cores)."""
+def worker_setup() -> None:
+    """Worker set-up: one torch thread per worker (the workers share the cores), and the young generation collected
+    as seldom as in the process that started it (:func:`fewer_collections`; a spawned worker starts with Python's
+    default)."""
     import torch
 
     torch.set_num_threads(1)
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
 
 
 def run_group(config_source: str, options: dict[str, Any], verbose: bool,
@@ -282,6 +286,27 @@ def freeze_imports() -> None:
     gc.freeze()
 
 
+YOUNG_COLLECTION_EVERY = 20_000
+"""Net allocations of container objects between two collections of the youngest generation while a corpus replays
+(Python's default: 700). A replay holds many small objects for a while (input blocks and their rows, TF samples,
+pending messages); at the default the collector walks each of them several times, promotes them and so triggers
+collections of the older generations too, which walk the built sensors and every lane. Reference counting frees
+what a replay drops as before, so memory does not grow: only objects in reference cycles wait longer. 16 demo
+recordings of 10 s in one process: 315 collections taking ~0.10 s of CPU -> 6 taking ~0.03 s."""
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The collector's first threshold at :data:`YOUNG_COLLECTION_EVERY` while the block runs (forked workers inherit
+    it), the previous thresholds restored after."""
+    saved = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, *saved[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+
+
 def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], *, workers: int = 1,
                   batch: int = REPLAY_BATCH, verbose: bool = False,
                   progress: bool = True) -> tuple[list[RecordingOutcome], float]:
@@ -291,7 +316,7 @@ def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[s
     freeze_imports()
     outcomes: dict[ReplayJob, RecordingOutcome] = {}
     groups = groups_of(jobs, config_source, options, batch, workers)
-    with CorpusProgress(len(jobs), enabled=progress) as bar:
+    with CorpusProgress(len(jobs), enabled=progress) as bar, fewer_collections():
         if workers <= 1 or len(groups) <= 1:
             for group in groups:
                 for outcome in run_group(config_source, options, verbose, group):
@@ -301,7 +326,7 @@ def replay_corpus(jobs: Sequence[ReplayJob], config_source: str, options: dict[s
             from . import replay  # noqa: F401 - imported once here, so that forked workers start with it loaded
 
             with ProcessPoolExecutor(min(workers, len(groups)), mp_context=worker_context(),
-                                     initializer=one_thread) as pool:
+                                     initializer=worker_setup) as pool:
                 futures = [pool.submit(run_group, config_source, options, verbose, group) for group in groups]
                 for future in as_completed(futures):
                     for outcome in future.result():
