@@ -357,9 +357,12 @@ class _LatticeMembers:
             out.index_add_(1, self.probes, field.view(e, -1, 3))
 
     def _weighted(self, along_u: torch.Tensor, drag: torch.Tensor) -> torch.Tensor:
-        """along_u [E, G, K, N] times drag [E, G, K, 3] → [E, G, K, N·3] (probe-major, channel-minor), by
-        :data:`_OUTER_KERNELS` (a launch per row count E·G·K, its tensors rebound every call)."""
+        """along_u [E, G, K, N] times drag [E, G, K, 3] → [E, G, K, N·3] (probe-major, channel-minor): on the CPU by
+        :data:`_OUTER_KERNELS` (a launch per row count E·G·K, its tensors rebound every call), on CUDA by torch's
+        broadcast product (one elementwise kernel there)."""
         e, g, k, n = along_u.shape
+        if along_u.device.type != "cpu":
+            return (along_u[..., None] * drag[..., None, :]).view(e, g, k, 3 * n)
         weighted = along_u.new_empty((e, g, k, 3 * n))
         tensors = {"along": along_u.view(-1, n), "drag": drag.view(-1, 3), "out": weighted.view(-1, 3 * n)}
         launch = self._outer.get(e * g * k)
