@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from helpers_pointcloud import box, centred_lattice, lattice, make_suite, numpy, sphere, step
-from tactile_sim.sensors.elastomer import dilation as elastomer_dilation
+from tactile_sim.sensors.elastomer import dilation as elastomer_dilation, shear as elastomer_shear
+from tactile_sim.sensors.layout.probe_layout import ProbeLayout
 from test_sensor_elastomer import elastomer, replay_shear
 
 
@@ -31,6 +32,23 @@ def test_lattice_shear_of_sensors_apart_in_the_batch():
         expected = replay_shear(suite.point_cloud(name), pressed, slid, grid, 0.006**2, 300.0)
         assert np.abs(expected).max() > 0 and torch.count_nonzero(suite.read_ground_truth(name)[..., 2]) == 0
         assert np.abs(s - expected).max() <= 1e-6 * np.abs(expected).max(), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_lattice_shear_column_factors_times_drags_are_the_broadcast_products(dtype):
+    # the native outer product of the lattice shear gives torch's broadcast product value for value, over changing
+    # sample counts K (a launch per row count, rebound to new tensors when a count comes back)
+    grid = lattice(5, 7, 0.004, 0.003, (-0.01, -0.006, 0.0))
+    layout = ProbeLayout.from_options(grid, 0.002, where="ElastomerTaxel(name='el')")
+    members = elastomer_shear._LatticeMembers([0], 1, [layout], [0], [300.0], torch.device("cpu"), dtype)
+    gen = torch.Generator().manual_seed(3)
+    for e, k in [(3, 4), (3, 1), (3, 4), (1, 9)]:
+        along = torch.rand((e, 1, k, 7), generator=gen, dtype=dtype)
+        drag = torch.randn((e, 1, k, 3), generator=gen, dtype=dtype)
+        drag[0, 0, 0] = torch.tensor([0.0, -0.0, 1e-30])
+        want = (along[..., None] * drag[..., None, :]).reshape(e, 1, k, 21)
+        got = members._weighted(along, drag)
+        assert got.shape == want.shape and torch.equal(got.view(torch.uint8), want.view(torch.uint8)), (e, k)
 
 
 @pytest.mark.parametrize("full_sum_limit", [0, 10**6])

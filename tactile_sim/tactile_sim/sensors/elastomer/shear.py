@@ -36,7 +36,7 @@ from ...constants import EPS_LEN
 from ...geometry.query import ShapeQuery, nearest_shape, tables_type
 from ...geometry.shapes import Shape, ShapeKind
 from ...geometry.struct_launch import StructLaunch, warp_struct
-from ...geometry.warp_kernels import unique_kernel
+from ...geometry.warp_kernels import native_grid_kernel, unique_kernel
 from .dilation import orthogonal_grid
 from ..layout.probe_layout import ProbeLayout
 from ...world.state import WorldState
@@ -282,6 +282,36 @@ def _add_at(out: torch.Tensor, probes: torch.Tensor | slice, value: torch.Tensor
         out.index_add_(1, probes, value)
 
 
+def _outer_kernel(dtype: torch.dtype):
+    """(kernel, call struct type) over (R, 1) in the working dtype: out[r, 3x + c] = along[r, x] · drag[r, c] for the
+    R rows of ``along`` [R, N] (column factors), ``drag`` [R, 3] and ``out`` [R, 3N] (contiguous): the lattice shear's
+    column factors times the in-plane drags, one row of N probes per thread. Each value is one product, as torch's
+    broadcast product gives it (whose loop over 3 channels at a time costs ~10× more)."""
+    f = WP_TYPES[dtype][0]
+    real = "float" if dtype == torch.float32 else "double"
+    call_type = warp_struct(f"ShearOuterCall_{f.__name__}", {
+        "along": wp.array2d(dtype=f), "drag": wp.array2d(dtype=f), "out": wp.array2d(dtype=f)}, __name__)
+    body = f"""
+    const int n = call.along.shape[1];
+    const {real}* __restrict__ a = reinterpret_cast<const {real}*>(call.along.data) + static_cast<size_t>(r) * n;
+    const {real}* __restrict__ d = reinterpret_cast<const {real}*>(call.drag.data) + static_cast<size_t>(r) * 3;
+    {real}* __restrict__ w = reinterpret_cast<{real}*>(call.out.data) + static_cast<size_t>(r) * 3 * n;
+    const {real} d0 = d[0], d1 = d[1], d2 = d[2];
+    for (int x = 0; x < n; ++x) {{
+        w[3 * x] = a[x] * d0;
+        w[3 * x + 1] = a[x] * d1;
+        w[3 * x + 2] = a[x] * d2;
+    }}
+"""
+
+    def row(call, r, unused): ...
+
+    return native_grid_kernel(f"elastomer_shear_outer_{f.__name__}", call_type, row, body), call_type
+
+
+_OUTER_KERNELS = {dt: _outer_kernel(dt) for dt in WP_TYPES}
+
+
 class _LatticeMembers:
     """Separable shear of the lattice sensors of one grid shape (M, N): with in-plane coordinates (u, v) of a
     sample, exp(−λ_s‖P(p_rc − q)‖²) = exp(−(√λ_s(cΔu − u))²)·exp(−(√λ_s(rΔv − v))²), so per env the field is one
@@ -307,6 +337,7 @@ class _LatticeMembers:
         self.plane = tensor(axes @ axes.transpose(0, 2, 1))                               # [G, 3, 3] projector
         self.probes = _probe_range([starts[s] for s in members], [m * n] * len(members), device)
         self.shape = (m, n)
+        self._outer: dict[int, StructLaunch] = {}                                  # rows E·G·K → launch
 
     def __call__(self, q: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> None:
         """q, c: compacted positions and weighted drags [E, S, K, 3] (all sensors); adds s into out [E, P, 3]."""
@@ -318,12 +349,32 @@ class _LatticeMembers:
         along_u = (self.cols - uv[..., :1]).square_().neg_().exp_()                  # [E, G, K, N]
         along_v = (self.rows - uv[..., 1:]).square_().neg_().exp_()                  # [E, G, K, M]
         e, g, k, _ = along_v.shape
-        weighted = (along_u[..., None] * drag[..., None, :]).view(e, g, k, 3 * n)   # [E, G, K, N·3]
+        weighted = self._weighted(along_u, drag)                                    # [E, G, K, N·3]
         field = torch.matmul(along_v.transpose(-1, -2), weighted)                   # [E, G, M, N·3]
         if isinstance(self.probes, slice):
             out[:, self.probes].view(e, g, m, 3 * n).add_(field)
         else:
             out.index_add_(1, self.probes, field.view(e, -1, 3))
+
+    def _weighted(self, along_u: torch.Tensor, drag: torch.Tensor) -> torch.Tensor:
+        """along_u [E, G, K, N] times drag [E, G, K, 3] → [E, G, K, N·3] (probe-major, channel-minor): on the CPU by
+        :data:`_OUTER_KERNELS` (a launch per row count E·G·K, its tensors rebound every call), on CUDA by torch's
+        broadcast product (one elementwise kernel there)."""
+        e, g, k, n = along_u.shape
+        if along_u.device.type != "cpu":
+            return (along_u[..., None] * drag[..., None, :]).view(e, g, k, 3 * n)
+        weighted = along_u.new_empty((e, g, k, 3 * n))
+        tensors = {"along": along_u.view(-1, n), "drag": drag.view(-1, 3), "out": weighted.view(-1, 3 * n)}
+        launch = self._outer.get(e * g * k)
+        if launch is None:
+            kernel, call_type = _OUTER_KERNELS[along_u.dtype]
+            launch = self._outer[e * g * k] = StructLaunch(kernel, (e * g * k, 1), call_type, tensors, [],
+                                                           along_u.device)
+        else:
+            for name, t in tensors.items():
+                launch.bind(name, t)
+        launch()
+        return weighted
 
 
 class _ScatteredMembers:
