@@ -62,6 +62,23 @@ def test_float32_transform_is_within_a_few_ulp_of_erfinv():
     torch.testing.assert_close(z64, torch.erfinv(v64) * 2**0.5, rtol=4e-15, atol=0)
 
 
+def test_float32_draw_does_not_depend_on_its_block():
+    """The float32 CPU transform makes rng.NORMAL_BLOCK draws at a time and evaluates the tail polynomial (w ≥ 5:
+    top 24 bits below about 28 000 or above 2**24 − 28 000) only for a block that holds a tail draw: a draw must
+    read the same alone, at any offset in a block (full or the last, partial one), beside tail draws or not."""
+    g = torch.Generator().manual_seed(5)
+    n = 3 * rng.NORMAL_BLOCK + 5
+    bits = torch.randint(0, 2**32, (n,), generator=g, dtype=torch.int64)
+    bits[::29] = torch.randint(0, 20_000 << 8, (len(range(0, n, 29)),), generator=g)  # tails, z < -2.9
+    bits[1] = 2**32 - 1  # z > 5
+    z = rng.bits_to_normal(bits, torch.float32)
+    alone = torch.cat([rng.bits_to_normal(bits[i:i + 1], torch.float32) for i in range(n)])
+    assert torch.equal(z, alone)
+    for offset in (1, 3, rng.NORMAL_BLOCK - 1):
+        assert torch.equal(rng.bits_to_normal(bits[offset:], torch.float32), z[offset:])
+    assert float(z[::29].max()) < -2.9 and float(z[1]) > 5.0
+
+
 def test_lanes_keep_their_32_bits():
     lanes = torch.tensor([0, 1, 2**31 - 1, 2**31, 2**32 - 1], dtype=torch.int64)
     assert rng.lanes_uint32(lanes).tolist() == [0, 1, 2**31 - 1, -(2**31), -1]

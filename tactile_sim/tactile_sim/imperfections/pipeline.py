@@ -48,7 +48,7 @@ from .rng import (
     CPU_CHUNK,
     INTERLEAVED_LOOP_CPP,
     MIX32_CPP,
-    STANDARD_NORMAL_CPP,
+    NORMAL_DRAWS_CPP,
     WP_FLOAT,
     CounterStream,
     bits_to_uniform,
@@ -96,10 +96,11 @@ def _branch_loop(dtype: torch.dtype) -> str:
     even); 9 y = dead value of dead probes; 10 Schmitt latch of both branches (K = 1): on = active ∧ (v > contact ∨
     (on_prev ∧ v > release)), value ← on; invalid samples zeroed on both branches and the sample validity of the
     env copied into its ring slot (by the row's first block); 11 fillers zeroed on both branches.
-    z = standard_normal(mix32(lane ^ key)), key = counter_hash(evaluation): the draws of :func:`.rng.draw_bits`."""
+    z: the normal of mix32(lane ^ key) (:data:`.rng.NORMAL_DRAWS_CPP`), key = counter_hash(evaluation): the draws of
+    :func:`.rng.draw_bits`."""
     t = "float" if dtype == torch.float32 else "double"
     nearbyint = "nearbyintf" if dtype == torch.float32 else "nearbyint"
-    return INTERLEAVED_LOOP_CPP + MIX32_CPP + COUNTER_HASH_CPP + STANDARD_NORMAL_CPP[dtype] + f"""
+    return INTERLEAVED_LOOP_CPP + MIX32_CPP + COUNTER_HASH_CPP + NORMAL_DRAWS_CPP[dtype] + f"""
 #if defined(__CUDA_ARCH__)
 #define BRANCH_NEARBYINT {nearbyint}
 #else
@@ -107,17 +108,17 @@ def _branch_loop(dtype: torch.dtype) -> str:
 #endif
     auto row = [e](auto& a) {{ return reinterpret_cast<char*>(a.data) + static_cast<size_t>(e) * a.strides[0]; }};
     const uint32_t key = counter_hash(evaluation);
+    const auto hashed = [&](auto lane) {{ return mix32(lane ^ key); }};
     {t}* y = reinterpret_cast<{t}*>(row(call.y));
     const {t}* x = reinterpret_cast<const {t}*>(row(call.x));
     if (flags & {_WALK}) {{
         {t}* __restrict__ w = reinterpret_cast<{t}*>(row(call.walk));
         const {t}* __restrict__ sw = call.walk_sigma.data;
         const uint32_t* __restrict__ lw = reinterpret_cast<const uint32_t*>(row(call.walk_lanes));
-        INTERLEAVED_LOOP
-        for (int j = start; j < stop; ++j) {{
-            w[j] += standard_normal(mix32(lw[j] ^ key)) * sw[j];
+        for_each_normal(lw, hashed, start, stop, [&](int j, {t} z) {{
+            w[j] += z * sw[j];
             y[j] = x[j] + w[j];
-        }}
+        }});
     }} else if (x != y) {{
         for (int j = start; j < stop; ++j) y[j] = x[j];
     }}
@@ -126,11 +127,9 @@ def _branch_loop(dtype: torch.dtype) -> str:
         const {t}* __restrict__ sn = call.noise_sigma.data;
         const uint32_t* __restrict__ ln = reinterpret_cast<const uint32_t*>(row(call.noise_lanes));
         if (flags & {_BIAS}) {{
-            INTERLEAVED_LOOP
-            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ key)) * sn[j] + b[j];
+            for_each_normal(ln, hashed, start, stop, [&](int j, {t} z) {{ y[j] += z * sn[j] + b[j]; }});
         }} else {{
-            INTERLEAVED_LOOP
-            for (int j = start; j < stop; ++j) y[j] += standard_normal(mix32(ln[j] ^ key)) * sn[j];
+            for_each_normal(ln, hashed, start, stop, [&](int j, {t} z) {{ y[j] += z * sn[j]; }});
         }}
     }} else if (flags & {_BIAS}) {{
         for (int j = start; j < stop; ++j) y[j] += b[j];
