@@ -165,3 +165,60 @@ def test_contact_list_none_all_and_one_env(n, gain):
         touched = torch.tensor([h == pressed for h in heights])[:, None, None, None]
         torch.testing.assert_close(truth, torch.where(touched, expected, 0.0), rtol=1e-12, atol=1e-15)
         torch.testing.assert_close(measured, torch.where(touched, gain * expected, 0.0), rtol=1e-12, atol=1e-15)
+
+
+def rotation(axis, angle):
+    """Rotation matrix about the unit ``axis`` by ``angle`` rad (Rodrigues)."""
+    k = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    skew = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * skew + (1.0 - np.cos(angle)) * skew @ skew
+
+
+PRIMITIVES = {  # object geometry → per env (rotation, position): tilted, shifted, pressed about 1 mm into the pad
+    "sphere": ({"sphere": {"radius": 0.02}},
+               [(rotation((1, 2, 3), 0.7), (0.003, -0.002, 0.021)), (np.eye(3), (-0.011, 0.006, 0.0215)),
+                (rotation((0, 0, 1), 2.0), (0.0, 0.0, 0.0205))]),
+    "capsule": ({"capsule": {"radius": 0.008, "length": 0.03}},
+                [(rotation((1, 0.3, 0), np.pi / 2), (0.002, 0.001, 0.009)),   # lying: its side on the pad
+                 (rotation((1, -1, 0), 0.4), (0.001, -0.004, 0.0225)),         # tilted: a cap on the pad
+                 (rotation((1, 0, 0), 0.5) @ rotation((0, 1, 0), np.pi / 2), (0.0, 0.0, 0.0))]),  # axis on row y = 0
+    "plane": ({"plane": {}, "origin": {"rpy": [np.pi, 0.0, 0.0]}},          # solid side above the plane
+              [(rotation((1, 0, 0), 0.05), (0.0, 0.0, 0.0011)), (rotation((1, 1, 0), -0.08), (0.004, 0.0, 0.0005)),
+               (np.eye(3), (0.0, 0.0, 0.003))]),                                 # out of reach: no contact
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", sorted(PRIMITIVES))
+def test_single_primitive_cells_follow_the_scene_query(kind, dtype):
+    """A cell whose only candidate is a sphere, capsule or plane is queried as lanes of one native loop
+    (:func:`~tactile_sim.sensors.points.cell_kernel.cell_kernel`, listed): every probe's ground truth is the model
+    of the scene query (:meth:`ShapeQuery.query`, a second implementation of the nearest shape) at the probe,
+    F = k_n (R − sd) n and T = p × F for an object at rest (0 where R − sd ≤ ε_d), for tilted and shifted objects
+    in three envs, including probes on a capsule's axis (the query's fallback direction) and an env without
+    contact."""
+    geometry, poses = PRIMITIVES[kind]
+    envs = len(poses)
+    suite = make_suite([taxel(probe_local_pos=grid_layout(21, 0.02))], [{"name": "obj", "geometry": [geometry]}],
+                       n_envs=envs, dtype=dtype)
+    rot = torch.as_tensor(np.stack([r for r, _ in poses]), dtype=torch.float64)
+    pos = torch.as_tensor(np.array([p for _, p in poses]), dtype=torch.float64)
+    rest = torch.zeros(envs, 3, dtype=torch.float64)
+    state = suite.update(0.0, object_poses={"obj": (rot, pos)}, object_twists={"obj": (rest, rest)})
+    force, torque = (t.reshape(envs, -1, 3).double() for t in suite.read_ground_truth("kt"))
+
+    batch = suite.batches[0][1]
+    probes = batch.probes
+    link_rot, link_pos = probes.link_pose(state)
+    x = probes.world_positions(link_rot, link_pos)
+    hit = probes.query(x, state, batch.cutoff)
+    depth = R - hit.sd
+    touching = (hit.shape >= 0) & (depth > 1e-9)
+    world_force = torch.where(touching[..., None], K_N * depth[..., None] * hit.normal, 0.0)
+    expected_force = probes.to_link_frame(link_rot, world_force).double()
+    expected_torque = torch.cross(probes.local_pos.double().expand_as(expected_force), expected_force, dim=-1)
+    contacts = touching.sum(-1).tolist()
+    assert min(contacts[:2]) >= 10 and (contacts[2] == 0 if kind == "plane" else contacts[2] >= 10), contacts
+    tol = {"rtol": 1e-9, "atol": 1e-12} if dtype == "float64" else {"rtol": 1e-4, "atol": 2e-5}
+    torch.testing.assert_close(force, expected_force, **tol)
+    torch.testing.assert_close(torque, expected_torque, **tol)

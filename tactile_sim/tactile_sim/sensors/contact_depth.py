@@ -12,19 +12,11 @@ from typing import Any
 import torch
 import warp as wp
 
+from ..geometry.query import tables_type
 from ..imperfections.latch import overlap_floor
 from .points.probe_sensor import FusedProbeBatch, per_probe
-from .points.cell_kernel import cell_kernel
+from .points.cell_kernel import cell_kernel, contact_list_buffers, contact_list_fields
 from .points.probe_set import WP_TYPES, probe_struct
-
-
-@wp.func
-def _depth(call: Any, tables: Any, e: int, i: int, x: Any, sd: Any, shape: int, normal: Any, link: int,
-           link_rot: Any, link_pos: Any):
-    """Both branches' depth of probe i (env e) whose nearest shape is at signed distance sd."""
-    zero = type(sd)(0.0)
-    call.ground_truth[e, i, 0] = wp.max(call.radius[i] - sd, zero)
-    call.measured[e, i, 0] = wp.max(call.radius_measured[e, i] - sd, zero) * call.gain[e, i]
 
 
 @wp.func
@@ -37,12 +29,54 @@ def _no_depth(call: Any, e: int, first: int, stop: int):
         call.measured[e, i, 0] = zero
 
 
+def _listed_depths(dtype: torch.dtype) -> str:
+    """C++ body of both branches' depth of the listed contacts in slots [first, stop) of env e (probe i at signed
+    distance sd; :func:`.points.cell_kernel.cell_kernel` with ``listed``): ``max(R_i − sd, 0)`` and
+    ``max(R̃_i − sd, 0)·g_i`` (warp's ``wp::`` operations in that order). With one buffer for both branches (no
+    imperfection: R̃ = R, g = 1) the second write stores the same value again."""
+    t = "float" if dtype == torch.float32 else "double"
+    return f"""
+    using T = {t};
+    auto at = [](const auto& a, int i) -> auto& {{  // a[i] of a 1-d array
+        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
+    }};
+    auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
+    auto in_row = [](char* r, const auto& a, int j) -> auto& {{  // a[e, j] of a 2-d array, r = row(a)
+        return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
+    }};
+    const T zero = T(0.0);
+    char* point = row(call.contact_point);
+    char* sd_of = row(call.contact_sd);
+    char* radius_measured = row(call.radius_measured);
+    char* gain = row(call.gain);
+    char* truth = row(call.ground_truth);
+    char* measured = row(call.measured);
+    for (int m = first; m < stop; ++m) {{
+        const int i = in_row(point, call.contact_point, m);
+        const T sd = in_row(sd_of, call.contact_sd, m);
+        const T depth_measured = wp::max(wp::sub(in_row(radius_measured, call.radius_measured, i), sd), zero);
+        *reinterpret_cast<T*>(truth + int64_t(i) * call.ground_truth.strides[1]) =  // [e, i, 0]
+            wp::max(wp::sub(at(call.radius, i), sd), zero);
+        *reinterpret_cast<T*>(measured + int64_t(i) * call.measured.strides[1]) =
+            wp::mul(depth_measured, in_row(gain, call.gain, i));
+    }}
+"""
+
+
 def _depth_kernel(dtype: torch.dtype):
-    f = WP_TYPES[dtype][0]
+    f, v, m = WP_TYPES[dtype]
     call_type = probe_struct(f"DepthProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
-        "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f)})
-    return cell_kernel(f"contact_depth_probe_{f.__name__}", call_type, dtype, _depth, _no_depth), call_type
+        "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f), **contact_list_fields(dtype)})
+    name = f"contact_depth_probe_{f.__name__}"
+
+    def depths(call, tables, e, link, link_rot, link_pos, first, stop): ...
+
+    depths.__name__ = f"{name}_listed"
+    depths.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int, "link_rot": m,
+                              "link_pos": v, "first": int, "stop": int}
+    listed = wp.func_native(_listed_depths(dtype))(depths)
+    return cell_kernel(name, call_type, dtype, listed, _no_depth, listed=True), call_type
 
 
 _DEPTH_KERNELS = {dt: _depth_kernel(dt) for dt in WP_TYPES}
@@ -52,11 +86,15 @@ class ContactDepthProbeBatch(FusedProbeBatch):
     """Per-probe overlap depth of the sensing sphere with the nearest candidate geometry, m.
 
     One fused kernel per evaluation writes both branches into the measured branch's staging buffers (0 for probes
-    out of reach); the hardware stages then run in place.
+    out of reach); the hardware stages then run in place. The kernel lists the probes that found a shape (the
+    contact list, [E, P]) and evaluates their depths in one native loop per block.
     """
 
     sensor_type = "ContactDepthProbe"
     kernels = _DEPTH_KERNELS
+
+    def model_tables(self) -> dict:
+        return contact_list_buffers(self.ctx.n_envs, self.probes.n, self.ctx.device, self.ctx.dtype)
 
 
 @wp.func

@@ -25,7 +25,9 @@ when a block keeps exactly one primitive, a cell whose whole sphere lies above t
 the cell's cutoff is skipped before its own exact test (and the cells test only that shape). Either bound only skips
 what the query would not report, so results and their summation order are unchanged. A point whose cell keeps one
 primitive is queried against that shape alone (:func:`primitive_query`: the arithmetic of
-:func:`~.geometry.query.nearest_shape` for that shape, without the walk over the candidate row).
+:func:`~.geometry.query.nearest_shape` for that shape, without the walk over the candidate row); in a listed kernel,
+when that shape is a sphere, capsule or plane, the cell's points are the lanes of one native loop that the compiler
+vectorises (:func:`_listed_cell`: the same operations, so the same values).
 
 On the CPU (``cell_cull`` [1] = 1) a kernel thread visits one block and owns two rows of ``cell_mask``
 [2 · E · blocks, S]: the shapes that pass the same test for the whole block (its bounding sphere; a block that keeps
@@ -42,10 +44,12 @@ from typing import Any
 import torch
 import warp as wp
 
+from ...constants import EPS_LEN
 from ...geometry.query import nearest_shape, primitive_bound, shape_may_hit, sphere_may_hit, tables_type
 from ...geometry.sdf_funcs import primitive_sd
+from ...geometry.shapes import ShapeKind
 from ...geometry.warp_kernels import unique_kernel
-from .probe_set import KERNEL_CLEAR_LIMIT, WP_TYPES
+from .probe_set import CPU_CELL_PROBES, KERNEL_CLEAR_LIMIT, WP_TYPES
 
 
 @wp.func
@@ -117,6 +121,112 @@ def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype)
                for k in ("contact_normal", "contact_x")}}
 
 
+def _listed_cell(dtype: torch.dtype) -> str:
+    """C++ body of :func:`primitive_query` for the points of cell c (env e, link pose ``link_rot``, ``link_pos``)
+    whose only candidate is primitive s, with the cell's support plane (``plane_h``, ``plane_g``): appends the
+    points that find s within their cutoff to the contact list from ``slot`` on (:func:`contact_list_fields`, row e)
+    and returns how many, in the cell's point order; −1 (nothing written) for a kind it does not evaluate (box,
+    cylinder) or a cell of more than :data:`.probe_set.CPU_CELL_PROBES` points. The points are the lanes of one loop
+    that the compiler vectorises, every lane with warp's own operations in the order of :func:`primitive_query`,
+    :func:`~.geometry.sdf_funcs.round_segment_sd` and ``plane_sd`` (so the same values: warp compiles CPU code
+    without contracting products into FMAs); a lane whose plane bound exceeds its cutoff is evaluated too and
+    dropped, as the query it skips would report none. Only the cell cull keeps a single shape per cell, so this
+    runs on the CPU only (it compiles for CUDA)."""
+    t = "float" if dtype == torch.float32 else "double"
+    return f"""
+    using T = {t};
+    using V3 = wp::vec_t<3, T>;
+    using M3 = wp::mat_t<3, 3, T>;
+    constexpr int W = {CPU_CELL_PROBES};
+    auto at = [](const auto& a, int i) -> auto& {{  // a[i] of a 1-d array
+        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
+    }};
+    auto at2 = [](const auto& a, int i, int j) -> auto& {{  // a[i, j] of a 2-d array
+        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]
+                                                   + int64_t(j) * a.strides[1]);
+    }};
+    const int kind = at(tables.shape_kind, s);
+    const bool segment = kind == {int(ShapeKind.SPHERE)} || kind == {int(ShapeKind.CAPSULE)};
+    const int j0 = at(call.cell_start, c);
+    const int n = at(call.cell_stop, c) - j0;
+    if (!(segment || kind == {int(ShapeKind.PLANE)}) || n > W) {{
+        return -1;
+    }}
+    // warp's operations written out per component in their order (dot: (a0 b0 + a1 b1) + a2 b2; matrix times
+    // vector: the same per row), so that the lanes form one loop the compiler vectorises
+    const T zero = T(0.0);
+    const T one = T(1.0);
+    const M3 rot = at2(call.world_rot, e, s);
+    const V3 pos = at2(call.world_pos, e, s);
+    const V3 size = at(tables.shape_size, s);
+    const T radius = size[0];
+    const T half = kind == {int(ShapeKind.CAPSULE)} ? size[1] : zero;  // a sphere: the segment of length 0
+    const T low = wp::neg(half);
+    int probe[W];
+    T xs[3][W], cut[W];
+    for (int k = 0; k < W; ++k) {{  // lanes past the cell's points repeat its last point and are dropped
+        const int i = at(call.probe_order, j0 + (k < n ? k : n - 1));
+        const V3 local = at(call.local_pos, i);
+        probe[k] = i;
+        cut[k] = at(call.cutoff, i);
+        for (int a = 0; a < 3; ++a) {{  // x = R_L p + o_L
+            xs[a][k] = ((link_rot.data[a][0] * local[0] + link_rot.data[a][1] * local[1])
+                        + link_rot.data[a][2] * local[2]) + link_pos[a];
+        }}
+    }}
+    bool hit[W];
+    T sds[W], normals[3][W];
+    for (int k = 0; k < W; ++k) {{
+        const T x0 = xs[0][k];
+        const T x1 = xs[1][k];
+        const T x2 = xs[2][k];
+        // the support plane's bound (the query is skipped above it)
+        const T bound = plane_h + ((plane_g[0] * (x0 - center[0]) + plane_g[1] * (x1 - center[1]))
+                                   + plane_g[2] * (x2 - center[2]));
+        // p = R_sᵀ (x − o_s)
+        const T q0 = x0 - pos[0];
+        const T q1 = x1 - pos[1];
+        const T q2 = x2 - pos[2];
+        const T p0 = (rot.data[0][0] * q0 + rot.data[1][0] * q1) + rot.data[2][0] * q2;
+        const T p1 = (rot.data[0][1] * q0 + rot.data[1][1] * q1) + rot.data[2][1] * q2;
+        const T p2 = (rot.data[0][2] * q0 + rot.data[1][2] * q1) + rot.data[2][2] * q2;
+        T sd = p2;  // plane_sd
+        T g0 = zero;
+        T g1 = zero;
+        T g2 = one;
+        if (segment) {{  // round_segment_sd
+            const T d0 = p0 - zero;
+            const T d1 = p1 - zero;
+            const T d2 = p2 - wp::clamp(p2, low, half);
+            const T dist = wp::sqrt((d0 * d0 + d1 * d1) + d2 * d2);
+            const bool off_axis = dist > T({EPS_LEN!r});
+            g0 = off_axis ? d0 / dist : one;
+            g1 = off_axis ? d1 / dist : zero;
+            g2 = off_axis ? d2 / dist : zero;
+            sd = dist - radius;
+        }}
+        hit[k] = k < n && !(bound > cut[k]) && sd < cut[k];
+        sds[k] = sd;
+        for (int a = 0; a < 3; ++a) {{  // world normal R_s g
+            normals[a][k] = (rot.data[a][0] * g0 + rot.data[a][1] * g1) + rot.data[a][2] * g2;
+        }}
+    }}
+    int count = 0;
+    for (int k = 0; k < n; ++k) {{
+        if (hit[k]) {{
+            const int m = slot + count;
+            at2(call.contact_point, e, m) = probe[k];
+            at2(call.contact_shape, e, m) = s;
+            at2(call.contact_sd, e, m) = sds[k];
+            at2(call.contact_normal, e, m) = V3(normals[0][k], normals[1][k], normals[2][k]);
+            at2(call.contact_x, e, m) = V3(xs[0][k], xs[1][k], xs[2][k]);
+            ++count;
+        }}
+    }}
+    return count;
+"""
+
+
 def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, listed: bool = False):
     """The fused kernel ``(call, tables)`` over (E, blocks) of a struct type with
     :func:`.probe_set.probe_fields` (see the module docstring): first, when ``clear`` is given and
@@ -133,7 +243,20 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
     row e; a block has as many slots as points), and after its cells the thread makes one call
     ``evaluate(call, tables, e, link, link_rot, link_pos, first, stop)`` for the run's slots [first, stop) when it
     holds any — a model evaluated in a loop of its own (e.g. native code) over only the points that found a shape,
-    with the same inputs as the per-point call."""
+    with the same inputs as the per-point call. A cell whose only candidate is a sphere, capsule or plane lists its
+    points in one native call (:func:`_listed_cell`)."""
+
+    if listed:
+        scalar, vec, mat = WP_TYPES[dtype]
+
+        def cell_query(call, tables, e, c, s, link_rot, link_pos, center, plane_h, plane_g, slot):
+            return int(0)
+
+        cell_query.__name__ = f"{name}_cell"
+        cell_query.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "c": int, "s": int,
+                                      "link_rot": mat, "link_pos": vec, "center": vec, "plane_h": scalar,
+                                      "plane_g": vec, "slot": int}
+        listed_cell = wp.func_native(_listed_cell(dtype))(cell_query)
 
     def kernel(call, tables):
         e, k = wp.tid()
@@ -189,6 +312,13 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
                 kept, shape, plane_h, plane_g = kept_shapes(center, radius, cut, e, exact, call.cell_mask, block_row,
                                                             call.cell_mask, row, call.world_rot, call.world_pos,
                                                             call.world_center, tables)
+            if wp.static(listed):
+                if kept != 0 and shape >= 0:
+                    appended = listed_cell(call, tables, e, c, shape, rl, ol, center, plane_h, plane_g,
+                                           first_slot + count)
+                    if appended >= 0:  # the cell is listed: no per-point query
+                        count += appended
+                        kept = int(0)
             if kept != 0:
                 for j in range(call.cell_start[c], call.cell_stop[c]):
                     i = call.probe_order[j]
