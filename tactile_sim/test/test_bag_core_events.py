@@ -93,6 +93,33 @@ def test_tf_rows_carry_the_norms_that_check_quaternion_divides_by_when_every_val
             assert row.norms == [math.sqrt(float(q.dot(q))) for q in quats]  # check_quaternion's norm
 
 
+EXTREME_STAMPS = [(-2**31, 0), (-2**31, 10**9 - 1), (-1, 999_999_999), (0, 0), (2**31 - 1, 10**9 - 1),
+                  (1_700_000_000, 123_456_789)]
+"""(sec, nanosec) at the ends of builtin_interfaces/Time's range and between."""
+
+
+def stamped(msg, stamps):
+    """``msg`` with the header stamps (sec, nanosec) of ``stamps`` (one for a joint state, one per transform)."""
+    heads = [t.header for t in msg.transforms] if msg.__msgtype__ == TF_MESSAGE else [msg.header]
+    for head, (sec, nanosec) in zip(heads, stamps, strict=True):
+        head.stamp = new_message("builtin_interfaces/msg/Time", sec=sec, nanosec=nanosec)
+    return msg
+
+
+def test_block_row_stamps_are_exact_integers_across_the_whole_time_range():
+    rng = np.random.default_rng(11)
+    exact = [sec * 10**9 + nanosec for sec, nanosec in EXTREME_STAMPS]  # Python integers: no overflow, no rounding
+    joint_states = [stamped(joint_state(rng, ["a", "bb"], (2, 2, 0)), [s]) for s in EXTREME_STAMPS]
+    rows = JointStateDecoder().decode_block([bytes(serialize_cdr(m, JOINT_STATE)) for m in joint_states])
+    assert [r.stamp_ns for r in rows] == exact and all(type(r.stamp_ns) is int for r in rows)
+    frames = [("world", "base"), ("base", "tool")]
+    shifted = EXTREME_STAMPS[1:] + EXTREME_STAMPS[:1]  # each message's two transforms carry different stamps
+    transforms = [stamped(tf_message(rng, frames, 0.0), pair) for pair in zip(EXTREME_STAMPS, shifted)]
+    rows = TFMessageDecoder().decode_block([bytes(serialize_cdr(m, TF_MESSAGE)) for m in transforms])
+    assert [r.stamps_ns for r in rows] == [list(pair) for pair in zip(exact, exact[1:] + exact[:1])]
+    assert all(type(ns) is int for r in rows for ns in r.stamps_ns)
+
+
 def mixed_recording(folder, storage="mcap"):
     """Joint states of two name sets (one without velocities), transforms of changing frames with out-of-order
     stamps and receive times, a static transform and a time reset."""

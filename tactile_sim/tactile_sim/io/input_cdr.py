@@ -80,6 +80,14 @@ def agreeing(block: np.ndarray, columns: np.ndarray) -> np.ndarray:
     return (sub == sub[0]).all(axis=1)
 
 
+def _stamps_ns(sec: np.ndarray, nanosec: np.ndarray) -> np.ndarray:
+    """int64 [m, n]: the stamps (ns) of m messages' n builtin_interfaces/Time fields, from their bytes: sec [m, 4n]
+    (little-endian int32) and nanosec [m, 4n] (uint32) uint8. Exact: |sec| < 2³¹ keeps sec·10⁹ + nanosec < 2⁶³."""
+    m = len(sec)
+    sec = np.ascontiguousarray(sec).view(_I32).reshape(m, -1).astype(np.int64)
+    return sec * NS_PER_S + np.ascontiguousarray(nanosec).view(_U32_DTYPE).reshape(m, -1)
+
+
 def _spans(spans) -> np.ndarray:
     """The byte columns of (start, stop) spans, one int array."""
     return np.concatenate([np.arange(a, b) for a, b in spans]).astype(np.intp)
@@ -223,12 +231,11 @@ class JointStateDecoder(_LittleEndianDecoder):
         (n0, at0), (n1, at1), _ = layout.arrays
         size, m = len(datas[0]), len(datas)
         position, velocity = _rows(blob, size, m, at0, n0), _rows(blob, size, m, at1, n1)
-        sec = block[:, 4:8].copy().view(_I32)[:, 0].tolist()
-        nanosec = block[:, 8:12].copy().view(_U32_DTYPE)[:, 0].tolist()
+        stamps = _stamps_ns(block[:, 4:8], block[:, 8:12]).ravel().tolist()
         finite = (np.isfinite(position).all(axis=1) & np.isfinite(velocity).all(axis=1)).tolist()
         names = self._names
-        return [JointStateRow(s * NS_PER_S + ns, names, p, v, fin) if good else None
-                for good, s, ns, p, v, fin in zip(ok, sec, nanosec, position, velocity, finite)]
+        return [JointStateRow(s, names, p, v, fin) if good else None
+                for good, s, p, v, fin in zip(ok, stamps, position, velocity, finite)]
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
@@ -409,15 +416,13 @@ class TFMessageDecoder(_LittleEndianDecoder):
         blob, block = block_bytes(datas)
         ok = agreeing(block, layout.columns).tolist()
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
-        sec, nanosec = (np.ascontiguousarray(block[:, at]).view(dtype).reshape(len(datas), layout.count).tolist()
-                        for at, dtype in ((layout.sec_at, _I32), (layout.nanosec_at, _U32_DTYPE)))
+        stamps = _stamps_ns(block[:, layout.sec_at], block[:, layout.nanosec_at]).tolist()
         finite = np.isfinite(values).all(axis=(1, 2)).tolist()
         quats = values[:, :, 3:]
         norms = np.sqrt(np.vecdot(quats, quats)).tolist()
         parents, children = layout.parents, layout.children
-        return [TFRow([s * NS_PER_S + ns for s, ns in zip(secs, nanosecs)], parents, children, v,
-                      n if fin else None) if good else None
-                for good, secs, nanosecs, v, n, fin in zip(ok, sec, nanosec, values, norms, finite)]
+        return [TFRow(s, parents, children, v, n if fin else None) if good else None
+                for good, s, v, n, fin in zip(ok, stamps, values, norms, finite)]
 
     @staticmethod
     def _walk(data: bytes, count: int) -> _TFLayout:
