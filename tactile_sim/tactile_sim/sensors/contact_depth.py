@@ -12,10 +12,9 @@ from typing import Any
 import torch
 import warp as wp
 
-from ..geometry.query import tables_type
 from ..imperfections.latch import overlap_floor
 from .points.probe_sensor import FusedProbeBatch, per_probe
-from .points.cell_kernel import cell_kernel, contact_list_buffers, contact_list_fields
+from .points.cell_kernel import cell_kernel, contact_list_buffers, contact_list_fields, listed_model
 from .points.probe_set import WP_TYPES, probe_struct
 
 
@@ -64,18 +63,13 @@ def _listed_depths(dtype: torch.dtype) -> str:
 
 
 def _depth_kernel(dtype: torch.dtype):
-    f, v, m = WP_TYPES[dtype]
+    f = WP_TYPES[dtype][0]
     call_type = probe_struct(f"DepthProbeCall_{f.__name__}", dtype, {
         "radius": wp.array(dtype=f), "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
         "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f), **contact_list_fields(dtype)})
     name = f"contact_depth_probe_{f.__name__}"
 
-    def depths(call, tables, e, link, link_rot, link_pos, first, stop): ...
-
-    depths.__name__ = f"{name}_listed"
-    depths.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int, "link_rot": m,
-                              "link_pos": v, "first": int, "stop": int}
-    listed = wp.func_native(_listed_depths(dtype))(depths)
+    listed = listed_model(name, call_type, dtype, _listed_depths(dtype))
     return cell_kernel(name, call_type, dtype, listed, _no_depth, listed=True), call_type
 
 

@@ -17,10 +17,9 @@ import torch
 import warp as wp
 
 from ..constants import EPS_D
-from ..geometry.query import tables_type
 from ..world.state import WorldState
 from .points.probe_sensor import FusedProbeBatch, per_probe
-from .points.cell_kernel import cell_kernel, contact_list_buffers, contact_list_fields
+from .points.cell_kernel import cell_kernel, contact_list_buffers, contact_list_fields, listed_model
 from .points.probe_set import WP_TYPES, probe_struct
 from .warp_launch import contiguous_pair
 
@@ -128,7 +127,7 @@ def _no_wrench(call: Any, e: int, first: int, stop: int):
 
 
 def _taxel_kernel(dtype: torch.dtype):
-    f, v, m = WP_TYPES[dtype]
+    f, v, _ = WP_TYPES[dtype]
     per_probe_f = wp.array(dtype=f)
     call_type = probe_struct(f"KinematicTaxelCall_{f.__name__}", dtype, {
         "radius": per_probe_f, "radius_measured": wp.array2d(dtype=f), "gain": wp.array2d(dtype=f),
@@ -138,12 +137,7 @@ def _taxel_kernel(dtype: torch.dtype):
         **contact_list_fields(dtype)})
     name = f"kinematic_taxel_{f.__name__}"
 
-    def taxels(call, tables, e, link, link_rot, link_pos, first, stop): ...
-
-    taxels.__name__ = f"{name}_listed"
-    taxels.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int, "link_rot": m,
-                              "link_pos": v, "first": int, "stop": int}
-    listed = wp.func_native(_listed_taxels(dtype))(taxels)
+    listed = listed_model(name, call_type, dtype, _listed_taxels(dtype))
     return cell_kernel(name, call_type, dtype, listed, _no_wrench, listed=True), call_type
 
 

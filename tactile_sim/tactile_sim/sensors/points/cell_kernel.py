@@ -121,6 +121,20 @@ def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype)
                for k in ("contact_normal", "contact_x")}}
 
 
+def listed_model(name: str, call_type, dtype: torch.dtype, body: str):
+    """The ``evaluate`` of a :func:`cell_kernel` with ``listed``, written in C++: a native function ``<name>_listed``
+    whose ``body`` runs with ``call`` (a ``call_type`` struct), ``tables``, ``e``, ``link``, ``link_rot``,
+    ``link_pos``, ``first`` and ``stop`` in scope (the model of env e's contact-list slots [first, stop))."""
+    _, vec, mat = WP_TYPES[dtype]
+
+    def model(call, tables, e, link, link_rot, link_pos, first, stop): ...
+
+    model.__name__ = f"{name}_listed"
+    model.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int,
+                             "link_rot": mat, "link_pos": vec, "first": int, "stop": int}
+    return wp.func_native(body)(model)
+
+
 def _listed_cell(dtype: torch.dtype) -> str:
     """C++ body of :func:`primitive_query` for the points of cell c (env e, link pose ``link_rot``, ``link_pos``)
     whose only candidate is primitive s, with the cell's support plane (``plane_h``, ``plane_g``): appends the
