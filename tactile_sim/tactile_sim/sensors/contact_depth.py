@@ -33,16 +33,7 @@ def _listed_depths(dtype: torch.dtype) -> str:
     distance sd; :func:`.points.cell_kernel.cell_kernel` with ``listed``): ``max(R_i − sd, 0)`` and
     ``max(R̃_i − sd, 0)·g_i`` (warp's ``wp::`` operations in that order). With one buffer for both branches (no
     imperfection: R̃ = R, g = 1) the second write stores the same value again."""
-    t = "float" if dtype == torch.float32 else "double"
     return f"""
-    using T = {t};
-    auto at = [](const auto& a, int i) -> auto& {{  // a[i] of a 1-d array
-        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
-    }};
-    auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
-    auto in_row = [](char* r, const auto& a, int j) -> auto& {{  // a[e, j] of a 2-d array, r = row(a)
-        return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
-    }};
     const T zero = T(0.0);
     char* point = row(call.contact_point);
     char* sd_of = row(call.contact_sd);

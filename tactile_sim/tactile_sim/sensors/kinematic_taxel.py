@@ -39,18 +39,9 @@ def _listed_taxels(dtype: torch.dtype) -> str:
     operation per call, in the order of the model), so the values are those of the same model in warp code. When
     the branch shares the ground truth's buffer (R̃ = R, g = 1: the same values), only the ground truth is computed.
     Arrays are read through their strides."""
-    t = "float" if dtype == torch.float32 else "double"
     return f"""
-    using T = {t};
     using V3 = wp::vec_t<3, T>;
     using V6 = wp::vec_t<6, T>;
-    auto at = [](const auto& a, int i) -> auto& {{  // a[i] of a 1-d array
-        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
-    }};
-    auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
-    auto in_row = [](char* r, const auto& a, int j) -> auto& {{  // a[e, j] of a 2-d array, r = row(a)
-        return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
-    }};
     const T zero = T(0.0);
     const T one = T(1.0);
     const T eps = T({EPS_D!r});

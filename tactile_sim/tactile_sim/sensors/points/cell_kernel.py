@@ -124,15 +124,27 @@ def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype)
 def listed_model(name: str, call_type, dtype: torch.dtype, body: str):
     """The ``evaluate`` of a :func:`cell_kernel` with ``listed``, written in C++: a native function ``<name>_listed``
     whose ``body`` runs with ``call`` (a ``call_type`` struct), ``tables``, ``e``, ``link``, ``link_rot``,
-    ``link_pos``, ``first`` and ``stop`` in scope (the model of env e's contact-list slots [first, stop))."""
+    ``link_pos``, ``first`` and ``stop`` in scope (the model of env e's contact-list slots [first, stop)), and with
+    ``T`` (the working float type) and accessors that read arrays through their strides: ``at(a, i)`` = a[i] of a
+    1-d array, ``row(a)`` = the address of row e, ``in_row(row(a), a, j)`` = a[e, j] of a 2-d array."""
     _, vec, mat = WP_TYPES[dtype]
+    accessors = f"""
+    using T = {"float" if dtype == torch.float32 else "double"};
+    auto at = [](const auto& a, int i) -> auto& {{
+        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
+    }};
+    auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
+    auto in_row = [](char* r, const auto& a, int j) -> auto& {{
+        return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
+    }};
+"""
 
     def model(call, tables, e, link, link_rot, link_pos, first, stop): ...
 
     model.__name__ = f"{name}_listed"
     model.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int,
                              "link_rot": mat, "link_pos": vec, "first": int, "stop": int}
-    return wp.func_native(body)(model)
+    return wp.func_native(accessors + body)(model)
 
 
 def _listed_cell(dtype: torch.dtype) -> str:
