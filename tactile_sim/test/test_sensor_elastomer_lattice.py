@@ -37,18 +37,24 @@ def test_lattice_shear_of_sensors_apart_in_the_batch():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_lattice_shear_column_factors_times_drags_are_the_broadcast_products(dtype):
     # the native outer product of the lattice shear gives torch's broadcast product value for value, over changing
-    # sample counts K (a launch per row count, rebound to new tensors when a count comes back)
+    # sample counts K (a launch per row count, rebound to new tensors when a count comes back, and dropped, least
+    # recently used first, beyond OUTER_LAUNCHES counts: a moving contact meets many)
     grid = lattice(5, 7, 0.004, 0.003, (-0.01, -0.006, 0.0))
     layout = ProbeLayout.from_options(grid, 0.002, where="ElastomerTaxel(name='el')")
     members = elastomer_shear._LatticeMembers([0], 1, [layout], [0], [300.0], torch.device("cpu"), dtype)
     gen = torch.Generator().manual_seed(3)
-    for e, k in [(3, 4), (3, 1), (3, 4), (1, 9)]:
+    counts = [(3, 4), (3, 1), (3, 4), (1, 9)] + [(2, k) for k in range(2, 2 + elastomer_shear.OUTER_LAUNCHES)]
+    for e, k in counts + [(3, 4), (2, 3)]:
         along = torch.rand((e, 1, k, 7), generator=gen, dtype=dtype)
         drag = torch.randn((e, 1, k, 3), generator=gen, dtype=dtype)
         drag[0, 0, 0] = torch.tensor([0.0, -0.0, 1e-30])
         want = (along[..., None] * drag[..., None, :]).reshape(e, 1, k, 21)
         got = members._weighted(along, drag)
         assert got.shape == want.shape and torch.equal(got.view(torch.uint8), want.view(torch.uint8)), (e, k)
+        assert len(members._outer) <= elastomer_shear.OUTER_LAUNCHES
+    # the last OUTER_LAUNCHES row counts used are the ones kept, the most recent last
+    recent = list(dict.fromkeys(e * k for e, k in reversed(counts + [(3, 4), (2, 3)])))[:elastomer_shear.OUTER_LAUNCHES]
+    assert list(members._outer) == recent[::-1]
 
 
 @pytest.mark.parametrize("full_sum_limit", [0, 10**6])

@@ -310,6 +310,11 @@ def _outer_kernel(dtype: torch.dtype):
 
 
 _OUTER_KERNELS = {dt: _outer_kernel(dt) for dt in WP_TYPES}
+OUTER_LAUNCHES = 8
+"""Most outer-product launches a lattice group keeps, one per row count E·G·K, the least recently used dropped
+first. The sample count K changes from step to step as a contact moves (a ball circling on a 64 × 64 pad: 46 counts
+in 600 steps, the count changing every third step), and a kept launch holds its last call's tensors, so without a
+bound a long run would hold one set of them for every count it ever met."""
 
 
 class _LatticeMembers:
@@ -337,7 +342,7 @@ class _LatticeMembers:
         self.plane = tensor(axes @ axes.transpose(0, 2, 1))                               # [G, 3, 3] projector
         self.probes = _probe_range([starts[s] for s in members], [m * n] * len(members), device)
         self.shape = (m, n)
-        self._outer: dict[int, StructLaunch] = {}                                  # rows E·G·K → launch
+        self._outer: dict[int, StructLaunch] = {}           # rows E·G·K → launch, least recently used first
 
     def __call__(self, q: torch.Tensor, c: torch.Tensor, out: torch.Tensor) -> None:
         """q, c: compacted positions and weighted drags [E, S, K, 3] (all sensors); adds s into out [E, P, 3]."""
@@ -358,21 +363,24 @@ class _LatticeMembers:
 
     def _weighted(self, along_u: torch.Tensor, drag: torch.Tensor) -> torch.Tensor:
         """along_u [E, G, K, N] times drag [E, G, K, 3] → [E, G, K, N·3] (probe-major, channel-minor): on the CPU by
-        :data:`_OUTER_KERNELS` (a launch per row count E·G·K, its tensors rebound every call), on CUDA by torch's
-        broadcast product (one elementwise kernel there)."""
+        :data:`_OUTER_KERNELS` (a launch per row count E·G·K, its tensors rebound every call; at most
+        :data:`OUTER_LAUNCHES` kept), on CUDA by torch's broadcast product (one elementwise kernel there)."""
         e, g, k, n = along_u.shape
         if along_u.device.type != "cpu":
             return (along_u[..., None] * drag[..., None, :]).view(e, g, k, 3 * n)
         weighted = along_u.new_empty((e, g, k, 3 * n))
         tensors = {"along": along_u.view(-1, n), "drag": drag.view(-1, 3), "out": weighted.view(-1, 3 * n)}
-        launch = self._outer.get(e * g * k)
+        rows = e * g * k
+        launch = self._outer.pop(rows, None)
         if launch is None:
+            if len(self._outer) >= OUTER_LAUNCHES:
+                del self._outer[next(iter(self._outer))]
             kernel, call_type = _OUTER_KERNELS[along_u.dtype]
-            launch = self._outer[e * g * k] = StructLaunch(kernel, (e * g * k, 1), call_type, tensors, [],
-                                                           along_u.device)
+            launch = StructLaunch(kernel, (rows, 1), call_type, tensors, [], along_u.device)
         else:
             for name, t in tensors.items():
                 launch.bind(name, t)
+        self._outer[rows] = launch
         launch()
         return weighted
 
