@@ -121,6 +121,13 @@ def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype)
                for k in ("contact_normal", "contact_x")}}
 
 
+ARRAY_AT_CPP = """    auto at = [](const auto& a, int i) -> auto& {  // a[i] of a 1-d warp array, through its stride
+        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
+    };
+"""
+"""C++ source defining ``at(a, i)``, a reference to a[i] of a 1-d array, for the native code of the listed kernels."""
+
+
 def listed_model(name: str, call_type, dtype: torch.dtype, body: str):
     """The ``evaluate`` of a :func:`cell_kernel` with ``listed``, written in C++: a native function ``<name>_listed``
     whose ``body`` runs with ``call`` (a ``call_type`` struct), ``tables``, ``e``, ``link``, ``link_rot``,
@@ -130,9 +137,7 @@ def listed_model(name: str, call_type, dtype: torch.dtype, body: str):
     _, vec, mat = WP_TYPES[dtype]
     accessors = f"""
     using T = {"float" if dtype == torch.float32 else "double"};
-    auto at = [](const auto& a, int i) -> auto& {{
-        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
-    }};
+{ARRAY_AT_CPP}
     auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
     auto in_row = [](char* r, const auto& a, int j) -> auto& {{
         return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
@@ -164,9 +169,7 @@ def _listed_cell(dtype: torch.dtype) -> str:
     using V3 = wp::vec_t<3, T>;
     using M3 = wp::mat_t<3, 3, T>;
     constexpr int W = {CPU_CELL_PROBES};
-    auto at = [](const auto& a, int i) -> auto& {{  // a[i] of a 1-d array
-        return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]);
-    }};
+{ARRAY_AT_CPP}
     auto at2 = [](const auto& a, int i, int j) -> auto& {{  // a[i, j] of a 2-d array
         return *reinterpret_cast<decltype(a.data)>(reinterpret_cast<char*>(a.data) + int64_t(i) * a.strides[0]
                                                    + int64_t(j) * a.strides[1]);
