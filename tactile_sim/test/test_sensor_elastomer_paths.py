@@ -248,3 +248,32 @@ def test_reach_boxes_change_no_shear(monkeypatch, dtype, at):
     assert np.abs(bounded[-1]).max() > 0
     for a, b in zip(bounded, unbounded):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_direct_sums_into_the_whole_field_or_a_part_of_it_alike(dtype, monkeypatch):
+    # beyond DENSE_LIMIT a flat sensor's direct sums write the field itself when its probes are the whole batch's,
+    # and a buffer copied into its probes when a grid sensor (FFT path) shares the batch: its field is the same, bit
+    # for bit, in both batches, while a ball presses and slides in two envs
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+    monkeypatch.setattr(elastomer_dilation, "DENSE_LIMIT", 0)
+    rng = np.random.default_rng(3)
+    flat = np.column_stack([rng.uniform(-0.012, 0.012, (90, 2)), np.zeros(90)])
+    base = {"type": "ElastomerTaxel", "link": "pad", "track": ["ball"], "lambda_d": 9000.0, "shear_scale": 0.0}
+    flat_sensor = {**base, "name": "flat", "probe_local_pos": flat.tolist()}
+    grid_sensor = {**base, "name": "grid", "probe_local_pos": centred_lattice(6, 0.003).tolist(),
+                   "compressibility": 0.5}
+    fields = []
+    for sensors in ([flat_sensor], [grid_sensor, flat_sensor]):
+        suite = make_suite(sensors, [sphere("ball", 0.006)], n_envs=2, dtype=dtype)
+        direct = suite.locate("flat")[0].dilation.direct
+        assert (direct.out is direct.field) == (len(sensors) == 1)
+        per_step = []
+        for k in range(5):
+            centre = [[-0.004 + 0.002 * k, 0.001, 0.0055 - 0.0005 * k], [0.003, -0.002 * k, 0.005]]
+            step(suite, 0.01 * k, {"ball": (np.eye(3)[None].repeat(2, 0), centre)})
+            per_step.append(suite.read_ground_truth("flat")[0].clone())
+        fields.append(per_step)
+    assert all(u.abs().max() > 0 for u in fields[0])
+    for u, v in zip(*fields):
+        assert torch.equal(u.view(torch.uint8), v.view(torch.uint8))

@@ -618,7 +618,8 @@ class _DirectSum:
     weights their rows of the dense pair tables (built once; blocks of one sensor, zero elsewhere; on the CPU one
     native loop, :class:`~.table_sum.TableSum`), or — beyond DENSE_LIMIT — reads the rows of the sources in contact
     cached on the CPU (:class:`~.source_rows.SourceRows`) or, on CUDA and when they do not fit, evaluates the kernels
-    per step in a warp kernel. Call with H, H^p [E, P]: writes u of the members' probes into ``field`` [E, P, 3]."""
+    per step in a warp kernel. Call with H, H^p [E, P]: writes u of the members' probes into ``field`` [E, P, 3]
+    (the per-step sums into ``field`` itself when the members' probes are all the batch's, in order)."""
 
     def __init__(self, members: Sequence[int], layouts: Sequence[ProbeLayout], starts: Sequence[int],
                  params: torch.Tensor, local_pos: torch.Tensor, local_normal: torch.Tensor, field: torch.Tensor):
@@ -631,7 +632,7 @@ class _DirectSum:
         self.probes = torch.as_tensor(np.concatenate([np.arange(starts[s], starts[s] + c)
                                                       for s, c in zip(members, counts)]), device=device)
         self.normal = local_normal[self.probes].contiguous()
-        self.compaction = SegmentCompaction(at[:-1], counts, e, device)
+        self.compaction = SegmentCompaction(at[:-1], counts, e, device, dtype)
         self.depth = torch.zeros((e, n), device=device, dtype=dtype)
         self.depth_p = torch.zeros((e, n), device=device, dtype=dtype)
         self.dense = 4 * n * n <= DENSE_LIMIT
@@ -645,7 +646,10 @@ class _DirectSum:
             if device.type == "cpu" and n > FULL_SUM_LIMIT:
                 self.table_sum = TableSum(at, self.probes, self.table_k, self.table_g, self.normal, field)
         else:
-            self.out = torch.zeros((e, n, 3), device=device, dtype=dtype)
+            # the members' probes being the batch's, in order, the per-step sums write the field itself
+            whole = n == field.shape[1] and bool((self.probes == torch.arange(n, device=device)).all())
+            self.out = field if whole else torch.zeros((e, n, 3), device=device, dtype=dtype)
+            self.selected = torch.zeros((e, n), device=device, dtype=torch.bool)
             pos, sensors, table = local_pos[self.probes].contiguous(), list(members), params.to(dtype)
             coef, prof = profile_arrays(device, dtype)
             kernel, call_type = _DIRECT_SUM_KERNELS[dtype]
@@ -663,8 +667,10 @@ class _DirectSum:
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor) -> None:
         if self.table_sum is not None:
             self.table_sum(depth, depth_p)
-        else:
-            self.field.index_copy_(1, self.probes, self._sum(depth, depth_p))
+            return
+        u = self._sum(depth, depth_p)
+        if u is not self.field:
+            self.field.index_copy_(1, self.probes, u)
 
     def _sum(self, depth: torch.Tensor, depth_p: torch.Tensor) -> torch.Tensor:
         """u of the members' probes [E, P_d, 3] (in ``probes`` order), by torch ops or the per-step kernels."""
@@ -674,12 +680,14 @@ class _DirectSum:
         if self.dense and self.depth.shape[1] <= FULL_SUM_LIMIT:                # sources with H = 0 add exactly 0
             u = torch.matmul(self.depth, self.table_k).view(e, -1, 3)
             return u - torch.matmul(self.depth_p, self.table_g)[..., None] * self.normal
-        selected = self.depth > 0
-        self.compaction(selected)
         if not self.dense:
+            selected = torch.gt(self.depth, 0, out=self.selected)
+            self.compaction(selected)
             if self.rows is None or not self.rows(selected):
                 self.launch()
             return self.out
+        selected = self.depth > 0
+        self.compaction(selected)
         index, valid = self.compaction.slots()
         if index.shape[-1] == 0:
             return torch.zeros_like(self.normal).expand(e, -1, -1)
