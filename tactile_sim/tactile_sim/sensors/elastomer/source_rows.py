@@ -6,8 +6,9 @@ dilate_scale·(K_in(i, j) H_j − a_i G(i, j) H_j^p). K_in and G depend only on 
 source — (K_in, G) at every target of its sensor — is evaluated once, when the source comes into contact in some
 env, by :func:`~.pair_kernel.dilation_pair` (the function, dtype and offsets of the per-step kernel, so the same
 values), and read again while it stays in contact. The sum reads the rows in a native loop over the targets of a
-chunk that the compiler vectorises; every operation is the per-step kernel's, in its order and without fused
-multiply-adds, so each partial sum — and u — is the per-step kernel's, bit for bit.
+chunk that the compiler vectorises (a whole chunk with a constant trip count, so its sums stay in registers across
+the sources); every operation is the per-step kernel's, in its order and without fused multiply-adds, so each partial
+sum — and u — is the per-step kernel's, bit for bit.
 
 Rows live in slots, ``ROW_CACHE_LIMIT`` elements in all (4 per pair, each slot a row over all direct probes, stored
 by chunk: the rows a thread reads are contiguous): a source coming into contact takes the free slot whose source left
@@ -102,21 +103,28 @@ def _sum_loop(dtype: torch.dtype) -> str:
     const {real}* rows = call.rows.data + (int64_t)c * call.rows.shape[1] * 4 * {TARGETS_PER_THREAD};
     {real} ux[{TARGETS_PER_THREAD}], uy[{TARGETS_PER_THREAD}], uz[{TARGETS_PER_THREAD}];
     for (int r = 0; r < len; ++r) {{ ux[r] = uy[r] = uz[r] = static_cast<{real}>(0); }}
-    for (int64_t m = 0; m < count; ++m) {{
-        const int64_t j = order[m];
-        const {real} h = depth[j];
-        const {real} hp = depth_p[j];
-        const {real}* kx = rows + (int64_t)call.slot.data[j] * 4 * {TARGETS_PER_THREAD};
-        const {real}* ky = kx + {TARGETS_PER_THREAD};
-        const {real}* kz = ky + {TARGETS_PER_THREAD};
-        const {real}* g = kz + {TARGETS_PER_THREAD};
-        TARGET_LOOP
-        for (int r = 0; r < len; ++r) {{
-            const {real} ghp = g[r] * hp;
-            ux[r] = ux[r] + scale * (h * kx[r] - ghp * ax[r]);
-            uy[r] = uy[r] + scale * (h * ky[r] - ghp * ay[r]);
-            uz[r] = uz[r] + scale * (h * kz[r] - ghp * az[r]);
+    auto sources = [&](const int width) {{
+        for (int64_t m = 0; m < count; ++m) {{
+            const int64_t j = order[m];
+            const {real} h = depth[j];
+            const {real} hp = depth_p[j];
+            const {real}* kx = rows + (int64_t)call.slot.data[j] * 4 * {TARGETS_PER_THREAD};
+            const {real}* ky = kx + {TARGETS_PER_THREAD};
+            const {real}* kz = ky + {TARGETS_PER_THREAD};
+            const {real}* g = kz + {TARGETS_PER_THREAD};
+            TARGET_LOOP
+            for (int r = 0; r < width; ++r) {{
+                const {real} ghp = g[r] * hp;
+                ux[r] = ux[r] + scale * (h * kx[r] - ghp * ax[r]);
+                uy[r] = uy[r] + scale * (h * ky[r] - ghp * ay[r]);
+                uz[r] = uz[r] + scale * (h * kz[r] - ghp * az[r]);
+            }}
         }}
+    }};
+    if (len == {TARGETS_PER_THREAD}) {{
+        sources({TARGETS_PER_THREAD});  // a whole chunk: a constant width, the sums kept in registers
+    }} else {{
+        sources(len);
     }}
     {real}* out = reinterpret_cast<{real}*>(call.out.data) + ((int64_t)e * n + i0) * 3;
     for (int r = 0; r < len; ++r) {{ out[3 * r] = ux[r]; out[3 * r + 1] = uy[r]; out[3 * r + 2] = uz[r]; }}

@@ -5,10 +5,11 @@ With the dense tables (dilate_scale·K_in [n, 3n] and dilate_scale·G [n, n], so
 :func:`~.dilation.pair_tables`), u of target i is Σ over the sources j of its sensor with H_j > 0, in source order,
 of H_j K_in[j, i] and H_j^p G[j, i], then u_i = ΣK − (ΣG) a_i. One kernel thread per env and sensor lists the
 sensor's sources in contact, adds their rows over chunks of ``TARGETS_PER_THREAD`` targets (in a loop the compiler
-vectorises) and writes u straight into the field at the targets' probe indices: no compaction, gathers or scatter.
-Each value is rounded as in the weighted row sums this replaces (torch's ``embedding_bag``, on the CPU): one fused
-multiply-add per term in float32 (FBGEMM's), a product then a sum in float64; the other sensors' sources that those
-sums also visit add exact zeros, so leaving them out changes no value.
+vectorises, with constant trip counts for a whole chunk so that its sums stay in registers across the sources) and
+writes u straight into the field at the targets' probe indices: no compaction, gathers or scatter. Each value is
+rounded as in the weighted row sums this replaces (torch's ``embedding_bag``, on the CPU): one fused multiply-add per
+term in float32 (FBGEMM's), a product then a sum in float64; the other sensors' sources that those sums also visit
+add exact zeros, so leaving them out changes no value.
 """
 
 from __future__ import annotations
@@ -51,18 +52,25 @@ def _sum_loop(dtype: torch.dtype) -> str:
         count += depth[probe[j]] > static_cast<{real}>(0);
     }}
     {real} k[3 * {TARGETS_PER_THREAD}], g[{TARGETS_PER_THREAD}];
-    for (int i0 = j0; i0 < j1; i0 += {TARGETS_PER_THREAD}) {{
-        const int len = j1 - i0 < {TARGETS_PER_THREAD} ? j1 - i0 : {TARGETS_PER_THREAD};
-        for (int r = 0; r < 3 * len; ++r) {{ k[r] = static_cast<{real}>(0); }}
-        for (int r = 0; r < len; ++r) {{ g[r] = static_cast<{real}>(0); }}
+    const auto sources = [&](const int i0, const int width) {{
         for (int m = 0; m < count; ++m) {{
             const int j = source[m];
             const {real} h = depth[probe[j]];
             const {real} hp = depth_p[probe[j]];
             const {real}* row_k = call.table_k.data + j * 3 * n + 3 * i0;
             const {real}* row_g = call.table_g.data + j * n + i0;
-            for (int r = 0; r < 3 * len; ++r) {{ k[r] = {add('k[r]', 'h', 'row_k[r]')}; }}
-            for (int r = 0; r < len; ++r) {{ g[r] = {add('g[r]', 'hp', 'row_g[r]')}; }}
+            for (int r = 0; r < 3 * width; ++r) {{ k[r] = {add('k[r]', 'h', 'row_k[r]')}; }}
+            for (int r = 0; r < width; ++r) {{ g[r] = {add('g[r]', 'hp', 'row_g[r]')}; }}
+        }}
+    }};
+    for (int i0 = j0; i0 < j1; i0 += {TARGETS_PER_THREAD}) {{
+        const int len = j1 - i0 < {TARGETS_PER_THREAD} ? j1 - i0 : {TARGETS_PER_THREAD};
+        for (int r = 0; r < 3 * len; ++r) {{ k[r] = static_cast<{real}>(0); }}
+        for (int r = 0; r < len; ++r) {{ g[r] = static_cast<{real}>(0); }}
+        if (len == {TARGETS_PER_THREAD}) {{
+            sources(i0, {TARGETS_PER_THREAD});  // a whole chunk: constant trip counts, the sums kept in registers
+        }} else {{
+            sources(i0, len);
         }}
         const {real}* normal = reinterpret_cast<const {real}*>(call.normal.data) + 3 * i0;
         for (int r = 0; r < len; ++r) {{
