@@ -103,6 +103,44 @@ def test_cached_source_rows_sum_bit_for_bit_as_the_per_step_kernel(monkeypatch):
         assert np.array_equal(u, v)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cached_rows_of_flat_and_curved_sensors_sum_bit_for_bit_as_the_per_step_kernel(dtype, monkeypatch):
+    # a flat sensor's rows have K_z = +0 everywhere (summed without reading them), a curved one's do not (read):
+    # both sum exactly as the per-step kernel while a ball presses into both in two envs
+    monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
+    monkeypatch.setattr(elastomer_dilation, "DENSE_LIMIT", 0)
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(-0.01, 0.01, (2, 80, 2))
+    curved = np.column_stack([xy[1], -30.0 * (xy[1] ** 2).sum(1)])                    # a cap of radius ~17 mm
+    normals = np.column_stack([60.0 * xy[1], np.ones(80)])
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    base = {"type": "ElastomerTaxel", "link": "pad", "track": ["ball"], "lambda_d": 9000.0, "shear_scale": 0.0}
+    sensors = [{**base, "name": "flat", "probe_local_pos": np.column_stack([xy[0], np.zeros(80)]).tolist()},
+               {**base, "name": "curved", "probe_local_pos": curved.tolist(), "probe_local_normal": normals.tolist(),
+                "compressibility": 0.6}]
+    fields = []
+    for cached in (True, False):
+        monkeypatch.setattr(elastomer_source_rows, "ROW_CACHE_LIMIT", 2**20 if cached else 0)
+        suite = make_suite(sensors, [sphere("ball", 0.006)], n_envs=2, dtype=dtype)
+        per_step = []
+        for k in range(4):
+            centre = [[-0.003 + 0.002 * k, 0.001, 0.0056], [0.002, -0.001 * k, 0.0052]]
+            step(suite, 0.01 * k, {"ball": (np.eye(3)[None].repeat(2, 0), centre)})
+            per_step.append(torch.cat([suite.read_ground_truth(s["name"])[0] for s in sensors], 1))
+        fields.append(per_step)
+        direct = suite.locate("flat")[0].dilation.direct
+        if cached:                                   # flat rows skip K_z, curved ones read it; both were summed
+            rows = direct.rows
+            filled = (rows.source >= 0).nonzero()[:, 0]
+            of_source = direct.compaction.segment[rows.source[filled]]                 # the source's sensor
+            of_chunk = rows.sum.tensors["chunk_segment"]
+            flags = [rows.planar[of_chunk == t][:, filled[of_source == t]] for t in (0, 1)]
+            assert flags[0].numel() and flags[0].all() and flags[1].numel() and not flags[1].any()
+    assert all(u.abs().max() > 0 for u in fields[0])
+    for u, v in zip(*fields):
+        assert torch.equal(u.view(torch.uint8), v.view(torch.uint8))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_table_rows_sum_bit_for_bit_as_the_weighted_row_sums(dtype):
     # two sensors (one spanning several target chunks) in three envs, one of them out of contact, the direct probes

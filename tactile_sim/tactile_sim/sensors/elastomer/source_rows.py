@@ -8,7 +8,9 @@ env, by :func:`~.pair_kernel.dilation_pair` (the function, dtype and offsets of 
 values), and read again while it stays in contact. The sum reads the rows in a native loop over the targets of a
 chunk that the compiler vectorises (a whole chunk with a constant trip count, so its sums stay in registers across
 the sources); every operation is the per-step kernel's, in its order and without fused multiply-adds, so each partial
-sum — and u — is the per-step kernel's, bit for bit.
+sum — and u — is the per-step kernel's, bit for bit. A row whose K_z are all +0 (a flat sensor's in-plane kernels) is
+summed with the constant +0 in their place, the same products, and the K_z are stored last in the row so that its
+read skips them: a quarter less of the rows to stream.
 
 Rows live in slots, ``ROW_CACHE_LIMIT`` elements in all (4 per pair, each slot a row over all direct probes, stored
 by chunk: the rows a thread reads are contiguous): a source coming into contact takes the free slot whose source left
@@ -51,7 +53,7 @@ and ``TARGET_LOOP`` to put before the vectorised loop over a chunk's targets."""
 
 def _fill_kernel(dtype: torch.dtype):
     """(kernel, call struct type) over chunks of targets: the rows of the ``new_count[0]`` sources ``new_source`` into
-    slots ``new_slot`` — (K_in, G) of :func:`dilation_pair` at ``rows[c, slot, 0:3 | 3, i − chunk[c]]`` for every
+    slots ``new_slot`` — (K_in, G) of :func:`dilation_pair` at ``rows[c, slot, (0, 1, 3) | 2, i − chunk[c]]`` for every
     target i of chunk c in the source's sensor (probe indices into the direct probes)."""
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array(dtype=wp.int32)
@@ -75,8 +77,8 @@ def _fill_kernel(dtype: torch.dtype):
                                          call.coefficients, call.table)
                     call.rows[c, slot, 0, i - i0] = k[0]
                     call.rows[c, slot, 1, i - i0] = k[1]
-                    call.rows[c, slot, 2, i - i0] = k[2]
-                    call.rows[c, slot, 3, i - i0] = g
+                    call.rows[c, slot, 2, i - i0] = g
+                    call.rows[c, slot, 3, i - i0] = k[2]
 
     kernel.__name__ = f"elastomer_source_rows_fill_{f.__name__}"
     kernel.__annotations__ = {"call": call_type}
@@ -103,21 +105,34 @@ def _sum_loop(dtype: torch.dtype) -> str:
     const {real}* rows = call.rows.data + (int64_t)c * call.rows.shape[1] * 4 * {TARGETS_PER_THREAD};
     {real} ux[{TARGETS_PER_THREAD}], uy[{TARGETS_PER_THREAD}], uz[{TARGETS_PER_THREAD}];
     for (int r = 0; r < len; ++r) {{ ux[r] = uy[r] = uz[r] = static_cast<{real}>(0); }}
+    const bool* planar = call.planar.data + (int64_t)c * call.planar.shape[1];
     auto sources = [&](const int width) {{
         for (int64_t m = 0; m < count; ++m) {{
             const int64_t j = order[m];
+            const int slot = call.slot.data[j];
             const {real} h = depth[j];
             const {real} hp = depth_p[j];
-            const {real}* kx = rows + (int64_t)call.slot.data[j] * 4 * {TARGETS_PER_THREAD};
+            const {real}* kx = rows + (int64_t)slot * 4 * {TARGETS_PER_THREAD};
             const {real}* ky = kx + {TARGETS_PER_THREAD};
-            const {real}* kz = ky + {TARGETS_PER_THREAD};
-            const {real}* g = kz + {TARGETS_PER_THREAD};
-            TARGET_LOOP
-            for (int r = 0; r < width; ++r) {{
-                const {real} ghp = g[r] * hp;
-                ux[r] = ux[r] + scale * (h * kx[r] - ghp * ax[r]);
-                uy[r] = uy[r] + scale * (h * ky[r] - ghp * ay[r]);
-                uz[r] = uz[r] + scale * (h * kz[r] - ghp * az[r]);
+            const {real}* g = ky + {TARGETS_PER_THREAD};
+            const {real}* kz = g + {TARGETS_PER_THREAD};
+            if (planar[slot]) {{  // every K_z of the row is +0: h·(+0) without reading it
+                const {real} zero = static_cast<{real}>(0);
+                TARGET_LOOP
+                for (int r = 0; r < width; ++r) {{
+                    const {real} ghp = g[r] * hp;
+                    ux[r] = ux[r] + scale * (h * kx[r] - ghp * ax[r]);
+                    uy[r] = uy[r] + scale * (h * ky[r] - ghp * ay[r]);
+                    uz[r] = uz[r] + scale * (h * zero - ghp * az[r]);
+                }}
+            }} else {{
+                TARGET_LOOP
+                for (int r = 0; r < width; ++r) {{
+                    const {real} ghp = g[r] * hp;
+                    ux[r] = ux[r] + scale * (h * kx[r] - ghp * ax[r]);
+                    uy[r] = uy[r] + scale * (h * ky[r] - ghp * ay[r]);
+                    uz[r] = uz[r] + scale * (h * kz[r] - ghp * az[r]);
+                }}
             }}
         }}
     }};
@@ -140,7 +155,8 @@ def _sum_kernel(dtype: torch.dtype):
     i32 = wp.array(dtype=wp.int32)
     call_type = warp_struct(f"ElastomerSourceRowsSumCall_{f.__name__}", {
         "chunk": i32, "chunk_segment": i32, "sensor": i32, "params": wp.array2d(dtype=f),
-        "normal_t": wp.array2d(dtype=f), "slot": i32, "rows": wp.array4d(dtype=f), "depth": wp.array2d(dtype=f),
+        "normal_t": wp.array2d(dtype=f), "slot": i32, "rows": wp.array4d(dtype=f),
+        "planar": wp.array2d(dtype=wp.bool), "depth": wp.array2d(dtype=f),
         "depth_p": wp.array2d(dtype=f), "order": wp.array2d(dtype=wp.int64), "first": wp.array(dtype=wp.int64),
         "count": wp.array2d(dtype=wp.int64), "out": wp.array2d(dtype=v)}, __name__)
     name = f"elastomer_source_rows_sum_{f.__name__}"
@@ -178,8 +194,14 @@ class SourceRows:
         chunk = torch.as_tensor(firsts + [n], device=device, dtype=torch.int32)
         chunk_segment = segment[chunk[:-1].long()].to(torch.int32)
         self.capacity = min(n, ROW_CACHE_LIMIT // (4 * TARGETS_PER_THREAD * len(firsts)))
-        # [chunk, slot, K_in x y z | G, target in chunk]: a chunk's rows are contiguous; a new slot is written whole
+        # [chunk, slot, K_in x, y | G | K_in z, target in chunk]: a chunk's rows are contiguous; a new slot is written
+        # whole
         self.rows = torch.empty((len(firsts), self.capacity, 4, TARGETS_PER_THREAD), device=device, dtype=dtype)
+        # [chunk, slot]: every K_z of the slot's row is +0 (in-plane kernels, a flat sensor), so the sum leaves it
+        # unread; the lanes past a chunk's targets (never written) count as +0
+        self.planar = torch.zeros((len(firsts), self.capacity), device=device, dtype=torch.bool)
+        lanes = torch.arange(TARGETS_PER_THREAD, device=device)
+        self._padding = (lanes >= (chunk[1:] - chunk[:-1])[:, None])[:, None]          # [chunk, 1, lane]
         self.slot = torch.full((n,), -1, device=device, dtype=torch.int32)            # slot of each probe's row
         self.source = torch.full((self.capacity,), -1, device=device, dtype=torch.int64)  # probe of each slot
         self.used = torch.full((self.capacity,), -1, device=device, dtype=torch.int64)    # last step in contact
@@ -193,7 +215,8 @@ class SourceRows:
             "rows": self.rows}, [], device)
         kernel, call_type = _SUM_KERNELS[dtype]
         self.sum = StructLaunch(kernel, (len(firsts), e), call_type, {
-            **common, "normal_t": normal.t().contiguous(), "slot": self.slot, "rows": self.rows, "depth": depth,
+            **common, "normal_t": normal.t().contiguous(), "slot": self.slot, "rows": self.rows,
+            "planar": self.planar, "depth": depth,
             "depth_p": depth_p, "order": order, "first": first, "count": count, "out": out}, [], device)
 
     def __call__(self, selected: torch.Tensor) -> bool:
@@ -214,6 +237,9 @@ class SourceRows:
             self.new_source[:len(new)] = new
             self.new_slot[:len(new)] = slots
             self.fill()
+            k_z = self.rows[:, slots, 3]
+            bits = k_z.view(torch.int32 if k_z.dtype == torch.float32 else torch.int64)
+            self.planar[:, slots] = ((bits == 0) | self._padding).all(-1)
         self.used[self.slot[contact].long()] = self.steps
         self.sum()
         return True
