@@ -224,13 +224,15 @@ def test_scaled_interleave_writes_u_and_gain_times_u():
             assert torch.equal(measured, returned * gain[..., None]), window
 
 
-def test_dilation_emitted_into_the_staging_buffers_reads_as_the_field_path(monkeypatch):
-    # one FFT-path grid along the link axes on the CPU: in a step without shear its interleave writes u and g·u
-    # straight into the staging buffers. With that off (the field, then the emit kernel) every read and ground truth
-    # is the same, bit for bit, while a ball presses (no shear yet), slides (shear: the field path) and rests (anchored
-    # samples, no drag), with noise, bias, a probe gain and a delay
+@pytest.mark.parametrize("compressibility,group", [(0.5, LatticeConvolution), (1.0, SeparableLattice)])
+def test_dilation_emitted_into_the_staging_buffers_reads_as_the_field_path(compressibility, group, monkeypatch):
+    # one lattice grid (FFT path; c = 1: the separable path) along the link axes on the CPU: in a step without shear
+    # its interleave writes u and g·u straight into the staging buffers. With that off (the field, then the emit
+    # kernel) every read and ground truth is the same, bit for bit, while a ball presses (no shear yet), slides (shear:
+    # the field path) and rests (anchored samples, no drag), with noise, bias, a probe gain and a delay
     monkeypatch.setattr(elastomer_pairwise, "PAIRWISE_WORK", 0)
-    sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"], "compressibility": 0.5,
+    sensor = {"type": "ElastomerTaxel", "name": "el", "link": "pad", "track": ["ball"],
+              "compressibility": compressibility,
               "probe_local_pos": centred_lattice(16, 0.004).tolist(), "noise": 1e-4, "bias": 1e-5, "probe_gain": 1.1,
               "delay": 0.01}
     path = [(0.0, 0.0, 0.03), (0.0, 0.0, 0.018), (0.001, 0.0, 0.018), (0.002, 0.0005, 0.0181), (0.002, 0.0005, 0.0181),
@@ -240,6 +242,7 @@ def test_dilation_emitted_into_the_staging_buffers_reads_as_the_field_path(monke
         suite = make_suite([sensor], [sphere("ball", 0.02, path[0])], n_envs=2, dtype="float32")
         batch = suite.locate("el")[0]
         assert batch.dilation.stages and batch.emit is not None and batch.pairwise is None
+        assert isinstance(batch.dilation.groups[0], group)
         batch.dilation.stages = staged
         reads, slots = [], []
         for t, xyz in enumerate(path):

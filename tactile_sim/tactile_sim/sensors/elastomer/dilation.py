@@ -596,9 +596,10 @@ class SeparableLattice(_LatticeGroup):
         self.set_basis(bases, dtype)
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
-                 window: tuple[int, int, int, int] | None = None):
+                 window: tuple[int, int, int, int] | None = None,
+                 scaled: tuple[torch.Tensor, torch.Tensor] | None = None):
         """As LatticeConvolution; window (r₀, r₁, c₀, c₁): the rows and columns outside it hold H = 0 in every
-        member and env, so their (exactly zero) terms are left out of the products."""
+        member and env, so their (exactly zero) terms are left out of the products. scaled: see :meth:`emit`."""
         n = self.shape[1]
         maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, M, N] or windowed
         right, left_u, left_v = self.right, self.left_u, self.left_v
@@ -609,7 +610,7 @@ class SeparableLattice(_LatticeGroup):
         normal = torch.matmul(maps[:, :, 1], right[..., n:]) if self.powered else along[..., n:]
         fields = torch.stack([torch.matmul(left_u, along[..., :n]), torch.matmul(left_v, along[..., n:]),
                               torch.matmul(left_u, normal).neg_()], 2)
-        return self.emit(fields, out)
+        return self.emit(fields, out, scaled)
 
 
 # ---------------------------------------------------------------------------------------------- direct path
@@ -750,9 +751,9 @@ class DilationField:
         self.bound_key = torch.as_tensor(key, device=device)
         self.bounds = torch.zeros((len(layouts), 4), dtype=torch.int32, device=device)
         self.shapes = [layout.shape for layout in layouts]
-        # one FFT-path sensor along the link axes on the CPU: u_dil can be emitted straight into staging buffers
-        self.stages = self.whole and device.type == "cpu" and isinstance(self.groups[0], LatticeConvolution) \
-            and self.groups[0].identity
+        # one lattice sensor (FFT or separable path) along the link axes on the CPU: u_dil can be emitted straight
+        # into staging buffers
+        self.stages = self.whole and device.type == "cpu" and self.groups[0].identity
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor,
                  staged: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> None:

@@ -13,8 +13,9 @@ Per step, for the batch's sensors together:
 4. u = u_dil + s is the ground truth; measured = hysteresis(u) × probe gain → hardware stages
 (docs/models/imperfections.md#order); without
    crosstalk and hysteresis one small kernel writes u and g·u straight into the measured branch's staging buffers —
-   or, for one FFT-path sensor along the link axes on the CPU in a step without shear, the dilation field's own
-   interleave of its fields (:attr:`~.dilation.DilationField.stages`), which then skips the field buffer.
+   or, for one lattice sensor (FFT or separable path) along the link axes on the CPU in a step without shear, the
+   dilation field's own interleave of its fields (:attr:`~.dilation.DilationField.stages`), which then skips the field
+   buffer.
 
 The probe radius marks fillers only (they read 0 and are no sources). Each sensor's tracked cloud is exposed through
 :meth:`ElastomerTaxelBatch.point_cloud`.
