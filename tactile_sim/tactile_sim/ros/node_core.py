@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -82,13 +83,13 @@ class TopicSpec:
 class JointPlan:
     """Where the entries of a joint state with these ``names`` go: duplicates (a name appears twice), the indices
     ``target`` into the actuated joints of the ``source`` entries of the message (``count`` of each; numpy
-    indices: a slice where they are one increasing run) and the unknown names (neither actuated nor derived
-    joints)."""
+    indices: a slice where they are one increasing run, ``...`` for both when the message names every actuated
+    joint, in order, and nothing else) and the unknown names (neither actuated nor derived joints)."""
 
     names: tuple[str, ...]
     duplicates: bool
-    target: np.ndarray | slice
-    source: np.ndarray | slice
+    target: np.ndarray | slice | EllipsisType
+    source: np.ndarray | slice | EllipsisType
     count: int
     unknown: list[str]
 
@@ -146,6 +147,7 @@ class NodeCore:
         self._q = self._qd = np.zeros(0)
         self._qd_known = np.zeros(0, dtype=bool)
         self._all_qd_known = True  # self._qd_known.all()
+        self._any_qd_known = False  # self._qd_known.any()
         self._have_joints = False
         self._pending_joints = False
         self._last_t: float | None = None
@@ -214,7 +216,7 @@ class NodeCore:
             if n in self._joint_index:
                 i = self._joint_index[n]
                 self._q[i], self._qd[i], self._qd_known[i] = q, qd, known
-        self._all_qd_known = bool(self._qd_known.all())
+        self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), bool(self._qd_known.any())
         self._pending_joints = self._have_joints
         self.stats.restart_timing()
 
@@ -325,13 +327,15 @@ class NodeCore:
             return True
         self._q[plan.target] = sample.position[plan.source]
         if sample.velocity is None:
-            self._qd_known[plan.target] = False
+            if self._any_qd_known:  # else nothing to unmark
+                self._qd_known[plan.target] = False
+                self._any_qd_known = bool(self._qd_known.any())
             self._all_qd_known = False
         else:
             self._qd[plan.target] = sample.velocity[plan.source]
             if not self._all_qd_known:  # else nothing to mark
                 self._qd_known[plan.target] = True
-                self._all_qd_known = bool(self._qd_known.all())
+                self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), True
         self._have_joints = self._pending_joints = True
         return True
 
@@ -354,6 +358,8 @@ class NodeCore:
         unknown = [name for name in names if name not in self._joint_index and name not in self._derived_joints]
         count = len(target)
         target, source = (run_index(np.array(indices, dtype=np.intp)) for indices in (target, source))
+        if count == len(names) == len(self._joint_index) and type(target) is slice and target == slice(0, count):
+            target = source = ...  # the whole message (source: every entry) onto every joint: the cheapest index
         plan = JointPlan(tuple(names), len(set(names)) != len(names), target, source, count, unknown)
         if len(names) <= PLAN_CACHE_NAMES:  # a flood of names is not kept after its message
             self._plan = plan
@@ -535,7 +541,7 @@ class NodeCore:
         self._ignored_joint_names = NameTally()
         for values in (self._q, self._qd, self._qd_known):
             values.fill(0)
-        self._all_qd_known = bool(self._qd_known.all())
+        self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), False
         self._have_joints = self._pending_joints = False
         self._last_t = self.last_step_ns = None
         self._rewind_sensors()
