@@ -422,6 +422,8 @@ class NodeCore:
                 stamps: list[float]) -> list[int]:
         """The indices of the transforms (parents, children, stamps s) that the TF buffer stored, given its outcome of
         each (True, False: older than the buffer, or the TFError raised); the others are dropped (counted, logged)."""
+        if outcomes.count(True) == len(outcomes):  # the usual case: every one stored
+            return list(range(len(outcomes)))
         stored = []
         for k, ok in enumerate(outcomes):
             if ok is True:
