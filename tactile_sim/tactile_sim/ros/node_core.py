@@ -315,7 +315,7 @@ class NodeCore:
             bad = np.flatnonzero(bad)
             return self._drop("joint_states.non_finite", f"dropped a joint state with NaN/inf values for "
                               f"{listed([sample.names[i] for i in bad[:NAMES_SHOWN]], bad.size)}")
-        if not self.ready:
+        if self.suite is None:  # not ready (the property's test, without its call on this per-message path)
             return False
         if plan.unknown:
             self.stats.drop("joint_states.unknown_names")
@@ -461,7 +461,7 @@ class NodeCore:
         """The first half of :meth:`update`: the world state at ``now_ns`` (ns) from the held inputs, counted as this
         core's latest update; None when the suite is not to be stepped (not ready, time did not advance, waiting for
         TF, or the world update failed and the core restarted)."""
-        if not self.ready:
+        if self.suite is None:  # not ready (the property's test, without its call on this per-tick path)
             return None
         t = ns_to_seconds(now_ns)
         if self._last_t is not None and t < self._last_t:
