@@ -16,7 +16,7 @@ from tactile_sim.io.input_cdr import JOINT_STATE, TF_MESSAGE, JointStateDecoder,
 from tactile_sim.io.msg_types import deserialize_cdr, new_message, serialize_cdr
 from tactile_sim.offline import bag_inputs
 from tactile_sim.offline.bag_inputs import BagInputError, BagInputs, open_bag
-from tactile_sim.offline.run_loop import InputEvent, input_handler, input_handlers
+from tactile_sim.offline.run_loop import InputEvent, input_handlers
 from tactile_sim.ros.inputs import decode_joint_state, decode_tf_batch
 from test_cli_replay import IDENTITY, closing, joints, ns, static_tf
 from test_io_input_cdr import joint_state
@@ -232,10 +232,10 @@ def test_input_handlers_give_each_kind_to_its_core_method_and_refuse_other_kinds
 
     handlers = input_handlers(Core())
     rng = np.random.default_rng(1)
-    input_handler(handlers, "joint_states")(joint_state(rng, ["a", "b"], (2, 0, 0)))
-    input_handler(handlers, "tf")(None)
-    input_handler(handlers, "tf_static")(None)
-    input_handler(handlers, "robot_description")(new_message("std_msgs/msg/String", data="<robot/>"))
+    handlers["joint_states"](joint_state(rng, ["a", "b"], (2, 0, 0)))
+    handlers["tf"](None)
+    handlers["tf_static"](None)
+    handlers["robot_description"](new_message("std_msgs/msg/String", data="<robot/>"))
     assert calls == [("joint_state", ("a", "b")), ("tf", False), ("tf", True), ("description", "<robot/>")]
     with pytest.raises(ValueError, match="unknown input kind 'odometry'"):
-        input_handler(handlers, "odometry")
+        handlers["odometry"]

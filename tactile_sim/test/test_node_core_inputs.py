@@ -132,6 +132,40 @@ def test_message_velocities_are_used_when_every_joint_has_one():
     assert not core.suite.world.state.joint_vel_measured  # one joint's latest sample had no velocity
 
 
+def test_each_joint_takes_its_named_value_in_any_order_subset_or_with_unknown_names():
+    core = demo_core()
+    names = core.joint_positions()[0]
+    held = dict.fromkeys(names, 0.0)
+    messages = [(names, [0.01, 0.02, 0.03]),  # every joint in order (the whole message onto every joint)
+                (names[::-1], [0.04, 0.05, 0.06]), (names[1:], [0.07, 0.08]), (names + ["ghost"], [0.1, 0.2, 0.3, 9.0]),
+                (["ghost"] + names, [9.0, 0.4, 0.5, 0.6]), (names[:1], [0.11]), (names, [0.12, 0.13, 0.14])]
+    for message_names, values in messages:
+        assert core.on_joint_state(JointStateSample(0.0, tuple(message_names), np.array(values)))
+        held.update((n, v) for n, v in zip(message_names, values) if n in held)
+        assert core.joint_positions()[1].tolist() == [held[n] for n in names]
+
+
+def test_velocities_are_measured_only_while_every_joint_latest_sample_had_one():
+    core = demo_core()
+    names = tuple(core.joint_positions()[0])
+    zeros = np.zeros(len(names))
+    steps = [(names, True, True), (names[:1], False, False), (names[1:2], False, False),  # two joints unmarked
+             (names[:1], True, False),  # the second is still without: not measured
+             (names[1:2], True, True), (names, False, False), (names, True, True)]
+    for k, (subset, velocity, measured) in enumerate(steps):
+        n = len(subset)
+        velocities = np.full(n, 0.01) if velocity else None
+        core.on_joint_state(JointStateSample(0.0, subset, np.full(n, 0.001 * k), velocities))
+        core.update(ns(0.01 * k))
+        assert core.suite.world.state.joint_vel_measured is measured, k
+    core.rewind()  # nothing known after a rewind: velocities of some joints are not enough
+    core.on_tf(world_to_base(), static=True)
+    core.on_joint_state(JointStateSample(0.0, names, zeros))
+    core.on_joint_state(JointStateSample(0.0, names[:2], zeros[:2], zeros[:2]))
+    core.update(0)
+    assert core.suite.world.state.joint_vel_measured is False
+
+
 def test_joint_states_before_the_description_are_checked_but_wait():
     data = demo_dict()
     del data["robot"]

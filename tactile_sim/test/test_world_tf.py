@@ -271,6 +271,34 @@ def test_set_transforms_reports_each_transform_as_set_transform_does():
             assert unit_quaternions(many, frame) == unit_quaternions(ones, frame)
 
 
+@pytest.mark.parametrize("given_norms", [False, True])
+def test_set_transforms_takes_quaternion_norms_up_to_the_tolerance_on_both_sides(given_norms):
+    """A message whose longest or shortest quaternion lies just outside 1 ± tol goes through set_transform (which
+    refuses that one), one whose norms are all inside is stored whole: as set_transform decides each."""
+    from tactile_sim.constants import QUAT_NORM_TOL
+
+    inside, outside = np.nextafter(QUAT_NORM_TOL, 0.0), np.nextafter(QUAT_NORM_TOL, 1.0)
+    cases = [[1.0, 1 + inside, 1 - inside], [1 + outside, 1.0, 1.0], [1.0, 1.0, 1 - outside],
+             [1 - outside, 1 + outside]]
+    for norms in cases:
+        n = len(norms)
+        values = np.zeros((n, 7))
+        values[:, 6] = norms
+        parents, children = ["world"] * n, [f"f{k}" for k in range(n)]
+        ones, many = TFBuffer(), TFBuffer()
+        expected = []
+        for child, v in zip(children, values):
+            try:
+                expected.append(ones.set_transform("world", child, v[:3], 1.0, quat=v[3:]))
+            except TFError as exc:
+                expected.append(exc)
+        given = tf_buffer.quaternion_norms(values[:, 3:]) if given_norms else None
+        got = many.set_transforms(parents, children, [1.0] * n, values, norms=given)
+        assert [(type(g), str(g)) for g in got] == [(type(e), str(e)) for e in expected], norms
+        assert (True in got) == any(abs(x - 1.0) <= QUAT_NORM_TOL for x in norms)
+        assert many.frames == ones.frames
+
+
 def unit_quaternions(tf, frame):
     edge = tf._edges[frame]
     return [edge.quat(i).tobytes() for i in range(len(edge.stamps))]

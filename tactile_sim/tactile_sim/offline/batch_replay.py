@@ -47,7 +47,7 @@ from .batch_records import BatchRecords, applies
 from .corpus import RecordingOutcome, ReplayJob, prefixed_log, run_job
 from .output_bag import OutputBag
 from .replay import check_output_place, default_rate
-from .run_loop import check_threshold, input_handler, input_handlers
+from .run_loop import check_threshold, input_handlers
 from .tick_clock import Tick, TickClock
 
 
@@ -209,7 +209,7 @@ class Lane:
                         while clock.due(c):
                             yield
                     clock.set(c, log_ns)
-                input_handler(handlers, kind)(message)
+                handlers[kind](message)
                 if self.copy_inputs:
                     self.bag.write_all(log_ns, [(topic, message)])
         while clock.due():

@@ -87,22 +87,20 @@ class RunStats:
     wall_s: float = 0.0
 
 
-def input_handlers(core: NodeCore) -> dict[str, Callable[[Any], Any]]:
-    """Input kind (each of :data:`INPUT_KINDS`) → what gives ``core`` an input message of that kind (made once per
-    run: a dict lookup and one call per input)."""
-    return {"joint_states": lambda msg: core.on_joint_state(decode_joint_state(msg)),
-            "tf": core.on_tf_message,
-            "tf_static": lambda msg: core.on_tf_message(msg, static=True),
-            "robot_description": lambda msg: core.set_robot_description(decode_robot_description(msg))}
+class InputHandlers(dict):
+    """Input kind (each of :data:`INPUT_KINDS`) → what gives a core an input message of that kind
+    (:func:`input_handlers`); looking up another kind raises ValueError naming it."""
+
+    def __missing__(self, kind: str) -> Callable[[Any], Any]:
+        raise ValueError(f"RunLoop: unknown input kind {kind!r}; allowed: {INPUT_KINDS}")
 
 
-def input_handler(handlers: dict[str, Callable[[Any], Any]], kind: str) -> Callable[[Any], Any]:
-    """The handler of ``kind`` among ``handlers`` (:func:`input_handlers`); ValueError for a kind other than
-    :data:`INPUT_KINDS`."""
-    try:
-        return handlers[kind]
-    except KeyError:
-        raise ValueError(f"RunLoop: unknown input kind {kind!r}; allowed: {INPUT_KINDS}") from None
+def input_handlers(core: NodeCore) -> InputHandlers:
+    """The :class:`InputHandlers` of ``core`` (made once per run: a dict lookup and one call per input)."""
+    return InputHandlers({"joint_states": lambda msg: core.on_joint_state(decode_joint_state(msg)),
+                          "tf": core.on_tf_message,
+                          "tf_static": lambda msg: core.on_tf_message(msg, static=True),
+                          "robot_description": lambda msg: core.set_robot_description(decode_robot_description(msg))})
 
 
 Writer = Callable[[int, list[tuple[str, Any]]], None]
@@ -180,7 +178,7 @@ class RunLoop:
         return self.stats
 
     def _apply(self, event: InputEvent) -> None:
-        input_handler(self._handlers, event.kind)(event.message)
+        self._handlers[event.kind](event.message)
         self.stats.inputs[event.kind] = self.stats.inputs.get(event.kind, 0) + 1
         if self.copy_inputs:
             self.write(event.log_ns, [(event.topic, event.message)])

@@ -42,8 +42,8 @@ class TickClock:
         self.gap_threshold_ns = gap_threshold_ns
         self.t0: int | None = None
         self.k = 0
-        self._next: int | None = None
-        """Time of tick k, ns (asked for several times per tick: made once)."""
+        self.next_ns: int | None = None
+        """Time of the next tick of the line (tick k), ns (asked for several times per tick: made once)."""
         self.clock: int | None = None
         """Latest clock time, ns (None before the first clock input)."""
         self.receive: int | None = None
@@ -62,30 +62,26 @@ class TickClock:
 
     def start_line(self, t0: int) -> None:
         """A new time line from t0 (ns): its tick 0 falls on t0."""
-        self.t0, self.k, self._next = t0, 0, tick_time_ns(t0, 0, self.rate)
+        self.t0, self.k, self.next_ns = t0, 0, tick_time_ns(t0, 0, self.rate)
 
     def set(self, c: int, receive: int) -> None:
         """The clock is at ``c`` (ns), set by an input received at ``receive`` (ns)."""
         self.clock, self.receive = c, receive
 
-    def next_tick(self) -> int:
-        """Time of the next tick of the line, ns."""
-        return self._next
-
     def due(self, before: int | None = None) -> bool:
         """Whether the next tick runs before clock time ``before`` (ns; an input moving the clock ahead there), or,
         with None, at or before the clock (the rest of a line that ends)."""
         if before is not None:
-            return self.next_tick() < before
-        return self.clock is not None and self.next_tick() <= self.clock
+            return self.next_ns < before
+        return self.clock is not None and self.next_ns <= self.clock
 
     def take(self) -> Tick:
         """The next tick, counted as run: its output's receive time is its time carried over to the receive clock of
         the latest clock input, never earlier than a previous output's."""
-        t = self.next_tick()
+        t = self.next_ns
         log_ns = max(self._last_out, self.receive + (t - self.clock))
         self._last_out = log_ns
         tick = Tick(self.k, t, log_ns)
         self.k += 1
-        self._next = tick_time_ns(self.t0, self.k, self.rate)
+        self.next_ns = tick_time_ns(self.t0, self.k, self.rate)
         return tick

@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -82,13 +83,13 @@ class TopicSpec:
 class JointPlan:
     """Where the entries of a joint state with these ``names`` go: duplicates (a name appears twice), the indices
     ``target`` into the actuated joints of the ``source`` entries of the message (``count`` of each; numpy
-    indices: a slice where they are one increasing run) and the unknown names (neither actuated nor derived
-    joints)."""
+    indices: a slice where they are one increasing run, ``...`` for both when the message names every actuated
+    joint, in order, and nothing else) and the unknown names (neither actuated nor derived joints)."""
 
     names: tuple[str, ...]
     duplicates: bool
-    target: np.ndarray | slice
-    source: np.ndarray | slice
+    target: np.ndarray | slice | EllipsisType
+    source: np.ndarray | slice | EllipsisType
     count: int
     unknown: list[str]
 
@@ -146,6 +147,7 @@ class NodeCore:
         self._q = self._qd = np.zeros(0)
         self._qd_known = np.zeros(0, dtype=bool)
         self._all_qd_known = True  # self._qd_known.all()
+        self._any_qd_known = False  # self._qd_known.any()
         self._have_joints = False
         self._pending_joints = False
         self._last_t: float | None = None
@@ -214,7 +216,7 @@ class NodeCore:
             if n in self._joint_index:
                 i = self._joint_index[n]
                 self._q[i], self._qd[i], self._qd_known[i] = q, qd, known
-        self._all_qd_known = bool(self._qd_known.all())
+        self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), bool(self._qd_known.any())
         self._pending_joints = self._have_joints
         self.stats.restart_timing()
 
@@ -313,7 +315,7 @@ class NodeCore:
             bad = np.flatnonzero(bad)
             return self._drop("joint_states.non_finite", f"dropped a joint state with NaN/inf values for "
                               f"{listed([sample.names[i] for i in bad[:NAMES_SHOWN]], bad.size)}")
-        if not self.ready:
+        if self.suite is None:  # not ready (the property's test, without its call on this per-message path)
             return False
         if plan.unknown:
             self.stats.drop("joint_states.unknown_names")
@@ -325,13 +327,15 @@ class NodeCore:
             return True
         self._q[plan.target] = sample.position[plan.source]
         if sample.velocity is None:
-            self._qd_known[plan.target] = False
+            if self._any_qd_known:  # else nothing to unmark
+                self._qd_known[plan.target] = False
+                self._any_qd_known = bool(self._qd_known.any())
             self._all_qd_known = False
         else:
             self._qd[plan.target] = sample.velocity[plan.source]
             if not self._all_qd_known:  # else nothing to mark
                 self._qd_known[plan.target] = True
-                self._all_qd_known = bool(self._qd_known.all())
+                self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), True
         self._have_joints = self._pending_joints = True
         return True
 
@@ -354,6 +358,8 @@ class NodeCore:
         unknown = [name for name in names if name not in self._joint_index and name not in self._derived_joints]
         count = len(target)
         target, source = (run_index(np.array(indices, dtype=np.intp)) for indices in (target, source))
+        if count == len(names) == len(self._joint_index) and type(target) is slice and target == slice(0, count):
+            target = source = ...  # the whole message (source: every entry) onto every joint: the cheapest index
         plan = JointPlan(tuple(names), len(set(names)) != len(names), target, source, count, unknown)
         if len(names) <= PLAN_CACHE_NAMES:  # a flood of names is not kept after its message
             self._plan = plan
@@ -416,6 +422,8 @@ class NodeCore:
                 stamps: list[float]) -> list[int]:
         """The indices of the transforms (parents, children, stamps s) that the TF buffer stored, given its outcome of
         each (True, False: older than the buffer, or the TFError raised); the others are dropped (counted, logged)."""
+        if outcomes.count(True) == len(outcomes):  # the usual case: every one stored
+            return list(range(len(outcomes)))
         stored = []
         for k, ok in enumerate(outcomes):
             if ok is True:
@@ -453,7 +461,7 @@ class NodeCore:
         """The first half of :meth:`update`: the world state at ``now_ns`` (ns) from the held inputs, counted as this
         core's latest update; None when the suite is not to be stepped (not ready, time did not advance, waiting for
         TF, or the world update failed and the core restarted)."""
-        if not self.ready:
+        if self.suite is None:  # not ready (the property's test, without its call on this per-tick path)
             return None
         t = ns_to_seconds(now_ns)
         if self._last_t is not None and t < self._last_t:
@@ -535,7 +543,7 @@ class NodeCore:
         self._ignored_joint_names = NameTally()
         for values in (self._q, self._qd, self._qd_known):
             values.fill(0)
-        self._all_qd_known = bool(self._qd_known.all())
+        self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), False
         self._have_joints = self._pending_joints = False
         self._last_t = self.last_step_ns = None
         self._rewind_sensors()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -119,6 +120,10 @@ class _Edge:
         return quat_to_matrix_np(q), (1 - a) * self.trans[i - 1] + a * self.trans[i]
 
 
+_VERSION = operator.attrgetter("version")
+"""An edge's version."""
+
+
 def quaternion_norms(quats: np.ndarray) -> list[float]:
     """The norm of each quaternion of quats [..., 4] (flattened to a list), each the float64 of
     :func:`~..geometry.transforms.check_quaternion`'s (per row NumPy's dot, then a correctly rounded square root)."""
@@ -173,9 +178,9 @@ class TFBuffer:
         self._message_edges: tuple[Sequence[str] | None, Sequence[str] | None, int, list[_Edge]] = (None, None, -1, [])
         """(parents, children, frame tree count, their edges) of the latest message stored whole
         (:meth:`set_transforms`)."""
-        self._latest: dict[tuple[str, str], tuple[int, list[tuple[_Edge, int]], StampedTransform]] = {}
-        """(target, source) → (structure, [(edge, version)] of the chain, result) of the latest lookup at the
-        latest common time: it holds while the tree and those edges are unchanged."""
+        self._latest: dict[tuple[str, str], tuple[int, list[_Edge], list[int], set[int], StampedTransform]] = {}
+        """(target, source) → (structure, the edges of the chain, their versions, their id()s, result) of the latest
+        lookup at the latest common time: it holds while the tree and those edges are unchanged."""
         self._pending: list[tuple[list[float], np.ndarray, np.ndarray, list[float]]] = []
         """Messages stored whole on the kept edges (:attr:`_pending_edges`)
         whose samples are not in those edges yet: (stamps s, translations [n, 3] m, quaternions [n, 4], their
@@ -233,7 +238,9 @@ class TFBuffer:
             finite = all(map(math.isfinite, values.ravel().tolist()))
         else:
             finite = True
-        checked = (finite and all(map(math.isfinite, stamps)) and all(abs(n - 1.0) <= QUAT_NORM_TOL for n in norms))
+        # |n - 1| <= tol for every norm (none is NaN: the norms of finite values), by the largest and the smallest
+        checked = (finite and all(map(math.isfinite, stamps)) and max(norms) - 1.0 <= QUAT_NORM_TOL
+                   and 1.0 - min(norms) <= QUAT_NORM_TOL)
         kept = self._message_edges
         if checked and not static and kept[0] is parents and kept[1] is children and kept[2] == self._structure:
             return self._append_rows(kept[3], parents, children, stamps, trans, quats, norms)
@@ -263,7 +270,7 @@ class TFBuffer:
             newest = self._pending[-1][0] if self._pending else [e.stamps[-1] if e.stamps else -math.inf
                                                                  for e in edges]
             seconds = list(map(float, stamps))
-            if all(s > n for s, n in zip(seconds, newest)):
+            if all(map(operator.gt, seconds, newest)):
                 self._pending.append((seconds, trans, quats, norms))
                 self.revision += len(edges)
                 if len(self._pending) >= PENDING_MAX:
@@ -452,14 +459,17 @@ class TFBuffer:
         the same result object, whose arrays they must not modify."""
         if time is None:
             held = self._latest.get((target, source))
-            if held is not None and self._pending and any(id(e) in self._pending_ids for e, _ in held[1]):
-                self._flush()  # the chain's edges get their pending samples
-            if held is not None and held[0] == self._structure and all(e.version == v for e, v in held[1]):
-                return held[2]
+            if held is not None:
+                structure, edges, versions, ids, result = held
+                if self._pending and not self._pending_ids.isdisjoint(ids):
+                    self._flush()  # the chain's edges get their pending samples
+                if structure == self._structure and list(map(_VERSION, edges)) == versions:
+                    return result
         result = self._lookup(target, source, time)
         if time is None:
             edges = [self._edges[f] for f in self._chain(source)[:-1] + self._chain(target)[:-1]]
-            self._latest[target, source] = (self._structure, [(e, e.version) for e in edges], result)
+            self._latest[target, source] = (self._structure, edges, list(map(_VERSION, edges)), set(map(id, edges)),
+                                            result)
         return result
 
     def _lookup(self, target: str, source: str, time: float | None) -> StampedTransform:
