@@ -16,6 +16,14 @@ from tactile_sim.io import msg_types, typestore_cache
 from tactile_sim.io.encode import TAXEL_ARRAY
 
 
+def outcome(call, store):
+    """The bytes ``call(store)`` returns, or the type of what it raises."""
+    try:
+        return bytes(call(store))
+    except Exception as exc:  # noqa: BLE001 - the two stores must fail alike
+        return type(exc)
+
+
 @pytest.fixture(scope="module")
 def built():
     """The store as rosbags builds it (every Jazzy class imported, ours registered)."""
@@ -50,7 +58,30 @@ def test_every_class_made_on_first_use_is_the_built_ones_in_fields_constants_and
         back = store.deserialize_cdr(data, name)
         assert type(back) is made and bytes(store.serialize_cdr(back, name)) == data
         assert store.generate_msgdef(name, ros_version=2) == built.generate_msgdef(name, ros_version=2)
+        big = bytes(built.serialize_cdr(msg, name, little_endian=False))  # every other generated function
+        assert bytes(store.serialize_cdr(msg, name, little_endian=False)) == big
+        assert bytes(store.serialize_cdr(store.deserialize_cdr(big, name), name)) == data
+        ros1 = bytes(built.serialize_ros1(msg, name))
+        assert bytes(store.serialize_ros1(msg, name)) == ros1
+        for convert in (lambda s: s.cdr_to_ros1(data, name), lambda s: s.ros1_to_cdr(ros1, name),
+                        lambda s: s.serialize_cdr(s.deserialize_ros1(ros1, name), name)):
+            assert outcome(convert, store) == outcome(convert, built)
+        assert store.get_msgdef(name).size_cdr == built.get_msgdef(name).size_cdr
+        assert store.get_msgdef(name).size_ros1 == built.get_msgdef(name).size_ros1
     assert store.hash_rihs01(TAXEL_ARRAY) == built.hash_rihs01(TAXEL_ARRAY)
+
+
+def test_a_cdr_writer_generates_only_the_functions_it_calls(built):
+    store = typestore_cache.lazy_typestore(dict(built.fielddefs))
+    msg = random_message(built, TAXEL_ARRAY, np.random.default_rng(3))
+    assert bytes(store.serialize_cdr(msg, TAXEL_ARRAY)) == bytes(built.serialize_cdr(msg, TAXEL_ARRAY))
+    made = vars(store.get_msgdef(TAXEL_ARRAY))
+    assert {"getsize_cdr", "size_cdr", "serialize_cdr_le"} <= made.keys()
+    assert not made.keys() & {"serialize_cdr_be", "deserialize_cdr_le", "serialize_ros1", "cdr_to_ros1"}
+    with pytest.raises(AttributeError):
+        store.get_msgdef(TAXEL_ARRAY).no_such_function
+    with pytest.raises(KeyError):
+        store.get_msgdef("no_msgs/msg/Such")
 
 
 def test_a_type_without_definition_is_a_key_error_and_threads_get_one_class(built):
