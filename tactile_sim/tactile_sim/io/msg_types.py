@@ -122,7 +122,16 @@ def typestore() -> Typestore:
     """The shared typestore: the definitions of :func:`full_typestore` (cached on disk) with each class made on its
     first lookup in ``types[...]`` (:mod:`.typestore_cache`; the same bytes, definitions and hashes). Do not register
     more types in it."""
-    return lazy_typestore(cached_definitions(_full_definitions, definition_sources()))
+    return lazy_typestore(cached_definitions(_full_definitions, definition_sources()), __name__)
+
+
+def __getattr__(name: str) -> type:
+    """``pkg__msg__Type`` → the shared typestore's class of ``pkg/msg/Type`` (its ``__module__`` is this module: how
+    pickle finds it)."""
+    typename = name.replace("__", "/")
+    if "__msg__" not in name or name.startswith("_") or typename not in typestore().fielddefs:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return typestore().types[typename]
 
 
 def full_type_name(typename: str) -> str:

@@ -33,6 +33,7 @@ from rosbags.serde.ros1 import (
     generate_ros1_to_cdr,
     generate_serialize_ros1,
 )
+from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.base import normalize_fieldname
 from rosbags.typesys.store import Typestore
 
@@ -46,10 +47,18 @@ class LazyTypes(dict):
     """Message classes by full type name (a ``dict``): a class not made yet is made from its definition in
     ``definitions`` (:class:`~rosbags.typesys.store.Typestore`'s ``register`` of that one type) when looked up with
     ``[]``, once (a lock keeps threads from making two); KeyError for a name without definition. ``in``, ``get``
-    and iteration see only the classes made so far."""
+    and iteration see only the classes made so far. The builtin types (``builtin_interfaces`` Time and Duration) are
+    rosbags' own classes, which every rosbags store shares (so stamps compare equal to those of messages read with
+    another store), where their definitions are rosbags'. ``module``: the module the made classes name as theirs
+    (one whose attribute ``pkg__msg__Type`` is this store's class of ``pkg/msg/Type``, so that their messages pickle),
+    or None (rosbags' ``rosbags.usertypes``)."""
 
-    def __init__(self, definitions: Definitions):
+    def __init__(self, definitions: Definitions, module: str | None = None):
         super().__init__()
+        self._module = module
+        builtin = get_typestore(Stores.EMPTY)
+        self.update({name: cls for name, cls in builtin.types.items()
+                     if definitions.get(name) == builtin.fielddefs[name]})
         self._definitions = definitions
         self._lock = threading.Lock()
 
@@ -60,6 +69,8 @@ class LazyTypes(dict):
             maker = Typestore()
             maker.register({name: self._definitions[name]})
             cls = self[name] = maker.types[name]
+            if self._module is not None:
+                cls.__module__ = self._module
             return cls
 
 
@@ -114,12 +125,12 @@ class LazyTypestore(Typestore):
         return msgdef
 
 
-def lazy_typestore(definitions: Definitions) -> Typestore:
-    """A typestore holding ``definitions`` (its own copy) whose classes are made on first use (:class:`LazyTypes`),
-    and their (de)serialisation functions on theirs (:class:`LazyTypestore`)."""
+def lazy_typestore(definitions: Definitions, module: str | None = None) -> Typestore:
+    """A typestore holding ``definitions`` (its own copy) whose classes are made on first use (:class:`LazyTypes`, of
+    ``module``), and their (de)serialisation functions on theirs (:class:`LazyTypestore`)."""
     store = LazyTypestore()
     store.fielddefs.update(definitions)
-    store.types = LazyTypes(store.fielddefs)
+    store.types = LazyTypes(store.fielddefs, module)
     return store
 
 
