@@ -74,24 +74,32 @@ class LazyTypes(dict):
             return cls
 
 
-_GENERATED: dict[str, tuple[tuple[str, ...], Callable[[list, str, Typestore], Any]]] = {}
-"""Attribute of rosbags' ``Msgdef`` → (the attributes one generator call gives, that call with a type's field
-entries, name and store), as ``Typestore.get_msgdef`` calls them."""
-for _names, _make in [
-    (("getsize_cdr", "size_cdr"), lambda entries, name, store: generate_getsize_cdr(entries, store)),
-    (("serialize_cdr_le",), lambda entries, name, store: (generate_serialize_cdr(entries, store, "le"),)),
-    (("serialize_cdr_be",), lambda entries, name, store: (generate_serialize_cdr(entries, store, "be"),)),
-    (("deserialize_cdr_le",), lambda entries, name, store: (generate_deserialize_cdr(entries, store, "le"),)),
-    (("deserialize_cdr_be",), lambda entries, name, store: (generate_deserialize_cdr(entries, store, "be"),)),
-    (("getsize_ros1", "size_ros1"), lambda entries, name, store: generate_getsize_ros1(entries, store)),
-    (("serialize_ros1",), lambda entries, name, store: (generate_serialize_ros1(entries, store),)),
-    (("deserialize_ros1",), lambda entries, name, store: (generate_deserialize_ros1(entries, store),)),
-    (("getsize_ros1_to_cdr",), lambda entries, name, store: (generate_ros1_to_cdr(entries, name, store, copy=False),)),
-    (("ros1_to_cdr",), lambda entries, name, store: (generate_ros1_to_cdr(entries, name, store, copy=True),)),
-    (("getsize_cdr_to_ros1",), lambda entries, name, store: (generate_cdr_to_ros1(entries, name, store, copy=False),)),
-    (("cdr_to_ros1",), lambda entries, name, store: (generate_cdr_to_ros1(entries, name, store, copy=True),)),
-]:
-    _GENERATED.update(dict.fromkeys(_names, (_names, _make)))
+Generator = Callable[[list, str, Typestore], tuple]
+"""A generator call of ``Typestore.get_msgdef``: (e: a type's field entries, n: its name, s: the store) → what it
+gives."""
+
+
+def _generators() -> dict[str, tuple[tuple[str, ...], Generator]]:
+    """Attribute of rosbags' ``Msgdef`` → (the attributes one generator call gives, that call), as
+    ``Typestore.get_msgdef`` calls them."""
+    calls: list[tuple[tuple[str, ...], Generator]] = [
+        (("getsize_cdr", "size_cdr"), lambda e, n, s: generate_getsize_cdr(e, s)),
+        (("serialize_cdr_le",), lambda e, n, s: (generate_serialize_cdr(e, s, "le"),)),
+        (("serialize_cdr_be",), lambda e, n, s: (generate_serialize_cdr(e, s, "be"),)),
+        (("deserialize_cdr_le",), lambda e, n, s: (generate_deserialize_cdr(e, s, "le"),)),
+        (("deserialize_cdr_be",), lambda e, n, s: (generate_deserialize_cdr(e, s, "be"),)),
+        (("getsize_ros1", "size_ros1"), lambda e, n, s: generate_getsize_ros1(e, s)),
+        (("serialize_ros1",), lambda e, n, s: (generate_serialize_ros1(e, s),)),
+        (("deserialize_ros1",), lambda e, n, s: (generate_deserialize_ros1(e, s),)),
+        (("getsize_ros1_to_cdr",), lambda e, n, s: (generate_ros1_to_cdr(e, n, s, copy=False),)),
+        (("ros1_to_cdr",), lambda e, n, s: (generate_ros1_to_cdr(e, n, s, copy=True),)),
+        (("getsize_cdr_to_ros1",), lambda e, n, s: (generate_cdr_to_ros1(e, n, s, copy=False),)),
+        (("cdr_to_ros1",), lambda e, n, s: (generate_cdr_to_ros1(e, n, s, copy=True),)),
+    ]
+    return {attr: (names, make) for names, make in calls for attr in names}
+
+
+_GENERATED = _generators()
 
 
 class LazyMsgdef:
