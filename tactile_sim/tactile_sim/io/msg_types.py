@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import rosbags.typesys.msg
+import rosbags.typesys.stores
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
+from .typestore_cache import Definitions, cached_definitions, lazy_typestore
 from .wire_message import WireMessage
 
 MSG_PACKAGE = "tactile_sim_msgs"
@@ -92,14 +95,43 @@ def register_vendor_types(store: Typestore) -> None:
     store.register(types)
 
 
-@cache
-def typestore() -> Typestore:
-    """The shared typestore: every ROS 2 Jazzy standard type plus ours and the vendor types. Do not register more
-    types in it."""
+def full_typestore() -> Typestore:
+    """A typestore built with every ROS 2 Jazzy standard type (rosbags' classes) plus ours and the vendor types."""
     store = get_typestore(Stores.ROS2_JAZZY)
     register_own_types(store)
     register_vendor_types(store)
     return store
+
+
+def definition_sources() -> list[bytes | str]:
+    """What the definitions of :func:`full_typestore` come from: rosbags' store modules and ``.msg`` parser, this
+    module, and our and the vendor ``.msg`` files (each name and its bytes)."""
+    code = sorted(Path(rosbags.typesys.stores.__file__).parent.glob("*.py")) + \
+        [Path(rosbags.typesys.msg.__file__), Path(__file__)]
+    messages = sorted(msg_dir().glob("*.msg")) + sorted(VENDOR_MSG_DIR.glob("*/msg/*.msg"))
+    return [path.read_bytes() for path in code] + \
+        [part for path in messages for part in (f"{path.parents[1].name}/{path.name}", path.read_bytes())]
+
+
+def _full_definitions() -> Definitions:
+    return dict(full_typestore().fielddefs)
+
+
+@cache
+def typestore() -> Typestore:
+    """The shared typestore: the definitions of :func:`full_typestore` (cached on disk) with each class made on its
+    first lookup in ``types[...]`` (:mod:`.typestore_cache`; the same bytes, definitions and hashes). Do not register
+    more types in it."""
+    return lazy_typestore(cached_definitions(_full_definitions, definition_sources()), __name__)
+
+
+def __getattr__(name: str) -> type:
+    """``pkg__msg__Type`` → the shared typestore's class of ``pkg/msg/Type`` (its ``__module__`` is this module: how
+    pickle finds it)."""
+    typename = name.replace("__", "/")
+    if "__msg__" not in name or name.startswith("_") or typename not in typestore().fielddefs:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return typestore().types[typename]
 
 
 def full_type_name(typename: str) -> str:
