@@ -30,7 +30,9 @@ setup(
         "yourdfpy>=0.0.56",
         "pydantic>=2.5",
         "pyyaml>=6.0",
-        "rosbags>=0.10",
+        # < 0.12: tactile_sim.io.typestore_cache makes message classes and (de)serialisers with this series'
+        # Typestore.register, get_msgdef's generators and Msgdef fields (tested against a store rosbags builds)
+        "rosbags>=0.11,<0.12",
         "matplotlib>=3.7",
         "tqdm>=4.60",
         "lxml>=4.9",
