@@ -60,3 +60,25 @@ def test_sigint_with_the_markers_running_ends_the_node_without_an_error(executor
     assert node.returncode == 0, out
     assert f"executor: {'MultiThreadedExecutor' if executor == 'multi_threaded' else 'SingleThreadedExecutor'}" in out
     assert "[ERROR]" not in out and "Traceback" not in out, out
+
+
+def test_repeated_sigint_during_the_clean_up_ends_both_nodes_quietly():
+    """Ctrl-C in a terminal reaches every process of the group and ``ros2 launch`` forwards its own: SIGINTs that
+    arrive while a node is destroying itself after the first are ignored (status 0, no KeyboardInterrupt traceback)."""
+    config = demo_with_robot("demo_with_robot.yaml")
+    driver = start_module("tactile_sim.ros.demo_trajectory_node")
+    node = start_module("tactile_sim.ros.node", "--ros-args", "-p", f"config_file:={config}")
+    try:
+        time.sleep(20)  # start-up
+        assert node.poll() is None, node.communicate()[0]
+        for _ in range(10):  # through the clean-up of both
+            for p in (node, driver):
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+            time.sleep(0.005)
+        outs = [p.communicate(timeout=60)[0] for p in (node, driver)]
+    finally:
+        interrupt(node, driver)
+    for p, out in zip((node, driver), outs):
+        assert p.returncode == 0, out
+        assert "Traceback" not in out and "KeyboardInterrupt" not in out, out

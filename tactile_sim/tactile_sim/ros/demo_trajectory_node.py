@@ -20,6 +20,7 @@ from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
 from ..demo_trajectory import CYCLE, JOINT_NAMES, gripper_trajectory
+from .process_end import ignore_further_interrupts
 
 
 class DemoTrajectoryNode(Node):
@@ -68,6 +69,7 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        ignore_further_interrupts()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

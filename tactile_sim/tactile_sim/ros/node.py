@@ -43,6 +43,7 @@ from ..transport.base import QosProfile as TransportQos
 from .node_core import NodeCore
 from .node_params import PARAMETERS, SPECS, NodeParams, check_value
 from .node_runtime import NodeRuntime
+from .process_end import ignore_further_interrupts
 from .topic_plan import check_interface_packages
 
 NODE_NAME = "tactile_sim_node"
@@ -227,6 +228,7 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        ignore_further_interrupts()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
