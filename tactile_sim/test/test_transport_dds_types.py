@@ -5,6 +5,7 @@ RIHS01 hashes equal the ones a ROS 2 build generates."""
 
 import glob
 import json
+import os
 import string
 import zlib
 
@@ -120,12 +121,15 @@ def test_type_hashes_equal_the_ones_rosidl_generates(typename, expected):
     assert type_hash(typename) == expected
 
 
-ROS_DESCRIPTIONS = sorted(glob.glob("/opt/ros2_jazzy_ws/install/share/*/msg/*.json")) + \
-    sorted(glob.glob("/opt/ros/jazzy/share/*/msg/*.json"))
+ROS_PREFIXES = list(dict.fromkeys([p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p] +
+                                   ["/opt/ros2_jazzy_ws/install", "/opt/ros/jazzy"]))
+"""Install prefixes of ROS 2 that may hold rosidl's type descriptions: the sourced environment's, then the usual
+places."""
+ROS_DESCRIPTIONS = [path for prefix in ROS_PREFIXES for path in sorted(glob.glob(f"{prefix}/share/*/msg/*.json"))]
 
 
-@pytest.mark.skipif(not ROS_DESCRIPTIONS, reason="no ROS 2 Jazzy installation with type descriptions "
-                                                 "(/opt/ros2_jazzy_ws/install or /opt/ros/jazzy) on this machine")
+@pytest.mark.skipif(not ROS_DESCRIPTIONS, reason="no ROS 2 Jazzy installation with type descriptions (a sourced "
+                                                 "one, /opt/ros2_jazzy_ws/install or /opt/ros/jazzy) on this machine")
 def test_type_hashes_equal_every_hash_of_an_installed_ros2():
     known = set(typestore().fielddefs)
     checked = 0
