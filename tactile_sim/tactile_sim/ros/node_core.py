@@ -203,7 +203,7 @@ class NodeCore:
         self.suite, self.schedule, self.build_error = suite, schedule, None
         self._periods = sorted({s.every for s in schedule})
         self._plans: dict[tuple[bool, ...], StepPlan] = {}
-        self.object_markers = ObjectMarkers(suite.scene, self.world_frame)
+        self.object_markers = None  # built by the first markers() call: most runs draw none
         robot = suite.robot
         actuated = robot.actuated_joint_names if robot is not None else ()
         q_old = {n: (self._q[i], self._qd[i], self._qd_known[i]) for n, i in self._joint_index.items()}
@@ -571,6 +571,8 @@ class NodeCore:
         state = self.suite.world.state
         if state is not None:
             rot, pos = (x[0].detach().cpu().double().numpy() for x in (state.rot, state.pos))
+            if self.object_markers is None:
+                self.object_markers = ObjectMarkers(self.suite.scene, self.world_frame)
             markers += self.object_markers.markers(rot, pos, state.t)
         return marker_array(markers) if markers else None
 

@@ -62,6 +62,10 @@ class LaneWorldModel(WorldModel):
         for i, value in enumerate(self._args):
             self._set_arg(i, value)
 
+    def _robot_models(self, robot) -> tuple:
+        """The batch's (the same robot, device and dtype; read only)."""
+        return self.batch.kinematics, self.batch.dynamics
+
     def _record_launch(self) -> tuple[None, dict]:
         """No launch of its own: the batch launches."""
         return None, {}

@@ -151,8 +151,7 @@ class WorldModel:
         if root_from_tf and (tf is None or robot is None):
             raise ValueError("WorldModel: root_from_tf needs a robot in the scene and a TF buffer (tf=…)")
         self.root_from_tf = root_from_tf
-        self.kinematics = Kinematics(robot, self.device, dtype) if robot is not None else None
-        self.dynamics = InverseDynamics(self.kinematics) if robot is not None else None
+        self.kinematics, self.dynamics = self._robot_models(robot) if robot is not None else (None, None)
 
         # objects by pose source; attach_link[k]: the robot link that carries object k, −1 for none (and once the
         # caller poses it)
@@ -224,6 +223,11 @@ class WorldModel:
         self._launch, self._tables = self._record_launch()
         self._args = (0, 0, 1.0)  # (sample, velocity_given, dt) as last set on the launch
         self.state: WorldState | None = None
+
+    def _robot_models(self, robot) -> tuple[Kinematics, InverseDynamics]:
+        """The kinematics and inverse dynamics of the scene's robot (tables on the model's device, in its dtype)."""
+        kinematics = Kinematics(robot, self.device, self.dtype)
+        return kinematics, InverseDynamics(kinematics)
 
     def _record_launch(self) -> tuple[StructLaunch, dict]:
         """The world-update launch and the tables it reads (robot, world, and the tensors they alias)."""

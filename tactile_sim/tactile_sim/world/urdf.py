@@ -419,7 +419,7 @@ class _UrdfReader:
         inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]],
                             [v["ixy"], v["iyy"], v["iyz"]],
                             [v["ixz"], v["iyz"], v["izz"]]], dtype=np.float64)
-        problem = inertia_problem(mass, inertia)
+        problem = inertia_problem(mass, inertia) if self.inertia_check != "off" else ""
         if problem and self.inertia_check == "error":
             self.fail(inertia_el, f"{what} <inertia>", f"{problem}; allowed: a positive definite inertia whose "
                       "principal moments satisfy the triangle inequality, with mass > 0 (all zero for a point "
