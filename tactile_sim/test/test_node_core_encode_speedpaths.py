@@ -42,7 +42,9 @@ def test_grid_of_finds_the_grid_of_runs_an_index_array_spells_and_nothing_else()
     offset, shape, steps = grid_of(index + 7)
     assert (offset, shape, steps) == (7, (3, 2, 2, 6), (100, 40, 9, 1))
     assert grid_of(np.arange(5, 9)) == (5, (4,), (1,)) and grid_of(np.array([3])) == (3, (1,), (1,))
-    for not_grid in ([0, 1, 2, 10, 11], [0, 2, 4], [0, 1, 0, 1], [3, 2, 1], [0, 1, 5, 6, 7, 8], []):
+    # a grid whose blocks interleave (each place once, not increasing), and one whose blocks overlap (places twice)
+    assert grid_of(np.array([0, 1, 4, 5, 2, 3, 6, 7])) == (0, (2, 2, 2), (2, 4, 1))
+    for not_grid in ([0, 1, 2, 10, 11], [0, 2, 4], [0, 1, 0, 1], [3, 2, 1], [0, 1, 5, 6, 7, 8], [], [0, 1, 2, 1, 2, 3]):
         assert grid_of(np.array(not_grid, dtype=np.intp)) is None, not_grid
 
 

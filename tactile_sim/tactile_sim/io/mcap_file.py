@@ -218,16 +218,17 @@ class McapFile:
             self._start, self._end = min(self._start, start), max(self._end, end)
         f = self._file
         chunk_offset = f.tell()
-        length = _CHUNK.size - 9 + size  # the record after its opcode and length
-        _CHUNK.pack_into(self._buffer, 0, CHUNK, length, start, end, size, 0, 0, size)
-        f.write(self._view[:_CHUNK.size + size])
-        chunk_length = f.tell() - chunk_offset
-        offsets = []
+        chunk_length = _CHUNK.size + size
+        _CHUNK.pack_into(self._buffer, 0, CHUNK, chunk_length - 9, start, end, size, 0, 0, size)  # 9: opcode, length
+        f.write(self._view[:chunk_length])
+        offsets, indexes, at = [], [], chunk_offset + chunk_length
         for channel_id, count, body in self._message_indexes():
             self._counts[channel_id] += count
-            offsets.append(_U16.pack(channel_id) + _U64.pack(f.tell()))
-            f.write(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
-        index_length = f.tell() - chunk_offset - chunk_length
+            offsets.append(_U16.pack(channel_id) + _U64.pack(at))
+            indexes.append(_record(MESSAGE_INDEX, _U16.pack(channel_id) + _U32.pack(len(body)) + body))
+            at += len(indexes[-1])
+        f.write(b"".join(indexes))  # the message indexes, in one write (their places counted, not asked of the file)
+        index_length = at - chunk_offset - chunk_length
         offset_map = b"".join(offsets)
         self._chunk_indexes.append(_record(CHUNK_INDEX, struct.pack("<QQQQ", start, end, chunk_offset, chunk_length)
                                            + _U32.pack(len(offset_map)) + offset_map + _U64.pack(index_length)

@@ -221,8 +221,8 @@ def grid_of(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] |
     C-order grid of ``shape`` (innermost step 1), or None when it is no such grid: runs of consecutive elements
     repeated with constant steps at every level, e.g. the same fields of one template per row of a
     :class:`TemplateMemory`."""
-    rest = np.asarray(index, np.int64).reshape(-1)
-    if not rest.size or np.unique(rest).size != rest.size:  # each place once
+    places = rest = np.asarray(index, np.int64).reshape(-1)
+    if not rest.size:
         return None
     offset = int(rest[0])
     shape: list[int] = []
@@ -240,6 +240,9 @@ def grid_of(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] |
         shape.insert(0, n)
         steps.insert(0, step)
         rest = blocks[:, 0]
+    increasing = bool((np.diff(places) > 0).all())  # each place once: sure where increasing, else counted
+    if not increasing and np.unique(places).size != places.size:
+        return None
     if not shape:
         shape, steps = [1], [1]
     return offset, tuple(shape), tuple(steps)
