@@ -113,6 +113,57 @@ def test_committed_transforms_give_torch_fft_path_bit_for_bit(dtype, monkeypatch
         assert torch.equal(committed.view(torch.uint8), torch_fft.view(torch.uint8)), window
 
 
+@needs_dfti
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_maps_at_rest_reuse_the_fields_and_any_change_transforms_anew(dtype, monkeypatch):
+    # a repeat of the last maps (same bits, same window) transforms nothing and gives the same u; one value changed
+    # in place, or the same values in another window of the same size (other kernel spectra), give torch.fft's u of
+    # the new input
+    m, n = 9, 12
+    layout = ProbeLayout.from_options(lattice(m, n, 0.004, 0.003, (-0.021, -0.013, 0.0)), 0.002,
+                                      where="ElastomerTaxel(name='fft')")
+    prm = DilationParameters(20000.0, 0.5, layout.epsilon0(), 0.0, 1.7, 1.5)
+    params = torch.tensor([prm.row()], dtype=torch.float64)
+    conv = LatticeConvolution([(0, 0, layout)], params, [prm.exponent], torch.device("cpu"), dtype)
+    rng = np.random.default_rng(8)
+    block = rng.uniform(1e-4, 1e-3, (2, 3, 4))
+    first, moved = (1, 4, 2, 6), (5, 8, 2, 6)
+
+    def placed(window):
+        r0, r1, c0, c1 = window
+        h = np.zeros((2, m, n))
+        h[:, r0:r1, c0:c1] = block
+        h = torch.as_tensor(h.reshape(2, -1), dtype=dtype)
+        return h, h ** 1.5
+
+    def torch_fft(depth, depth_p, window):
+        monkeypatch.setattr(elastomer_dilation.dfti, "available", lambda: False)
+        u = conv(depth, depth_p, window=window).clone()
+        monkeypatch.undo()
+        return u
+
+    def same(a, b):
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+    depth, depth_p = placed(first)
+    u = conv(depth, depth_p, window=first).clone()
+    assert same(u, torch_fft(depth, depth_p, first))
+    transforms = conv._transforms
+    runs, row_pass = [], transforms.row_pass
+    monkeypatch.setattr(transforms, "row_pass", lambda: runs.append(row_pass()))
+    assert same(conv(depth.clone(), depth_p.clone(), window=first), u) and not runs
+    monkeypatch.undo()
+    depth, depth_p = placed(moved)
+    assert torch.equal(conv._window_maps(depth, depth_p, moved), conv._transforms.window)  # the maps held
+    elsewhere = conv(depth, depth_p, window=moved).clone()
+    assert conv._transforms is transforms and same(elsewhere, torch_fft(depth, depth_p, moved))
+    assert not same(elsewhere, u)
+    depth[1, 6 * n + 3] *= 1.25                                          # inside the window, in place
+    depth_p[1, 6 * n + 3] = depth[1, 6 * n + 3] ** 1.5
+    changed = conv(depth, depth_p, window=moved).clone()
+    assert not same(changed, elsewhere) and same(changed, torch_fft(depth, depth_p, moved))
+
+
 def test_window_outside_the_sources_is_caught_by_the_truth():
     # a window that leaves out some sources must differ from the direct sum (the comparison above can fail)
     m, n = 6, 7
