@@ -7,9 +7,9 @@ a sphere r = 2 cm held 2 mm deep at the centre, dt = 0.01 s, 1 and 16 envs, one 
 for ground truth plus a typical imperfection set (noise, bias, probe gain, delay; ``--typical 1 0`` also without
 it). The sphere does not move, so ElastomerTaxel's anchored samples have zero drag (they add nothing and are
 skipped) and its FFT path's depth maps keep their bits (after the first step it transforms nothing: the c < 1 rows
-time the rest of the step, not the transforms); ``--motion 1`` times the same cells with the sphere moving instead (:func:`genesis_pad.ball_path`: it
-slides on a 3 mm circle 2 mm deep and spins, so the contact moves and anchored samples drag; column ``mov``; the
-world update of each step is not timed, on either side). Prints ms/step (best of ``--rounds`` rounds of
+time the rest of the step, not the transforms); ``--motion 1`` times the same cells with the sphere moving instead
+(:func:`genesis_pad.ball_path`: it slides on a 3 mm circle 2 mm deep and spins, so the contact moves and anchored
+samples drag; column ``mov``; the world update of each step is not timed, on either side). Prints ms/step (best of ``--rounds`` rounds of
 ``--repeat`` steps), millions of probe-updates/s, the bytes a probe-update must move (:func:`bytes_per_update`) and
 the fraction of one core's measured copy bandwidth that this reaches, and the speed-up against Genesis on the same
 scene.
