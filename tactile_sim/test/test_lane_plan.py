@@ -14,12 +14,12 @@ import yaml
 from helpers_offline import run_cli, write_bag
 from helpers_ros import joint_state_msg
 from tactile_sim.demo_trajectory import JOINT_NAMES
-from tactile_sim.io.msg_types import new_message
 from tactile_sim.offline import batch_replay
 from tactile_sim.offline.bag_inputs import BagInputs, open_bag
 from tactile_sim.offline.corpus import _config
 from tactile_sim.offline.lane_plan import PlannedSteps
 from tactile_sim.ros.node_params import NodeParams
+from test_bag_core_events import damaged_bag
 from test_cli_replay import ns, pads_yaml, static_tf
 
 RATE = 100.0
@@ -51,7 +51,7 @@ def adversarial(rng, n: int, receive_shift: float = 0.0):
 
 def lanes_of(cores, bags, plan):
     return [batch_replay.Lane(None, core, BagInputs(open_bag(bag), clock=clock).core_blocks(), None, RATE, JUMP, GAP,
-                              False, plan) for core, (bag, clock) in zip(cores, bags)]
+                              False, plan) for core, (bag, clock) in zip(cores, bags)]  # plannable: plan
 
 
 def per_message(suite, cores, bags):
@@ -81,7 +81,7 @@ def planned(suite, cores, bags):
     for core in cores:
         core.rewind()
     lanes = lanes_of(cores, bags, True)
-    assert all(lane.plan is not None for lane in lanes)
+    assert all(lane.follow_plan() for lane in lanes)
     plans = PlannedSteps(suite.world, [(lane.core.env, lane.plan) for lane in lanes])
     steps, step = [], 0
     while True:
@@ -145,6 +145,7 @@ def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch
     for plan in (True, False):  # with a plan asked for, fed message by message from the messages it read
         cores[0].rewind()
         lane = lanes_of(cores[:1], [(bag, "header")], plan)[0]
+        assert not plan or lane.follow_plan() is False
         assert lane.plan is None
         fed.append([])
         while (tick := lane.next_tick()) is not None:
@@ -155,20 +156,13 @@ def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch
 
 def test_a_recording_that_cannot_be_read_through_gets_no_plan_and_stops_where_it_stops_unplanned(batch):
     tmp, suite, cores = batch
-    padding = new_message("std_msgs/msg/String", data="x" * 10_000)  # several 1 MiB MCAP chunks
-    items = []
-    for k in range(400):
-        items += [("/joint_states", ns(0.01 * k), joint_state_msg([0.0, 0.01, 0.01], stamp=0.01 * k)),
-                  ("/padding", ns(0.01 * k), padding)]
-    bag = write_bag(tmp / "damaged", items)
-    data_file = next(bag.glob("*.mcap"))
-    data = bytearray(data_file.read_bytes())
-    data[int(0.55 * len(data)):int(0.65 * len(data))] = b"\xab" * (int(0.65 * len(data)) - int(0.55 * len(data)))
-    data_file.write_bytes(bytes(data))
+    bag = damaged_bag(tmp / "damaged", [], [("/joint_states", ns(0.01 * k),
+                                             joint_state_msg([0.0, 0.01, 0.01], stamp=0.01 * k)) for k in range(400)])
     fed = []
     for plan in (True, False):
         cores[0].rewind()
         lane = lanes_of(cores[:1], [(bag, "header")], plan)[0]
+        assert not plan or lane.follow_plan() is False
         assert lane.plan is None
         ticks = []
         while (tick := lane.next_tick()) is not None:

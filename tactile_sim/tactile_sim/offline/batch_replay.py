@@ -175,15 +175,16 @@ class Lane:
     :class:`~.run_loop.InputEvent` or a plain tuple of its fields: :meth:`~.bag_inputs.BagInputs.core_blocks`), clock
     and output (module docstring; ``bag``: an :class:`~.output_bag.OutputBag` or an
     :class:`~.array_output.ArrayOutput`). rate: Hz; jump_threshold_ns, gap_threshold_ns: the clock's; copy_inputs:
-    also write every input to the bag; plan: read the inputs through first for a :class:`~.lane_plan.LanePlan`
-    (:attr:`plan`, None when they have none), which :func:`step_lanes` may follow instead of :meth:`next_tick`."""
+    also write every input to the bag; plannable: the inputs may have a :class:`~.lane_plan.LanePlan`
+    (:meth:`follow_plan`)."""
 
     def __init__(self, job: ReplayJob, core: EnvCore, blocks: Iterable[Sequence[tuple]], bag: OutputBag | ArrayOutput,
-                 rate: float, jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool, plan: bool = False):
+                 rate: float, jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool,
+                 plannable: bool = False):
         self.job, self.core, self.bag = job, core, bag
+        self.plannable = plannable
         self.plan: LanePlan | None = None
-        if plan:
-            self.plan, blocks = plan_lane(blocks, core, rate, jump_threshold_ns, gap_threshold_ns)
+        self._blocks = blocks
         self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
         self.copy_inputs = copy_inputs
         self.ticks = self.productive_ticks = 0
@@ -192,6 +193,20 @@ class Lane:
         self.alone: str | None = None
         """Why this recording is to be replayed alone (None while it runs in the batch)."""
         self._due = fed_ticks(self.clock, blocks, input_handlers(core), bag.write_all if copy_inputs else None)
+
+    def follow_plan(self) -> bool:
+        """Read the inputs through for their :class:`~.lane_plan.LanePlan` (:attr:`plan`), which the caller follows
+        instead of :meth:`next_tick` when it has ticks (True); else (False; None: no plan) :meth:`next_tick` feeds the
+        messages read one by one. Once, before the first :meth:`next_tick`, for a plannable lane."""
+        if not self.plannable or self._blocks is None:
+            raise ValueError("Lane.follow_plan: once, for a plannable lane")
+        self.plan, blocks = plan_lane(self._blocks, self.core, self.clock.rate, self.clock.jump_threshold_ns,
+                                      self.clock.gap_threshold_ns)
+        self._blocks = None
+        if self.plan is not None and self.plan.ticks:
+            return True
+        self._due = fed_ticks(self.clock, blocks, input_handlers(self.core))
+        return False
 
     def next_tick(self) -> Tick | None:
         """Feed inputs until the next tick is due and take it; None when the recording has ended or goes alone."""
@@ -232,11 +247,10 @@ def torque_agrees(suite: SensorSuite, state: WorldState,
     return kept
 
 
-def follows_plans(suite: SensorSuite, lanes: Sequence[Lane], records: BatchRecords | None) -> bool:
-    """Whether :func:`step_lanes` follows the lanes' plans (:mod:`.lane_plan`): written as records, no lane posed by
-    TF, a CPU world model and no JointTorque sensor (which compares each lane's joint samples with the batch's)."""
-    return records is not None and suite.world.host_env_inputs() is not None and \
-        not any(lane.core.suite.world.posed_by_tf for lane in lanes) and \
+def follows_plans(suite: SensorSuite, records: BatchRecords | None) -> bool:
+    """Whether :func:`step_lanes` follows the lanes' plans (:mod:`.lane_plan`): written as records, a CPU world model
+    that TF does not pose and no JointTorque sensor (which compares each lane's joint samples with the batch's)."""
+    return records is not None and suite.world.host_env_inputs() is not None and not suite.world.posed_by_tf and \
         all(b.sensor_type != "JointTorque" for _, b in suite.batches)
 
 
@@ -249,13 +263,9 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
     live = list(lanes)
     records = BatchRecords([lane.core for lane in lanes]) \
         if lanes and applies([lane.core for lane in lanes], [lane.bag for lane in lanes]) else None
-    planned = [lane for lane in lanes if lane.plan is not None and lane.plan.ticks]
-    plans = PlannedSteps(suite.world, [(lane.core.env, lane.plan) for lane in planned]) \
-        if planned and follows_plans(suite, lanes, records) else None
-    if plans is None:
-        planned = []
-    for lane in planned:
-        lane._due.close()  # the messages the plan read, kept to feed them one by one, are not fed
+    planned = [lane for lane in lanes if lane.plannable and lane.follow_plan()] if follows_plans(suite, records) \
+        else []
+    plans = PlannedSteps(suite.world, [(lane.core.env, lane.plan) for lane in planned]) if planned else None
     planned_ids = {id(lane) for lane in planned}
     step = 0
     while live:
@@ -350,9 +360,9 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
                 lanes.append(job)
                 continue
             copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows
-            plan = output_format == "bag" and not copy_inputs and set(inputs.kinds.values()) == {"joint_states"}
+            plannable = output_format == "bag" and not copy_inputs and set(inputs.kinds.values()) == {"joint_states"}
             lanes.append(Lane(job, core, ([event] for event in inputs.events()) if copy_inputs else
-                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs, plan))
+                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs, plannable))
         step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])
     wall = (time.perf_counter() - start) / len(jobs)
     outcomes = []
