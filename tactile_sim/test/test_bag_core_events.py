@@ -166,16 +166,23 @@ def test_core_blocks_give_a_core_what_events_give_it(tmp_path, monkeypatch, bloc
     assert rows.count(JointStateRow) == 40 and rows.count(TFRow) == 41  # every one decoded in a block
 
 
-def test_a_damaged_bag_stops_core_blocks_after_the_same_inputs_with_the_same_error(tmp_path):
-    padding = new_message("std_msgs/msg/String", data="x" * 10_000)  # several 1 MiB MCAP chunks
-    items = [static_tf()]
-    for k in range(400):
-        items += [joints(0.01 * k, [0.0, 0.02, 0.02]), ("/padding", ns(0.01 * k), padding)]
-    bag = write_bag(tmp_path / "damaged", items)
+def damaged_bag(path, first, joint_states):
+    """A bag of the items ``first`` and then ``joint_states`` (one every 10 ms), each followed by padding (several
+    1 MiB MCAP chunks), the middle tenth of its data file overwritten."""
+    padding = new_message("std_msgs/msg/String", data="x" * 10_000)
+    items = list(first)
+    for k, item in enumerate(joint_states):
+        items += [item, ("/padding", ns(0.01 * k), padding)]
+    bag = write_bag(path, items)
     data_file = next(bag.glob("*.mcap"))
     data = bytearray(data_file.read_bytes())
     data[int(0.55 * len(data)):int(0.65 * len(data))] = b"\xab" * (int(0.65 * len(data)) - int(0.55 * len(data)))
     data_file.write_bytes(bytes(data))
+    return bag
+
+
+def test_a_damaged_bag_stops_core_blocks_after_the_same_inputs_with_the_same_error(tmp_path):
+    bag = damaged_bag(tmp_path / "damaged", [static_tf()], [joints(0.01 * k, [0.0, 0.02, 0.02]) for k in range(400)])
     outcomes = []
     for read in (BagInputs.events, lambda inputs: (InputEvent(*e) for b in inputs.core_blocks() for e in b)):
         got = []

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from .array_output import ArrayOutput
 from .bag_inputs import BagInputError, BagInputs, InputTopics, open_bag
 from .batch_records import BatchRecords, applies
 from .corpus import RecordingOutcome, ReplayJob, prefixed_log, run_job
+from .lane_plan import GoAlone, LanePlan, PlannedSteps, fed_ticks, plan_lane
 from .output_bag import OutputBag
 from .replay import check_output_place, default_rate
 from .run_loop import check_threshold, input_handlers
@@ -169,20 +170,21 @@ class BatchCores:
         return cores
 
 
-class GoAlone(Exception):
-    """A lane's recording must be replayed alone; the message says why."""
-
-
 class Lane:
     """One recording of a batch: its job, env core, inputs (``blocks``: lists of input events, each an
     :class:`~.run_loop.InputEvent` or a plain tuple of its fields: :meth:`~.bag_inputs.BagInputs.core_blocks`), clock
     and output (module docstring; ``bag``: an :class:`~.output_bag.OutputBag` or an
     :class:`~.array_output.ArrayOutput`). rate: Hz; jump_threshold_ns, gap_threshold_ns: the clock's; copy_inputs:
-    also write every input to the bag."""
+    also write every input to the bag; plannable: the inputs may have a :class:`~.lane_plan.LanePlan`
+    (:meth:`follow_plan`)."""
 
     def __init__(self, job: ReplayJob, core: EnvCore, blocks: Iterable[Sequence[tuple]], bag: OutputBag | ArrayOutput,
-                 rate: float, jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool):
+                 rate: float, jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool,
+                 plannable: bool = False):
         self.job, self.core, self.bag = job, core, bag
+        self.plannable = plannable
+        self.plan: LanePlan | None = None
+        self._blocks = blocks
         self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
         self.copy_inputs = copy_inputs
         self.ticks = self.productive_ticks = 0
@@ -190,30 +192,21 @@ class Lane:
         """Stamp (s) of the latest joint sample each JointTorque batch (by id) accepted from this recording."""
         self.alone: str | None = None
         """Why this recording is to be replayed alone (None while it runs in the batch)."""
-        self._due = self._feed(blocks)
+        self._due = fed_ticks(self.clock, blocks, input_handlers(core), bag.write_all if copy_inputs else None)
 
-    def _feed(self, blocks: Iterable[Sequence[tuple]]) -> Iterator[None]:
-        """Hand the inputs to the core as :class:`~.run_loop.RunLoop` does, pausing whenever a tick is due."""
-        clock, handlers = self.clock, input_handlers(self.core)
-        for block in blocks:
-            for kind, topic, log_ns, c, message in block:
-                if c is not None:
-                    change = clock.change(c)
-                    if change in ("back", "gap"):
-                        raise GoAlone(f"its time line restarts at {c / NS_PER_S:.6f} s")
-                    if change == "start":
-                        clock.start_line(c)
-                    elif change == "reordered":
-                        c = clock.clock
-                    else:
-                        while clock.due(c):
-                            yield
-                    clock.set(c, log_ns)
-                handlers[kind](message)
-                if self.copy_inputs:
-                    self.bag.write_all(log_ns, [(topic, message)])
-        while clock.due():
-            yield
+    def follow_plan(self) -> bool:
+        """Read the inputs through for their :class:`~.lane_plan.LanePlan` (:attr:`plan`), which the caller follows
+        instead of :meth:`next_tick` when it has ticks (True); else (False; None: no plan) :meth:`next_tick` feeds the
+        messages read one by one. Once, before the first :meth:`next_tick`, for a plannable lane."""
+        if not self.plannable or self._blocks is None:
+            raise ValueError("Lane.follow_plan: once, for a plannable lane")
+        self.plan, blocks = plan_lane(self._blocks, self.core, self.clock.rate, self.clock.jump_threshold_ns,
+                                      self.clock.gap_threshold_ns)
+        self._blocks = None
+        if self.plan is not None and self.plan.ticks:
+            return True
+        self._due = fed_ticks(self.clock, blocks, input_handlers(self.core))
+        return False
 
     def next_tick(self) -> Tick | None:
         """Feed inputs until the next tick is due and take it; None when the recording has ended or goes alone."""
@@ -254,17 +247,34 @@ def torque_agrees(suite: SensorSuite, state: WorldState,
     return kept
 
 
+def follows_plans(suite: SensorSuite, records: BatchRecords | None) -> bool:
+    """Whether :func:`step_lanes` follows the lanes' plans (:mod:`.lane_plan`): written as records, a CPU world model
+    that TF does not pose and no JointTorque sensor (which compares each lane's joint samples with the batch's)."""
+    return records is not None and suite.world.host_env_inputs() is not None and not suite.world.posed_by_tf and \
+        all(b.sensor_type != "JointTorque" for _, b in suite.batches)
+
+
 def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
-    """Run every lane to its end: per suite step, each live lane's next tick taken by its core's world lane, the world
-    model stepped once for all envs (the others hold: their lanes have ended), the suite stepped once, and each
-    lane's messages written to its bag (as records built in place, :mod:`.batch_records`, where that applies; else
-    published by each core). A lane whose core does not step goes alone."""
+    """Run every lane to its end: per suite step, each live lane's next tick taken by its core's world lane (the
+    planned lanes' all at once, :class:`~.lane_plan.PlannedSteps`, where :func:`follows_plans`), the world model
+    stepped once for all envs (the others hold: their lanes have ended), the suite stepped once, and each lane's
+    messages written to its bag (as records built in place, :mod:`.batch_records`, where that applies; else published
+    by each core). A lane whose core does not step goes alone."""
     live = list(lanes)
     records = BatchRecords([lane.core for lane in lanes]) \
         if lanes and applies([lane.core for lane in lanes], [lane.bag for lane in lanes]) else None
+    planned = [lane for lane in lanes if lane.plannable and lane.follow_plan()] if follows_plans(suite, records) \
+        else []
+    plans = PlannedSteps(suite.world, [(lane.core.env, lane.plan) for lane in planned]) if planned else None
+    planned_ids = {id(lane) for lane in planned}
+    step = 0
     while live:
         stepped = []
         for lane in live:
+            if id(lane) in planned_ids:
+                if step < len(lane.plan.ticks):
+                    stepped.append((lane, lane.plan.ticks[step], None))  # its sample: made when first
+                continue
             tick = lane.next_tick()
             if tick is None:
                 continue
@@ -276,7 +286,10 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
             stepped.append((lane, tick, sample))
         if not stepped:
             return
-        first = stepped[0][2]
+        if plans is not None:
+            plans.stage(step)
+        step += 1
+        first = stepped[0][2] or stepped[0][0].plan.sample(step - 1)
         state = suite.world.update_envs([lane.core.env for lane, _, _ in stepped], first.t, first.joint_vel_measured,
                                         first.joint_stamp)
         stepped = torque_agrees(suite, state, stepped)
@@ -347,8 +360,9 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
                 lanes.append(job)
                 continue
             copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows
+            plannable = output_format == "bag" and not copy_inputs and set(inputs.kinds.values()) == {"joint_states"}
             lanes.append(Lane(job, core, ([event] for event in inputs.events()) if copy_inputs else
-                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs))
+                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs, plannable))
         step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])
     wall = (time.perf_counter() - start) / len(jobs)
     outcomes = []

@@ -339,6 +339,11 @@ class NodeCore:
         self._have_joints = self._pending_joints = True
         return True
 
+    def sets_every_joint(self, names: tuple[str, ...]) -> bool:
+        """Whether a joint state naming ``names`` sets every actuated joint, in order, and nothing else (its finite
+        positions become the held joints as they are; the suite is built)."""
+        return self.suite is not None and bool(self._joint_index) and self._joint_plan(names).target is ...
+
     def joint_positions(self) -> tuple[list[str], np.ndarray]:
         """(actuated joint names, a copy of their held positions rad or m): what the next update poses the robot
         with (zeros for joints no joint state has set yet); empty before the suite is built."""

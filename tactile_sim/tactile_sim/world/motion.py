@@ -60,6 +60,17 @@ def _all_finite(t: torch.Tensor) -> bool:
     return bool(torch.isfinite(t).all())
 
 
+def next_joint_sample(t: float, j0: float, j1: float) -> tuple[float, float, int, float]:
+    """A joint sample taken at time t (s, never before j1) after samples stamped j0, j1 (s; NaN: none): the stamps
+    (j0, j1) after it, the kernel's sample argument (1: a new stamp, the latest sample becomes the previous one; 2:
+    the same stamp, it replaces the latest) and the Δt (s) between the two (1.0 while there is no previous one)."""
+    new = not t == j1
+    if new:
+        j0 = j1
+    dt = t - j0
+    return j0, t, 1 if new else 2, dt if math.isfinite(dt) else 1.0
+
+
 class _PoseHistory:
     """The two most recent pose samples with distinct stamps for K bodies, and their backward-difference twists.
 
@@ -344,6 +355,19 @@ class WorldModel:
                                 self._qd_measured, None if math.isnan(self._j1) else self._j1)
         return self.state
 
+    @property
+    def posed_by_tf(self) -> bool:
+        """Whether TF poses the root or an object (a step then reads the TF buffer)."""
+        return self.root_from_tf or bool(self._tf_obj)
+
+    def host_env_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """What :meth:`update_envs` launches with, as NumPy views of a CPU model's buffers (None on other devices):
+        the staged joint positions and velocities [E, n_act] and the (sample, velocity_given, dt) of each env [E]
+        (:mod:`.lane_motion`: what each lane sets)."""
+        if self._staging_np is None:
+            return None
+        return (*self._staging_np, *(a.numpy() for a in self._env_args))
+
     def update_envs(self, envs: Sequence[int], t: float, joint_vel_measured: bool,
                     joint_stamp: float | None) -> WorldState:
         """One step of the envs ``envs``, each on a clock of its own: the lane of each (a
@@ -432,15 +456,11 @@ class WorldModel:
 
     def _joint_sample(self, t: float, q: torch.Tensor, qd: torch.Tensor | None, qdd: torch.Tensor | None):
         """Make a checked joint sample the input of this step's launch (the kernel stores it)."""
-        new = not t == self._j1  # a new stamp (t never decreases): the latest sample becomes the previous one
-        if new:
-            self._j0 = self._j1
-        self._j1 = t
+        self._j0, self._j1, sample, dt = next_joint_sample(t, self._j0, self._j1)
         self._qd_measured = qd is not None
         self._qdd = qdd
         self._bind_joints(q, qd)
-        dt = self._j1 - self._j0
-        self._set_args(1 if new else 2, int(qd is not None), dt if math.isfinite(dt) else 1.0)
+        self._set_args(sample, int(qd is not None), dt)
 
     def _set_args(self, sample: int, velocity_given: int, dt: float):
         """Set the (sample, velocity_given, dt) arguments of the next launch (only those that changed)."""

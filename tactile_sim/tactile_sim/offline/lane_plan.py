@@ -1,0 +1,207 @@
+"""The inputs of a batch's lanes as a tick plan: where a lane's ticks fall, and, for a recording of whole joint
+states only, what each tick holds, as arrays for all such lanes of a batch.
+
+A lane of a batched replay (:mod:`.batch_replay`) hands its inputs to its core and pauses whenever a tick is due
+(:func:`fed_ticks`: the clock rules of :class:`~.tick_clock.TickClock`, as :class:`~.run_loop.RunLoop` applies
+them). A recording whose inputs are joint states only, each of them finite and naming every actuated joint in order
+(:meth:`~..ros.node_core.NodeCore.sets_every_joint`), leaves its core nothing to decide per message: each tick holds
+the latest joint state fed before it, and takes it as a new joint sample when one came since the previous tick.
+:func:`plan_lane` runs :func:`fed_ticks` over such a recording up front, counting the messages fed before each tick
+(:class:`LanePlan`), and :class:`PlannedSteps` then stages the joint samples and launch arguments of every planned
+lane of a suite step in one indexed copy each, as the lanes' cores and world lanes would one by one
+(:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and Δt). Anything else is fed message by
+message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..io.input_cdr import JointStateRow
+from ..io.stamps import NS_PER_S, ns_to_seconds
+from ..ros.node_core import NodeCore
+from ..world.lane_motion import LaneSample
+from ..world.motion import WorldModel, next_joint_sample
+from .bag_inputs import BagInputError
+from .tick_clock import Tick, TickClock
+
+PLAN_MAX_MESSAGES = 1 << 17
+"""A recording with more input messages is fed message by message (a plan holds every joint state in memory)."""
+
+
+class GoAlone(Exception):
+    """A lane's recording must be replayed alone; the message says why."""
+
+
+def fed_ticks(clock: TickClock, blocks: Iterable[Sequence[tuple]], handlers: Mapping[str, Callable[[Any], Any]],
+              copy: Callable[[int, list[tuple[str, Any]]], None] | None = None) -> Iterator[None]:
+    """Hand the input events of ``blocks`` (lists of :class:`~.run_loop.InputEvent` s or plain tuples of their
+    fields) to ``handlers`` (input kind → what takes a message of that kind) as :class:`~.run_loop.RunLoop` does,
+    pausing whenever ``clock`` has a tick due (the caller takes it); copy: also called with (log_ns, [(topic,
+    message)]) of every input. A time line that restarts raises GoAlone."""
+    for block in blocks:
+        for kind, topic, log_ns, c, message in block:
+            if c is not None:
+                change = clock.change(c)
+                if change in ("back", "gap"):
+                    raise GoAlone(f"its time line restarts at {c / NS_PER_S:.6f} s")
+                if change == "start":
+                    clock.start_line(c)
+                elif change == "reordered":
+                    c = clock.clock
+                else:
+                    while clock.due(c):
+                        yield
+                clock.set(c, log_ns)
+            handlers[kind](message)
+            if copy is not None:
+                copy(log_ns, [(topic, message)])
+    while clock.due():
+        yield
+
+
+class LanePlan(NamedTuple):
+    """A planned lane (module docstring), per tick k: the tick, its time t (s), the stamp of the joint sample it
+    holds (s; None: none yet) and whether that sample's velocities were measured (what its world lane's update
+    returns: :meth:`sample`), the kernel's sample argument (``sample_args``; 0: no joint state came since tick k − 1,
+    the joints are held; else that of :func:`~..world.motion.next_joint_sample`), the row of ``positions`` /
+    ``velocities`` that the tick holds (−1: none yet), whether a new sample carries velocities (``measured``) and
+    the Δt (s) of a new sample; positions, velocities: [M, n_act] float64 of the M joint states in the order fed
+    (velocities zero where a message has none)."""
+
+    ticks: list[Tick]
+    times: list[float]
+    stamps: list[float | None]
+    velocity_measured: list[bool]
+    sample_args: np.ndarray
+    rows: np.ndarray
+    measured: np.ndarray
+    dt: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+
+    def sample(self, k: int) -> LaneSample:
+        """What tick k's world lane takes (the :class:`~..world.lane_motion.LaneSample` of its update)."""
+        return LaneSample(self.times[k], self.stamps[k], self.velocity_measured[k])
+
+
+def _read(blocks: Iterable[list[tuple]], core: NodeCore) -> tuple[list[list[tuple]] | None, Iterator[list[tuple]]]:
+    """The blocks of a recording of whole joint states (module docstring), read through, or None once one is not
+    (or there are more than :data:`PLAN_MAX_MESSAGES` messages, or reading fails); with the blocks to feed the
+    recording from message by message instead (those read so far, then the rest, or the read error raised again)."""
+    blocks = iter(blocks)
+    read, count, n = [], 0, len(core.joint_positions()[0])
+    whole = True
+    try:
+        for block in blocks:
+            read.append(block)
+            count += len(block)
+            if count > PLAN_MAX_MESSAGES or not all(
+                    kind == "joint_states" and type(m) is JointStateRow and m.finite and m.position.shape == (n,)
+                    and m.velocity.size in (0, n) and core.sets_every_joint(m.names)
+                    for kind, _, _, _, m in block):
+                whole = False
+                break
+    except BagInputError as exc:
+        return None, _then_raise(read, exc)
+    return (read if whole else None), _chained(read, blocks)
+
+
+def _chained(read: list[list[tuple]], rest: Iterator[list[tuple]]) -> Iterator[list[tuple]]:
+    yield from read
+    yield from rest
+
+
+def _then_raise(read: list[list[tuple]], exc: Exception) -> Iterator[list[tuple]]:
+    yield from read
+    raise exc
+
+
+def plan_lane(blocks: Iterable[list[tuple]], core: NodeCore, rate: float, jump_threshold_ns: int,
+              gap_threshold_ns: int) -> tuple[LanePlan | None, Iterator[list[tuple]]]:
+    """The :class:`LanePlan` of the inputs ``blocks`` (:meth:`~.bag_inputs.BagInputs.core_blocks`) for ``core`` on
+    a clock of ``rate`` Hz and those thresholds (ns), or None when they are not whole joint states or their time
+    line restarts; with the blocks to feed them message by message (the plan reads them through)."""
+    read, feed = _read(blocks, core)
+    if read is None:
+        return None, feed
+    clock, messages = TickClock(rate, jump_threshold_ns, gap_threshold_ns), []
+    ticks, fed = [], []
+    try:
+        for _ in fed_ticks(clock, read, {"joint_states": messages.append}):
+            ticks.append(clock.take())
+            fed.append(len(messages))
+    except GoAlone:
+        return None, feed
+    n = len(core.joint_positions()[0])
+    has_velocity = [bool(m.velocity.size) for m in messages]
+    positions = np.stack([m.position for m in messages]) if messages else np.zeros((0, n))
+    velocities = np.zeros_like(positions)
+    if any(has_velocity):
+        velocities[has_velocity] = [m.velocity for m in messages if m.velocity.size]
+    times, stamps, vel, kinds, rows, measured, dts = [], [], [], [], [], [], []
+    j0 = j1 = math.nan
+    held, vel_measured = 0, False
+    for tick, count in zip(ticks, fed):
+        t = ns_to_seconds(tick.t_ns)  # as the core's pose takes it
+        came = count > held
+        held, kind, dt = count, 0, 1.0
+        if came:
+            j0, j1, kind, dt = next_joint_sample(t, j0, j1)
+            vel_measured = has_velocity[count - 1]
+        times.append(t)
+        stamps.append(None if math.isnan(j1) else j1)
+        vel.append(vel_measured)
+        kinds.append(kind)
+        rows.append(count - 1)
+        measured.append(came and has_velocity[count - 1])
+        dts.append(dt)
+    return LanePlan(ticks, times, stamps, vel, np.array(kinds, dtype=np.int32), np.array(rows, dtype=np.intp),
+                    np.array(measured, dtype=bool), np.array(dts, dtype=np.float64), positions, velocities), feed
+
+
+class PlannedSteps:
+    """The planned lanes of a batch, each (env, :class:`LanePlan`) of ``lanes``, staged step by step into the
+    inputs of ``world``'s :meth:`~..world.motion.WorldModel.update_envs` (a CPU model: ``host_env_inputs``) with one
+    indexed copy per input for all of them (:meth:`stage`)."""
+
+    def __init__(self, world: WorldModel, lanes: Sequence[tuple[int, LanePlan]]):
+        self._inputs = world.host_env_inputs()
+        count = max(len(plan.ticks) for _, plan in lanes)
+        self._envs = np.array([env for env, _ in lanes], dtype=np.intp)
+        shape = (len(lanes), count)
+        self._sample, self._measured = np.zeros(shape, dtype=np.int32), np.zeros(shape, dtype=bool)
+        self._live = np.zeros(shape, dtype=bool)
+        self._rows, self._dt = np.zeros(shape, dtype=np.intp), np.ones(shape)
+        start = 0
+        for i, (_, plan) in enumerate(lanes):
+            k = len(plan.ticks)
+            self._live[i, :k] = True
+            self._sample[i, :k], self._measured[i, :k], self._dt[i, :k] = plan.sample_args, plan.measured, plan.dt
+            self._rows[i, :k] = plan.rows + start
+            start += len(plan.positions)
+        self._positions = np.concatenate([plan.positions for _, plan in lanes])
+        self._velocities = np.concatenate([plan.velocities for _, plan in lanes])
+        self._any_measured = bool(self._measured.any())
+
+    def stage(self, step: int) -> None:
+        """The inputs of suite step ``step`` (tick ``step`` of every planned lane that has it): the new joint samples'
+        positions (and measured velocities) in their envs' staging rows, and every stepped env's launch arguments,
+        as each lane's world lane would set them (held inputs: sample 0, the other arguments kept)."""
+        q, qd, sample, velocity_given, dt = self._inputs
+        kinds = self._sample[:, step]
+        new = kinds != 0
+        envs = self._envs[new]
+        rows = self._rows[new, step]
+        q[envs] = self._positions[rows]
+        if self._any_measured:
+            measured = self._measured[:, step]
+            qd[self._envs[measured]] = self._velocities[self._rows[measured, step]]
+        live = self._live[:, step]
+        sample[self._envs[live]] = kinds[live]
+        velocity_given[envs] = self._measured[new, step]
+        dt[envs] = self._dt[new, step]
