@@ -318,3 +318,39 @@ def test_non_finite_joint_states_are_dropped_in_a_batch_as_alone(tmp_path, monke
         for part in (f"{name}.mcap", "metadata.yaml"):
             assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
                 (name, part)
+
+
+def test_batched_bags_whose_chunks_are_rows_of_one_array_equal_the_lone_ones_across_chunks(tmp_path, monkeypatch):
+    """Lanes in lockstep write their bags' open chunks as the rows of one array (mcap_file.ChunkRows): with chunks of
+    4 KiB (closed from the rows every few steps) and lanes ending at different steps (their chunks handed back
+    mid-chunk, the others kept), each batched bag is its lone replay's, and the rows wrote every lane's steps."""
+    from tactile_sim.io import mcap_file
+
+    monkeypatch.setattr(mcap_file, "CHUNK_BYTES", 4096)
+    recs = recordings(tmp_path / "recs")
+    for name in ("reset", "gap"):
+        shutil.rmtree(recs / name)
+    lanes_written, kept = [], []
+    write, keep = mcap_file.ChunkRows.write, mcap_file.ChunkRows.keep
+
+    def spied_write(self, layouts, log_ns, parts):
+        lanes_written.append(len(self.files))
+        return write(self, layouts, log_ns, parts)
+
+    def spied_keep(self, rows):
+        kept.append(len(rows))
+        return keep(self, rows)
+
+    monkeypatch.setattr(mcap_file.ChunkRows, "write", spied_write)
+    monkeypatch.setattr(mcap_file.ChunkRows, "keep", spied_keep)
+    status, out, err = corpus(tmp_path, recs, extra=("--batch", "4"))
+    assert status == 0, err
+    ticks = {name: int(next(line.split()[1] for line in out.splitlines() if line.startswith(name)))
+             for name in ("long", "slow", "fast", "late")}
+    assert sum(lanes_written) == sum(ticks.values()) and {3, 2, 1} <= set(kept)  # every lane-step, lanes ending
+    for name in ticks:
+        alone(tmp_path, recs / name, f"alone/{name}.mcap")
+        assert (tmp_path / "out" / name / f"{name}.mcap").stat().st_size > 3 * 4096  # several chunks
+        for part in (f"{name}.mcap", "metadata.yaml"):
+            assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
+                (name, part)

@@ -81,7 +81,6 @@ class BagWriter:
         self._schemas: dict[str, int] = {}
         self._qos: dict[str, Qos] = {}
         self._counts: dict[str, int] = {}
-        self._start, self._end = 2**63 - 1, 0
         if storage == "mcap":
             self.path.mkdir(parents=True)
             self._mcap: McapFile | None = McapFile(self.path / f"{self.path.name}.mcap", library=LIBRARY)
@@ -140,7 +139,6 @@ class BagWriter:
         stamp_ns = int(stamp_ns)
         if self._mcap is not None:
             self._mcap.write_all(stamp_ns, records)
-            self._extend_time_range(stamp_ns)
         else:
             for channel, data in records:
                 self._writer.write(channel, stamp_ns, data)
@@ -163,14 +161,11 @@ class BagWriter:
         if not channels:
             return
         self._mcap.write_records(stamp_ns, records, channels, offsets)
-        self._extend_time_range(stamp_ns)
 
-    def _extend_time_range(self, stamp_ns: int) -> None:
-        """Widen the bag's [start, end] receive times (ns, for metadata.yaml) to cover ``stamp_ns``."""
-        if stamp_ns < self._start:
-            self._start = stamp_ns
-        if stamp_ns > self._end:
-            self._end = stamp_ns
+    @property
+    def mcap_file(self) -> McapFile | None:
+        """The MCAP file being written (None for another storage or once closed)."""
+        return self._mcap
 
     @property
     def counts(self) -> dict[str, int]:
@@ -209,8 +204,9 @@ class BagWriter:
         the value to give its ``offered_qos_profiles`` instead of its profiles)."""
         counts = self.counts
         count = sum(counts.values())
-        start = self._start if count else 0
-        duration = self._end - start if count else 0
+        first, last = self._mcap.time_range
+        start = first if count else 0
+        duration = last - start if count else 0
         name = f"{self.path.name}.mcap"
         return {
             "version": Writer.VERSION_LATEST,

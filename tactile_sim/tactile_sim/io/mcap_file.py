@@ -9,7 +9,9 @@ the file in one write. :meth:`McapFile.write_all` takes the messages of one rece
 1 MiB of records, uncompressed, each followed by its message indexes. Schemas and channels are written into the
 chunk that is open when they are added (so that a streaming reader meets them before their messages) and again in
 the summary. :meth:`McapFile.close` writes the rosbag2 metadata record, the summary (schemas, channels, chunk
-indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0 ("not computed").
+indexes, metadata index, statistics, summary offsets) and the footer. CRCs are left at 0 ("not computed"). Files
+written in lockstep (a batch's lanes) can have their open chunks as the rows of one array (:class:`ChunkRows`): one
+copy per step for all of them.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class McapFile:
         self._chunk_indexes: list[bytes] = []
         self._counts: dict[int, int] = {}
         self._start, self._end = 2**64 - 1, 0
+        self._rows: ChunkRows | None = None
+        """The lockstep rows that hold the open chunk, while they do (:class:`ChunkRows`)."""
         self._new_chunk()
 
     def _new_chunk(self) -> None:
@@ -111,6 +115,8 @@ class McapFile:
 
     def _append(self, record: Any) -> None:
         """Copy ``record`` (bytes-like) to the end of the open chunk."""
+        if self._rows is not None:
+            self._rows.release()
         at = _CHUNK.size + self._chunk_size
         n = len(record)
         self._room(at + n)
@@ -133,6 +139,8 @@ class McapFile:
         """Append (channel id, data) messages that share the log time ``log_ns`` (publish time = log time,
         sequence 0) to the open chunk, in order; the chunk is closed after them once it holds more than
         :data:`CHUNK_BYTES`."""
+        if self._rows is not None:
+            self._rows.release()
         size = self._chunk_size
         start = size
         index, pack_into = self._index, _MESSAGE.pack_into
@@ -176,8 +184,19 @@ class McapFile:
             self._close_chunk()
 
     @property
+    def time_range(self) -> tuple[int, int]:
+        """(first, last) log time (ns) of the messages written so far, (2**64 - 1, 0) before any."""
+        if self._rows is not None:
+            self._rows.release()
+        if self._index or self._laid_out:
+            return min(self._start, self._chunk_start), max(self._end, self._chunk_end)
+        return self._start, self._end
+
+    @property
     def counts(self) -> dict[int, int]:
         """Messages written per channel id (every declared channel)."""
+        if self._rows is not None:
+            self._rows.release()
         counts = dict(self._counts)
         for channel_id, entries in self._index.items():
             counts[channel_id] += len(entries) // 2
@@ -210,7 +229,9 @@ class McapFile:
         indexes.sort(key=lambda index: index[0])  # by first offset
         return [(channel_id, count, body) for _, channel_id, count, body in indexes]
 
-    def _close_chunk(self) -> None:
+    def _close_chunk(self, view: memoryview | None = None) -> None:
+        """Write the open chunk (held in ``view``, :attr:`_view` by default) and its message indexes."""
+        view = self._view if view is None else view
         size = self._chunk_size
         start, end = 0, 0
         if self._index or self._laid_out:
@@ -219,8 +240,8 @@ class McapFile:
         f = self._file
         chunk_offset = f.tell()
         chunk_length = _CHUNK.size + size
-        _CHUNK.pack_into(self._buffer, 0, CHUNK, chunk_length - 9, start, end, size, 0, 0, size)  # 9: opcode, length
-        f.write(self._view[:chunk_length])
+        _CHUNK.pack_into(view, 0, CHUNK, chunk_length - 9, start, end, size, 0, 0, size)  # 9: opcode, length
+        f.write(view[:chunk_length])
         offsets, indexes, at = [], [], chunk_offset + chunk_length
         for channel_id, count, body in self._message_indexes():
             self._counts[channel_id] += count
@@ -237,6 +258,8 @@ class McapFile:
 
     def close(self, metadata_name: str, metadata: dict[str, str]) -> None:
         """Finish the file with one metadata record (rosbag2: ``rosbag2`` → ``serialized_metadata``)."""
+        if self._rows is not None:
+            self._rows.release()
         if self._chunk_size:
             self._close_chunk()
         f = self._file
@@ -268,3 +291,97 @@ class McapFile:
             f.write(_record(SUMMARY_OFFSET, bytes([opcode]) + struct.pack("<QQ", start, length)))
         f.write(_record(FOOTER, struct.pack("<QQI", summary_start, summary_offset_start, 0)) + MAGIC)
         f.close()
+
+
+class ChunkRows:
+    """The open chunks of files written in lockstep (the same records at each step, so every open chunk has the same
+    size) as the rows of one array of ``rows`` × (chunk head, :data:`CHUNK_BYTES` and ``slack`` bytes): a step's
+    records of every file are written with one copy (:meth:`write`), their message index entries and time ranges
+    kept once for all files, per step. Each file takes them (and its bytes, :meth:`release`) when it is used alone
+    again; chunks are closed for all files at once, from their rows."""
+
+    def __init__(self, rows: int, slack: int):
+        self.array = np.zeros((rows, _CHUNK.size + CHUNK_BYTES + slack), np.uint8)
+        self.slack = slack
+        """The most bytes one step may write."""
+        self.files: list[McapFile] = []
+        """The files whose open chunk is in the rows (none when released)."""
+        self.rows = np.zeros(0, np.intp)
+        """Each file's row."""
+        self._every_row = False
+        """Whether the files hold every row, in order."""
+        self._size = 0
+        self._calls: dict[int, tuple[Sequence[tuple[tuple[int, ...], tuple[int, ...]]], list[int], list[Any]]] = {}
+        """id of a step's layouts → (the layouts: each file's (channel ids, offsets) as
+        :meth:`McapFile.write_records` takes them, where each such step's records start in the chunks, each step's
+        log times of the files)."""
+
+    def hold(self, files: Sequence[McapFile], rows: Sequence[int]) -> bool:
+        """Take the open chunks of ``files`` (none in other rows, their chunks the same size) into ``rows``; False
+        (nothing taken) where their chunks differ in size."""
+        size = files[0]._chunk_size
+        if any(f._chunk_size != size for f in files):
+            return False
+        for f, row in zip(files, rows):
+            self.array[row, _CHUNK.size:_CHUNK.size + size] = f._view[_CHUNK.size:_CHUNK.size + size]
+            f._rows = self
+        self.files, self.rows, self._size = list(files), np.array(rows, np.intp), size
+        self.keep(rows)
+        return True
+
+    def write(self, layouts: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], log_ns: Any, parts: Sequence[Any]) \
+            -> None:
+        """Append to every held chunk its row of the 2-D uint8 arrays ``parts`` (a row per row of the array, joined
+        left to right: message records laid out back to back, each a :func:`message_head` at its file's log time of
+        ``log_ns`` (uint64, one per file) and its data; ``layouts``: each file's (channel ids, offsets), the same
+        object on every step of the same layouts): what :meth:`McapFile.write_records` writes."""
+        at = _CHUNK.size + self._size
+        n = sum(part.shape[1] for part in parts)
+        if self._every_row:
+            np.concatenate(parts, axis=1, out=self.array[:, at:at + n])
+        else:
+            self.array[self.rows, at:at + n] = np.concatenate([part[self.rows] for part in parts], axis=1)
+        calls = self._calls.get(id(layouts))
+        if calls is None:
+            calls = self._calls[id(layouts)] = (layouts, [], [])
+        calls[1].append(self._size)
+        calls[2].append(log_ns)
+        self._size += n
+        if self._size > CHUNK_BYTES:
+            self._settle()
+            for f, row in zip(self.files, self.rows.tolist()):
+                f._close_chunk(memoryview(self.array[row]))
+            self._size = 0
+
+    def _settle(self) -> None:
+        """Give each held file the message index entries and time range of the steps written since its chunk was
+        taken or last closed, and its chunk's size."""
+        for layouts, starts, log_ns in self._calls.values():
+            times = np.array(log_ns, np.uint64).T.tolist()
+            for f, layout, column in zip(self.files, layouts, times):
+                calls = f._laid_out.get(layout)
+                if calls is None:
+                    calls = f._laid_out[layout] = ([], [])
+                calls[0].extend(starts)
+                calls[1].extend(column)
+                f._chunk_start, f._chunk_end = min(f._chunk_start, *column), max(f._chunk_end, *column)
+        for f in self.files:
+            f._chunk_size = self._size
+        self._calls = {}
+
+    def release(self) -> None:
+        """Hand every held file its open chunk back (bookkeeping and bytes), to be written alone."""
+        self.keep([])
+
+    def keep(self, rows: Sequence[int]) -> None:
+        """Hold on only to the chunks in ``rows`` (held ones; written in that order from here on), handing the others
+        back to their files (bookkeeping and bytes), to be written alone."""
+        self._settle()
+        held = dict(zip(self.rows.tolist(), self.files))
+        for row, f in held.items():
+            if row not in rows:
+                f._rows = None
+                f._room(_CHUNK.size + self._size)
+                f._view[_CHUNK.size:_CHUNK.size + self._size] = self.array[row, _CHUNK.size:_CHUNK.size + self._size]
+        self.files, self.rows = [held[row] for row in rows], np.array(rows, np.intp)
+        self._every_row = len(rows) == len(self.array) and list(rows) == list(range(len(rows)))

@@ -8,10 +8,13 @@ publishing order. On each step (:meth:`BatchRecords.write`):
   and the log and publish times of the due records' heads with another (of the 8-byte words from byte 4 on);
 * each writer of the due sensors writes once (a batch's :class:`~..ros.sensor_encoders.BranchCopy` covers every
   env: one indexed copy out of the whole read, block copies into the templates);
-* the due records of every row are joined with one copy per record (for all rows at once), and each lane's are
-  copied from there into its bag's open chunk (:meth:`~.output_bag.OutputBag.write_records`; no bytes objects in
-  between); a lane's channel ids are written into the heads of its row the first time it publishes a step of that
-  kind (:class:`StepKind`).
+* the due records of every row go to the lanes' bags: while the lanes step in lockstep (the same lanes as on the
+  last step, their open chunks the same size), their open chunks are the rows of one array
+  (:class:`~..io.mcap_file.ChunkRows`) and one copy per record writes every lane's (no Python per lane); otherwise
+  they are joined with one copy per record (for all rows at once), and each lane's copied from there into its bag's
+  open chunk (:meth:`~.output_bag.OutputBag.write_records`; no bytes objects in between). A lane's channel ids are
+  written into the heads of its row the first time it publishes a step of that kind (:class:`StepKind`); the files
+  declaring them take their chunks back first.
 
 The bytes are those of :meth:`~..ros.node_core.NodeCore.publish` written by
 :meth:`~.output_bag.OutputBag.write_all`, as a lone replay writes them. It applies when every message of a sensor
@@ -24,11 +27,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..io.mcap_file import MESSAGE_HEAD, TIMES_AT, message_head
+from ..io.mcap_file import MESSAGE_HEAD, TIMES_AT, ChunkRows, message_head
 from ..io.stamps import NS_PER_S, SEC_MAX, SEC_MIN, time_msg_from_ns
 from ..ros.node_core import NodeCore
 from ..ros.sensor_encoders import BatchReads, TemplateMemory, stamp_word
 from .output_bag import OutputBag
+
+ROW_SLACK = 1 << 18
+"""Bytes past a full chunk in each lane's row of open chunks: the most one step may write there."""
 
 
 def applies(cores: Sequence[NodeCore], bags: Sequence[OutputBag]) -> bool:
@@ -91,6 +97,13 @@ class BatchRecords:
         """Each row's log time (ns)."""
         self._times = self.memory.view("<u8", 4)
         """The memory as little-endian uint64 words from its byte 4 on (where the records' times are aligned)."""
+        self._rows = ChunkRows(n, ROW_SLACK)
+        """The open chunks of the lanes' bags while the lanes step in lockstep (:meth:`_lockstep`)."""
+        self._held: tuple[int, ...] = ()
+        """The envs of the lanes whose chunks were last taken into :attr:`_rows` (or tried: not again for the same
+        lanes until :meth:`_release`)."""
+        self._layouts: dict[tuple[int, tuple[int, ...]], list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        """(id of a step kind, envs of lanes) → its records' (channel ids, offsets) in each lane's bag."""
 
     def kind(self, step: int) -> StepKind:
         """The step kind of engine step ``step`` (0-based)."""
@@ -124,7 +137,16 @@ class BatchRecords:
             w.write(reads)
         for env, _, _, bag in lanes:
             if (id(bag), id(kind)) not in self._channels:
+                self._release()  # the heads declare topics: written into the chunks by their files
                 self._channels[(id(bag), id(kind))] = self._heads(kind, rows[env], bag)
+        stepped = tuple(envs)
+        if self._lockstep(kind, lanes, stepped):
+            layouts = self._layouts.get((id(kind), stepped))
+            if layouts is None:
+                layouts = self._layouts[(id(kind), stepped)] = [(self._channels[(id(bag), id(kind))], kind.offsets)
+                                                                for _, _, _, bag in lanes]
+            self._rows.write(layouts, np.array(log, np.uint64), [rows[:, r] for r in kind.runs])
+            return True
         if kind.joined is None:
             joined = rows[:, kind.runs[0]]
         else:
@@ -132,6 +154,30 @@ class BatchRecords:
         for env, _, log_ns, bag in lanes:
             bag.write_records(log_ns, joined[env], self._channels[(id(bag), id(kind))], kind.offsets)
         return True
+
+    def _lockstep(self, kind: StepKind, lanes: Sequence[tuple[int, int, int, OutputBag]], envs: tuple[int, ...]) \
+            -> bool:
+        """Whether the records of ``kind`` go to the open chunks of ``lanes``' bags as rows of :attr:`_rows` (those
+        chunks taken there, where they are the same size and those of the lanes of the last step); the chunks of
+        other lanes are handed back to their files first (``envs``: the lanes' envs)."""
+        if envs != self._held:
+            if self._rows.files and set(envs) <= set(self._held):  # lanes ended or went alone
+                self._rows.keep(envs)
+            else:
+                self._release()
+                files = [bag.mcap_file for _, _, _, bag in lanes]
+                if all(f is not None and bag.on_write is None for f, (_, _, _, bag) in zip(files, lanes)):
+                    self._rows.hold(files, envs)
+            self._held = envs
+        if self._rows.files and sum(kind.sizes) > self._rows.slack:
+            self._release()
+        return bool(self._rows.files)
+
+    def _release(self) -> None:
+        """Hand the open chunks in :attr:`_rows` back to their files (to be written lane by lane from here on), and
+        try to take them again on the next step."""
+        self._rows.release()
+        self._held = ()
 
     @staticmethod
     def _heads(kind: StepKind, row: np.ndarray, bag: OutputBag) -> tuple[int, ...]:

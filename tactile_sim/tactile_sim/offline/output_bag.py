@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from ..io.bag import BagWriter, qos_profile
+from ..io.mcap_file import McapFile
 
 LATCHED_TOPICS = ("/tf_static", "/robot_description")
 """Topics offered with the transient-local ("latched") QoS profile."""
@@ -82,6 +83,11 @@ class OutputBag:
     def counts(self) -> dict[str, int]:
         """Messages written per (resolved) topic."""
         return self._writer.counts
+
+    @property
+    def mcap_file(self) -> McapFile | None:
+        """The MCAP file being written (None for a bag of another storage or once closed)."""
+        return self._writer.mcap_file
 
     def resolve(self, topic: str) -> str:
         """``~/x`` → ``/<node_name>/x``; absolute names unchanged."""
