@@ -43,8 +43,9 @@ MAX_YAML_BYTES = 16 * 2**20
 """Largest configuration file read (large arrays belong in layout files: ``probe_local_pos: {file: …}``)."""
 
 
-def _mark_where(node: yaml.Node) -> str:
-    return f"{node.start_mark.name}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+def _mark_where(mark: yaml.Mark) -> str:
+    """``file:line:column`` (1-based) of a place in a YAML document."""
+    return f"{mark.name}:{mark.line + 1}:{mark.column + 1}"
 
 
 def _too_deep(where: str, how: str = "") -> ConfigError:
@@ -66,7 +67,7 @@ class ConfigConstructor(yaml.constructor.SafeConstructor):
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
             kind = node.tag.removeprefix("tag:yaml.org,2002:")
             value = node.value if isinstance(node, yaml.ScalarNode) else f"a {node.id}"
-            raise config_error(_mark_where(node), "", f"not a valid YAML {kind} ({exc})",
+            raise config_error(_mark_where(node.start_mark), "", f"not a valid YAML {kind} ({exc})",
                                Got(repr(value[:40] + "..." if len(value) > 40 else value)),
                                f"a value of type {kind} (e.g. a date 2001-12-31, a number, true or false)") from None
 
@@ -76,8 +77,8 @@ class ConfigConstructor(yaml.constructor.SafeConstructor):
         except ValueError as exc:
             if len(node.value) <= sys.get_int_max_str_digits():
                 raise
-            raise config_error(_mark_where(node), "", "integer too long", Got(f"{len(node.value)} characters"),
-                               f"an integer Python can read ({exc})") from None
+            raise config_error(_mark_where(node.start_mark), "", "integer too long",
+                               Got(f"{len(node.value)} characters"), f"an integer Python can read ({exc})") from None
 
     def construct_document(self, node):
         self._expanded(node, 1, {})
@@ -88,11 +89,11 @@ class ConfigConstructor(yaml.constructor.SafeConstructor):
         the bounds. A node is walked at its first use, which is its anchor, so the walk goes no deeper than the
         document's own nesting (refused past :data:`MAX_YAML_DEPTH`); deeper through aliases shows in the height."""
         if depth > MAX_YAML_DEPTH:
-            raise _too_deep(_mark_where(node))
+            raise _too_deep(_mark_where(node.start_mark))
         if id(node) in seen:
             size, height = seen[id(node)]
             if size < 0:
-                raise config_error(_mark_where(node), "", "recursive YAML alias",
+                raise config_error(_mark_where(node.start_mark), "", "recursive YAML alias",
                                    Got(f"an alias inside its anchor {node.tag}"),
                                    "anchors that do not contain their own aliases")
         elif isinstance(node, yaml.ScalarNode):
@@ -105,12 +106,12 @@ class ConfigConstructor(yaml.constructor.SafeConstructor):
                 n, h = self._expanded(child, depth + 1, seen)
                 size, height = size + n, max(height, h + 1)
                 if size > MAX_YAML_NODES:
-                    raise config_error(_mark_where(node), "", "YAML aliases expand too far",
+                    raise config_error(_mark_where(node.start_mark), "", "YAML aliases expand too far",
                                        Got(f"more than {MAX_YAML_NODES} nodes"),
                                        f"a document of at most {MAX_YAML_NODES} nodes, aliases counted at each use")
             seen[id(node)] = (size, height)
         if depth + height - 1 > MAX_YAML_DEPTH:
-            raise _too_deep(_mark_where(node), " (aliases expanded)")
+            raise _too_deep(_mark_where(node.start_mark), " (aliases expanded)")
         return size, height
 
     def construct_mapping(self, node, deep=False):
@@ -157,8 +158,7 @@ class ConfigYamlLoader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Par
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
-                mark = self.peek_event().start_mark
-                raise _too_deep(f"{mark.name}:{mark.line + 1}:{mark.column + 1}")
+                raise _too_deep(_mark_where(self.peek_event().start_mark))
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -222,7 +222,7 @@ def read_yaml(path: str | os.PathLike, loader: type | None = None) -> Any:
         mark = exc.problem_mark or exc.context_mark
         if mark is None:
             raise config_error(str(path), "", f"YAML syntax error: {exc.problem}", text[:40], "valid YAML") from None
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}"
+        where = _mark_where(mark)  # the mark's name is the path (_NamedText)
         if exc.problem == LIBYAML_DEPTH_PROBLEM:
             raise _too_deep(where) from None
         lines = text.splitlines() or [""]
