@@ -1,18 +1,22 @@
-"""Planned lanes of a batch (``offline/lane_plan.py``): for recordings of whole joint states only, the ticks, the
-world lanes' samples and the joint inputs and launch arguments that ``PlannedSteps`` stages for all lanes of a step
-at once equal, bit for bit, what the per-message path (each lane's core fed message by message and posed) leaves in
-the same buffers, on adversarial recordings (random stamps with duplicates, several or no messages between ticks,
-small steps back, velocities present or not message by message, the receive clock); recordings that are not whole
-joint states (other joint sets or order, unknown names, a NaN, TF), whose time line restarts or that cannot be read
-through get no plan and are fed message by message as without one; and a batched replay that follows the plans
-writes each recording's lone replay byte for byte."""
+"""Planned lanes of a batch (``offline/lane_plan.py``): for recordings of whole joint states, with or without what
+``robot_state_publisher`` sends on TF (static transforms first, link transforms on ``/tf``), the ticks, the world
+lanes' samples, the root poses and the joint inputs and launch arguments that ``PlannedSteps`` stages for all lanes
+of a step at once equal, bit for bit, what the per-message path (each lane's core fed message by message and posed)
+leaves in the same buffers, on adversarial recordings (random stamps with duplicates, several or no messages between
+ticks, small steps back, velocities present or not message by message, the receive clock; zero to three TF messages
+between joint states, link transforms in random subsets and orders, stamps out of order, frames that appear late);
+recordings that are not whole joint states (other joint sets or order, unknown names, a NaN), whose TF inputs could
+change what a lane sees (a static transform late, a moving root, a transform that is not a link's or would be
+dropped, no root pose), whose time line restarts or that cannot be read through get no plan and are fed message by
+message as without one; and a batched replay that follows the plans writes each recording's lone replay byte for
+byte, with a JointTorque sensor too."""
 
 import numpy as np
 import pytest
 import yaml
 
 from helpers_offline import run_cli, write_bag
-from helpers_ros import joint_state_msg
+from helpers_ros import joint_state_msg, tf_msg
 from tactile_sim.demo_trajectory import JOINT_NAMES
 from tactile_sim.offline import batch_replay
 from tactile_sim.offline.bag_inputs import BagInputs, open_bag
@@ -20,7 +24,7 @@ from tactile_sim.offline.corpus import _config
 from tactile_sim.offline.lane_plan import PlannedSteps
 from tactile_sim.ros.node_params import NodeParams
 from test_bag_core_events import damaged_bag
-from test_cli_replay import ns, pads_yaml, static_tf
+from test_cli_replay import IDENTITY, PADS, ns, pads_yaml
 
 RATE = 100.0
 JUMP, GAP = 500_000_000, 1_000_000_000
@@ -46,6 +50,50 @@ def adversarial(rng, n: int, receive_shift: float = 0.0):
         position = [0.0, 0.0] + list(rng.uniform(0.0, 0.04, 1)) if rng.random() < 0.1 else rng.uniform(0, 0.04, 3)
         receive = 5.0 + 0.01 * k + receive_shift
         items.append(("/joint_states", ns(receive), joint_state_msg(position, velocity, stamp=t)))
+    return items
+
+
+MOVABLE = (("base_link", "palm"), ("palm", "finger_left"), ("palm", "finger_right"))
+"""The demo gripper's movable joints as TF edges (parent link, child link)."""
+FIXED = (("finger_left", "fingertip_left"), ("finger_right", "fingertip_right"))
+
+
+def unit_quat(rng):
+    q = rng.standard_normal(4)
+    return tuple(q / np.linalg.norm(q))
+
+
+def link_tf(rng, edges, t: float, back=(0.0,)):
+    """A /tf message of random transforms of ``edges`` ((parent, child) pairs), each stamped t (s) less one of
+    ``back``."""
+    return tf_msg(*((parent, child, tuple(rng.uniform(-0.1, 0.1, 3)), unit_quat(rng), max(0.0, t - rng.choice(back)))
+                    for parent, child in edges))
+
+
+def statics(*edges, receive: int = 0):
+    """A /tf_static item received at ``receive`` ns: world → base_link (10 cm along z) and ``edges`` (2 cm)."""
+    return ("/tf_static", receive, tf_msg(("world", "base_link", (0.0, 0.0, 0.1), IDENTITY, 0.0),
+                                          *((parent, child, (0.0, 0.0, 0.02), IDENTITY, 0.0)
+                                            for parent, child in edges)))
+
+
+def with_tf(rng, n: int):
+    """:func:`adversarial`'s joint states after the static transforms (world → base_link, and the fixed joints' in
+    some recordings), each received after zero to three /tf messages of link transforms (the movable joints', and the
+    fixed ones' where they are not static; random subsets in random order, stamps the joint state's or up to 30 ms
+    back; the fingers' from a random joint state on)."""
+    fixed_static = rng.random() < 0.5
+    edges = MOVABLE + (() if fixed_static else FIXED)
+    late = int(rng.integers(0, n))
+    items = [statics(*(FIXED if fixed_static else ()), receive=ns(4.9))]  # the receive clock's first input
+    for k, (topic, receive, msg) in enumerate(adversarial(rng, n)):
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        shown = edges if k >= late else edges[:1]
+        m = int(rng.integers(0, 4))
+        for j in range(m):
+            subset = [shown[i] for i in rng.permutation(len(shown))[:int(rng.integers(1, len(shown) + 1))]]
+            items.append(("/tf", receive - 1_000_000 * (m - j), link_tf(rng, subset, t, (0.0, 0.0, 0.01, 0.03))))
+        items.append((topic, receive, msg))
     return items
 
 
@@ -96,8 +144,9 @@ def planned(suite, cores, bags):
 
 
 def staged(suite, envs):
-    """The bytes of every input of update_envs of ``envs``."""
-    return [x[envs].tobytes() for x in suite.world.host_env_inputs()]
+    """The bytes of every input of update_envs of ``envs`` (the root poses too)."""
+    return [x[envs].tobytes() for x in suite.world.host_env_inputs()] + \
+        [x[envs].numpy().tobytes() for x in suite.world.root_pose]
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +172,79 @@ def test_planned_steps_stage_what_the_per_message_path_stages(batch, seed):
     assert any(sample.joint_vel_measured for lanes, _ in got for _, _, sample in lanes)
 
 
-@pytest.mark.parametrize("case", ["subset", "reversed", "unknown", "nan", "tf", "back"])
+@pytest.fixture(scope="module")
+def tf_batch(tmp_path_factory):
+    """:func:`batch` with the root link posed by TF (world frame ``world``)."""
+    tmp = tmp_path_factory.mktemp("tf_plan")
+    config = _config(str(pads_yaml(tmp)))
+    cores = batch_replay.BatchCores().take(config, NodeParams(update_rate=RATE, viz_rate=0.0),
+                                           [batch_replay.kept_log([]) for _ in range(6)])
+    return tmp, cores[0]._shared.suite, cores
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_recordings_with_link_transforms_stage_what_the_per_message_path_stages(tf_batch, seed):
+    tmp, suite, cores = tf_batch
+    rng = np.random.default_rng(seed)
+    bags = [(write_bag(tmp / f"s{seed}_{k}", with_tf(rng, int(rng.integers(20, 120)))),
+             "receive" if k == 5 else "header") for k in range(6)]
+    expected = per_message(suite, cores, bags)
+    assert not any(core.stats.dropped for core in cores) and any(core.tf.has_frame("finger_left") for core in cores)
+    got = planned(suite, cores, bags)
+    assert len(got) == len(expected) > 20
+    assert got == expected
+
+
+TF_CASES = ["late_static", "static_after_tf", "moving_root", "not_a_link", "too_old", "nan", "static_link", "loop",
+            "no_root", "empty"]
+
+
+@pytest.mark.parametrize("case", TF_CASES)
+def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch, case):
+    tmp, suite, cores = tf_batch
+    rng = np.random.default_rng(TF_CASES.index(case))
+    items = [statics(("palm", "finger_left")) if case == "static_link" else
+             statics(("finger_left", "world")) if case == "loop" else statics()]
+    for k in range(30):
+        t = 20.0 + 0.01 * k
+        items += [("/tf", ns(t) - 1000, link_tf(rng, MOVABLE, t)),
+                  ("/joint_states", ns(t), joint_state_msg([0.0, 0.01, 0.01], stamp=t))]
+    if case == "late_static":
+        items.insert(12, ("/tf_static", ns(20.05), statics(*FIXED)[2]))
+    elif case == "static_after_tf":
+        items.insert(2, ("/tf_static", ns(20.0) - 500, statics(*FIXED)[2]))
+    elif case == "moving_root":  # posed by /tf only
+        items[0] = ("/tf", 0, link_tf(rng, [("world", "base_link")], 20.0))
+        items.insert(15, ("/tf", ns(20.07) - 500, link_tf(rng, [("world", "base_link")], 20.07)))
+    elif case == "not_a_link":
+        items.insert(15, ("/tf", ns(20.07) - 500, link_tf(rng, [("base_link", "finger_left")], 20.07)))
+    elif case == "too_old":
+        items.insert(41, ("/tf", ns(20.2) - 500, link_tf(rng, MOVABLE[1:2], 20.2, (10.5,))))
+    elif case == "nan":
+        items.insert(15, ("/tf", ns(20.07) - 500, tf_msg(("palm", "finger_left", (0.0, np.nan, 0.0), IDENTITY, 20.07))))
+    elif case == "no_root":
+        del items[0]
+    elif case == "empty":  # a plan all the same: these change nothing
+        items.insert(15, ("/tf", ns(20.07) - 500, tf_msg()))
+        items.insert(0, ("/tf", 0, tf_msg()))
+    bag = write_bag(tmp / f"no_plan_{case}", items)
+    fed = []
+    for plan in (True, False):  # with a plan asked for, fed message by message from the messages it read
+        suite.rewind()
+        cores[0].rewind()
+        lane = lanes_of(cores[:1], [(bag, "header")], plan)[0]
+        assert not plan or lane.follow_plan() is (case == "empty")
+        assert (lane.plan is not None) is (plan and case == "empty")
+        fed.append([])
+        while (tick := lane.next_tick()) is not None:
+            fed[-1].append((tick, lane.core.pose(tick.t_ns), lane.core.joint_positions()[1].tobytes()))
+        fed[-1].append((lane.alone, dict(lane.core.stats.dropped)))
+    if case != "empty":
+        assert fed[0] == fed[1] and len(fed[0]) >= 20
+    assert bool(fed[1][-1][1]) is (case in ("not_a_link", "too_old", "nan", "static_link", "loop"))  # drops
+
+
+@pytest.mark.parametrize("case", ["subset", "reversed", "unknown", "nan", "back"])
 def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch, case):
     tmp, suite, cores = batch
     items = [("/joint_states", ns(0.01 * k), joint_state_msg([0.0, 0.01, 0.01], stamp=0.01 * k)) for k in range(30)]
@@ -136,8 +257,6 @@ def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch
                                                                stamp=0.07))
     elif case == "nan":
         items[7] = ("/joint_states", ns(0.07), joint_state_msg([0.0, np.nan, 0.01], stamp=0.07))
-    elif case == "tf":
-        items.insert(0, static_tf())
     else:
         items[20] = ("/joint_states", ns(0.2), joint_state_msg([0.0, 0.01, 0.01], stamp=0.19 - 0.6))
     bag = write_bag(tmp / f"no_plan_{case}", items)
@@ -171,25 +290,48 @@ def test_a_recording_that_cannot_be_read_through_gets_no_plan_and_stops_where_it
     assert fed[0] == fed[1] and 0 < len(fed[0][0]) < 399 and "reading stopped" in fed[0][1]
 
 
-def test_a_batch_following_plans_writes_each_recordings_lone_replay(tmp_path, monkeypatch):
-    rng = np.random.default_rng(9)
-    recs = tmp_path / "recs"
-    for k in range(3):
-        write_bag(recs / f"r{k}", adversarial(rng, 40 + 30 * k, receive_shift=0.001 * k))
-    followed = []
+def batch_and_lone_replays(tmp_path, monkeypatch, recs, config, count):
+    """Replay the ``count`` recordings r0, r1, … of ``recs`` with ``config`` as one batch and each alone; assert that
+    the batch followed a plan for every one, replayed none alone, and wrote each lone replay's bag byte for byte."""
+    followed, alone = [], []
     monkeypatch.setattr(batch_replay, "PlannedSteps", lambda world, lanes: followed.append(len(lanes)) or
                         PlannedSteps(world, lanes))
-    config = rooted_yaml(tmp_path)
+    run_job = batch_replay.run_job
+    monkeypatch.setattr(batch_replay, "run_job", lambda *args: alone.append(args) or run_job(*args))
 
     def replay(source, out, *extra):
         status, _, err = run_cli("replay", str(source), "--config", str(config), "-o", str(tmp_path / out), "--rate",
                                  "100", "--no-progress", *extra)
         assert status == 0, err
 
-    replay(recs, "out", "--batch", "3")
-    assert followed == [3]
-    for k in range(3):
+    replay(recs, "out", "--batch", str(count))
+    assert followed == [count] and alone == []
+    for k in range(count):
         replay(recs / f"r{k}", f"alone/r{k}.mcap")
         for part in (f"r{k}.mcap", "metadata.yaml"):
             assert (tmp_path / "out" / f"r{k}" / part).read_bytes() == \
                 (tmp_path / "alone" / f"r{k}" / part).read_bytes(), (k, part)
+
+
+def test_a_batch_following_plans_writes_each_recordings_lone_replay(tmp_path, monkeypatch):
+    rng = np.random.default_rng(9)
+    recs = tmp_path / "recs"
+    for k in range(3):
+        write_bag(recs / f"r{k}", adversarial(rng, 40 + 30 * k, receive_shift=0.001 * k))
+    batch_and_lone_replays(tmp_path, monkeypatch, recs, rooted_yaml(tmp_path), 3)
+
+
+def test_a_batch_following_plans_of_link_transforms_with_joint_torque_writes_each_recordings_lone_replay(
+        tmp_path, monkeypatch):
+    rng = np.random.default_rng(11)
+    recs = tmp_path / "recs"
+    for k in range(3):  # the demo's inputs: static transforms, then per tick a joint state and the link transforms
+        items = [statics(*FIXED)]
+        for i in range(40 + 15 * k):
+            t = 0.01 * i
+            items += [("/joint_states", ns(t), joint_state_msg(rng.uniform(0, 0.04, 3), rng.standard_normal(3),
+                                                                stamp=t)),
+                      ("/tf", ns(t), link_tf(rng, MOVABLE, t))]
+        write_bag(recs / f"r{k}", items)
+    batch_and_lone_replays(tmp_path, monkeypatch, recs, pads_yaml(tmp_path, names=(*PADS, "joint_torque")), 3)
+    assert "joint_torque" in (tmp_path / "out" / "r0" / "metadata.yaml").read_text()

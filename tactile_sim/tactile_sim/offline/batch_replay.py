@@ -196,14 +196,21 @@ class Lane:
 
     def follow_plan(self) -> bool:
         """Read the inputs through for their :class:`~.lane_plan.LanePlan` (:attr:`plan`), which the caller follows
-        instead of :meth:`next_tick` when it has ticks (True); else (False; None: no plan) :meth:`next_tick` feeds the
-        messages read one by one. Once, before the first :meth:`next_tick`, for a plannable lane."""
+        instead of :meth:`next_tick` when it has ticks (True: the core has taken the plan's prefix, and its world lane
+        the root pose, as at tick 0); else (False; None: no plan) :meth:`next_tick` feeds the messages read one by
+        one. Once, before the first :meth:`next_tick`, for a plannable lane."""
         if not self.plannable or self._blocks is None:
             raise ValueError("Lane.follow_plan: once, for a plannable lane")
         self.plan, blocks = plan_lane(self._blocks, self.core, self.clock.rate, self.clock.jump_threshold_ns,
                                       self.clock.gap_threshold_ns)
         self._blocks = None
         if self.plan is not None and self.plan.ticks:
+            handlers = input_handlers(self.core)
+            for kind, message in self.plan.prefix:
+                handlers[kind](message)
+            # the root pose of every tick (static: the plan's link transforms are not on its chain) in the lane's
+            # buffers, as the core's first update takes it (it finds the frames the plan found)
+            self.core.pose(self.plan.ticks[0].t_ns)
             return True
         self._due = fed_ticks(self.clock, blocks, input_handlers(self.core))
         return False
@@ -249,9 +256,8 @@ def torque_agrees(suite: SensorSuite, state: WorldState,
 
 def follows_plans(suite: SensorSuite, records: BatchRecords | None) -> bool:
     """Whether :func:`step_lanes` follows the lanes' plans (:mod:`.lane_plan`): written as records, a CPU world model
-    that TF does not pose and no JointTorque sensor (which compares each lane's joint samples with the batch's)."""
-    return records is not None and suite.world.host_env_inputs() is not None and not suite.world.posed_by_tf and \
-        all(b.sensor_type != "JointTorque" for _, b in suite.batches)
+    and no object posed by TF."""
+    return records is not None and suite.world.host_env_inputs() is not None and not suite.world.objects_from_tf
 
 
 def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
@@ -273,7 +279,7 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
         for lane in live:
             if id(lane) in planned_ids:
                 if step < len(lane.plan.ticks):
-                    stepped.append((lane, lane.plan.ticks[step], None))  # its sample: made when first
+                    stepped.append((lane, lane.plan.ticks[step], lane.plan.sample(step)))
                 continue
             tick = lane.next_tick()
             if tick is None:
@@ -289,7 +295,7 @@ def step_lanes(suite: SensorSuite, lanes: Sequence[Lane]) -> None:
         if plans is not None:
             plans.stage(step)
         step += 1
-        first = stepped[0][2] or stepped[0][0].plan.sample(step - 1)
+        first = stepped[0][2]
         state = suite.world.update_envs([lane.core.env for lane, _, _ in stepped], first.t, first.joint_vel_measured,
                                         first.joint_stamp)
         stepped = torque_agrees(suite, state, stepped)
@@ -360,7 +366,7 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
                 lanes.append(job)
                 continue
             copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows
-            plannable = output_format == "bag" and not copy_inputs and set(inputs.kinds.values()) == {"joint_states"}
+            plannable = output_format == "bag" and not copy_inputs
             lanes.append(Lane(job, core, ([event] for event in inputs.events()) if copy_inputs else
                               inputs.core_blocks(), bag, rate, jump, gap, copy_inputs, plannable))
         step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])

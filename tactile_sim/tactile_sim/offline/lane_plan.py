@@ -1,16 +1,21 @@
-"""The inputs of a batch's lanes as a tick plan: where a lane's ticks fall, and, for a recording of whole joint
-states only, what each tick holds, as arrays for all such lanes of a batch.
+"""The inputs of a batch's lanes as a tick plan: where a lane's ticks fall, and, for a recording whose every tick
+only needs the latest whole joint state, what each tick holds, as arrays for all such lanes of a batch.
 
 A lane of a batched replay (:mod:`.batch_replay`) hands its inputs to its core and pauses whenever a tick is due
 (:func:`fed_ticks`: the clock rules of :class:`~.tick_clock.TickClock`, as :class:`~.run_loop.RunLoop` applies
-them). A recording whose inputs are joint states only, each of them finite and naming every actuated joint in order
-(:meth:`~..ros.node_core.NodeCore.sets_every_joint`), leaves its core nothing to decide per message: each tick holds
-the latest joint state fed before it, and takes it as a new joint sample when one came since the previous tick.
-:func:`plan_lane` runs :func:`fed_ticks` over such a recording up front, counting the messages fed before each tick
-(:class:`LanePlan`), and :class:`PlannedSteps` then stages the joint samples and launch arguments of every planned
-lane of a suite step in one indexed copy each, as the lanes' cores and world lanes would one by one
-(:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and Δt). Anything else is fed message by
-message.
+them). A recording whose joint states are each finite and name every actuated joint in order
+(:meth:`~..ros.node_core.NodeCore.sets_every_joint`) leaves its core nothing to decide per joint state: each tick
+holds the latest joint state fed before it, and takes it as a new joint sample when one came since the previous
+tick. Its TF messages leave the core nothing to decide either when they are what ``robot_state_publisher`` sends:
+static transforms (and robot descriptions) before tick 0 and before any ``/tf`` transform, which the core takes up
+front, and on ``/tf`` only link transforms (each a joint of the robot, parent link → child link: a world lane poses
+links by forward kinematics and looks up only the root link's pose), every one stored by the TF buffer (finite, unit
+quaternions, not too old, no new frame refused) and none on the chain of the root link's pose, which is then the same
+static pose at every tick (:class:`_TFInputs`). :func:`plan_lane` runs :func:`fed_ticks` over such a recording up
+front, counting the joint states fed before each tick (:class:`LanePlan`), and :class:`PlannedSteps` then stages the
+joint samples and launch arguments of every planned lane of a suite step in one indexed copy each, as the lanes'
+cores and world lanes would one by one (:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and
+Δt). Anything else is fed message by message.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.input_cdr import JointStateRow
+from ..io.input_cdr import JointStateRow, TFRow
 from ..io.stamps import NS_PER_S, ns_to_seconds
-from ..ros.node_core import NodeCore
+from ..ros.inputs import decode_tf_batch, tf_stamps_ns, tf_transform_count
+from ..ros.node_core import MAX_TRANSFORMS_PER_MESSAGE, NodeCore
 from ..world.lane_motion import LaneSample
 from ..world.motion import WorldModel, next_joint_sample
+from ..world.tf_buffer import TFBuffer, TFError, quaternion_norms, unit_norms
 from .bag_inputs import BagInputError
 from .tick_clock import Tick, TickClock
 
@@ -71,7 +78,8 @@ class LanePlan(NamedTuple):
     the joints are held; else that of :func:`~..world.motion.next_joint_sample`), the row of ``positions`` /
     ``velocities`` that the tick holds (−1: none yet), whether a new sample carries velocities (``measured``) and
     the Δt (s) of a new sample; positions, velocities: [M, n_act] float64 of the M joint states in the order fed
-    (velocities zero where a message has none)."""
+    (velocities zero where a message has none); prefix: the (input kind, message) of the static TF messages and robot
+    descriptions, in order, that the core takes before tick 0 (:meth:`~.batch_replay.Lane.follow_plan`)."""
 
     ticks: list[Tick]
     times: list[float]
@@ -83,6 +91,7 @@ class LanePlan(NamedTuple):
     dt: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray
+    prefix: list[tuple[str, Any]]
 
     def sample(self, k: int) -> LaneSample:
         """What tick k's world lane takes (the :class:`~..world.lane_motion.LaneSample` of its update)."""
@@ -90,25 +99,60 @@ class LanePlan(NamedTuple):
 
 
 def _read(blocks: Iterable[list[tuple]], core: NodeCore) -> tuple[list[list[tuple]] | None, Iterator[list[tuple]]]:
-    """The blocks of a recording of whole joint states (module docstring), read through, or None once one is not
-    (or there are more than :data:`PLAN_MAX_MESSAGES` messages, or reading fails); with the blocks to feed the
-    recording from message by message instead (those read so far, then the rest, or the read error raised again)."""
+    """The blocks of a recording whose every message may be planned (:func:`_fits`), read through, or None once one
+    may not (or there are more than :data:`PLAN_MAX_MESSAGES` messages, or reading fails); with the blocks to feed
+    the recording from message by message instead (those read so far, then the rest, or the read error raised
+    again)."""
     blocks = iter(blocks)
-    read, count, n = [], 0, len(core.joint_positions()[0])
+    read, count = [], 0
+    fits = _fits(core)
     whole = True
     try:
         for block in blocks:
             read.append(block)
             count += len(block)
-            if count > PLAN_MAX_MESSAGES or not all(
-                    kind == "joint_states" and type(m) is JointStateRow and m.finite and m.position.shape == (n,)
-                    and m.velocity.size in (0, n) and core.sets_every_joint(m.names)
-                    for kind, _, _, _, m in block):
+            if count > PLAN_MAX_MESSAGES or not all(fits(kind, m) for kind, _, _, _, m in block):
                 whole = False
                 break
     except BagInputError as exc:
         return None, _then_raise(read, exc)
     return (read if whole else None), _chained(read, blocks)
+
+
+def _fits(core: NodeCore) -> Callable[[str, Any], bool]:
+    """(input kind, message) → whether a plan of ``core``'s lane may hold it: a whole joint state (module
+    docstring); a ``/tf`` message of at most :data:`~..ros.node_core.MAX_TRANSFORMS_PER_MESSAGE` finite transforms
+    with unit quaternions (:func:`~..world.tf_buffer.unit_norms`), each a joint of the robot (parent link → child
+    link: a link transform); any static TF message or robot description (where they come: :class:`_TFInputs`)."""
+    n = len(core.joint_positions()[0])
+    robot = core.suite.robot if core.suite is not None else None
+    links = frozenset((j.parent, j.child) for j in robot.joints) if robot is not None else frozenset()
+    layout = [None, None]  # the parents and children objects of the latest TF message of link transforms
+
+    def fits(kind: str, m: Any) -> bool:
+        if kind == "joint_states":
+            return type(m) is JointStateRow and m.finite and m.position.shape == (n,) and \
+                m.velocity.size in (0, n) and core.sets_every_joint(m.names)
+        if kind != "tf":
+            return True
+        if tf_transform_count(m) > MAX_TRANSFORMS_PER_MESSAGE:
+            return False
+        if type(m) is not TFRow:  # a message the block did not decode at once
+            b = decode_tf_batch(m)
+            finite = bool(np.isfinite(b.values).all())
+            return not b.parents or finite and unit_norms(quaternion_norms(b.values[:, 3:])) and \
+                all(edge in links for edge in zip(b.parents, b.children))
+        if not m.parents:
+            return True
+        if m.norms is None or not unit_norms(m.norms):
+            return False
+        if m.parents is not layout[0] or m.children is not layout[1]:  # a decoder shares them within a layout
+            if not all(edge in links for edge in zip(m.parents, m.children)):
+                return False
+            layout[:] = m.parents, m.children
+        return True
+
+    return fits
 
 
 def _chained(read: list[list[tuple]], rest: Iterator[list[tuple]]) -> Iterator[list[tuple]]:
@@ -121,21 +165,91 @@ def _then_raise(read: list[list[tuple]], exc: Exception) -> Iterator[list[tuple]
     raise exc
 
 
+class _Unplanned(Exception):
+    """A recording's TF inputs are not what a plan holds (:class:`_TFInputs`)."""
+
+
+class _TFInputs:
+    """The TF inputs of a recording that :func:`_fits`, taken as :func:`plan_lane` feeds it through: the static TF
+    messages and robot descriptions (:attr:`prefix`: (kind, message) in order), each before tick 0 and before every
+    link transform, and the messages of link transforms (:meth:`link`), none older than the newest one before it by
+    the TF buffer's ``cache_time`` (s), so that none is too old to be stored; else :class:`_Unplanned`. ticks: the
+    ticks taken so far (the caller's list)."""
+
+    def __init__(self, cache_time: float, ticks: list[Tick]):
+        self.prefix: list[tuple[str, Any]] = []
+        self._cache_time, self._ticks = cache_time, ticks
+        self._layouts: list[Any] = []
+        """The link transform messages in order, but those of a run of decoded rows of one layout after its first."""
+        self._newest = -math.inf
+
+    def early(self, kind: str) -> Callable[[Any], None]:
+        """What takes a message of ``kind`` (``tf_static``, ``robot_description``) into :attr:`prefix`."""
+        def take(message: Any) -> None:
+            if self._ticks or self._layouts:
+                raise _Unplanned
+            self.prefix.append((kind, message))
+        return take
+
+    def link(self, m: Any) -> None:
+        """Take a TF message of link transforms (:func:`_fits`)."""
+        stamps = tf_stamps_ns(m)
+        if not stamps:
+            return
+        last = self._layouts[-1] if self._layouts else None
+        if type(m) is not TFRow or type(last) is not TFRow or m.parents is not last.parents or \
+                m.children is not last.children:
+            self._layouts.append(m)
+        if min(stamps) / NS_PER_S < self._newest - self._cache_time:  # as TFBuffer compares seconds
+            raise _Unplanned
+        self._newest = max(self._newest, max(stamps) / NS_PER_S)
+
+    def inert(self, core: NodeCore) -> bool:
+        """Whether the link transforms change nothing that ``core``'s world lane reads: a TF buffer of the core's
+        limits holding the static transforms of :attr:`prefix` stores every one (a new frame, a second parent, a
+        loop or a full buffer would be dropped and logged) and, where TF poses the robot's root link, its pose in
+        the world frame is static (the chain holds no link transform)."""
+        buffer = TFBuffer(core.tf.cache_time, core.tf.max_samples, core.tf.max_frames)
+        for kind, m in self.prefix:
+            if kind == "tf_static":
+                if tf_transform_count(m) > MAX_TRANSFORMS_PER_MESSAGE:
+                    return False
+                b = decode_tf_batch(m)
+                buffer.set_transforms(b.parents, b.children, b.stamps, b.values, True, b.norms)
+        for m in self._layouts:
+            b = decode_tf_batch(m)
+            if not all(ok is True for ok in buffer.set_transforms(b.parents, b.children, b.stamps, b.values, False,
+                                                                  b.norms)):
+                return False
+        world = core.suite.world
+        if not world.root_from_tf:
+            return True
+        try:
+            return buffer.lookup(core.world_frame, core.suite.robot.root_link).static
+        except TFError:
+            return False
+
+
 def plan_lane(blocks: Iterable[list[tuple]], core: NodeCore, rate: float, jump_threshold_ns: int,
               gap_threshold_ns: int) -> tuple[LanePlan | None, Iterator[list[tuple]]]:
     """The :class:`LanePlan` of the inputs ``blocks`` (:meth:`~.bag_inputs.BagInputs.core_blocks`) for ``core`` on
-    a clock of ``rate`` Hz and those thresholds (ns), or None when they are not whole joint states or their time
-    line restarts; with the blocks to feed them message by message (the plan reads them through)."""
+    a clock of ``rate`` Hz and those thresholds (ns), or None when they are not what a plan holds (module docstring)
+    or their time line restarts; with the blocks to feed them message by message (the plan reads them through)."""
     read, feed = _read(blocks, core)
     if read is None:
         return None, feed
     clock, messages = TickClock(rate, jump_threshold_ns, gap_threshold_ns), []
     ticks, fed = [], []
+    tf = _TFInputs(core.tf.cache_time, ticks)
+    handlers = {"joint_states": messages.append, "tf": tf.link, "tf_static": tf.early("tf_static"),
+                "robot_description": tf.early("robot_description")}
     try:
-        for _ in fed_ticks(clock, read, {"joint_states": messages.append}):
+        for _ in fed_ticks(clock, read, handlers):
             ticks.append(clock.take())
             fed.append(len(messages))
-    except GoAlone:
+    except (GoAlone, _Unplanned):
+        return None, feed
+    if not tf.inert(core):
         return None, feed
     n = len(core.joint_positions()[0])
     has_velocity = [bool(m.velocity.size) for m in messages]
@@ -161,7 +275,8 @@ def plan_lane(blocks: Iterable[list[tuple]], core: NodeCore, rate: float, jump_t
         measured.append(came and has_velocity[count - 1])
         dts.append(dt)
     return LanePlan(ticks, times, stamps, vel, np.array(kinds, dtype=np.int32), np.array(rows, dtype=np.intp),
-                    np.array(measured, dtype=bool), np.array(dts, dtype=np.float64), positions, velocities), feed
+                    np.array(measured, dtype=bool), np.array(dts, dtype=np.float64), positions, velocities,
+                    tf.prefix), feed
 
 
 class PlannedSteps:

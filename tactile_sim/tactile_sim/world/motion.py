@@ -356,9 +356,9 @@ class WorldModel:
         return self.state
 
     @property
-    def posed_by_tf(self) -> bool:
-        """Whether TF poses the root or an object (a step then reads the TF buffer)."""
-        return self.root_from_tf or bool(self._tf_obj)
+    def objects_from_tf(self) -> bool:
+        """Whether TF poses an object (a step then reads the TF buffer for it)."""
+        return bool(self._tf_obj)
 
     def host_env_inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """What :meth:`update_envs` launches with, as NumPy views of a CPU model's buffers (None on other devices):

@@ -130,6 +130,13 @@ def quaternion_norms(quats: np.ndarray) -> list[float]:
     return np.sqrt(np.vecdot(quats, quats)).ravel().tolist()
 
 
+def unit_norms(norms: Sequence[float]) -> bool:
+    """Whether every quaternion norm of ``norms`` (at least one, none NaN: the norms of finite quaternions) is
+    1 ± QUAT_NORM_TOL, by the largest and the smallest (:meth:`TFBuffer.set_transforms` stores the transforms of
+    such a message at once)."""
+    return max(norms) - 1.0 <= QUAT_NORM_TOL and 1.0 - min(norms) <= QUAT_NORM_TOL
+
+
 def _slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
     """Shortest-path spherical interpolation of unit quaternions (x, y, z, w), a ∈ [0, 1]."""
     d = float(np.dot(q0, q1))
@@ -238,9 +245,7 @@ class TFBuffer:
             finite = all(map(math.isfinite, values.ravel().tolist()))
         else:
             finite = True
-        # |n - 1| <= tol for every norm (none is NaN: the norms of finite values), by the largest and the smallest
-        checked = (finite and all(map(math.isfinite, stamps)) and max(norms) - 1.0 <= QUAT_NORM_TOL
-                   and 1.0 - min(norms) <= QUAT_NORM_TOL)
+        checked = finite and all(map(math.isfinite, stamps)) and unit_norms(norms)
         kept = self._message_edges
         if checked and not static and kept[0] is parents and kept[1] is children and kept[2] == self._structure:
             return self._append_rows(kept[3], parents, children, stamps, trans, quats, norms)
