@@ -18,6 +18,7 @@ import yaml
 from helpers_offline import run_cli, write_bag
 from helpers_ros import joint_state_msg, tf_msg
 from tactile_sim.demo_trajectory import JOINT_NAMES
+from tactile_sim.io.input_cdr import DecodedTFMessage, TFRow
 from tactile_sim.offline import batch_replay
 from tactile_sim.offline.bag_inputs import BagInputs, open_bag
 from tactile_sim.offline.corpus import _config
@@ -195,8 +196,8 @@ def test_recordings_with_link_transforms_stage_what_the_per_message_path_stages(
     assert got == expected
 
 
-TF_CASES = ["late_static", "static_after_tf", "moving_root", "not_a_link", "too_old", "nan", "static_link", "loop",
-            "no_root", "empty"]
+TF_CASES = ["late_static", "static_after_tf", "moving_root", "not_a_link", "too_old", "nan", "not_unit",
+            "not_unit_alone", "static_link", "loop", "no_root", "empty"]
 
 
 @pytest.mark.parametrize("case", TF_CASES)
@@ -222,12 +223,20 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         items.insert(41, ("/tf", ns(20.2) - 500, link_tf(rng, MOVABLE[1:2], 20.2, (10.5,))))
     elif case == "nan":
         items.insert(15, ("/tf", ns(20.07) - 500, tf_msg(("palm", "finger_left", (0.0, np.nan, 0.0), IDENTITY, 20.07))))
+    elif case.startswith("not_unit"):  # alone: of another size, not decoded with the rest of its block
+        edges = MOVABLE[1:2] if case == "not_unit_alone" else MOVABLE
+        items[15] = ("/tf", ns(20.07) - 1000, tf_msg(*((parent, child, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.01), 20.07)
+                                                       for parent, child in edges)))
     elif case == "no_root":
         del items[0]
     elif case == "empty":  # a plan all the same: these change nothing
         items.insert(15, ("/tf", ns(20.07) - 500, tf_msg()))
         items.insert(0, ("/tf", 0, tf_msg()))
     bag = write_bag(tmp / f"no_plan_{case}", items)
+    if case.startswith("not_unit"):  # the message of t = 20.07 s decoded with the others of its block, or alone
+        odd = [type(m) for block in BagInputs(open_bag(bag)).core_blocks() for kind, _, log_ns, _, m in block
+               if log_ns == ns(20.07) - 1000]
+        assert odd == [DecodedTFMessage if case == "not_unit_alone" else TFRow]
     fed = []
     for plan in (True, False):  # with a plan asked for, fed message by message from the messages it read
         suite.rewind()
@@ -241,7 +250,7 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         fed[-1].append((lane.alone, dict(lane.core.stats.dropped)))
     if case != "empty":
         assert fed[0] == fed[1] and len(fed[0]) >= 20
-    assert bool(fed[1][-1][1]) is (case in ("not_a_link", "too_old", "nan", "static_link", "loop"))  # drops
+    assert bool(fed[1][-1][1]) is (case not in ("late_static", "static_after_tf", "moving_root", "no_root", "empty"))
 
 
 @pytest.mark.parametrize("case", ["subset", "reversed", "unknown", "nan", "back"])
