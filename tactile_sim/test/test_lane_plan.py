@@ -4,12 +4,12 @@ lanes' samples, the root poses and the joint inputs and launch arguments that ``
 of a step at once equal, bit for bit, what the per-message path (each lane's core fed message by message and posed)
 leaves in the same buffers, on adversarial recordings (random stamps with duplicates, several or no messages between
 ticks, small steps back, velocities present or not message by message, the receive clock; zero to three TF messages
-between joint states, link transforms in random subsets and orders, stamps out of order, frames that appear late);
-recordings that are not whole joint states (other joint sets or order, unknown names, a NaN), whose TF inputs could
-change what a lane sees (a static transform late, a moving root, a transform that is not a link's or would be
-dropped, no root pose), whose time line restarts or that cannot be read through get no plan and are fed message by
-message as without one; and a batched replay that follows the plans writes each recording's lone replay byte for
-byte, with a JointTorque sensor too."""
+between joint states, link transforms and a frame outside the robot in random subsets and orders, stamps out of
+order, frames that appear late); recordings that are not whole joint states (other joint sets or order, unknown
+names, a NaN), whose TF inputs could change what a lane sees (a static transform late, a moving root, no root pose)
+or would be dropped (a second parent, a loop, too old, NaN, not unit, too many), whose time line restarts or that
+cannot be read through get no plan and are fed message by message as without one; and a batched replay that follows
+the plans writes each recording's lone replay byte for byte, with a JointTorque sensor too."""
 
 import numpy as np
 import pytest
@@ -81,10 +81,10 @@ def statics(*edges, receive: int = 0):
 def with_tf(rng, n: int):
     """:func:`adversarial`'s joint states after the static transforms (world → base_link, and the fixed joints' in
     some recordings), each received after zero to three /tf messages of link transforms (the movable joints', and the
-    fixed ones' where they are not static; random subsets in random order, stamps the joint state's or up to 30 ms
-    back; the fingers' from a random joint state on)."""
+    fixed ones' where they are not static) and world → camera: random subsets in random order, stamps the joint
+    state's or up to 30 ms back; all but the first from a random joint state on."""
     fixed_static = rng.random() < 0.5
-    edges = MOVABLE + (() if fixed_static else FIXED)
+    edges = MOVABLE + (() if fixed_static else FIXED) + (("world", "camera"),)  # and a frame outside the robot
     late = int(rng.integers(0, n))
     items = [statics(*(FIXED if fixed_static else ()), receive=ns(4.9))]  # the receive clock's first input
     for k, (topic, receive, msg) in enumerate(adversarial(rng, n)):
@@ -196,8 +196,14 @@ def test_recordings_with_link_transforms_stage_what_the_per_message_path_stages(
     assert got == expected
 
 
-TF_CASES = ["late_static", "static_after_tf", "moving_root", "not_a_link", "too_old", "nan", "not_unit",
-            "not_unit_alone", "static_link", "loop", "no_root", "empty"]
+TF_CASES = ["late_static", "static_after_tf", "moving_root", "second_parent", "too_old", "nan", "nan_alone",
+            "not_unit", "not_unit_alone", "too_many", "too_many_static", "static_link", "loop", "no_root", "empty",
+            "other_frame"]
+PLANNED = ("empty", "other_frame")
+"""Cases that change nothing a lane sees."""
+DROPPING = ("second_parent", "too_old", "nan", "nan_alone", "not_unit", "not_unit_alone", "too_many", "too_many_static",
+            "static_link", "loop")
+"""Cases whose TF inputs the core drops (counts, logs)."""
 
 
 @pytest.mark.parametrize("case", TF_CASES)
@@ -210,18 +216,29 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         t = 20.0 + 0.01 * k
         items += [("/tf", ns(t) - 1000, link_tf(rng, MOVABLE, t)),
                   ("/joint_states", ns(t), joint_state_msg([0.0, 0.01, 0.01], stamp=t))]
-    if case == "late_static":
-        items.insert(12, ("/tf_static", ns(20.05), statics(*FIXED)[2]))
+    if case == "late_static":  # after tick 0, before any /tf
+        items = [item for item in items if item[0] != "/tf"]
+        items.insert(8, ("/tf_static", ns(20.05), statics(*FIXED)[2]))
     elif case == "static_after_tf":
         items.insert(2, ("/tf_static", ns(20.0) - 500, statics(*FIXED)[2]))
     elif case == "moving_root":  # posed by /tf only
         items[0] = ("/tf", 0, link_tf(rng, [("world", "base_link")], 20.0))
         items.insert(15, ("/tf", ns(20.07) - 500, link_tf(rng, [("world", "base_link")], 20.07)))
-    elif case == "not_a_link":
+    elif case == "second_parent":
         items.insert(15, ("/tf", ns(20.07) - 500, link_tf(rng, [("base_link", "finger_left")], 20.07)))
-    elif case == "too_old":
-        items.insert(41, ("/tf", ns(20.2) - 500, link_tf(rng, MOVABLE[1:2], 20.2, (10.5,))))
-    elif case == "nan":
+    elif case == "too_old":  # a row of its block, of the layout of the messages before it
+        items[41] = ("/tf", ns(20.2) - 1000, link_tf(rng, MOVABLE, 20.2, (10.5,)))
+    elif case == "too_many":
+        items[15] = ("/tf", ns(20.07) - 1000, link_tf(rng, MOVABLE * 334, 20.07))
+    elif case == "too_many_static":
+        items[0] = ("/tf_static", 0, tf_msg(("world", "base_link", (0.0, 0.0, 0.1), IDENTITY, 0.0),
+                                            *(("world", f"f{i}", (0.0, 0.0, 0.0), IDENTITY, 0.0) for i in range(1000))))
+    elif case == "other_frame":
+        items.insert(15, ("/tf", ns(20.07) - 500, link_tf(rng, [("world", "camera")], 20.07)))
+    elif case == "nan":  # a row of its block
+        items[15] = ("/tf", ns(20.07) - 1000, tf_msg(*((parent, child, (0.0, np.nan, 0.0), IDENTITY, 20.07)
+                                                       for parent, child in MOVABLE)))
+    elif case == "nan_alone":
         items.insert(15, ("/tf", ns(20.07) - 500, tf_msg(("palm", "finger_left", (0.0, np.nan, 0.0), IDENTITY, 20.07))))
     elif case.startswith("not_unit"):  # alone: of another size, not decoded with the rest of its block
         edges = MOVABLE[1:2] if case == "not_unit_alone" else MOVABLE
@@ -233,7 +250,7 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         items.insert(15, ("/tf", ns(20.07) - 500, tf_msg()))
         items.insert(0, ("/tf", 0, tf_msg()))
     bag = write_bag(tmp / f"no_plan_{case}", items)
-    if case.startswith("not_unit"):  # the message of t = 20.07 s decoded with the others of its block, or alone
+    if case in ("nan", "not_unit", "not_unit_alone"):  # its odd message decoded with the others of its block, or alone
         odd = [type(m) for block in BagInputs(open_bag(bag)).core_blocks() for kind, _, log_ns, _, m in block
                if log_ns == ns(20.07) - 1000]
         assert odd == [DecodedTFMessage if case == "not_unit_alone" else TFRow]
@@ -242,15 +259,15 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         suite.rewind()
         cores[0].rewind()
         lane = lanes_of(cores[:1], [(bag, "header")], plan)[0]
-        assert not plan or lane.follow_plan() is (case == "empty")
-        assert (lane.plan is not None) is (plan and case == "empty")
+        assert not plan or lane.follow_plan() is (case in PLANNED)
+        assert (lane.plan is not None) is (plan and case in PLANNED)
         fed.append([])
         while (tick := lane.next_tick()) is not None:
             fed[-1].append((tick, lane.core.pose(tick.t_ns), lane.core.joint_positions()[1].tobytes()))
         fed[-1].append((lane.alone, dict(lane.core.stats.dropped)))
-    if case != "empty":
+    if case not in PLANNED:
         assert fed[0] == fed[1] and len(fed[0]) >= 20
-    assert bool(fed[1][-1][1]) is (case not in ("late_static", "static_after_tf", "moving_root", "no_root", "empty"))
+    assert bool(fed[1][-1][1]) is (case in DROPPING)
 
 
 @pytest.mark.parametrize("case", ["subset", "reversed", "unknown", "nan", "back"])

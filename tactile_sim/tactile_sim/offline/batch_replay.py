@@ -208,7 +208,7 @@ class Lane:
             handlers = input_handlers(self.core)
             for kind, message in self.plan.prefix:
                 handlers[kind](message)
-            # the root pose of every tick (static: the plan's link transforms are not on its chain) in the lane's
+            # the root pose of every tick (static: the plan's /tf transforms are not on its chain) in the lane's
             # buffers, as the core's first update takes it (it finds the frames the plan found)
             self.core.pose(self.plan.ticks[0].t_ns)
             return True

@@ -8,14 +8,14 @@ them). A recording whose joint states are each finite and name every actuated jo
 holds the latest joint state fed before it, and takes it as a new joint sample when one came since the previous
 tick. Its TF messages leave the core nothing to decide either when they are what ``robot_state_publisher`` sends:
 static transforms (and robot descriptions) before tick 0 and before any ``/tf`` transform, which the core takes up
-front, and on ``/tf`` only link transforms (each a joint of the robot, parent link → child link: a world lane poses
-links by forward kinematics and looks up only the root link's pose), every one stored by the TF buffer (finite, unit
-quaternions, not too old, no new frame refused) and none on the chain of the root link's pose, which is then the same
-static pose at every tick (:class:`_TFInputs`). :func:`plan_lane` runs :func:`fed_ticks` over such a recording up
-front, counting the joint states fed before each tick (:class:`LanePlan`), and :class:`PlannedSteps` then stages the
-joint samples and launch arguments of every planned lane of a suite step in one indexed copy each, as the lanes'
-cores and world lanes would one by one (:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and
-Δt). Anything else is fed message by message.
+front, and on ``/tf`` transforms that the TF buffer stores every one of (finite, unit quaternions, not too old, no
+frame refused) and that are not on the chain of the root link's pose (link transforms: a world lane poses links by
+forward kinematics), which is then the same static pose at every tick (:class:`_TFInputs`). :func:`plan_lane` runs
+:func:`fed_ticks` over such a recording up front, counting the joint states fed before each tick
+(:class:`LanePlan`), and :class:`PlannedSteps` then stages the joint samples and launch arguments of every planned
+lane of a suite step in one indexed copy each, as the lanes' cores and world lanes would one by one
+(:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and Δt). Anything else is fed message by
+message.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..ros.inputs import decode_tf_batch, tf_stamps_ns, tf_transform_count
 from ..ros.node_core import MAX_TRANSFORMS_PER_MESSAGE, NodeCore
 from ..world.lane_motion import LaneSample
 from ..world.motion import WorldModel, next_joint_sample
-from ..world.tf_buffer import TFBuffer, TFError, quaternion_norms, unit_norms
+from ..world.tf_buffer import TFBuffer, TFError, unit_norms
 from .bag_inputs import BagInputError
 from .tick_clock import Tick, TickClock
 
@@ -121,13 +121,11 @@ def _read(blocks: Iterable[list[tuple]], core: NodeCore) -> tuple[list[list[tupl
 
 def _fits(core: NodeCore) -> Callable[[str, Any], bool]:
     """(input kind, message) → whether a plan of ``core``'s lane may hold it: a whole joint state (module
-    docstring); a ``/tf`` message of at most :data:`~..ros.node_core.MAX_TRANSFORMS_PER_MESSAGE` finite transforms
-    with unit quaternions (:func:`~..world.tf_buffer.unit_norms`), each a joint of the robot (parent link → child
-    link: a link transform); any static TF message or robot description (where they come: :class:`_TFInputs`)."""
+    docstring); a ``/tf`` message of at most :data:`~..ros.node_core.MAX_TRANSFORMS_PER_MESSAGE` transforms, finite
+    with unit quaternions (:func:`~..world.tf_buffer.unit_norms`) when decoded as a row of its block (one decoded
+    alone goes through a TF buffer: :meth:`_TFInputs.inert`); any static TF message or robot description (where
+    they come: :class:`_TFInputs`)."""
     n = len(core.joint_positions()[0])
-    robot = core.suite.robot if core.suite is not None else None
-    links = frozenset((j.parent, j.child) for j in robot.joints) if robot is not None else frozenset()
-    layout = [None, None]  # the parents and children objects of the latest TF message of link transforms
 
     def fits(kind: str, m: Any) -> bool:
         if kind == "joint_states":
@@ -137,20 +135,7 @@ def _fits(core: NodeCore) -> Callable[[str, Any], bool]:
             return True
         if tf_transform_count(m) > MAX_TRANSFORMS_PER_MESSAGE:
             return False
-        if type(m) is not TFRow:  # a message the block did not decode at once
-            b = decode_tf_batch(m)
-            finite = bool(np.isfinite(b.values).all())
-            return not b.parents or finite and unit_norms(quaternion_norms(b.values[:, 3:])) and \
-                all(edge in links for edge in zip(b.parents, b.children))
-        if not m.parents:
-            return True
-        if m.norms is None or not unit_norms(m.norms):
-            return False
-        if m.parents is not layout[0] or m.children is not layout[1]:  # a decoder shares them within a layout
-            if not all(edge in links for edge in zip(m.parents, m.children)):
-                return False
-            layout[:] = m.parents, m.children
-        return True
+        return type(m) is not TFRow or not m.parents or m.norms is not None and unit_norms(m.norms)
 
     return fits
 
@@ -172,15 +157,15 @@ class _Unplanned(Exception):
 class _TFInputs:
     """The TF inputs of a recording that :func:`_fits`, taken as :func:`plan_lane` feeds it through: the static TF
     messages and robot descriptions (:attr:`prefix`: (kind, message) in order), each before tick 0 and before every
-    link transform, and the messages of link transforms (:meth:`link`), none older than the newest one before it by
-    the TF buffer's ``cache_time`` (s), so that none is too old to be stored; else :class:`_Unplanned`. ticks: the
-    ticks taken so far (the caller's list)."""
+    ``/tf`` transform, and the ``/tf`` messages (:meth:`dynamic`), none older than the newest one before it by the TF
+    buffer's ``cache_time`` (s), so that none is too old to be stored; else :class:`_Unplanned`. ticks: the ticks
+    taken so far (the caller's list)."""
 
     def __init__(self, cache_time: float, ticks: list[Tick]):
         self.prefix: list[tuple[str, Any]] = []
         self._cache_time, self._ticks = cache_time, ticks
         self._layouts: list[Any] = []
-        """The link transform messages in order, but those of a run of decoded rows of one layout after its first."""
+        """The /tf messages in order, but those of a run of block rows of one layout after its first."""
         self._newest = -math.inf
 
     def early(self, kind: str) -> Callable[[Any], None]:
@@ -191,8 +176,8 @@ class _TFInputs:
             self.prefix.append((kind, message))
         return take
 
-    def link(self, m: Any) -> None:
-        """Take a TF message of link transforms (:func:`_fits`)."""
+    def dynamic(self, m: Any) -> None:
+        """Take a ``/tf`` message (:func:`_fits`)."""
         stamps = tf_stamps_ns(m)
         if not stamps:
             return
@@ -205,10 +190,12 @@ class _TFInputs:
         self._newest = max(self._newest, max(stamps) / NS_PER_S)
 
     def inert(self, core: NodeCore) -> bool:
-        """Whether the link transforms change nothing that ``core``'s world lane reads: a TF buffer of the core's
-        limits holding the static transforms of :attr:`prefix` stores every one (a new frame, a second parent, a
-        loop or a full buffer would be dropped and logged) and, where TF poses the robot's root link, its pose in
-        the world frame is static (the chain holds no link transform)."""
+        """Whether the ``/tf`` transforms change nothing that ``core``'s world lane reads (it poses links by forward
+        kinematics; objects posed by TF are not planned: :func:`~.batch_replay.follows_plans`): a TF buffer of the
+        core's limits holding the static transforms of :attr:`prefix` stores every one (a bad value, a new frame, a
+        second parent, a loop or a full buffer would be dropped and logged; later rows of a layout's run are checked
+        by :func:`_fits` and :meth:`dynamic`) and, where TF poses the robot's root link, its pose in the world frame
+        is static: its chain holds none of them, as ``robot_state_publisher``'s link transforms."""
         buffer = TFBuffer(core.tf.cache_time, core.tf.max_samples, core.tf.max_frames)
         for kind, m in self.prefix:
             if kind == "tf_static":
@@ -241,7 +228,7 @@ def plan_lane(blocks: Iterable[list[tuple]], core: NodeCore, rate: float, jump_t
     clock, messages = TickClock(rate, jump_threshold_ns, gap_threshold_ns), []
     ticks, fed = [], []
     tf = _TFInputs(core.tf.cache_time, ticks)
-    handlers = {"joint_states": messages.append, "tf": tf.link, "tf_static": tf.early("tf_static"),
+    handlers = {"joint_states": messages.append, "tf": tf.dynamic, "tf_static": tf.early("tf_static"),
                 "robot_description": tf.early("robot_description")}
     try:
         for _ in fed_ticks(clock, read, handlers):
