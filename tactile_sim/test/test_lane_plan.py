@@ -197,8 +197,8 @@ def test_recordings_with_link_transforms_stage_what_the_per_message_path_stages(
 
 
 TF_CASES = ["late_static", "static_after_tf", "moving_root", "second_parent", "too_old", "nan", "nan_alone",
-            "not_unit", "not_unit_alone", "too_many", "too_many_static", "static_link", "loop", "no_root", "empty",
-            "other_frame"]
+            "not_unit", "not_unit_alone", "too_many", "too_many_static", "static_link", "loop", "no_root", "restart",
+            "empty", "other_frame"]
 PLANNED = ("empty", "other_frame")
 """Cases that change nothing a lane sees."""
 DROPPING = ("second_parent", "too_old", "nan", "nan_alone", "not_unit", "not_unit_alone", "too_many", "too_many_static",
@@ -246,6 +246,8 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
                                                        for parent, child in edges)))
     elif case == "no_root":
         del items[0]
+    elif case == "restart":  # the joint states' time line jumps back
+        items[42] = ("/joint_states", ns(20.2), joint_state_msg([0.0, 0.01, 0.01], stamp=19.5))
     elif case == "empty":  # a plan all the same: these change nothing
         items.insert(15, ("/tf", ns(20.07) - 500, tf_msg()))
         items.insert(0, ("/tf", 0, tf_msg()))
