@@ -354,3 +354,25 @@ def test_batched_bags_whose_chunks_are_rows_of_one_array_equal_the_lone_ones_acr
         for part in (f"{name}.mcap", "metadata.yaml"):
             assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
                 (name, part)
+
+
+def test_a_batchs_stamp_words_are_each_stamps_and_a_stamp_outside_time_raises_what_a_lone_replay_raises():
+    from tactile_sim.io.stamps import time_msg_from_ns
+    from tactile_sim.offline.batch_records import stamp_words
+    from tactile_sim.ros.sensor_encoders import stamp_word
+    from test_bag_core_events import EXTREME_STAMPS
+
+    rng = np.random.default_rng(2)
+    stamps = [sec * 10**9 + nanosec for sec, nanosec in EXTREME_STAMPS] + \
+        [int(x) for x in rng.integers(-2**31 * 10**9, 2**31 * 10**9, 20)]
+    words = stamp_words(stamps)
+    assert words.tolist() == [stamp_word(*divmod(ns, 10**9)) for ns in stamps]
+    assert words.view("<u8").tobytes() == b"".join(  # the CDR bytes of each Time
+        np.array([t.sec], "<i4").tobytes() + np.array([t.nanosec], "<u4").tobytes()
+        for t in map(time_msg_from_ns, stamps))
+    for outside in (-2**31 * 10**9 - 1, 2**31 * 10**9, 2**70, -2**70):
+        with pytest.raises(ValueError) as alone:
+            time_msg_from_ns(outside)
+        with pytest.raises(ValueError) as batched:
+            stamp_words([0, outside, 5])
+        assert str(batched.value) == str(alone.value)

@@ -364,9 +364,9 @@ class TemplateMemory:
         self._words[rows, self._stamp_words] = words if np.ndim(words) == 0 else words[:, None]
 
 
-def stamp_word(sec: int, nanosec: int) -> int:
+def stamp_word(sec: Any, nanosec: Any) -> Any:
     """The CDR bytes of a ``builtin_interfaces/Time`` (int32 sec, uint32 nanosec, little endian) as one little-endian
-    uint64."""
+    uint64 (of ints; of int64 arrays, elementwise)."""
     return sec & 0xFFFFFFFF | nanosec << 32
 
 
