@@ -3,7 +3,8 @@ tensor over the same memory; every template, moved into the node's shared memory
 values its encoder copies (the thermal grid's lumped link temperatures among them); joint states with names in
 any order, a subset of the joints and velocities given or not land where the general path puts them; a
 ContactSensor over several bodies copies each body's rows of the batch's live buffers; places that form a grid of
-runs are written through a strided view, with what the indexed assignment writes."""
+runs, or fields of rows, are written through a strided or structured view, with what the indexed assignment
+writes."""
 
 import numpy as np
 import pytest
@@ -71,24 +72,36 @@ def test_places_put_writes_what_the_indexed_assignment_writes(index, dtype):
     assert (Places(view, index).target is None) == (isinstance(index, np.ndarray) and index.size < GRID_PLACES)
 
 
-def test_places_of_pieces_that_are_grids_write_piece_by_piece_what_the_indexed_assignment_writes():
-    # two sensors of 15 and 21 taxels, 3 values each, their fields in 8 rows of 200 (a piece: one sensor in every row)
-    pieces = [np.array([r * 200 + 2 + i for r in range(8) for i in range(45)]),
-              np.array([r * 200 + 60 + i for r in range(8) for i in range(63)])]
-    index = np.concatenate(pieces)
-    assert grid_of(index) is None and all(grid_of(p) is not None and p.size >= GRID_PLACES for p in pieces)
-    values = np.arange(index.size, dtype=np.float32) * 0.5
-    expected = np.zeros(1600)
-    expected[index] = values
-    places = Places(np.zeros(1600), index, [p.size for p in pieces])
-    places.put(values)
-    assert len(places.parts) == 2 and places.view.tobytes() == expected.tobytes()
-    scattered = np.array([5, 1, 9, 30, 31, 2])  # a piece that is no grid: the indexed copy of the whole
-    fallback = Places(np.zeros(1600), np.concatenate([pieces[0], scattered]), [pieces[0].size, 6])
-    fallback.put(np.arange(pieces[0].size + 6, dtype=np.float32))
-    expected = np.zeros(1600)
-    expected[np.concatenate([pieces[0], scattered])] = np.arange(pieces[0].size + 6)
-    assert not fallback.parts and fallback.view.tobytes() == expected.tobytes()
+def rows_of_fields(rows: int, step: int, fields: list[tuple[int, int]]) -> np.ndarray:
+    """The places of ``fields`` ((start, length) in a row) in each of ``rows`` rows (``step`` apart), row by row."""
+    return np.array([r * step + start + i for r in range(rows) for start, n in fields for i in range(n)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.uint8, np.bool_])
+def test_places_of_the_fields_of_rows_write_what_the_indexed_assignment_writes(dtype):
+    # sensors of 15 and 21 taxels, force and torque fields of 45 and 63 values, in 12 rows of 400 (a template memory)
+    rng = np.random.default_rng(4)
+    fields = [(2, 45), (51, 45), (130, 63), (197, 63)]
+    cases = {"fields": (rows_of_fields(12, 400, fields), True),
+             "one row": (rows_of_fields(1, 0, [(5, 600), (700, 900)]), True),
+             "rows overlap": (rows_of_fields(12, 200, fields), False),  # a row's fields reach into the next row
+             "fields out of order": (rows_of_fields(12, 400, fields[::-1]), False),
+             "rows not alike": (np.concatenate([rows_of_fields(11, 400, fields), 4401 + np.arange(216)]), False),
+             "short fields": (rows_of_fields(12, 400, [(k * 10 + k % 3, 5) for k in range(20)]), False),
+             "few rows": (rows_of_fields(4, 400, fields), False),  # fields of 216 places: the indexed copy is cheaper
+             "rows apart unequally": (np.concatenate([rows_of_fields(6, 400, fields), 2500 + rows_of_fields(6, 400,
+                                                                                                        fields)]),
+                                      False)}
+    for name, (index, by_fields) in cases.items():
+        values = np.abs(rng.normal(size=index.size)).astype(np.float32) * 3  # cast as the indexed assignment casts
+        if dtype is np.bool_:
+            values = values > 2
+        expected = np.zeros(5000, dtype)
+        expected[index] = values
+        places = Places(np.zeros(5000, dtype), index, rows={"one row": 1, "few rows": 4}.get(name, 12))
+        places.put(values)
+        assert places.view.tobytes() == expected.tobytes(), name
+        assert (places.fields is not None) == by_fields and places.target is None, name
 
 
 def test_host_rows_forget_old_tensors_when_full():

@@ -241,6 +241,57 @@ def test_the_encoders_of_every_env_of_a_batch_keep_the_layout_values_of_a_lone_c
     assert [sizes(batch_replay.EnvCore(shared, env, config, params)) for env in range(2)] == [lone, lone]
 
 
+def test_a_batchs_branch_copies_write_every_envs_fields_by_rows_as_the_indexed_copy_writes_them(monkeypatch):
+    """The values of a batch's branch read reach every env's templates through fields of the memory's rows
+    (sensor_encoders.Places: one structured copy) where they are many, with the bytes that the indexed copy of the
+    same places writes (random reads, measured and ground truth)."""
+    import torch
+
+    from helpers_ros import config_of, demo_dict
+    from tactile_sim.ros.node_params import NodeParams
+    from tactile_sim.ros.sensor_encoders import BatchReads
+    from test_node_core_batches import sensor
+
+    data = demo_dict()  # pads of several sizes (a hand's), probes whose flags cross a threshold, distance probes
+    data["sensors"] = [sensor("KinematicTaxel", f"pad_{side}{nx}", side, nx, probe_radius=0.0005, noise=0.01)
+                       for side in ("left", "right") for nx in (8, 9, 10)] + \
+        [sensor("ContactProbe", f"touch_{side}", side, 4, probe_radius=0.0005) for side in ("left", "right")] + \
+        [sensor("SurfaceDistanceProbe", f"dist_{side}", side, 3, track=["can"], probe_radius=0.05)
+         for side in ("left", "right")]
+    config = config_of(data)
+    params = NodeParams(update_rate=100.0, viz_rate=0.0, publish_ground_truth=True)
+    shared = batch_replay.SharedSuite(8)
+    cores = [batch_replay.EnvCore(shared, env, config, params) for env in range(8)]
+    memory = cores[0]._templates.memory
+    copies = {id(c): c for s in cores[0].schedule for c in getattr(s.encoder, "copies", None) or ()}.values()
+    rng = np.random.default_rng(8)
+    by_fields = 0
+    for copy in copies:
+        branch = copy.batch.branch
+        value, valid = branch.read_ground_truth_batch() if copy.ground_truth else branch.read_batch()
+        read = (torch.from_numpy(rng.normal(size=tuple(value.shape)).astype(np.float32)).to(value.dtype),
+                torch.from_numpy(rng.random(tuple(valid.shape)) > 0.5))
+        monkeypatch.setattr(branch, "read_ground_truth_batch" if copy.ground_truth else "read_batch", lambda: read)
+        memory[:] = bytes(len(memory))
+        copy.write(BatchReads())
+        written = bytes(memory)
+        for core in cores:  # each env's sensors: their rows and columns of the read
+            for e in (s.encoder for s in core.schedule if getattr(s.encoder, "copies", None)):
+                if e.copies[copy.ground_truth] is copy:
+                    for field, first, end, threshold in e.columns:
+                        view, at = core._templates.elements(e.templates[copy.ground_truth], field)
+                        rows = read[0][core.env, e.rows, first:end].reshape(-1).numpy()
+                        expected = rows if threshold is None else rows > threshold
+                        assert np.array_equal(view[at], expected.astype(view.dtype)), (e.name, field)
+        for _, _, places in copy.values:
+            by_fields += places.fields is not None and places.fields[0].shape == (len(cores),)  # a field per row
+            places.fields = None  # the indexed copy of the same places
+        memory[:] = bytes(len(memory))
+        copy.write(BatchReads())
+        assert bytes(memory) == written, copy.batch.sensor_type
+    assert by_fields >= 2  # measured and ground truth of a sensor type of many values
+
+
 def sensors_yaml(tmp_path, periods, outputs=None):
     """The demo YAML with the sensors of ``periods`` (name → update_period s) and ``outputs`` (name → their
     outputs list)."""
@@ -354,3 +405,25 @@ def test_batched_bags_whose_chunks_are_rows_of_one_array_equal_the_lone_ones_acr
         for part in (f"{name}.mcap", "metadata.yaml"):
             assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes(), \
                 (name, part)
+
+
+def test_a_batchs_stamp_words_are_each_stamps_and_a_stamp_outside_time_raises_what_a_lone_replay_raises():
+    from tactile_sim.io.stamps import time_msg_from_ns
+    from tactile_sim.offline.batch_records import stamp_words
+    from tactile_sim.ros.sensor_encoders import stamp_word
+    from test_bag_core_events import EXTREME_STAMPS
+
+    rng = np.random.default_rng(2)
+    stamps = [sec * 10**9 + nanosec for sec, nanosec in EXTREME_STAMPS] + \
+        [int(x) for x in rng.integers(-2**31 * 10**9, 2**31 * 10**9, 20)]
+    words = stamp_words(stamps)
+    assert words.tolist() == [stamp_word(*divmod(ns, 10**9)) for ns in stamps]
+    assert words.view("<u8").tobytes() == b"".join(  # the CDR bytes of each Time
+        np.array([t.sec], "<i4").tobytes() + np.array([t.nanosec], "<u4").tobytes()
+        for t in map(time_msg_from_ns, stamps))
+    for outside in (-2**31 * 10**9 - 1, 2**31 * 10**9, 2**70, -2**70):
+        with pytest.raises(ValueError) as alone:
+            time_msg_from_ns(outside)
+        with pytest.raises(ValueError) as batched:
+            stamp_words([0, outside, 5])
+        assert str(batched.value) == str(alone.value)

@@ -45,6 +45,15 @@ def applies(cores: Sequence[NodeCore], bags: Sequence[OutputBag]) -> bool:
         and all(s.encoder.templated for c in cores for s in c.schedule) and all(b.storage == "mcap" for b in bags)
 
 
+def stamp_words(stamps_ns: Sequence[int]) -> np.ndarray:
+    """The stamps (ns) as :func:`~..ros.sensor_encoders.stamp_word` s (int64 [N], one per stamp); raises what
+    :func:`~..io.stamps.time_msg_from_ns` raises for the first one outside ``builtin_interfaces/Time``."""
+    if min(stamps_ns) < SEC_MIN * NS_PER_S or max(stamps_ns) >= (SEC_MAX + 1) * NS_PER_S:
+        for stamp_ns in stamps_ns:
+            time_msg_from_ns(stamp_ns)
+    return stamp_word(*np.divmod(np.array(stamps_ns, np.int64), NS_PER_S))
+
+
 class StepKind:
     """What engine step ``step`` publishes, the same for every lane (the cores' :meth:`NodeCore.step_plan`): the
     writers of all cores' due encoders (each once), and the records of a row (topic, message type, where its head
@@ -69,7 +78,11 @@ class StepKind:
                 runs.append([start, start + size])
         self.runs = [slice(a, b) for a, b in runs]
         """The records' bytes of a row: slices of it, in order."""
-        self.joined = np.empty((len(memory.rows), sum(self.sizes)), np.uint8) if len(self.runs) > 1 else None
+        self.parts = [memory.rows[:, r] for r in self.runs]
+        """The records' bytes of every row: :attr:`runs` of the rows (views)."""
+        self.size = sum(self.sizes)
+        """Bytes of a row's records."""
+        self.joined = np.empty((len(memory.rows), self.size), np.uint8) if len(self.runs) > 1 else None
         """The records of every row, back to back (where they are not one slice of the rows)."""
         words = (self.starts + TIMES_AT - 4) // 8
         self.per_row = 2 * len(self.sizes)
@@ -115,44 +128,38 @@ class BatchRecords:
 
     def write(self, step: int, lanes: Sequence[tuple[int, int, int, OutputBag]]) -> bool:
         """Write the messages of suite step ``step`` (0-based, just taken) of each (env, stamp ns, log ns, bag) of
-        ``lanes`` into its bag; False when no sensor publishes on this step."""
+        ``lanes`` into its bag (each env's bag the same on every step); False when no sensor publishes on this step."""
         kind = self.kind(step)
         if not kind.topics:
             return False
         rows = self.memory.rows
-        envs, words, log = [], [], []
-        for env, stamp_ns, log_ns, _ in lanes:
-            sec, nanosec = divmod(stamp_ns, NS_PER_S)
-            if not SEC_MIN <= sec <= SEC_MAX:
-                time_msg_from_ns(stamp_ns)  # raises what a lone replay raises
-            envs.append(env)
-            words.append(stamp_word(sec, nanosec))
-            log.append(log_ns)
-        self._stamps[envs] = words
-        self._log[envs] = log
+        envs, stamps, logs, _ = zip(*lanes)
+        log = np.array(logs, np.uint64)
+        at = list(envs)
+        self._stamps[at] = stamp_words(stamps)
+        self._log[at] = log
         self.memory.write_stamps(self._stamps)
         self._times[kind.times] = np.repeat(self._log, kind.per_row)
         reads = BatchReads()
         for w in kind.writers:
             w.write(reads)
-        for env, _, _, bag in lanes:
-            if (id(bag), id(kind)) not in self._channels:
-                self._release()  # the heads declare topics: written into the chunks by their files
-                self._channels[(id(bag), id(kind))] = self._heads(kind, rows[env], bag)
-        stepped = tuple(envs)
-        if self._lockstep(kind, lanes, stepped):
-            layouts = self._layouts.get((id(kind), stepped))
-            if layouts is None:
-                layouts = self._layouts[(id(kind), stepped)] = [(self._channels[(id(bag), id(kind))], kind.offsets)
-                                                                for _, _, _, bag in lanes]
-            self._rows.write(layouts, np.array(log, np.uint64), [rows[:, r] for r in kind.runs])
+        layouts = self._layouts.get((id(kind), envs))
+        if layouts is None:
+            for env, _, _, bag in lanes:
+                if (id(bag), id(kind)) not in self._channels:
+                    self._release()  # the heads declare topics: written into the chunks by their files
+                    self._channels[(id(bag), id(kind))] = self._heads(kind, rows[env], bag)
+            layouts = self._layouts[(id(kind), envs)] = [(self._channels[(id(bag), id(kind))], kind.offsets)
+                                                         for _, _, _, bag in lanes]
+        if self._lockstep(kind, lanes, envs):
+            self._rows.write(layouts, log, kind.parts)
             return True
         if kind.joined is None:
-            joined = rows[:, kind.runs[0]]
+            joined = kind.parts[0]
         else:
-            joined = np.concatenate([rows[:, r] for r in kind.runs], axis=1, out=kind.joined)
-        for env, _, log_ns, bag in lanes:
-            bag.write_records(log_ns, joined[env], self._channels[(id(bag), id(kind))], kind.offsets)
+            joined = np.concatenate(kind.parts, axis=1, out=kind.joined)
+        for (env, _, log_ns, bag), (channels, offsets) in zip(lanes, layouts):
+            bag.write_records(log_ns, joined[env], channels, offsets)
         return True
 
     def _lockstep(self, kind: StepKind, lanes: Sequence[tuple[int, int, int, OutputBag]], envs: tuple[int, ...]) \
@@ -169,7 +176,7 @@ class BatchRecords:
                 if all(f is not None and bag.on_write is None for f, (_, _, _, bag) in zip(files, lanes)):
                     self._rows.hold(files, envs)
             self._held = envs
-        if self._rows.files and sum(kind.sizes) > self._rows.slack:
+        if self._rows.files and kind.size > self._rows.slack:
             self._release()
         return bool(self._rows.files)
 
