@@ -1,7 +1,8 @@
 """Every Warp kernel of the library compiles for CUDA, ahead of time through NVRTC, on a machine without a GPU: for
-sm_75 (Turing, the oldest architecture Warp's CUDA 12/13 builds target) and sm_90 (Hopper). A kernel that only
-compiles for the CPU fails here. The kernels are all of them (:func:`test_warp_kernels.library_kernels`), so those
-that the demo, the test configurations and the benchmarks launch are among them."""
+sm_75 (Turing, the oldest architecture Warp's CUDA 12/13 builds target) and sm_90 (Hopper), with the block dimension
+of CUDA launches. A kernel that only compiles for the CPU fails here. The kernels are all of them
+(:func:`test_warp_kernels.library_kernels`), so those that the demo, the test configurations and the benchmarks
+launch are among them."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def nvrtc_archs() -> tuple[int, ...]:
 
 
 @pytest.mark.parametrize("arch", [75, 90])
-def test_every_kernel_compiles_for_cuda(arch, tmp_path):
+def test_every_kernel_compiles_for_cuda(arch, tmp_path, monkeypatch):
     if arch not in nvrtc_archs():
         pytest.skip(f"this warp-lang build cannot compile for sm_{arch} (no NVRTC for it)")
 
@@ -37,6 +38,8 @@ def test_every_kernel_compiles_for_cuda(arch, tmp_path):
         return None
 
     kernels = library_kernels()
+    for kernel in kernels:  # the block dimension of CUDA launches (where torch has none, modules are the CPU's)
+        monkeypatch.setitem(kernel.module.options, "block_dim", wp.Module("default", None).options["block_dim"])
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         failures = [f for f in pool.map(compile_for_cuda, kernels) if f]
     assert not failures, "\n".join(failures)

@@ -12,13 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 import warp as wp
 
 import tactile_sim
 from tactile_sim.config import load_config
 from tactile_sim.demo_trajectory import DEMO_CONFIG
-from tactile_sim.geometry.warp_kernels import typed_kernel
+from tactile_sim.geometry import warp_kernels
+from tactile_sim.geometry.warp_kernels import CPU_BLOCK_DIM, cpu_only, typed_kernel
 from tactile_sim.offline.demo import run_demo
 from tactile_sim.suite import suite_kernels
 from helpers_scenes import grid_layout, make_suite, step
@@ -154,3 +156,43 @@ def test_prepare_kernels_compiles_what_the_cache_lacks_once(tmp_path):
     assert first.stdout.splitlines() == ["3 ['compiling 3 sensor kernels for cpu (first run only)…']", "0 1"]
     again = _python(str(script), tmp_path / "cache")  # a new process: everything is in the cache
     assert again.stdout.splitlines() == ["0 []", "0 0"]
+
+
+HASHES = '''
+import warp._src.context as context
+made = []
+make = context.ModuleHasher.__init__
+context.ModuleHasher.__init__ = lambda hasher, *args, **kwargs: made.append(1) or make(hasher, *args, **kwargs)
+import torch
+from tactile_sim.config import load_config
+from tactile_sim.demo_trajectory import DEMO_CONFIG
+from tactile_sim.geometry.warp_kernels import prepare_kernels
+from tactile_sim.suite import suite_kernels
+kernels = suite_kernels(load_config(DEMO_CONFIG), torch.float32)
+before = len(made)
+prepare_kernels(kernels, "cpu")
+print(len(kernels), len(made) - before, sorted({k.module.options["block_dim"] for k in kernels}))
+'''
+
+
+def test_loading_the_kernels_on_the_cpu_hashes_no_module_again(tmp_path):
+    """Where torch has no CUDA device, a kernel's module is of the CPU's block dimension and hashed after Warp started,
+    so that loading it (compiled, or from the cache) reuses the hash made with the kernel."""
+    if not cpu_only():
+        pytest.skip("torch has a CUDA device here: the modules are of Warp's default block dimension")
+    script = tmp_path / "hashes.py"
+    script.write_text(HASHES)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    count, hashed, block_dims = done.stdout.split(maxsplit=2)
+    assert int(count) > 10 and int(hashed) == 0 and block_dims.strip() == f"[{CPU_BLOCK_DIM}]"
+
+
+def test_kernels_keep_warps_block_dimension_where_torch_has_cuda(monkeypatch):
+    types = {"x": wp.array(dtype=wp.float32), "a": wp.float32, "out": wp.array(dtype=wp.float32)}
+    monkeypatch.setattr(warp_kernels, "cpu_only", lambda: False)
+    kernel = typed_kernel(_scaled, "test_cuda_block_dim", torch.float32, types)
+    assert kernel.module.options["block_dim"] == wp.Module("default", None).options["block_dim"] != CPU_BLOCK_DIM
+    monkeypatch.setattr(warp_kernels, "cpu_only", lambda: True)
+    assert typed_kernel(_scaled, "test_cpu_block_dim", torch.float32, types).module.options["block_dim"] == \
+        CPU_BLOCK_DIM

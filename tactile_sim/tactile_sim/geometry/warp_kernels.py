@@ -5,7 +5,9 @@ defines the float32 and float64 variants of a kernel, or two kernels of which a 
 therefore compiles code that is never run. Every kernel of the library is instead a module of its own
 (``module="unique"``) named ``<what>_<dtype>`` (``kinematic_taxel_float32``, ``world_update_float64``), which Warp
 completes with a content hash (``kinematic_taxel_float32_1a2b3c4d``): a configuration compiles only the variants
-it launches, and a log line, a profile or a kernel cache folder names the sensor and dtype it belongs to.
+it launches, and a log line, a profile or a kernel cache folder names the sensor and dtype it belongs to. Where
+torch has no CUDA device the modules are of the CPU's block dimension and made once Warp has started
+(:func:`unique_kernel`), so that the hash Warp computes for a module when it makes it is the one loading it asks for.
 
 Warp is quiet here: :func:`init_warp` starts it without its banner, its "CUDA driver not found" warning or a line per
 loaded module (:func:`set_verbose` brings them back). :func:`prepare_kernels` compiles the kernels a suite is about to
@@ -15,6 +17,7 @@ core, after one line saying so (and a progress bar on a terminal when it lasts l
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -30,10 +33,31 @@ DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64"}
 """Working dtype → the suffix of its kernels' names."""
 
 
+CPU_BLOCK_DIM = 1
+"""The block dimension of every kernel launch on the CPU (Warp's, for a launch that names none)."""
+
+
+@functools.cache
+def cpu_only() -> bool:
+    """True where torch has no CUDA device: every suite, and so every kernel launch, is then on the CPU."""
+    return not torch.cuda.is_available()
+
+
 def unique_kernel(fn: Callable, name: str | None = None) -> wp.Kernel:
     """``fn`` (fully annotated) as a kernel without a backward pass in a module of its own named ``name``
-    (default ``fn.__name__``, which the factories set to ``<what>_<dtype>``)."""
-    return wp.kernel(fn, name=name or fn.__name__, enable_backward=False, module="unique")
+    (default ``fn.__name__``, which the factories set to ``<what>_<dtype>``).
+
+    Where every launch is on the CPU (:func:`cpu_only`), the module's block dimension is :data:`CPU_BLOCK_DIM` and
+    Warp is started first (:func:`init_warp`): the module hash Warp computes as it makes the kernel (that of the
+    module's block dimension; Warp's start discards those made before it) is then the one that loading the module on
+    the CPU asks for, instead of one computed again per module on a suite's first build (about 3 ms a module). Else
+    Warp's defaults (block dimension 256, CUDA launches'; Warp started by the first suite, so that worker processes
+    forked before it can still start CUDA)."""
+    options = None
+    if cpu_only():
+        init_warp()
+        options = {"block_dim": CPU_BLOCK_DIM}
+    return wp.kernel(fn, name=name or fn.__name__, enable_backward=False, module="unique", module_options=options)
 
 
 def native_grid_kernel(name: str, call_type: Any, stub: Callable, snippet: str) -> wp.Kernel:
@@ -97,8 +121,9 @@ def init_warp() -> None:
 
 
 def _block_dim(module: Any, device: Any) -> int:
-    """The block dimension an ordinary launch loads ``module`` with on ``device`` (1 on the CPU)."""
-    return 1 if device.is_cpu else module.options["block_dim"]
+    """The block dimension an ordinary launch loads ``module`` with on ``device`` (:data:`CPU_BLOCK_DIM` on the
+    CPU)."""
+    return CPU_BLOCK_DIM if device.is_cpu else module.options["block_dim"]
 
 
 def _in_cache(module: Any, device: Any) -> bool:
