@@ -150,13 +150,17 @@ def staged(suite, envs):
         [x[envs].numpy().tobytes() for x in suite.world.root_pose]
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("plan")
-    config = _config(str(rooted_yaml(tmp)))
+def _six_cores(tmp, yaml_of):
+    """(tmp, the shared suite, 6 env cores) of the configuration ``yaml_of(tmp)`` writes."""
+    config = _config(str(yaml_of(tmp)))
     cores = batch_replay.BatchCores().take(config, NodeParams(update_rate=RATE, viz_rate=0.0),
                                            [batch_replay.kept_log([]) for _ in range(6)])
     return tmp, cores[0]._shared.suite, cores
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    return _six_cores(tmp_path_factory.mktemp("plan"), rooted_yaml)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -176,11 +180,7 @@ def test_planned_steps_stage_what_the_per_message_path_stages(batch, seed):
 @pytest.fixture(scope="module")
 def tf_batch(tmp_path_factory):
     """:func:`batch` with the root link posed by TF (world frame ``world``)."""
-    tmp = tmp_path_factory.mktemp("tf_plan")
-    config = _config(str(pads_yaml(tmp)))
-    cores = batch_replay.BatchCores().take(config, NodeParams(update_rate=RATE, viz_rate=0.0),
-                                           [batch_replay.kept_log([]) for _ in range(6)])
-    return tmp, cores[0]._shared.suite, cores
+    return _six_cores(tmp_path_factory.mktemp("tf_plan"), pads_yaml)
 
 
 @pytest.mark.parametrize("seed", [4, 5, 6])
