@@ -28,8 +28,12 @@ to B recordings at a time as the envs of one suite (``--batch B ...``, a row per
 interleaved rounds: ``--batch 1 16 1 16``; B = 1: one after another, each with its run digest, the sensors built
 once and rewound for each further recording), in a fresh process per row so that its peak memory is its own:
 aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus (the build included), and ÷
-its CPU seconds (user + system: steadier on a shared machine); 'RSS MiB' = the process's peak resident memory,
-'growth' = that peak − the peak after the imports, before the corpus (MiB).
+its CPU seconds (user + system: steadier on a shared machine); 'sys s' = the system part of those CPU seconds,
+mostly the kernel copying the bags into the page cache; 'RSS MiB' = the process's peak resident memory, 'growth' =
+that peak − the peak after the imports, before the corpus (MiB). A row's bags are deleted once it is measured: on a
+virtual machine whose memory the host backs on first use, each row would otherwise write into fresh pages of a
+page cache holding every earlier row's bags, and its system time would grow with its place in the table (0.1 s →
+1 s for the hand corpus's 332 MB).
 
     python bench/replay.py [--seconds S] [--corpus N ...] [--batch B ...] [--only-corpus]
 """
@@ -40,6 +44,7 @@ import argparse
 import contextlib
 import math
 import resource
+import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -184,28 +189,30 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def cpu_s() -> float:
-    """CPU seconds (user + system) of this process so far."""
+def cpu_s() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime, usage.ru_stime
 
 
 def corpus_in_process(folder: str, config_source: str, out: str,
-                      batch: int) -> tuple[int, float, float, float, float, float]:
-    """(ticks, simulated s, wall s, CPU s, max RSS MiB, its growth MiB during the corpus) of replaying every
-    recording in ``folder`` into ``out`` in this process on one thread, up to ``batch`` at a time as the envs of one
-    suite (run in a fresh process)."""
+                      batch: int) -> tuple[int, float, float, float, float, float, float]:
+    """(ticks, simulated s, wall s, CPU s, its system part, max RSS MiB, its growth MiB during the corpus) of
+    replaying every recording in ``folder`` into ``out`` in this process on one thread, up to ``batch`` at a time as
+    the envs of one suite (run in a fresh process)."""
     torch.set_num_threads(1)
     before = peak_rss_mib()
     jobs = plan_jobs(expand_inputs([folder]), out, "bag", False)
-    cpu = cpu_s()
+    user_0, system_0 = cpu_s()
     outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, batch=batch, progress=False)
-    cpu = cpu_s() - cpu
+    user, system = cpu_s()
+    user, system = user - user_0, system - system_0
     failed = [o.error for o in outcomes if o.status]
     if failed:
         raise RuntimeError(f"corpus replay failed: {failed[:3]}")
     rss = peak_rss_mib()
-    return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, cpu, rss, rss - before
+    return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, user + system, system, rss, \
+        rss - before
 
 
 def corpus(label: str, config_source: str, variant, counts: list[int], batches: list[int], folder: Path) -> None:
@@ -216,12 +223,14 @@ def corpus(label: str, config_source: str, variant, counts: list[int], batches: 
         for i in range(n):
             record(recordings / f"rec_{i:03d}", variant(i, n)[1])
         for row, batch in enumerate(batches):
+            out = folder / f"{recordings.name}_{row}_out"
             with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-                ticks, simulated, wall, cpu, rss, growth = pool.submit(
-                    corpus_in_process, str(recordings), config_source, str(folder / f"{recordings.name}_{row}_out"),
-                    batch).result()
+                ticks, simulated, wall, cpu, system, rss, growth = pool.submit(
+                    corpus_in_process, str(recordings), config_source, str(out), batch).result()
+            shutil.rmtree(out)  # the next row writes into the pages these bags held (see the module doc)
             print(f"{label:>9} {n:>4} {batch:>5} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} {1e3 * wall / ticks:8.3f} "
-                  f"{simulated / wall:8.2f} | {cpu:7.2f} {simulated / cpu:8.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
+                  f"{simulated / wall:8.2f} | {cpu:7.2f} {simulated / cpu:8.2f} {system:7.2f} | {rss:8.0f} "
+                  f"{growth:8.1f}", flush=True)
 
 
 def main() -> None:
@@ -257,7 +266,7 @@ def main() -> None:
             print(f"\ncorpus: N recordings of about {seconds:g} s in one process, one thread, bags written; "
                   "x real = aggregate (all simulated s / wall s, then / CPU s of the whole corpus)\n"
                   f"{'scene':>9} {'N':>4} {'batch':>5} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} "
-                  f"{'x real':>8} | {'CPU s':>7} {'x real':>8} | {'RSS MiB':>8} {'growth':>8}")
+                  f"{'x real':>8} | {'CPU s':>7} {'x real':>8} {'sys s':>7} | {'RSS MiB':>8} {'growth':>8}")
             corpus("demo", DEMO_CONFIG, lambda i, n: demo_inputs(seconds * (0.75 + 0.5 * i / max(n - 1, 1))),
                    args.corpus, args.batch, folder)
             corpus("hand 368", str(hand_yaml),
