@@ -438,12 +438,15 @@ class TFMessageDecoder(_LittleEndianDecoder):
         if layout is None:
             return [None] * len(datas)
         blob, block = block_bytes(datas)
-        ok = agreeing(block, layout.columns).tolist()
+        ok = agreeing(block, layout.columns)
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
         stamps = _stamps_ns(block[:, layout.sec_at], block[:, layout.nanosec_at]).tolist()
-        finite = np.isfinite(values).all(axis=(1, 2)).tolist()
-        quats = values[:, :, 3:]
+        finite = np.isfinite(values).all(axis=(1, 2))
+        # norms of the finite rows of this layout only: the bytes of another layout read as its values may be any
+        # double, and a huge one overflows when squared (zeros in the other rows, in the same strides: same bits)
+        quats = np.where((ok & finite)[:, None, None], values, 0.0)[:, :, 3:]
         norms = np.sqrt(np.vecdot(quats, quats)).tolist()
+        ok, finite = ok.tolist(), finite.tolist()
         parents, children = layout.parents, layout.children
         return [TFRow(s, parents, children, v, n if fin else None) if good else None
                 for good, s, v, n, fin in zip(ok, stamps, values, norms, finite)]
