@@ -78,6 +78,24 @@ def test_tf_rows_equal_rosbags_where_the_frames_are_the_first_ones(n):
         assert row.values.tobytes() == np.array(values, dtype=np.float64).reshape(-1, 7).tobytes()
 
 
+@pytest.mark.filterwarnings("error")
+def test_tf_rows_of_a_block_of_mixed_layouts_are_decoded_without_a_floating_point_warning():
+    # the bytes of another layout read as the first one's values can be any double; a huge one overflows squared
+    rng = np.random.default_rng(5)
+    frames = [("base_link", "palm"), ("palm", "finger_left"), ("palm", "finger_right"),
+              ("finger_left", "fingertip_left"), ("world", "camera"), ("finger_right", "fingertip_right")]
+    swapped = frames[:3] + [frames[4], frames[3], frames[5]]
+    msgs = [tf_message(rng, frames, 1.0 + k) for k in range(3)] + [tf_message(rng, swapped, 4.0 + k) for k in range(20)]
+    datas = [bytes(serialize_cdr(m, TF_MESSAGE)) for m in msgs]
+    assert len({len(d) for d in datas}) == 1
+    rows = TFMessageDecoder().decode_block(datas)
+    assert [r is None for r in rows] == [False] * 3 + [True] * 20
+    for row, msg in zip(rows[:3], msgs):
+        quats = [np.array([t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+                           t.transform.rotation.w]) for t in msg.transforms]
+        assert row.norms == [math.sqrt(float(q.dot(q))) for q in quats]  # check_quaternion's norm
+
+
 def test_tf_rows_carry_the_norms_that_check_quaternion_divides_by_when_every_value_is_finite():
     rng = np.random.default_rng(9)
     frames = [("world", "base"), ("base", "tool"), ("tool", "cam")]

@@ -9,7 +9,10 @@ order, frames that appear late); recordings that are not whole joint states (oth
 names, a NaN), whose TF inputs could change what a lane sees (a static transform late, a moving root, no root pose)
 or would be dropped (a second parent, a loop, too old, NaN, not unit, too many), whose time line restarts or that
 cannot be read through get no plan and are fed message by message as without one; and a batched replay that follows
-the plans writes each recording's lone replay byte for byte, with a JointTorque sensor too."""
+the plans writes each recording's lone replay byte for byte, with a JointTorque sensor too. The ticks of a whole
+time line taken at once (``line_ticks``) are those the message loop takes (``fed_ticks`` with a ``TickClock``), with
+the messages fed before each, on random clock inputs (steps back within the threshold, equal times, gaps, restarts:
+None where the loop raises), near and past the range it computes in."""
 
 import numpy as np
 import pytest
@@ -22,12 +25,14 @@ from tactile_sim.io.input_cdr import DecodedTFMessage, TFRow
 from tactile_sim.offline import batch_replay
 from tactile_sim.offline.bag_inputs import BagInputs, open_bag
 from tactile_sim.offline.corpus import _config
-from tactile_sim.offline.lane_plan import PlannedSteps
+from tactile_sim.offline.lane_plan import GoAlone, PlannedSteps, fed_ticks, plan_lane
+from tactile_sim.offline.tick_clock import LINE_TICKS_RANGE, TickClock, line_ticks
 from tactile_sim.ros.node_params import NodeParams
 from test_bag_core_events import damaged_bag
 from test_cli_replay import IDENTITY, PADS, ns, pads_yaml
 
 RATE = 100.0
+NS = 10**9
 JUMP, GAP = 500_000_000, 1_000_000_000
 
 
@@ -99,8 +104,12 @@ def with_tf(rng, n: int):
 
 
 def lanes_of(cores, bags, plan):
-    return [batch_replay.Lane(None, core, BagInputs(open_bag(bag), clock=clock).core_blocks(), None, RATE, JUMP, GAP,
-                              False, plan) for core, (bag, clock) in zip(cores, bags)]  # plannable: plan
+    lanes = []
+    for core, (bag, clock) in zip(cores, bags):
+        inputs = BagInputs(open_bag(bag), clock=clock)
+        lanes.append(batch_replay.Lane(None, core, inputs.core_blocks(), None, RATE, JUMP, GAP, False,
+                                       inputs if plan else None))
+    return lanes
 
 
 def per_message(suite, cores, bags):
@@ -272,14 +281,18 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
     assert bool(fed[1][-1][1]) is (case in DROPPING)
 
 
-@pytest.mark.parametrize("case", ["subset", "reversed", "unknown", "nan", "back"])
-def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch, case):
-    tmp, suite, cores = batch
+@pytest.mark.parametrize("tf", [False, True])  # joint states only (decoded as arrays), or after a static transform
+@pytest.mark.parametrize("case", ["subset", "reversed", "renamed", "unknown", "nan", "back"])
+def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch, tf_batch, case, tf):
+    tmp, suite, cores = tf_batch if tf else batch
     items = [("/joint_states", ns(0.01 * k), joint_state_msg([0.0, 0.01, 0.01], stamp=0.01 * k)) for k in range(30)]
     if case == "subset":
         items[7] = ("/joint_states", ns(0.07), joint_state_msg([0.01, 0.01], names=JOINT_NAMES[1:], stamp=0.07))
     elif case == "reversed":
         items[7] = ("/joint_states", ns(0.07), joint_state_msg([0.01, 0.01, 0.0], names=JOINT_NAMES[::-1], stamp=0.07))
+    elif case == "renamed":  # with velocities, of another size: the first of its own layout
+        items[7] = ("/joint_states", ns(0.07), joint_state_msg([0.01, 0.01, 0.0], [0.0, 0.0, 0.0],
+                                                               names=JOINT_NAMES[::-1], stamp=0.07))
     elif case == "unknown":
         items[7] = ("/joint_states", ns(0.07), joint_state_msg([0.0, 0.01, 0.01, 1.0], names=(*JOINT_NAMES, "x"),
                                                                stamp=0.07))
@@ -287,9 +300,10 @@ def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch
         items[7] = ("/joint_states", ns(0.07), joint_state_msg([0.0, np.nan, 0.01], stamp=0.07))
     else:
         items[20] = ("/joint_states", ns(0.2), joint_state_msg([0.0, 0.01, 0.01], stamp=0.19 - 0.6))
-    bag = write_bag(tmp / f"no_plan_{case}", items)
+    bag = write_bag(tmp / f"no_plan_{case}_{tf}", [statics()] * tf + items)
     fed = []
     for plan in (True, False):  # with a plan asked for, fed message by message from the messages it read
+        suite.rewind()
         cores[0].rewind()
         lane = lanes_of(cores[:1], [(bag, "header")], plan)[0]
         assert not plan or lane.follow_plan() is False
@@ -299,6 +313,19 @@ def test_recordings_that_are_not_whole_joint_states_or_restart_get_no_plan(batch
             fed[-1].append((tick, lane.core.pose(tick.t_ns), lane.core.joint_positions()[1].tobytes()))
         fed[-1].append(lane.alone)
     assert fed[0] == fed[1] and len(fed[0]) >= 20
+
+
+def test_a_recording_of_joint_states_only_is_planned_from_its_arrays_without_reading_its_rows(batch):
+    tmp, suite, cores = batch
+    bag = write_bag(tmp / "arrays", adversarial(np.random.default_rng(7), 50))
+
+    def unread():
+        raise AssertionError("the rows were read")
+        yield
+
+    blocks = unread()
+    plan, feed = plan_lane(BagInputs(open_bag(bag)), blocks, cores[0], RATE, JUMP, GAP)
+    assert plan is not None and len(plan.ticks) > 20 and feed is blocks
 
 
 def test_a_recording_that_cannot_be_read_through_gets_no_plan_and_stops_where_it_stops_unplanned(batch):
@@ -363,3 +390,66 @@ def test_a_batch_following_plans_of_link_transforms_with_joint_torque_writes_eac
         write_bag(recs / f"r{k}", items)
     batch_and_lone_replays(tmp_path, monkeypatch, recs, pads_yaml(tmp_path, names=(*PADS, "joint_torque")), 3)
     assert "joint_torque" in (tmp_path / "out" / "r0" / "metadata.yaml").read_text()
+
+
+def loop_ticks(clock_ns, receive_ns, rate, jump, gap):
+    """(ticks, messages fed before each) of the message loop over inputs of those clock and receive times; None where
+    it raises GoAlone."""
+    clock, fed, ticks = TickClock(rate, jump, gap), [], []
+    block = [("joint_states", "/joint_states", r, c, None) for c, r in zip(clock_ns, receive_ns)]
+    try:
+        for _ in fed_ticks(clock, [block], {"joint_states": lambda message: fed.append(None)}):
+            ticks.append((clock.take(), len(fed)))
+    except GoAlone:
+        return None
+    return [t for t, _ in ticks], [n for _, n in ticks]
+
+
+def random_line(rng, restart: bool):
+    """(clock ns, receive ns) of 0–150 inputs: steps of 0–25 ms (some 0, some 4 ms back), one exactly the jump
+    threshold back and one exactly the gap threshold ahead of the clock; with ``restart``, then one just past a
+    threshold."""
+    m = int(rng.integers(0, 150))
+    steps = rng.choice([0, 1, 3_000_000, 10_000_000, 17_000_000, 25_000_000, -4_000_000], m,
+                       p=[0.1, 0.05, 0.1, 0.45, 0.1, 0.1, 0.1])
+    t0 = int(rng.choice([0, 2_000_000_123, -7_000_000_001, 1_700_000_000_123_456_789, LINE_TICKS_RANGE // 2]))
+    clock = t0 + np.cumsum(steps).astype(np.int64)
+    past = int(rng.choice([-JUMP - 1, GAP + 1, -3 * JUMP, 2 * GAP]))
+    edges = [(-JUMP, False), (GAP, True)] + [(past, True)] * restart
+    for at, (edge, shift) in zip(sorted(rng.choice(np.arange(1, m), len(edges), replace=False)) if m > 3 else [],
+                                 edges):
+        moved = np.maximum.accumulate(clock)[at - 1] + edge - clock[at]
+        clock[at:at + 1 if not shift else m] += moved  # a step back alone, or the line from there on moved
+    receive = int(rng.integers(0, 10**18)) + np.cumsum(rng.integers(0, 30_000_000, m))
+    return clock, receive.astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_line_ticks_are_the_ticks_the_message_loop_takes(seed):
+    rng = np.random.default_rng(seed)
+    for trial in range(20):
+        clock_ns, receive_ns = random_line(rng, restart=trial % 4 == 0)
+        rate = float(rng.choice([100.0, 33.0, 1000.0, 7.3, 250.5, 0.4]))
+        expected = loop_ticks(clock_ns.tolist(), receive_ns.tolist(), rate, JUMP, GAP)
+        got = line_ticks(clock_ns, receive_ns, rate, JUMP, GAP)
+        if expected is None:
+            assert got is None
+        else:
+            assert got is not None and got[0] == expected[0] and got[1].tolist() == expected[1]
+
+
+def test_line_ticks_near_and_past_their_range():  # in range up to the tick after the last one
+    clock_ns = np.array([0, 10, 10, 7, 30, 44, 41, 60, 75], dtype=np.int64) * 1_000_000
+    receive_ns = np.arange(len(clock_ns), dtype=np.int64) * 10_000_000 + 5
+    slow = (np.array([0, NS]), np.array([0, 0]))  # at 1e-9 Hz the tick after the first at 10¹⁸ ns, at 1e-10 Hz 10¹⁹
+    near = [(clock_ns + LINE_TICKS_RANGE - NS - int(clock_ns.max()), receive_ns, 100.0),
+            (clock_ns - LINE_TICKS_RANGE + 1 - int(clock_ns.min()), receive_ns, 100.0), (*slow, 1e-9)]
+    for clock, receive, rate in near:
+        assert line_ticks(clock, receive, rate, JUMP, GAP)[0] == \
+            loop_ticks(clock.tolist(), receive.tolist(), rate, JUMP, GAP)[0] != []
+    past = [(clock_ns + LINE_TICKS_RANGE - int(clock_ns.max()), receive_ns, 100.0, JUMP, GAP),
+            (clock_ns, receive_ns - int(receive_ns.min()) - LINE_TICKS_RANGE, 100.0, JUMP, GAP),
+            (clock_ns, receive_ns, 100.0, LINE_TICKS_RANGE, GAP), (clock_ns, receive_ns, 100.0, JUMP, LINE_TICKS_RANGE),
+            (*slow, 1e-10, JUMP, GAP)]
+    for clock, receive, rate, jump, gap in past:
+        assert line_ticks(clock, receive, rate, jump, gap) is None

@@ -21,7 +21,8 @@ A replay reads many messages of one publisher at once: ``decode_block`` of eithe
 of equal size and decodes every one that agrees with the first message's layout (the bytes that fix the layout are
 one array comparison for the whole block) into plain rows, their values one array for the block, without building
 message objects (:class:`JointStateRow`, :class:`TFRow`); each row is what ``decode`` of that message holds, bit for
-bit.
+bit. ``JointStateDecoder.decode_arrays`` gives the same block as arrays, without a row per message
+(:class:`JointStateArrays`: a replay that plans a recording of joint states reads them all at once).
 """
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ class JointStateRow(NamedTuple):
     position: np.ndarray
     velocity: np.ndarray
     finite: bool
+
+
+class JointStateArrays(NamedTuple):
+    """m JointStates of one size decoded at once in the first one's layout (:meth:`JointStateDecoder.decode_arrays`):
+    whether each agrees with that layout (bool [m]; the others' values are not theirs), the header stamps (int64 [m],
+    ns), the joint names of the layout, positions [m, n] and velocities [m, n'] float64 (read-only views of the bytes)
+    and whether every value of a message is finite (bool [m])."""
+
+    agree: np.ndarray
+    stamps_ns: np.ndarray
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    finite: np.ndarray
 
 
 class TFRow(NamedTuple):
@@ -223,19 +238,28 @@ class JointStateDecoder(_LittleEndianDecoder):
         """A :class:`JointStateRow` of each message of ``datas`` (CDR, every one of the same size) that agrees with
         the first one's little-endian layout, None for the others (decode those one by one); ValueError when the
         first ends early (as :meth:`decode`)."""
+        block = self.decode_arrays(datas)
+        if block is None:
+            return [None] * len(datas)
+        names = block.names
+        return [JointStateRow(s, names, p, v, fin) if good else None
+                for good, s, p, v, fin in zip(block.agree.tolist(), block.stamps_ns.tolist(), block.position,
+                                              block.velocity, block.finite.tolist())]
+
+    def decode_arrays(self, datas: list[bytes]) -> JointStateArrays | None:
+        """The messages ``datas`` (CDR, every one of the same size) as arrays, in the first one's little-endian layout
+        (None for big-endian or too short bytes): the rows of :meth:`decode_block` are those of the messages that
+        agree with it; ValueError when the first ends early (as :meth:`decode`)."""
         layout = _block_layout(self, datas)
         if layout is None:
-            return [None] * len(datas)
+            return None
         blob, block = block_bytes(datas)
-        ok = agreeing(block, layout.columns).tolist()
         (n0, at0), (n1, at1), _ = layout.arrays
         size, m = len(datas[0]), len(datas)
         position, velocity = _rows(blob, size, m, at0, n0), _rows(blob, size, m, at1, n1)
-        stamps = _stamps_ns(block[:, 4:8], block[:, 8:12]).ravel().tolist()
-        finite = (np.isfinite(position).all(axis=1) & np.isfinite(velocity).all(axis=1)).tolist()
-        names = self._names
-        return [JointStateRow(s, names, p, v, fin) if good else None
-                for good, s, p, v, fin in zip(ok, stamps, position, velocity, finite)]
+        return JointStateArrays(agreeing(block, layout.columns), _stamps_ns(block[:, 4:8], block[:, 8:12]).ravel(),
+                                self._names, position, velocity,
+                                np.isfinite(position).all(axis=1) & np.isfinite(velocity).all(axis=1))
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous
@@ -414,12 +438,15 @@ class TFMessageDecoder(_LittleEndianDecoder):
         if layout is None:
             return [None] * len(datas)
         blob, block = block_bytes(datas)
-        ok = agreeing(block, layout.columns).tolist()
+        ok = agreeing(block, layout.columns)
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
         stamps = _stamps_ns(block[:, layout.sec_at], block[:, layout.nanosec_at]).tolist()
-        finite = np.isfinite(values).all(axis=(1, 2)).tolist()
-        quats = values[:, :, 3:]
+        finite = np.isfinite(values).all(axis=(1, 2))
+        # norms of the finite rows of this layout only: the bytes of another layout read as its values may be any
+        # double, and a huge one overflows when squared (zeros in the other rows, in the same strides: same bits)
+        quats = np.where((ok & finite)[:, None, None], values, 0.0)[:, :, 3:]
         norms = np.sqrt(np.vecdot(quats, quats)).tolist()
+        ok, finite = ok.tolist(), finite.tolist()
         parents, children = layout.parents, layout.children
         return [TFRow(s, parents, children, v, n if fin else None) if good else None
                 for good, s, v, n, fin in zip(ok, stamps, values, norms, finite)]

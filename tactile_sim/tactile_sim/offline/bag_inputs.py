@@ -10,10 +10,11 @@ are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed
 
 Messages are read one at a time (bounded memory), or, for a replay that only hands its inputs to a core
 (:meth:`BagInputs.core_blocks`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
-at once into rows instead of message objects, and handed out a block at a time. A bag that cannot be opened, lacks
-the needed topics, has them with other types, has unstamped clock messages under the header clock, or cannot be
-read on (a damaged or cut-off file) raises :class:`BagInputError` naming the bag, the topic and, mid-way, the last
-good time.
+at once into rows instead of message objects, and handed out a block at a time; or, the joint states of a
+recording of nothing else that a batched replay plans (:mod:`.lane_plan`), all at once into arrays
+(:meth:`BagInputs.joint_state_arrays`). A bag that cannot be opened, lacks the needed topics, has them with other
+types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off file) raises
+:class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from ..io.bag import BagReader
-from ..io.input_cdr import JointStateDecoder, JointStateRow, TFMessageDecoder, TFRow
+from ..io.input_cdr import JointStateArrays, JointStateDecoder, JointStateRow, TFMessageDecoder, TFRow
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
@@ -193,6 +196,47 @@ class BagInputs:
                 raise self._stopped(count, last_ns, error) from error
             if len(block) < INPUT_BLOCK:
                 return
+
+    def joint_state_arrays(
+            self, limit: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, JointStateArrays]]] | None:
+        """For inputs of joint states only: the clock time and the receive time of each of their M messages in
+        receive order (int64 [M] each, ns; the clock time as :meth:`events` gives it: the header stamp or the receive
+        time) and the messages decoded at once, a group per message size: (where its messages are in that order,
+        int [m]; their :class:`~..io.input_cdr.JointStateArrays`). None where :meth:`core_blocks` would not give every message as a
+        :class:`~..io.input_cdr.JointStateRow` (other inputs, a message that does not agree with the layout of its
+        group's first, or whose bytes the library does not decode), where reading fails, or for more than ``limit``
+        messages."""
+        decoder = self.reader.decoders.get(JOINT_STATE)
+        if decoder is None or set(self.kinds.values()) != {"joint_states"}:
+            return None
+        receive, datas = [], []
+        try:
+            for _, _, log_ns, data in self.reader.raw_messages(self.kinds):
+                receive.append(log_ns)
+                datas.append(data)
+                if len(datas) > limit:
+                    return None
+        except Exception:  # noqa: BLE001 - damaged data surfaces as many exception types; core_blocks reports it
+            return None
+        try:
+            receive = np.array(receive, dtype=np.int64)
+        except OverflowError:  # a receive time past int64 (the MCAP field is uint64)
+            return None
+        clock = receive.copy()
+        sizes = np.fromiter(map(len, datas), np.int64, len(datas))
+        groups = []
+        for size in np.unique(sizes).tolist():
+            at = np.flatnonzero(sizes == size)
+            try:
+                block = decoder.decode_arrays([datas[i] for i in at.tolist()])
+            except ValueError:
+                return None
+            if block is None or not block.agree.all():
+                return None
+            if self.clock == "header":
+                clock[at] = block.stamps_ns
+            groups.append((at, block))
+        return clock, receive, groups
 
     def _stopped(self, count: int, last_ns: int | None, exc: Exception) -> BagInputError:
         """The error of reading that stopped at ``exc`` after ``count`` input messages (the last received at

@@ -175,16 +175,16 @@ class Lane:
     :class:`~.run_loop.InputEvent` or a plain tuple of its fields: :meth:`~.bag_inputs.BagInputs.core_blocks`), clock
     and output (module docstring; ``bag``: an :class:`~.output_bag.OutputBag` or an
     :class:`~.array_output.ArrayOutput`). rate: Hz; jump_threshold_ns, gap_threshold_ns: the clock's; copy_inputs:
-    also write every input to the bag; plannable: the inputs may have a :class:`~.lane_plan.LanePlan`
-    (:meth:`follow_plan`)."""
+    also write every input to the bag; plan_inputs: the bag's inputs (those of ``blocks``, not yet read) where they
+    may have a :class:`~.lane_plan.LanePlan` (:meth:`follow_plan`), else None."""
 
     def __init__(self, job: ReplayJob, core: EnvCore, blocks: Iterable[Sequence[tuple]], bag: OutputBag | ArrayOutput,
                  rate: float, jump_threshold_ns: int, gap_threshold_ns: int, copy_inputs: bool,
-                 plannable: bool = False):
+                 plan_inputs: BagInputs | None = None):
         self.job, self.core, self.bag = job, core, bag
-        self.plannable = plannable
+        self.plannable = plan_inputs is not None
         self.plan: LanePlan | None = None
-        self._blocks = blocks
+        self._plan_inputs, self._blocks = plan_inputs, blocks
         self.clock = TickClock(rate, jump_threshold_ns, gap_threshold_ns)
         self.copy_inputs = copy_inputs
         self.ticks = self.productive_ticks = 0
@@ -197,13 +197,13 @@ class Lane:
     def follow_plan(self) -> bool:
         """Read the inputs through for their :class:`~.lane_plan.LanePlan` (:attr:`plan`), which the caller follows
         instead of :meth:`next_tick` when it has ticks (True: the core has taken the plan's prefix, and its world lane
-        the root pose, as at tick 0); else (False; None: no plan) :meth:`next_tick` feeds the messages read one by
-        one. Once, before the first :meth:`next_tick`, for a plannable lane."""
-        if not self.plannable or self._blocks is None:
+        the root pose, as at tick 0); else (False; None: no plan) :meth:`next_tick` feeds the messages one by one from
+        the start. Once, before the first :meth:`next_tick`, for a plannable lane."""
+        if self._plan_inputs is None:
             raise ValueError("Lane.follow_plan: once, for a plannable lane")
-        self.plan, blocks = plan_lane(self._blocks, self.core, self.clock.rate, self.clock.jump_threshold_ns,
-                                      self.clock.gap_threshold_ns)
-        self._blocks = None
+        self.plan, blocks = plan_lane(self._plan_inputs, self._blocks, self.core, self.clock.rate,
+                                      self.clock.jump_threshold_ns, self.clock.gap_threshold_ns)
+        self._plan_inputs = self._blocks = None
         if self.plan is not None and self.plan.ticks:
             handlers = input_handlers(self.core)
             for kind, message in self.plan.prefix:
@@ -368,7 +368,7 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
             copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows
             plannable = output_format == "bag" and not copy_inputs
             lanes.append(Lane(job, core, ([event] for event in inputs.events()) if copy_inputs else
-                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs, plannable))
+                              inputs.core_blocks(), bag, rate, jump, gap, copy_inputs, inputs if plannable else None))
         step_lanes(cores[0]._shared.suite, [lane for lane in lanes if isinstance(lane, Lane)])
     wall = (time.perf_counter() - start) / len(jobs)
     outcomes = []

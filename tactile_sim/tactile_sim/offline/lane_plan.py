@@ -10,9 +10,13 @@ tick. Its TF messages leave the core nothing to decide either when they are what
 static transforms (and robot descriptions) before tick 0 and before any ``/tf`` transform, which the core takes up
 front, and on ``/tf`` transforms that the TF buffer stores every one of (finite, unit quaternions, not too old, no
 frame refused) and that are not on the chain of the root link's pose (link transforms: a world lane poses links by
-forward kinematics), which is then the same static pose at every tick (:class:`_TFInputs`). :func:`plan_lane` runs
-:func:`fed_ticks` over such a recording up front, counting the joint states fed before each tick
-(:class:`LanePlan`), and :class:`PlannedSteps` then stages the joint samples and launch arguments of every planned
+forward kinematics), which is then the same static pose at every tick (:class:`_TFInputs`).
+
+:func:`plan_lane` reads such a recording through up front into :class:`_Inputs` (a recording of joint states only
+decoded at once into arrays: :meth:`~.bag_inputs.BagInputs.joint_state_arrays`; one with TF as the rows of
+:meth:`~.bag_inputs.BagInputs.core_blocks`), takes its ticks at once (:func:`~.tick_clock.line_ticks`: where
+:func:`fed_ticks` would take them, with the clock inputs fed before each) and counts the joint states fed before each
+tick (:class:`LanePlan`); :class:`PlannedSteps` then stages the joint samples and launch arguments of every planned
 lane of a suite step in one indexed copy each, as the lanes' cores and world lanes would one by one
 (:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and Δt). Anything else is fed message by
 message.
@@ -33,8 +37,8 @@ from ..ros.node_core import MAX_TRANSFORMS_PER_MESSAGE, NodeCore
 from ..world.lane_motion import LaneSample
 from ..world.motion import WorldModel, next_joint_sample
 from ..world.tf_buffer import TFBuffer, TFError, unit_norms
-from .bag_inputs import BagInputError
-from .tick_clock import Tick, TickClock
+from .bag_inputs import BagInputError, BagInputs
+from .tick_clock import Tick, TickClock, line_ticks
 
 PLAN_MAX_MESSAGES = 1 << 17
 """A recording with more input messages is fed message by message (a plan holds every joint state in memory)."""
@@ -155,26 +159,24 @@ class _Unplanned(Exception):
 
 
 class _TFInputs:
-    """The TF inputs of a recording that :func:`_fits`, taken as :func:`plan_lane` feeds it through: the static TF
-    messages and robot descriptions (:attr:`prefix`: (kind, message) in order), each before tick 0 and before every
-    ``/tf`` transform, and the ``/tf`` messages (:meth:`dynamic`), none older than the newest one before it by the TF
-    buffer's ``cache_time`` (s), so that none is too old to be stored; else :class:`_Unplanned`. ticks: the ticks
-    taken so far (the caller's list)."""
+    """The TF inputs of a recording that :func:`_fits`, taken in the order fed: the static TF messages and robot
+    descriptions (:attr:`prefix`: (kind, message) in order; each before every ``/tf`` transform, and, which
+    :func:`plan_lane` checks, before tick 0) and the ``/tf`` messages (:meth:`dynamic`), none older than the newest
+    one before it by the TF buffer's ``cache_time`` (s), so that none is too old to be stored; else
+    :class:`_Unplanned`."""
 
-    def __init__(self, cache_time: float, ticks: list[Tick]):
+    def __init__(self, cache_time: float):
         self.prefix: list[tuple[str, Any]] = []
-        self._cache_time, self._ticks = cache_time, ticks
+        self._cache_time = cache_time
         self._layouts: list[Any] = []
         """The /tf messages in order, but those of a run of block rows of one layout after its first."""
         self._newest = -math.inf
 
-    def early(self, kind: str) -> Callable[[Any], None]:
-        """What takes a message of ``kind`` (``tf_static``, ``robot_description``) into :attr:`prefix`."""
-        def take(message: Any) -> None:
-            if self._ticks or self._layouts:
-                raise _Unplanned
-            self.prefix.append((kind, message))
-        return take
+    def early(self, kind: str, message: Any) -> None:
+        """Take a message of ``kind`` (``tf_static``, ``robot_description``) into :attr:`prefix`."""
+        if self._layouts:
+            raise _Unplanned
+        self.prefix.append((kind, message))
 
     def dynamic(self, m: Any) -> None:
         """Take a ``/tf`` message (:func:`_fits`)."""
@@ -217,53 +219,117 @@ class _TFInputs:
             return False
 
 
-def plan_lane(blocks: Iterable[list[tuple]], core: NodeCore, rate: float, jump_threshold_ns: int,
-              gap_threshold_ns: int) -> tuple[LanePlan | None, Iterator[list[tuple]]]:
-    """The :class:`LanePlan` of the inputs ``blocks`` (:meth:`~.bag_inputs.BagInputs.core_blocks`) for ``core`` on
-    a clock of ``rate`` Hz and those thresholds (ns), or None when they are not what a plan holds (module docstring)
-    or their time line restarts; with the blocks to feed them message by message (the plan reads them through)."""
-    read, feed = _read(blocks, core)
+class _Inputs(NamedTuple):
+    """A recording's inputs as a plan takes them: the clock time and the receive time of each of its C clock inputs
+    (those that set the clock, in the order fed; int64 [C] each, ns), the joint states fed before each of them and in
+    all (int [C + 1]), the positions and velocities [J, n_act] float64 of its J joint states in the order fed
+    (velocities zero where a message has none) and whether each carries velocities (bool [J]); the (input kind,
+    message) of its static TF messages and robot descriptions in order (:attr:`LanePlan.prefix`) and the clock
+    inputs fed up to the last of them (tick 0 comes after it: 0 where there is none)."""
+
+    clock_ns: np.ndarray
+    receive_ns: np.ndarray
+    joints_before: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    has_velocity: np.ndarray
+    prefix: list[tuple[str, Any]]
+    prefix_clocks: int
+
+
+def _array_inputs(inputs: BagInputs, core: NodeCore) -> _Inputs | None:
+    """The :class:`_Inputs` of a recording of joint states only, decoded at once
+    (:meth:`~.bag_inputs.BagInputs.joint_state_arrays`, at most :data:`PLAN_MAX_MESSAGES`: each a clock input);
+    None where they cannot be read so or are not whole joint states (module docstring)."""
+    read = inputs.joint_state_arrays(PLAN_MAX_MESSAGES)
     if read is None:
-        return None, feed
-    clock, messages = TickClock(rate, jump_threshold_ns, gap_threshold_ns), []
-    ticks, fed = [], []
-    tf = _TFInputs(core.tf.cache_time, ticks)
-    handlers = {"joint_states": messages.append, "tf": tf.dynamic, "tf_static": tf.early("tf_static"),
-                "robot_description": tf.early("robot_description")}
-    try:
-        for _ in fed_ticks(clock, read, handlers):
-            ticks.append(clock.take())
-            fed.append(len(messages))
-    except (GoAlone, _Unplanned):
-        return None, feed
-    if not tf.inert(core):
-        return None, feed
+        return None
+    clock, receive, groups = read
     n = len(core.joint_positions()[0])
-    has_velocity = [bool(m.velocity.size) for m in messages]
+    positions, velocities = np.zeros((len(clock), n)), np.zeros((len(clock), n))
+    has_velocity = np.zeros(len(clock), dtype=bool)
+    for at, block in groups:
+        if not (block.finite.all() and block.position.shape[1] == n and block.velocity.shape[1] in (0, n)
+                and core.sets_every_joint(block.names)):
+            return None
+        positions[at] = block.position
+        if block.velocity.shape[1]:
+            velocities[at], has_velocity[at] = block.velocity, True
+    return _Inputs(clock, receive, np.arange(len(clock) + 1), positions, velocities, has_velocity, [], 0)
+
+
+def _row_inputs(read: list[list[tuple]], core: NodeCore) -> _Inputs | None:
+    """The :class:`_Inputs` of the blocks ``read`` of a recording whose every message :func:`_fits`; None where its
+    TF inputs are not what a plan holds (:class:`_TFInputs`) or a time leaves int64."""
+    tf = _TFInputs(core.tf.cache_time)
+    clock, receive, joints_before, messages = [], [], [], []
+    prefix_clocks = 0
+    try:
+        for block in read:
+            for kind, _, log_ns, c, m in block:
+                if c is not None:
+                    clock.append(c)
+                    receive.append(log_ns)
+                    joints_before.append(len(messages))
+                if kind == "joint_states":
+                    messages.append(m)
+                elif kind == "tf":
+                    tf.dynamic(m)
+                else:
+                    tf.early(kind, m)
+                    prefix_clocks = len(clock)
+        clock, receive = np.array(clock, dtype=np.int64), np.array(receive, dtype=np.int64)
+    except (_Unplanned, OverflowError):  # OverflowError: a receive time past int64 (the MCAP field is uint64)
+        return None
+    if not tf.inert(core):
+        return None
+    n = len(core.joint_positions()[0])
+    has_velocity = np.array([bool(m.velocity.size) for m in messages], dtype=bool)
     positions = np.stack([m.position for m in messages]) if messages else np.zeros((0, n))
     velocities = np.zeros_like(positions)
-    if any(has_velocity):
+    if has_velocity.any():
         velocities[has_velocity] = [m.velocity for m in messages if m.velocity.size]
-    times, stamps, vel, kinds, rows, measured, dts = [], [], [], [], [], [], []
+    joints_before.append(len(messages))
+    return _Inputs(clock, receive, np.array(joints_before, dtype=np.intp), positions, velocities, has_velocity,
+                   tf.prefix, prefix_clocks)
+
+
+def plan_lane(inputs: BagInputs, blocks: Iterable[list[tuple]], core: NodeCore, rate: float, jump_threshold_ns: int,
+              gap_threshold_ns: int) -> tuple[LanePlan | None, Iterable[list[tuple]]]:
+    """The :class:`LanePlan` of a recording's ``inputs`` (``blocks``: their :meth:`~.bag_inputs.BagInputs.core_blocks`,
+    not yet read) for ``core`` on a clock of ``rate`` Hz and those thresholds (ns), or None when they are not what a
+    plan holds (module docstring) or their time line restarts; with the blocks to feed them message by message (a
+    recording of joint states only is read apart from them: ``blocks`` itself; one with TF is read through them)."""
+    if set(inputs.kinds.values()) == {"joint_states"}:
+        taken, feed = _array_inputs(inputs, core), blocks
+    else:
+        read, feed = _read(blocks, core)
+        taken = None if read is None else _row_inputs(read, core)
+    if taken is None:
+        return None, feed
+    line = line_ticks(taken.clock_ns, taken.receive_ns, rate, jump_threshold_ns, gap_threshold_ns)
+    if line is None:
+        return None, feed
+    ticks, fed = line
+    if ticks and fed[0] < taken.prefix_clocks:  # a static TF message or robot description after tick 0
+        return None, feed
+    joints = taken.joints_before[fed]  # the joint states fed before each tick
+    times = [ns_to_seconds(tick.t_ns) for tick in ticks]  # as the core's pose takes them
+    came = np.diff(joints, prepend=0) > 0  # a joint state came since the previous tick
+    new = np.flatnonzero(came)
+    kinds, dts = np.zeros(len(ticks), dtype=np.int32), np.ones(len(ticks))
     j0 = j1 = math.nan
-    held, vel_measured = 0, False
-    for tick, count in zip(ticks, fed):
-        t = ns_to_seconds(tick.t_ns)  # as the core's pose takes it
-        came = count > held
-        held, kind, dt = count, 0, 1.0
-        if came:
-            j0, j1, kind, dt = next_joint_sample(t, j0, j1)
-            vel_measured = has_velocity[count - 1]
-        times.append(t)
-        stamps.append(None if math.isnan(j1) else j1)
-        vel.append(vel_measured)
-        kinds.append(kind)
-        rows.append(count - 1)
-        measured.append(came and has_velocity[count - 1])
-        dts.append(dt)
-    return LanePlan(ticks, times, stamps, vel, np.array(kinds, dtype=np.int32), np.array(rows, dtype=np.intp),
-                    np.array(measured, dtype=bool), np.array(dts, dtype=np.float64), positions, velocities,
-                    tf.prefix), feed
+    sampled = []  # (sample argument, Δt, stamps after it) of each new sample
+    for k in new.tolist():
+        j0, j1, kind, dt = next_joint_sample(times[k], j0, j1)
+        sampled.append((kind, dt, j1))
+    kinds[new], dts[new] = [s[0] for s in sampled], [s[1] for s in sampled]
+    held = np.cumsum(came) - 1  # per tick, the latest new sample (its number among them; −1: none yet)
+    stamps = [sampled[i][2] if i >= 0 else None for i in held.tolist()]
+    rows = joints - 1
+    measured = np.append(taken.has_velocity, False)[rows]  # row −1 (none yet): False
+    return LanePlan(ticks, times, stamps, measured.tolist(), kinds, rows, came & measured, dts, taken.positions,
+                    taken.velocities, taken.prefix), feed
 
 
 class PlannedSteps:

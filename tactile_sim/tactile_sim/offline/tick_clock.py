@@ -3,12 +3,15 @@ line fall, what a clock input does to the line, and the receive time each tick's
 
 One :class:`TickClock` per recording being replayed; the loop that drives a core asks it what a clock input means
 (:meth:`TickClock.change`), which ticks are due (:meth:`TickClock.due`), and takes the ticks it runs from it
-(:meth:`TickClock.take`). Times are integer nanoseconds.
+(:meth:`TickClock.take`). Times are integer nanoseconds. :func:`line_ticks` gives the ticks of a whole time line
+of known clock inputs at once, as such a loop takes them.
 """
 
 from __future__ import annotations
 
 from typing import Literal, NamedTuple
+
+import numpy as np
 
 from ..io.stamps import NS_PER_S
 
@@ -85,3 +88,41 @@ class TickClock:
         self.k += 1
         self.next_ns = tick_time_ns(self.t0, self.k, self.rate)
         return tick
+
+
+LINE_TICKS_RANGE = 1 << 62
+"""Bound (exclusive) of the times and thresholds :func:`line_ticks` takes (ns): sums of two stay within int64."""
+
+
+def line_ticks(clock_ns: np.ndarray, receive_ns: np.ndarray, rate: float, jump_threshold_ns: int,
+               gap_threshold_ns: int) -> tuple[list[Tick], np.ndarray] | None:
+    """The ticks a :class:`TickClock` of ``rate`` Hz and those thresholds (ns) takes over M clock inputs fed in order
+    (clock_ns: the time each sets, receive_ns: its receive time; int64 [M]) as the loop of
+    :func:`~.lane_plan.fed_ticks` takes them (those due before each input, then those at or before the last clock),
+    with the number of inputs fed before each tick (int [K]); None when the time line restarts (an input steps back
+    beyond the jump threshold or ahead beyond the gap threshold: the loop would raise) or a time or threshold is out
+    of ±:data:`LINE_TICKS_RANGE`. The clock after each input is the largest time so far (a step back within the
+    threshold leaves it), and a tick's receive time is that of the latest input fed before it (:meth:`TickClock.take`).
+    """
+    if not len(clock_ns):
+        return [], np.zeros(0, dtype=np.intp)
+    bound = LINE_TICKS_RANGE
+    if max(jump_threshold_ns, gap_threshold_ns, *(int(x.max()) for x in (clock_ns, receive_ns)),
+           *(-int(x.min()) for x in (clock_ns, receive_ns))) >= bound:
+        return None
+    clock = np.maximum.accumulate(clock_ns)
+    ahead = clock_ns[1:] - clock[:-1]
+    if ((ahead < -jump_threshold_ns) | (ahead > gap_threshold_ns)).any():
+        return None
+    t0, end = int(clock_ns[0]), int(clock[-1])
+    count = int((end - t0) * rate / NS_PER_S) + 2  # one past the last tick at or before the end, or more
+    while tick_time_ns(t0, count - 1, rate) <= end:
+        count *= 2
+    if count * NS_PER_S >= bound or tick_time_ns(t0, count - 1, rate) >= bound:  # each sum below within int64
+        return None
+    t_ns = t0 + np.rint(np.arange(count, dtype=np.int64) * NS_PER_S / rate).astype(np.int64)  # tick_time_ns of each k
+    t_ns = t_ns[:np.searchsorted(t_ns, end, side="right")]
+    fed = np.searchsorted(clock, t_ns, side="right")
+    latest = fed - 1
+    log_ns = np.maximum.accumulate(receive_ns[latest] + (t_ns - clock[latest]))
+    return list(map(Tick, range(len(t_ns)), t_ns.tolist(), log_ns.tolist())), fed
