@@ -637,9 +637,14 @@ class TaxelEncoder(BranchEncoder):
 
         self.setup(message, ("header.stamp", *columns, "valid", "ground_truth"),
                    [(name, a, b, CONTACT_ON if name == "contact" else None) for name, (a, b) in columns.items()])
-        self.sphere_diameter = self.shared("sphere_diameter", lambda: default_sphere_diameter(
-            layout.flat_positions, layout.flat_radius))
         self.profiles = profile_encoders(self.name, self.sensor_type, self.options.link, layout, self.options.outputs)
+
+    @property
+    def sphere_diameter(self) -> float:
+        """Diameter (m) of the taxels' marker spheres: made on the first call (runs that draw no markers never make
+        it), once for the encoders of every env."""
+        return self.shared("sphere_diameter", lambda: default_sphere_diameter(self.layout.flat_positions,
+                                                                               self.layout.flat_radius))
 
     def topics(self, ground_truth):
         return super().topics(ground_truth) + [(p.topic, p.message_type) for p in self.profiles]
