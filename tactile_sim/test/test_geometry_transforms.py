@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from tactile_sim.geometry.transforms import quat_to_matrix, quat_to_matrix_np, scan_finite
+from tactile_sim.geometry.transforms import (quat_to_matrix, quat_to_matrix_np, rpy_to_matrix, rpy_to_matrix_np,
+                                             scan_finite)
 
 
 def test_quarter_turn_about_z_closed_form():
@@ -34,3 +35,34 @@ def test_scan_finite_agrees_with_numpy(bad):
         v = values.copy()
         v[i] = bad
         assert not scan_finite(v) and scan_finite(v) == bool(np.isfinite(v).all())
+
+
+def _uncached_rpy(rpy):
+    return rpy_to_matrix(torch.as_tensor(np.asarray(rpy, dtype=np.float64))).numpy()
+
+
+def test_host_rpy_equals_torch_bit_for_bit_on_repeats():
+    """Angles computed once per process: every call, first or repeated, is the torch formula's bits."""
+    rng = np.random.default_rng(7)
+    angles = [rng.uniform(-4, 4, 3) for _ in range(20)] + [np.zeros(3), np.array([0.0, 1e-300, -2.5])]
+    for rpy in angles * 2:
+        for given in (rpy, list(rpy), tuple(float(a) for a in rpy)):
+            r = rpy_to_matrix_np(given)
+            assert r.dtype == np.float64 and r.shape == (3, 3)
+            assert r.tobytes() == _uncached_rpy(rpy).tobytes()
+
+
+def test_host_rpy_tells_signed_zeros_apart():
+    """-0.0 equals 0.0 as a float, but its matrix has other zero signs: it must not reuse 0.0's."""
+    plus, minus = rpy_to_matrix_np([0.0, 0.0, 0.0]), rpy_to_matrix_np([-0.0, -0.0, -0.0])
+    assert minus.tobytes() == _uncached_rpy([-0.0, -0.0, -0.0]).tobytes() != plus.tobytes()
+    assert rpy_to_matrix_np([0.0, 0.0, 0.0]).tobytes() == _uncached_rpy([0.0, 0.0, 0.0]).tobytes()
+
+
+def test_host_rpy_returns_a_new_writable_array():
+    """A caller may change what it got: the next call still gives the formula's matrix."""
+    first = rpy_to_matrix_np([0.1, 0.2, 0.3])
+    first[:] = 5.0
+    again = rpy_to_matrix_np([0.1, 0.2, 0.3])
+    assert again is not first and again.flags.writeable
+    assert again.tobytes() == _uncached_rpy([0.1, 0.2, 0.3]).tobytes()

@@ -241,6 +241,27 @@ def test_the_encoders_of_every_env_of_a_batch_keep_the_layout_values_of_a_lone_c
     assert [sizes(batch_replay.EnvCore(shared, env, config, params)) for env in range(2)] == [lone, lone]
 
 
+def test_a_batch_makes_the_marker_sphere_size_only_when_asked_and_once_per_sensor(monkeypatch):
+    """A replay draws no markers: building a batch's encoders makes no marker sphere size; asking every env's encoder
+    makes it once per sensor (shared by the envs)."""
+    from tactile_sim.config import load_config
+    from tactile_sim.demo_trajectory import DEMO_CONFIG
+    from tactile_sim.ros import sensor_encoders
+    from tactile_sim.ros.node_params import NodeParams
+
+    made = []
+    real = sensor_encoders.default_sphere_diameter
+    monkeypatch.setattr(sensor_encoders, "default_sphere_diameter", lambda *a: made.append(1) or real(*a))
+    config, params = load_config(DEMO_CONFIG), NodeParams(update_rate=100.0, viz_rate=0.0)
+    shared = batch_replay.SharedSuite(3)
+    cores = [batch_replay.EnvCore(shared, env, config, params) for env in range(3)]
+    assert made == []
+    taxels = [[s.encoder for s in core.schedule if isinstance(s.encoder, sensor_encoders.TaxelEncoder)]
+              for core in cores]
+    sizes = [[e.sphere_diameter for e in encoders] for encoders in taxels]
+    assert len(made) == len(taxels[0]) > 1 and sizes[0] == sizes[1] == sizes[2]
+
+
 def test_a_batchs_branch_copies_write_every_envs_fields_by_rows_as_the_indexed_copy_writes_them(monkeypatch):
     """The values of a batch's branch read reach every env's templates through fields of the memory's rows
     (sensor_encoders.Places: one structured copy) where they are many, with the bytes that the indexed copy of the

@@ -7,6 +7,7 @@ over leading dimensions and work on any torch device/dtype; the ``*_np`` variant
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -63,8 +64,19 @@ def rpy_to_matrix(rpy: torch.Tensor) -> torch.Tensor:
 
 
 def rpy_to_matrix_np(rpy) -> np.ndarray:
-    """NumPy float64 version of :func:`rpy_to_matrix` for a single (roll, pitch, yaw)."""
-    return rpy_to_matrix(torch.as_tensor(np.asarray(rpy, dtype=np.float64))).numpy()
+    """NumPy float64 version of :func:`rpy_to_matrix` for a single (roll, pitch, yaw): a new array, computed once
+    per process for each distinct angles (by their float64 bits: a URDF repeats a few, and is parsed more than
+    once per build)."""
+    angles = np.asarray(rpy, dtype=np.float64)
+    return _rpy_matrix(angles.shape, angles.tobytes()).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _rpy_matrix(shape: tuple[int, ...], bits: bytes) -> np.ndarray:
+    """:func:`rpy_to_matrix` of the float64 angles of ``shape`` whose bytes are ``bits`` (read-only: shared)."""
+    matrix = rpy_to_matrix(torch.from_numpy(np.frombuffer(bits, np.float64).reshape(shape).copy())).numpy()
+    matrix.flags.writeable = False
+    return matrix
 
 
 def quat_to_matrix_np(q) -> np.ndarray:

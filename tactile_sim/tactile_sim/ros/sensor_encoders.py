@@ -371,10 +371,9 @@ class TemplateMemory:
         """(view, indices): ``field``'s values of ``template`` (one of this memory's) are ``view[indices]``; the
         view is of the buffer as elements of the field's dtype (n bytes), from the offset (0 to n − 1) that puts
         the values on elements."""
-        dtype = template.view(field).dtype
-        first = self._start[id(template)] + template.span(field).start
-        at = first + dtype.itemsize * np.arange(template.view(field).size)
-        return self.view(dtype, first % dtype.itemsize), at // dtype.itemsize
+        values = template.view(field)
+        first, size = self._start[id(template)] + template.span(field).start, values.dtype.itemsize
+        return self.view(values.dtype, first % size), np.arange(first // size, first // size + values.size)
 
     def head_start(self, template: CdrTemplate) -> int:
         """Where the room for ``template``'s record head starts in its row (bytes; the template follows it)."""
@@ -545,13 +544,17 @@ class BranchCopy:
         k = batch.branch.channels
         groups: dict[tuple[int, float | None], tuple[np.ndarray, list]] = {}
         flags: tuple[list, list] = ([], [])
+        sources: dict[tuple[int, int, int], np.ndarray] = {}  # (sensor, columns) → its indices in an env's values
         for e in sorted(encoders, key=lambda e: e.env):  # each env's sensors in the same order
             t = e.templates[ground_truth]
-            probes = np.arange(e.rows.start, e.rows.stop)
             for field, first, end, threshold in e.columns:
                 view, at = memory.elements(t, field)
                 _, entries = groups.setdefault((id(view), threshold), (view, []))
-                entries.append((e.env, (probes[:, None] * k + np.arange(first, end)).reshape(-1), at))
+                src = sources.get((e.index, first, end))
+                if src is None:  # the same for the sensor's encoder of every env (read only)
+                    probes = np.arange(e.rows.start, e.rows.stop)
+                    src = sources[e.index, first, end] = (probes[:, None] * k + np.arange(first, end)).reshape(-1)
+                entries.append((e.env, src, at))
             if t.changes("valid"):
                 flags_view, at = memory.elements(t, "valid")
                 flags[0].append((e.env, np.array([e.index])))
@@ -637,9 +640,14 @@ class TaxelEncoder(BranchEncoder):
 
         self.setup(message, ("header.stamp", *columns, "valid", "ground_truth"),
                    [(name, a, b, CONTACT_ON if name == "contact" else None) for name, (a, b) in columns.items()])
-        self.sphere_diameter = self.shared("sphere_diameter", lambda: default_sphere_diameter(
-            layout.flat_positions, layout.flat_radius))
         self.profiles = profile_encoders(self.name, self.sensor_type, self.options.link, layout, self.options.outputs)
+
+    @property
+    def sphere_diameter(self) -> float:
+        """Diameter (m) of the taxels' marker spheres: made on the first call (runs that draw no markers never make
+        it), once for the encoders of every env."""
+        return self.shared("sphere_diameter", lambda: default_sphere_diameter(self.layout.flat_positions,
+                                                                               self.layout.flat_radius))
 
     def topics(self, ground_truth):
         return super().topics(ground_truth) + [(p.topic, p.message_type) for p in self.profiles]
