@@ -499,6 +499,7 @@ class MeasuredBranch:
             flags |= _VALIDITY
         self.transforms = self._crosstalk is not None or self._hysteresis is not None
         self._staged_launches = record(fields, flags) if flags or self.transforms else []
+        self._staged_flags = flags if self._staged_launches else 0
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -557,6 +558,13 @@ class MeasuredBranch:
         self.staging_slots = [(measured, measured) for measured, _ in self.staging_slots]
         self._warm_gt_reads = [(self._gt_views[q % 2], valid) for q, (_, valid) in enumerate(self._warm_gt_reads)]
         return True
+
+    def sensor_writes_ground_truth(self) -> bool:
+        """Whether only the sensor writes the ground-truth staging slots (:meth:`push_staged` writes them only for
+        stage 10, sample validity or fillers; a reset writes zeros): then, as the slots alternate with the parity of
+        the evaluation, a slot holds what the sensor wrote into it two evaluations before (or zeros after a reset),
+        and a sensor that knows where it wrote may clear only there."""
+        return not self._staged_flags & (_LATCH | _VALIDITY | _FILLERS)
 
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation
