@@ -383,9 +383,11 @@ class MeasuredBranch:
         delays = [sp.delay_steps for sp in self.specs]
         jitters = [sp.jitter for sp in self.specs]
         has_jitter = any(j > 0 for j in jitters)
-        # one slot beyond the longest lag: the slot of the next evaluation (staging) is never a visible read; an
-        # even length, so that the phases of the ring are also those of the 2-slot ground truth
-        lag_slots = max(delays) + (1 if has_jitter else 0) + 2
+        # the longest lag plus the latest evaluation: a delayed read never needs the slot that the next evaluation
+        # stages into (that slot may hold the current read, which is overwritten only once the evaluation commits);
+        # an even length, so that the phases of the ring are also those of the 2-slot ground truth. The fewer slots,
+        # the sooner a slot returns: a delay of one evaluation stages into the slot the last read copied (2 slots)
+        lag_slots = max(delays) + (1 if has_jitter else 0) + 1
         self._ring_len = lag_slots + lag_slots % 2
         r = self._ring_len
         self._ring = torch.zeros((r, e, p, k), dtype=self.dtype, device=dev)
@@ -538,7 +540,9 @@ class MeasuredBranch:
     def staging(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(measured, ground truth) buffers ``[E, P, K]`` that the next :meth:`push` commits. A sensor may write its
         raw measured values and its ground truth here, pass the first to :meth:`hardware` (which then works in
-        place) and both to push (which then copies nothing). Neither is a visible read before that push.
+        place) and both to push (which then copies nothing). The ground-truth one is not a visible read before that
+        push; the measured one may be the current delayed read (the ring is one slot longer than the longest lag):
+        read before writing into it.
         The pair is ``staging_slots[(evaluations + 1) % len(staging_slots)]``: a sensor kernel writing into it may
         record one launch per slot instead of rebinding its outputs every evaluation."""
         slots = self.staging_slots
