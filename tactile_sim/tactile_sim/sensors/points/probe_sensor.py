@@ -101,9 +101,11 @@ class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
     (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers (small
     batches: every probe, the kernel writes the reading of a probe out of reach itself; large ones: ``clear`` fills
-    the buffers before the launch, :func:`~.probe_set.kernel_clears`); the branch then runs its stages and commits in
-    one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel, call struct
-    type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
+    the buffers before the launch, :func:`~.probe_set.kernel_clears`, but a listed kernel on the CPU clears the
+    ground truth itself where it wrote into it last time, ``list_clears``); the branch then runs its stages and
+    commits in one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel,
+    call struct type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step
+    inputs."""
 
     kernels: dict = {}
     listed: bool = False
