@@ -237,3 +237,37 @@ def test_a_state_of_non_contiguous_tensors_reads_the_same():
     assert not any(t.is_contiguous() for t in (strided.rot, strided.pos, strided.lin_vel, strided.ang_vel))
     suite.step(strided)
     torch.testing.assert_close(batch.branch.read_ground_truth_batch()[0], expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("sensor_type", ["ContactDepthProbe", "KinematicTaxel"])
+@pytest.mark.parametrize("extra", [{}, {"noise": 1e-4, "probe_gain": 1.1, "delay": 0.02},
+                                   {"probe_radius_noise": 5e-4, "bias": 1e-5}],
+                         ids=["shared", "noise-gain-delay", "radius-noise"])
+def test_a_kernel_that_clears_where_it_listed_reads_as_a_fill(sensor_type, extra, monkeypatch):
+    """A listed kernel filled before the launch (E·P = 3·375) whose ground-truth slots only it writes clears them
+    itself at the points it listed into them last time (one contact list per slot): every read of both branches,
+    over poses that move probes into and out of reach, with a reset of one env between, equals bit for bit that of
+    the same suite with the slots filled before every launch; with fillers (stage 11 writes the ground truth) the
+    batch fills."""
+    from tactile_sim.imperfections.pipeline import MeasuredBranch
+
+    listed = _suite(sensor_type, [extra] * 3, "float32", fillers=False)
+    assert not _suite(sensor_type, [extra] * 3, "float32").batches[0][1].list_clears  # fillers: a fill
+    monkeypatch.setattr(MeasuredBranch, "sensor_writes_ground_truth", lambda self: False)
+    filled = _suite(sensor_type, [extra] * 3, "float32", fillers=False)
+    assert listed.batches[0][1].list_clears and not filled.batches[0][1].list_clears
+    touched = 0
+    for k in range(9):
+        seed = [0, 1, 1, 2, 3, 0, 4, 2, 1][k]
+        for suite in (listed, filled):
+            _state(suite, seed)
+            if k == 5:
+                suite.reset([1])
+        for name in ("s0", "s1", "s2"):
+            for read in ("read", "read_ground_truth"):
+                a, b = (getattr(suite, read)(name) for suite in (listed, filled))
+                a, b = (torch.cat(v, -1) if isinstance(v, tuple) else v for v in (a, b))
+                assert torch.equal(a, b) and torch.equal(a.signbit(), b.signbit()), (k, name, read)
+        touched += int((listed.read_ground_truth("s0")[0] if sensor_type == "KinematicTaxel"
+                        else listed.read_ground_truth("s0")).ne(0).sum())
+    assert touched > 100

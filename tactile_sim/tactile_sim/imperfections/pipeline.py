@@ -383,9 +383,11 @@ class MeasuredBranch:
         delays = [sp.delay_steps for sp in self.specs]
         jitters = [sp.jitter for sp in self.specs]
         has_jitter = any(j > 0 for j in jitters)
-        # one slot beyond the longest lag: the slot of the next evaluation (staging) is never a visible read; an
-        # even length, so that the phases of the ring are also those of the 2-slot ground truth
-        lag_slots = max(delays) + (1 if has_jitter else 0) + 2
+        # the longest lag plus the latest evaluation: a delayed read never needs the slot that the next evaluation
+        # stages into (that slot may hold the current read, which is overwritten only once the evaluation commits);
+        # an even length, so that the phases of the ring are also those of the 2-slot ground truth. The fewer slots,
+        # the sooner a slot returns: a delay of one evaluation stages into the slot the last read copied (2 slots)
+        lag_slots = max(delays) + (1 if has_jitter else 0) + 1
         self._ring_len = lag_slots + lag_slots % 2
         r = self._ring_len
         self._ring = torch.zeros((r, e, p, k), dtype=self.dtype, device=dev)
@@ -499,6 +501,7 @@ class MeasuredBranch:
             flags |= _VALIDITY
         self.transforms = self._crosstalk is not None or self._hysteresis is not None
         self._staged_launches = record(fields, flags) if flags or self.transforms else []
+        self._staged_flags = flags if self._staged_launches else 0
 
     def _slots(self, lag_s: torch.Tensor, counters: torch.Tensor):
         """For lags [B, E, S] at evaluations counters [B]: (slot index [B, 1, E, P, K] for gather on the ring,
@@ -537,7 +540,9 @@ class MeasuredBranch:
     def staging(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(measured, ground truth) buffers ``[E, P, K]`` that the next :meth:`push` commits. A sensor may write its
         raw measured values and its ground truth here, pass the first to :meth:`hardware` (which then works in
-        place) and both to push (which then copies nothing). Neither is a visible read before that push.
+        place) and both to push (which then copies nothing). The ground-truth one is not a visible read before that
+        push; the measured one may be the current delayed read (the ring is one slot longer than the longest lag):
+        read before writing into it.
         The pair is ``staging_slots[(evaluations + 1) % len(staging_slots)]``: a sensor kernel writing into it may
         record one launch per slot instead of rebinding its outputs every evaluation."""
         slots = self.staging_slots
@@ -557,6 +562,13 @@ class MeasuredBranch:
         self.staging_slots = [(measured, measured) for measured, _ in self.staging_slots]
         self._warm_gt_reads = [(self._gt_views[q % 2], valid) for q, (_, valid) in enumerate(self._warm_gt_reads)]
         return True
+
+    def sensor_writes_ground_truth(self) -> bool:
+        """Whether only the sensor writes the ground-truth staging slots (:meth:`push_staged` writes them only for
+        stage 10, sample validity or fillers; a reset writes zeros): then, as the slots alternate with the parity of
+        the evaluation, a slot holds what the sensor wrote into it two evaluations before (or zeros after a reset),
+        and a sensor that knows where it wrote may clear only there."""
+        return not self._staged_flags & (_LATCH | _VALIDITY | _FILLERS)
 
     def hardware(self, x: torch.Tensor) -> torch.Tensor:
         """Stages 5–9: random walk (w += N(0, σ_w²), added), white noise N(0, σ²), bias, quantisation

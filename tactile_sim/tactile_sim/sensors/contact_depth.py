@@ -77,6 +77,7 @@ class ContactDepthProbeBatch(FusedProbeBatch):
 
     sensor_type = "ContactDepthProbe"
     kernels = _DEPTH_KERNELS
+    listed = True
 
     def model_tables(self) -> dict:
         return contact_list_buffers(self.ctx.n_envs, self.probes.n, self.ctx.device, self.ctx.dtype)

@@ -104,21 +104,34 @@ def primitive_query(x: Any, e: int, s: int, cut: Any, world_rot: wp.array2d(dtyp
 def contact_list_fields(dtype: torch.dtype) -> dict:
     """Warp array types of the contact list of a :func:`cell_kernel` with ``listed``, per (env, slot) [E, P]: the
     point (``contact_point``, int32), its nearest shape (``contact_shape``, int32), signed distance
-    (``contact_sd``, m), world normal (``contact_normal``) and world position (``contact_x``, m)."""
+    (``contact_sd``, m), world normal (``contact_normal``) and world position (``contact_x``, m); the length of
+    every block's run (``block_count`` [E, blocks] int32) and ``list_clears`` [1] int32 (1: the kernel clears the
+    list's previous points, :func:`contact_list_slot`)."""
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array2d(dtype=wp.int32)
     return {"contact_point": i32, "contact_shape": i32, "contact_sd": wp.array2d(dtype=f),
-            "contact_normal": wp.array2d(dtype=v), "contact_x": wp.array2d(dtype=v)}
+            "contact_normal": wp.array2d(dtype=v), "contact_x": wp.array2d(dtype=v), "block_count": i32,
+            "list_clears": wp.array(dtype=wp.int32)}
 
 
 def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """Tensors [E, P] (P points; vectors [E, P, 3]) of :func:`contact_list_fields`: scratch the kernel writes before
-    it reads, so they need no initialisation."""
-    ints = {k: torch.empty((n_envs, n_points), dtype=torch.int32, device=device)
-            for k in ("contact_point", "contact_shape")}
-    return {**ints, "contact_sd": torch.empty((n_envs, n_points), dtype=dtype, device=device),
+    """Tensors [E, P] (P points; vectors [E, P, 3]) of :func:`contact_list_fields` but the points and run lengths
+    (:func:`contact_list_slot`) and ``list_clears``: scratch the kernel writes before it reads, so they need no
+    initialisation."""
+    return {"contact_shape": torch.empty((n_envs, n_points), dtype=torch.int32, device=device),
+            "contact_sd": torch.empty((n_envs, n_points), dtype=dtype, device=device),
             **{k: torch.empty((n_envs, n_points, 3), dtype=dtype, device=device)
                for k in ("contact_normal", "contact_x")}}
+
+
+def contact_list_slot(n_envs: int, n_points: int, n_blocks: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The points (``contact_point`` [E, P] int32) and run lengths (``block_count`` [E, blocks] int32, zeros: no
+    point yet) of one contact list. With ``list_clears`` the kernel first writes the reading of a point out of reach
+    (zeros) into ``ground_truth`` at the points the list holds from its previous launch, then lists anew: a
+    ground-truth buffer that nothing else writes between two launches with the same list (one list per buffer)
+    then needs no fill before the launch."""
+    return (torch.empty((n_envs, n_points), dtype=torch.int32, device=device),
+            torch.zeros((n_envs, n_blocks), dtype=torch.int32, device=device))
 
 
 ARRAY_AT_CPP = """    auto at = [](const auto& a, int i) -> auto& {  // a[i] of a 1-d warp array, through its stride
@@ -150,6 +163,25 @@ def listed_model(name: str, call_type, dtype: torch.dtype, body: str):
     model.__annotations__ = {"call": call_type, "tables": tables_type(dtype), "e": int, "link": int,
                              "link_rot": mat, "link_pos": vec, "first": int, "stop": int}
     return wp.func_native(accessors + body)(model)
+
+
+_LISTED_CLEAR_CPP = """
+    // zeros into ground_truth[e, i] (every channel) for the points i of contact-list slots [first, stop), row e
+    const auto& truth = call.ground_truth;
+    char* row = reinterpret_cast<char*>(truth.data) + int64_t(e) * truth.strides[0];
+    const char* points = reinterpret_cast<const char*>(call.contact_point.data)
+                         + int64_t(e) * call.contact_point.strides[0];
+    const int channels = truth.ndim > 2 ? truth.shape[2] : 1;
+    for (int m = first; m < stop; ++m) {
+        const int i = *reinterpret_cast<const int*>(points + int64_t(m) * call.contact_point.strides[1]);
+        auto* value = reinterpret_cast<decltype(truth.data)>(row + int64_t(i) * truth.strides[1]);
+        for (int k = 0; k < channels; ++k) {
+            value[k] = {};
+        }
+    }
+"""
+"""C++ body of the clear of a listed kernel's previous points (:func:`contact_list_slot`): ``ground_truth`` is
+[E, P] of one value per point, or [E, P, K] contiguous in K."""
 
 
 def _listed_cell(dtype: torch.dtype) -> str:
@@ -273,7 +305,9 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
     ``evaluate(call, tables, e, link, link_rot, link_pos, first, stop)`` for the run's slots [first, stop) when it
     holds any — a model evaluated in a loop of its own (e.g. native code) over only the points that found a shape,
     with the same inputs as the per-point call. A cell whose only candidate is a sphere, capsule or plane lists its
-    points in one native call (:func:`_listed_cell`)."""
+    points in one native call (:func:`_listed_cell`). With ``list_clears`` [0] = 1 the thread first writes zeros
+    into ``ground_truth`` at the points of its previous run (``block_count`` [e, block] of them), and stores the
+    new run's length at the end (:func:`contact_list_slot`)."""
 
     if listed:
         scalar, vec, mat = WP_TYPES[dtype]
@@ -287,12 +321,23 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
                                       "plane_g": vec, "slot": int}
         listed_cell = wp.func_native(_listed_cell(dtype))(cell_query)
 
+        def clear_listed(call, e, first, stop): ...
+
+        clear_listed.__name__ = f"{name}_clear_listed"
+        clear_listed.__annotations__ = {"call": call_type, "e": int, "first": int, "stop": int}
+        clear_listed = wp.func_native(_LISTED_CLEAR_CPP)(clear_listed)
+
     def kernel(call, tables):
         e, k = wp.tid()
         g = call.block_group[k]
         link = call.block_link[k]
         first = call.block_first_cell[k]
         stop = first + call.block_cells[k]
+        if wp.static(listed):
+            if call.list_clears[0] != 0:  # the list's previous points back to "out of reach"; no run yet
+                first_slot = call.cell_start[first]
+                clear_listed(call, e, first_slot, first_slot + call.block_count[e, k])
+                call.block_count[e, k] = 0
         if wp.static(clear is not None):
             if call.body_rot.shape[0] * call.local_pos.shape[0] <= KERNEL_CLEAR_LIMIT:
                 clear(call, e, call.cell_start[first], call.cell_stop[stop - 1])  # the block's cells: consecutive
@@ -378,6 +423,8 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
         if wp.static(listed):
             if count > 0:
                 evaluate(call, tables, e, link, rl, ol, first_slot, first_slot + count)
+                if call.list_clears[0] != 0:
+                    call.block_count[e, k] = count
 
     kernel.__name__ = name
     kernel.__annotations__ = {"call": call_type, "tables": tables_type(dtype)}

@@ -18,6 +18,7 @@ from ...imperfections.pipeline import MeasuredBranch
 from ...imperfections.spec import SensorImperfections
 from ...world.state import WorldState
 from ..base import BuildContext, SensorBatch, imperfections_of
+from .cell_kernel import contact_list_slot
 from .probe_set import NO_FIELDS, FusedProbeLaunch, ProbeSensorGeometry, ProbeSet, kernel_clears
 
 
@@ -100,11 +101,16 @@ class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
     (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers (small
     batches: every probe, the kernel writes the reading of a probe out of reach itself; large ones: ``clear`` fills
-    the buffers before the launch, :func:`~.probe_set.kernel_clears`); the branch then runs its stages and commits in
-    one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel, call struct
-    type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step inputs."""
+    the buffers before the launch, :func:`~.probe_set.kernel_clears`, but a listed kernel on the CPU clears the
+    ground truth itself where it wrote into it last time, ``list_clears``); the branch then runs its stages and
+    commits in one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel,
+    call struct type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step
+    inputs."""
 
     kernels: dict = {}
+    listed: bool = False
+    """Whether the kernel is a :func:`~.cell_kernel.cell_kernel` with ``listed`` (its struct has
+    :func:`~.cell_kernel.contact_list_fields`; the batch binds the contact lists)."""
 
     @classmethod
     def launched_kernels(cls, dtype: torch.dtype) -> list:
@@ -115,13 +121,26 @@ class FusedProbeBatch(ProbeSensorBatch):
         # R̃ [E, P]: redrawn per evaluation only when a sensor has radius noise
         self.radius_measured = self.branch.radius(self.probes.radius).contiguous()
         kernel, call_type = self.kernels[ctx.dtype]
-        tables = {"radius": self.probes.radius, "radius_measured": self.radius_measured, "gain": self.branch.gain,
-                  **self.model_tables()}
-        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables,
-                                       outputs=("measured", "ground_truth"))
         self.fill_before = not kernel_clears(ctx.n_envs, self.probes.n)
         # no imperfection: the measured values are the ground truth's (R̃ = R, g = 1), one buffer holds both
         self.branch.share_ground_truth()
+        tables = {"radius": self.probes.radius, "radius_measured": self.radius_measured, "gain": self.branch.gain,
+                  **self.model_tables()}
+        outputs = ("measured", "ground_truth")
+        # a listed kernel (CPU, filled before the launch) whose ground-truth slots only it writes clears them itself
+        # where it wrote last time: one contact list per slot (:func:`.cell_kernel.contact_list_slot`)
+        self.list_clears = False
+        self._lists: dict[int, tuple[torch.Tensor, ...]] = {}
+        if self.listed:
+            self.list_clears = (self.fill_before and ctx.device.type == "cpu"
+                                and self.branch.sensor_writes_ground_truth())
+            shared = contact_list_slot(ctx.n_envs, self.probes.n, self.probes.n_blocks, ctx.device)
+            self._lists = {id(gt): contact_list_slot(ctx.n_envs, self.probes.n, self.probes.n_blocks, ctx.device)
+                           if self.list_clears else shared for _, gt in self.branch.staging_slots}
+            tables["list_clears"] = torch.full((1,), int(self.list_clears), dtype=torch.int32, device=ctx.device)
+            outputs += ("contact_point", "block_count")
+        self.launch = FusedProbeLaunch(self.probes, ctx.query, ctx.n_envs, kernel, call_type, self.cutoff, tables,
+                                       outputs=outputs)
 
     def model_tables(self) -> dict:
         """Per-probe tensors of the model bound into the kernel at build (none by default)."""
@@ -134,10 +153,12 @@ class FusedProbeBatch(ProbeSensorBatch):
     def clear(self, measured: torch.Tensor, ground_truth: torch.Tensor) -> None:
         """Fill the staging buffers ``[E, P, K]`` (one tensor when the branch shares its slots,
         :meth:`MeasuredBranch.share_ground_truth`) with the reading of a probe out of reach (zeros by default; what
-        the kernel's clear writes) — large batches only (:func:`~.probe_set.kernel_clears`)."""
-        measured.zero_()
-        if ground_truth is not measured:
+        the kernel's clear writes) — large batches only (:func:`~.probe_set.kernel_clears`); with ``list_clears``
+        the kernel clears the ground-truth buffer (and the measured one when they are one)."""
+        if not self.list_clears:
             ground_truth.zero_()
+        if measured is not ground_truth:
+            measured.zero_()
 
     def evaluate(self, state: WorldState) -> None:
         self.draw_radius()
@@ -146,5 +167,7 @@ class FusedProbeBatch(ProbeSensorBatch):
         staging = branch.staging()
         if self.fill_before:
             self.clear(*staging)
+        if self._lists:
+            staging = staging + self._lists[id(staging[1])]
         self.launch(state, self.step_inputs(state), staging)
         branch.push_staged()
