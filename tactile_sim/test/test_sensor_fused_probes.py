@@ -198,17 +198,17 @@ def test_contact_probe_matches_the_signed_overlap_and_latch(dtype):
 
 @pytest.mark.parametrize("first, kernel_clears", [(200, True), (300, False)])
 def test_delayed_reads_cycle_through_every_staging_slot(first, kernel_clears):
-    """A delay of 9 evaluations cycles the staging buffers through lcm(11, 2) = 22 (ring slot, ground-truth slot)
-    pairs — more than the launches recorded one per pair (MAX_OUTPUT_SETS), so some are served by rebinding — and
-    every probe of every slot is written (0 out of reach; by the kernel itself for E·P = 3·275, by a fill before the
-    launch for 3·375): each delayed measured read (gain 1, no noise) is the ground truth of 9 evaluations before,
-    exactly, whatever the slot held."""
+    """A delay of 9 evaluations cycles the staging buffers through 10 (ring slot, ground-truth slot) pairs (the lag
+    plus one slot, even) — more than the launches recorded one per pair (MAX_OUTPUT_SETS), so some are served by
+    rebinding — and every probe of every slot is written (0 out of reach; by the kernel itself for E·P = 3·275, by a
+    fill before the launch for 3·375): each delayed measured read (gain 1, no noise) is the ground truth of 9
+    evaluations before, exactly, whatever the slot held."""
     from tactile_sim.sensors.warp_launch import MAX_OUTPUT_SETS
 
     delay = 9
     suite = _suite("ContactDepthProbe", [{"delay": delay * 0.01}] * 3, "float64", first)
     batch = suite.batches[0][1]
-    assert 2 * (delay + 2) > MAX_OUTPUT_SETS and batch.fill_before is not kernel_clears
+    assert len(batch.branch.staging_slots) == delay + 1 > MAX_OUTPUT_SETS and batch.fill_before is not kernel_clears
     truths = []
     for k in range(3 * (delay + 2)):
         _state(suite, k % 5)  # poses that move probes into and out of reach
