@@ -10,9 +10,9 @@ are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed
 
 Messages are read one at a time (bounded memory), or, for a replay that only hands its inputs to a core
 (:meth:`BagInputs.core_blocks`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
-at once into rows instead of message objects, and handed out a block at a time; or, the joint states of a
-recording of nothing else that a batched replay plans (:mod:`.lane_plan`), all at once into arrays
-(:meth:`BagInputs.joint_state_arrays`). A bag that cannot be opened, lacks the needed topics, has them with other
+at once into rows instead of message objects, and handed out a block at a time; or, for a batched replay that
+plans a recording (:mod:`.lane_plan`), all at once, its joint states and ``/tf`` messages into arrays
+(:meth:`BagInputs.input_arrays`). A bag that cannot be opened, lacks the needed topics, has them with other
 types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off file) raises
 :class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
 """
@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from ..io.bag import BagReader
-from ..io.input_cdr import JointStateArrays, JointStateDecoder, JointStateRow, TFMessageDecoder, TFRow
+from ..io.input_cdr import JointStateArrays, JointStateDecoder, JointStateRow, TFArrays, TFMessageDecoder, TFRow
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
@@ -58,6 +58,24 @@ def _joint_state_time(log_ns: int, msg: Any) -> int:
 def _newest_transform_time(log_ns: int, msg: Any) -> int | None:
     stamps = tf_stamps_ns(msg)
     return max(stamps) if stamps else None
+
+
+class InputArrays(NamedTuple):
+    """The M input messages of a bag read at once (:meth:`BagInputs.input_arrays`), in receive order: the input kind
+    of each (list [M]), their receive times (int64 [M], ns), whether each sets the clock (bool [M]) and the clock
+    time of each that does (int64 [C], ns, as :meth:`BagInputs.events` gives it); the J joint states decoded a group
+    per message size: (where its messages are among the joint states, int [m]; their
+    :class:`~..io.input_cdr.JointStateArrays`); the ``/tf`` messages, of one size and layout, decoded at once
+    (:class:`~..io.input_cdr.TFArrays`; None: none); and (where among the M, kind, message) of each other input
+    (static TF messages, robot descriptions) as :meth:`BagInputs.core_blocks` gives it."""
+
+    kinds: list[str]
+    receive_ns: np.ndarray
+    is_clock: np.ndarray
+    clock_ns: np.ndarray
+    joint_states: list[tuple[np.ndarray, JointStateArrays]]
+    tf: TFArrays | None
+    early: list[tuple[int, str, Any]]
 
 
 class BagInputError(ValueError):
@@ -197,46 +215,89 @@ class BagInputs:
             if len(block) < INPUT_BLOCK:
                 return
 
-    def joint_state_arrays(
-            self, limit: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, JointStateArrays]]] | None:
-        """For inputs of joint states only: the clock time and the receive time of each of their M messages in
-        receive order (int64 [M] each, ns; the clock time as :meth:`events` gives it: the header stamp or the receive
-        time) and the messages decoded at once, a group per message size: (where its messages are in that order,
-        int [m]; their :class:`~..io.input_cdr.JointStateArrays`). None where :meth:`core_blocks` would not give every message as a
-        :class:`~..io.input_cdr.JointStateRow` (other inputs, a message that does not agree with the layout of its
-        group's first, or whose bytes the library does not decode), where reading fails, or for more than ``limit``
-        messages."""
-        decoder = self.reader.decoders.get(JOINT_STATE)
-        if decoder is None or set(self.kinds.values()) != {"joint_states"}:
+    def input_arrays(self, limit: int) -> InputArrays | None:
+        """The inputs read at once (:class:`InputArrays`), at most ``limit`` messages, with decoders of their own (the
+        reader's are left as they are for :meth:`core_blocks`). None where the inputs have no joint states (under
+        the header clock), more than ``limit`` messages, or ``/tf`` messages not all of one size and of the first
+        one's layout; where :meth:`core_blocks` would not give every joint state as a
+        :class:`~..io.input_cdr.JointStateRow` (a message that does not agree with the layout of the first of its
+        size, or whose bytes the library does not decode) or would decode a static TF message other than alone or
+        with those of its block and size (one of the ``/tf`` messages' size, or one it decodes alone); or where
+        reading or decoding fails."""
+        if self.clock == "header" and self.clock_kind != "joint_states":
             return None
-        receive, datas = [], []
+        decoders = {name: type(decoder)() for name, decoder in self.reader.decoders.items()}
+        joint_decoder = decoders.get(JOINT_STATE)
+        if joint_decoder is None or "joint_states" not in self.kinds.values():
+            return None
+        items = []
         try:
-            for _, _, log_ns, data in self.reader.raw_messages(self.kinds):
-                receive.append(log_ns)
-                datas.append(data)
-                if len(datas) > limit:
+            for item in self.reader.raw_messages(self.kinds):
+                items.append(item)
+                if len(items) > limit:
                     return None
-        except Exception:  # noqa: BLE001 - damaged data surfaces as many exception types; core_blocks reports it
-            return None
-        try:
-            receive = np.array(receive, dtype=np.int64)
-        except OverflowError:  # a receive time past int64 (the MCAP field is uint64)
-            return None
-        clock = receive.copy()
-        sizes = np.fromiter(map(len, datas), np.int64, len(datas))
+            receive = np.array([log_ns for _, _, log_ns, _ in items], dtype=np.int64)
+        except Exception:  # noqa: BLE001 - damaged data (many exception types; core_blocks reports it) or a receive
+            return None  # time past int64 (OverflowError: the MCAP field is uint64)
+        kinds = [self.kinds[topic] for topic, _, _, _ in items]
+        joints = [data for (_, _, _, data), kind in zip(items, kinds) if kind == "joint_states"]
+        tf = [data for (_, _, _, data), kind in zip(items, kinds) if kind == "tf"]
+        sizes = np.fromiter(map(len, joints), np.int64, len(joints))
         groups = []
-        for size in np.unique(sizes).tolist():
-            at = np.flatnonzero(sizes == size)
-            try:
-                block = decoder.decode_arrays([datas[i] for i in at.tolist()])
-            except ValueError:
-                return None
-            if block is None or not block.agree.all():
-                return None
-            if self.clock == "header":
+        try:
+            for size in np.unique(sizes).tolist():
+                at = np.flatnonzero(sizes == size)
+                block = joint_decoder.decode_arrays([joints[i] for i in at.tolist()])
+                if block is None or not block.agree.all():
+                    return None
+                groups.append((at, block))
+            tf_block = None
+            if tf:
+                tf_decoder = decoders.get(TF_MESSAGE)
+                if tf_decoder is None or len(set(map(len, tf))) > 1:
+                    return None
+                tf_block = tf_decoder.decode_arrays(tf)
+                if tf_block is None or not tf_block.agree.all():
+                    return None
+        except ValueError:
+            return None
+        early = self._early_inputs(decoders, items, kinds, len(tf[0]) if tf else None)
+        if early is None:
+            return None
+        if self.clock == "receive":
+            is_clock, clock = np.ones(len(items), dtype=bool), receive
+        else:  # the joint states' header stamps
+            is_clock, clock = np.array([kind == "joint_states" for kind in kinds], dtype=bool), \
+                np.zeros(len(joints), dtype=np.int64)
+            for at, block in groups:
                 clock[at] = block.stamps_ns
-            groups.append((at, block))
-        return clock, receive, groups
+        return InputArrays(kinds, receive, is_clock, clock, groups, tf_block, early)
+
+    def _early_inputs(self, decoders: dict[str, JointStateDecoder | TFMessageDecoder],
+                      items: list[tuple[str, str, int, bytes]], kinds: list[str],
+                      tf_size: int | None) -> list[tuple[int, str, Any]] | None:
+        """(where among ``items``, kind, message) of the static TF messages and robot descriptions of ``items``
+        (:meth:`~..io.bag.BagReader.raw_messages` of the inputs, of those ``kinds``), decoded by ``decoders`` as
+        :meth:`core_blocks` decodes them (a block of :data:`INPUT_BLOCK` at a time: :func:`block_rows`); None where
+        it would not decode them so (a static TF message of ``tf_size``, the ``/tf`` messages' size, or one it would
+        decode alone) or one does not decode."""
+        where = [i for i, kind in enumerate(kinds) if kind not in ("joint_states", "tf")]
+        early = []
+        by_block: dict[int, list[int]] = {}
+        for i in where:
+            if items[i][1] in decoders and len(items[i][3]) == tf_size:
+                return None
+            by_block.setdefault(i // INPUT_BLOCK, []).append(i)
+        for at in by_block.values():
+            for i, row in zip(at, block_rows(decoders, [items[i] for i in at])):
+                _, msgtype, _, data = items[i]
+                if row is None and msgtype in decoders:
+                    return None
+                try:
+                    early.append((i, kinds[i], self.reader.decode(msgtype, data) if row is None else row))
+                except Exception:  # noqa: BLE001 - as a message that does not decode in core_blocks
+                    return None
+        return early
 
     def _stopped(self, count: int, last_ns: int | None, exc: Exception) -> BagInputError:
         """The error of reading that stopped at ``exc`` after ``count`` input messages (the last received at
