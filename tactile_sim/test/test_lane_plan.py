@@ -290,6 +290,16 @@ def seconds_too_old(oldest_ns: int, newest_ns: int, cache: float, f64: bool = Fa
     return bool(oldest_ns / NS < newest_ns / NS - cache)
 
 
+def test_reading_the_arrays_leaves_the_readers_decoders_as_they_were(tf_batch):
+    """(core_blocks then decodes as without them: the layouts it keeps, and so which rows share them.)"""
+    tmp, suite, cores = tf_batch
+    inputs = BagInputs(open_bag(write_bag(tmp / "decoders", one_layout(np.random.default_rng(16), 40))))
+    state = {name: dict(vars(decoder)) for name, decoder in inputs.reader.decoders.items()}
+    assert inputs.input_arrays(PLAN_MAX_MESSAGES) is not None
+    assert all(vars(decoder)[field] is value for name, decoder in inputs.reader.decoders.items()
+               for field, value in state[name].items())
+
+
 @pytest.mark.parametrize("base, old", [(20 * NS, None), (1_700_000_000_123_456_789, True),
                                        (1_234_567_890_987_654_321, False)])
 def test_tf_ages_at_the_edge_of_the_buffer_window_are_judged_as_the_rows_judge_them(tf_batch, base, old, monkeypatch):

@@ -216,20 +216,17 @@ class BagInputs:
                 return
 
     def input_arrays(self, limit: int) -> InputArrays | None:
-        """The inputs read at once (:class:`InputArrays`), at most ``limit`` messages, with decoders of their own (the
-        reader's are left as they are for :meth:`core_blocks`). None where the inputs have no joint states (under
-        the header clock), more than ``limit`` messages, or ``/tf`` messages not all of one size and of the first
-        one's layout; where :meth:`core_blocks` would not give every joint state as a
-        :class:`~..io.input_cdr.JointStateRow` (a message that does not agree with the layout of the first of its
-        size, or whose bytes the library does not decode) or would decode a static TF message other than alone or
-        with those of its block and size (one of the ``/tf`` messages' size, or one it decodes alone); or where
-        reading or decoding fails."""
-        if self.clock == "header" and self.clock_kind != "joint_states":
+        """The inputs read at once (:class:`InputArrays`), with decoders of their own (the reader's are left as they
+        are for :meth:`core_blocks`). None where there are no joint states or more than ``limit`` messages; where
+        reading or decoding fails; where :meth:`core_blocks` would not give every joint state as a
+        :class:`~..io.input_cdr.JointStateRow` (one that does not agree with the layout of the first of its size, or
+        whose bytes the library does not decode); where the ``/tf`` messages are not all of one size and of the first
+        one's layout; and where a static TF message is of their size or one that :meth:`core_blocks` decodes
+        alone."""
+        if "joint_states" not in self.kinds.values() or JOINT_STATE not in self.reader.decoders:
             return None
         decoders = {name: type(decoder)() for name, decoder in self.reader.decoders.items()}
-        joint_decoder = decoders.get(JOINT_STATE)
-        if joint_decoder is None or "joint_states" not in self.kinds.values():
-            return None
+        joint_decoder = decoders[JOINT_STATE]
         items = []
         try:
             for item in self.reader.raw_messages(self.kinds):
@@ -242,23 +239,20 @@ class BagInputs:
         kinds = [self.kinds[topic] for topic, _, _, _ in items]
         joints = [data for (_, _, _, data), kind in zip(items, kinds) if kind == "joint_states"]
         tf = [data for (_, _, _, data), kind in zip(items, kinds) if kind == "tf"]
+        if tf and (TF_MESSAGE not in decoders or len(set(map(len, tf))) > 1):
+            return None
         sizes = np.fromiter(map(len, joints), np.int64, len(joints))
         groups = []
         try:
+            tf_block = decoders[TF_MESSAGE].decode_arrays(tf) if tf else None
+            if tf and (tf_block is None or not tf_block.agree.all()):
+                return None
             for size in np.unique(sizes).tolist():
                 at = np.flatnonzero(sizes == size)
                 block = joint_decoder.decode_arrays([joints[i] for i in at.tolist()])
                 if block is None or not block.agree.all():
                     return None
                 groups.append((at, block))
-            tf_block = None
-            if tf:
-                tf_decoder = decoders.get(TF_MESSAGE)
-                if tf_decoder is None or len(set(map(len, tf))) > 1:
-                    return None
-                tf_block = tf_decoder.decode_arrays(tf)
-                if tf_block is None or not tf_block.agree.all():
-                    return None
         except ValueError:
             return None
         early = self._early_inputs(decoders, items, kinds, len(tf[0]) if tf else None)
