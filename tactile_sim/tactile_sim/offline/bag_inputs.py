@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -38,6 +39,8 @@ CLOCKS: tuple[str, ...] = ("header", "receive")
 
 EXPECTED_TYPES = {"joint_states": JOINT_STATE, "tf": TF_MESSAGE, "tf_static": TF_MESSAGE, "robot_description": STRING}
 """Input kind → the message type its topic must carry."""
+KINDS = tuple(EXPECTED_TYPES)
+"""The input kinds (:meth:`BagInputs.input_arrays` numbers them by their place here)."""
 
 
 INPUT_BLOCK = 256
@@ -61,19 +64,20 @@ def _newest_transform_time(log_ns: int, msg: Any) -> int | None:
 
 
 class InputArrays(NamedTuple):
-    """The M input messages of a bag read at once (:meth:`BagInputs.input_arrays`), in receive order: the input kind
-    of each (list [M]), their receive times (int64 [M], ns), whether each sets the clock (bool [M]) and the clock
-    time of each that does (int64 [C], ns, as :meth:`BagInputs.events` gives it); the J joint states decoded a group
-    per message size: (where its messages are among the joint states, int [m]; their
-    :class:`~..io.input_cdr.JointStateArrays`); the ``/tf`` messages, of one size and layout, decoded at once
-    (:class:`~..io.input_cdr.TFArrays`; None: none); and (where among the M, kind, message) of each other input
-    (static TF messages, robot descriptions) as :meth:`BagInputs.core_blocks` gives it."""
+    """The M input messages of a bag read at once (:meth:`BagInputs.input_arrays`), in receive order: their receive
+    times (int64 [M], ns), whether each sets the clock (bool [M]) and the clock time of each that does (int64 [C],
+    ns, as :meth:`BagInputs.events` gives it); whether each is a joint state (bool [M]) and the J joint states decoded
+    a group per message size: (where its messages are among the joint states, int [m]; their
+    :class:`~..io.input_cdr.JointStateArrays`); where the ``/tf`` messages are (int [T]) and they, of one size and
+    layout, decoded at once (:class:`~..io.input_cdr.TFArrays`; None: none); and (where among the M, kind, message)
+    of each other input (static TF messages, robot descriptions) as :meth:`BagInputs.core_blocks` gives it."""
 
-    kinds: list[str]
     receive_ns: np.ndarray
     is_clock: np.ndarray
     clock_ns: np.ndarray
+    is_joint: np.ndarray
     joint_states: list[tuple[np.ndarray, JointStateArrays]]
+    tf_at: np.ndarray
     tf: TFArrays | None
     early: list[tuple[int, str, Any]]
 
@@ -227,20 +231,21 @@ class BagInputs:
             return None
         decoders = {name: type(decoder)() for name, decoder in self.reader.decoders.items()}
         joint_decoder = decoders[JOINT_STATE]
-        items = []
         try:
-            for item in self.reader.raw_messages(self.kinds):
-                items.append(item)
-                if len(items) > limit:
-                    return None
-            receive = np.array([log_ns for _, _, log_ns, _ in items], dtype=np.int64)
+            items = list(islice(self.reader.raw_messages(self.kinds), limit + 1))
+            if len(items) > limit:
+                return None
+            topics, _, receive, datas = zip(*items) if items else ((), (), (), ())
+            receive = np.array(receive, dtype=np.int64)
         except Exception:  # noqa: BLE001 - damaged data (many exception types; core_blocks reports it) or a receive
             return None  # time past int64 (OverflowError: the MCAP field is uint64)
-        kinds = [self.kinds[topic] for topic, _, _, _ in items]
-        joints = [data for (_, _, _, data), kind in zip(items, kinds) if kind == "joint_states"]
-        tf = [data for (_, _, _, data), kind in zip(items, kinds) if kind == "tf"]
+        kind_of = {topic: KINDS.index(kind) for topic, kind in self.kinds.items()}
+        kinds = np.fromiter(map(kind_of.__getitem__, topics), np.int8, len(topics))
+        is_joint, tf_at = kinds == KINDS.index("joint_states"), np.flatnonzero(kinds == KINDS.index("tf"))
+        tf = [datas[i] for i in tf_at.tolist()]
         if tf and (TF_MESSAGE not in decoders or len(set(map(len, tf))) > 1):
             return None
+        joints = list(datas) if is_joint.all() else [datas[i] for i in np.flatnonzero(is_joint).tolist()]
         sizes = np.fromiter(map(len, joints), np.int64, len(joints))
         groups = []
         try:
@@ -255,40 +260,39 @@ class BagInputs:
                 groups.append((at, block))
         except ValueError:
             return None
-        early = self._early_inputs(decoders, items, kinds, len(tf[0]) if tf else None)
+        early = self._early_inputs(decoders, items, np.flatnonzero(~is_joint & (kinds != KINDS.index("tf"))),
+                                   len(tf[0]) if tf else None)
         if early is None:
             return None
         if self.clock == "receive":
             is_clock, clock = np.ones(len(items), dtype=bool), receive
         else:  # the joint states' header stamps
-            is_clock, clock = np.array([kind == "joint_states" for kind in kinds], dtype=bool), \
-                np.zeros(len(joints), dtype=np.int64)
+            is_clock, clock = is_joint, np.zeros(len(joints), dtype=np.int64)
             for at, block in groups:
                 clock[at] = block.stamps_ns
-        return InputArrays(kinds, receive, is_clock, clock, groups, tf_block, early)
+        return InputArrays(receive, is_clock, clock, is_joint, groups, tf_at, tf_block, early)
 
     def _early_inputs(self, decoders: dict[str, JointStateDecoder | TFMessageDecoder],
-                      items: list[tuple[str, str, int, bytes]], kinds: list[str],
+                      items: list[tuple[str, str, int, bytes]], where: np.ndarray,
                       tf_size: int | None) -> list[tuple[int, str, Any]] | None:
         """(where among ``items``, kind, message) of the static TF messages and robot descriptions of ``items``
-        (:meth:`~..io.bag.BagReader.raw_messages` of the inputs, of those ``kinds``), decoded by ``decoders`` as
+        (:meth:`~..io.bag.BagReader.raw_messages` of the inputs; those at ``where``), decoded by ``decoders`` as
         :meth:`core_blocks` decodes them (a block of :data:`INPUT_BLOCK` at a time: :func:`block_rows`); None where
         it would not decode them so (a static TF message of ``tf_size``, the ``/tf`` messages' size, or one it would
         decode alone) or one does not decode."""
-        where = [i for i, kind in enumerate(kinds) if kind not in ("joint_states", "tf")]
         early = []
         by_block: dict[int, list[int]] = {}
-        for i in where:
+        for i in where.tolist():
             if items[i][1] in decoders and len(items[i][3]) == tf_size:
                 return None
             by_block.setdefault(i // INPUT_BLOCK, []).append(i)
         for at in by_block.values():
             for i, row in zip(at, block_rows(decoders, [items[i] for i in at])):
-                _, msgtype, _, data = items[i]
+                topic, msgtype, _, data = items[i]
                 if row is None and msgtype in decoders:
                     return None
                 try:
-                    early.append((i, kinds[i], self.reader.decode(msgtype, data) if row is None else row))
+                    early.append((i, self.kinds[topic], self.reader.decode(msgtype, data) if row is None else row))
                 except Exception:  # noqa: BLE001 - as a message that does not decode in core_blocks
                     return None
         return early

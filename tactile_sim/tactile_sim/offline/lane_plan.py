@@ -282,7 +282,7 @@ def _array_inputs(inputs: BagInputs, core: NodeCore) -> _Inputs | None:
         if block.velocity.shape[1]:
             velocities[at], has_velocity[at] = block.velocity, True
     tf = _TFInputs(core.tf.cache_time)
-    first_tf = read.kinds.index("tf") if read.tf is not None else len(read.kinds)
+    first_tf = read.tf_at[0] if len(read.tf_at) else len(read.is_joint)
     try:
         for i, kind, message in read.early:
             if i > first_tf:  # (_TFInputs.early refuses it)
@@ -294,8 +294,7 @@ def _array_inputs(inputs: BagInputs, core: NodeCore) -> _Inputs | None:
         return None
     if set(inputs.kinds.values()) != {"joint_states"} and not tf.inert(core):  # (joint states only: no TF inputs)
         return None
-    is_joint = np.array([kind == "joint_states" for kind in read.kinds], dtype=bool)
-    joints_before = np.append((np.cumsum(is_joint) - is_joint)[read.is_clock], count)
+    joints_before = np.append((np.cumsum(read.is_joint) - read.is_joint)[read.is_clock], count)
     prefix_clocks = int(np.count_nonzero(read.is_clock[:read.early[-1][0] + 1])) if read.early else 0
     return _Inputs(read.clock_ns, read.receive_ns[read.is_clock], joints_before, positions, velocities, has_velocity,
                    tf.prefix, prefix_clocks)
