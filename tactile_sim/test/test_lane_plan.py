@@ -22,10 +22,11 @@ from helpers_offline import run_cli, write_bag
 from helpers_ros import joint_state_msg, tf_msg
 from tactile_sim.demo_trajectory import JOINT_NAMES
 from tactile_sim.io.input_cdr import DecodedTFMessage, TFRow
-from tactile_sim.offline import batch_replay
-from tactile_sim.offline.bag_inputs import BagInputs, open_bag
+from tactile_sim.io.stamps import time_msg_from_ns
+from tactile_sim.offline import batch_replay, lane_plan
+from tactile_sim.offline.bag_inputs import INPUT_BLOCK, BagInputs, open_bag
 from tactile_sim.offline.corpus import _config
-from tactile_sim.offline.lane_plan import GoAlone, PlannedSteps, fed_ticks, plan_lane
+from tactile_sim.offline.lane_plan import PLAN_MAX_MESSAGES, GoAlone, PlannedSteps, fed_ticks, plan_lane
 from tactile_sim.offline.tick_clock import LINE_TICKS_RANGE, TickClock, line_ticks
 from tactile_sim.ros.node_params import NodeParams
 from test_bag_core_events import damaged_bag
@@ -101,6 +102,63 @@ def with_tf(rng, n: int):
             items.append(("/tf", receive - 1_000_000 * (m - j), link_tf(rng, subset, t, (0.0, 0.0, 0.01, 0.03))))
         items.append((topic, receive, msg))
     return items
+
+
+def one_layout(rng, n: int):
+    """The demo's inputs with random values, one ``/tf`` layout throughout: the static transforms (world →
+    base_link, and the fixed joints' in some recordings), then :func:`adversarial`'s joint states, each with zero to
+    two /tf messages received just before or after it, every one of the link transforms that are not static and
+    world → camera in one order, stamped the joint state's or up to 30 ms back."""
+    fixed_static = rng.random() < 0.5
+    edges = MOVABLE + (() if fixed_static else FIXED) + (("world", "camera"),)
+    items = [statics(*(FIXED if fixed_static else ()), receive=ns(4.9))]
+    for topic, receive, msg in adversarial(rng, n):
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        after = rng.random() < 0.5
+        tfs = [("/tf", receive + (1 if after else -1) * 1_000_000 * (j + 1), link_tf(rng, edges, t, (0.0, 0.01, 0.03)))
+               for j in range(int(rng.integers(0, 3)))]
+        items += [(topic, receive, msg), *tfs] if after else [*tfs[::-1], (topic, receive, msg)]
+    return items
+
+
+def tf_ns(edges, stamps_ns):
+    """A /tf message of identity transforms of ``edges``, stamped ``stamps_ns`` (ns each)."""
+    msg = tf_msg(*((parent, child, (0.0, 0.0, 0.0), IDENTITY, 0.0) for parent, child in edges))
+    for tr, stamp in zip(msg.transforms, stamps_ns):
+        tr.header.stamp = time_msg_from_ns(stamp)
+    return msg
+
+
+@pytest.fixture
+def row_reads(monkeypatch):
+    """A list that grows by one whenever ``plan_lane`` reads a recording through as rows (its array path refused
+    it)."""
+    calls, read = [], lane_plan._read
+    monkeypatch.setattr(lane_plan, "_read", lambda blocks, core: calls.append(None) or read(blocks, core))
+    return calls
+
+
+def plan_of(bag, clock, core):
+    inputs = BagInputs(open_bag(bag), clock=clock)
+    return plan_lane(inputs, inputs.core_blocks(), core, RATE, JUMP, GAP)[0]
+
+
+def plan_bits(plan):
+    """Every field of a LanePlan (None: none) as exact values: arrays as their dtype, shape and bytes, floats by repr,
+    the prefix messages by their fields."""
+    if plan is None:
+        return None
+    out = []
+    for name, value in zip(plan._fields, plan):
+        if isinstance(value, np.ndarray):
+            out.append((name, value.dtype.str, value.shape, value.tobytes()))
+        elif name == "prefix":
+            out.append((name, [(kind, type(m).__name__, (m.stamps_ns, m.parents, m.children, m.values.tobytes(),
+                                                          repr(m.norms)) if type(m) is TFRow else repr(m))
+                               for kind, m in value]))
+        else:
+            out.append((name, repr(value)))
+    return out
 
 
 def lanes_of(cores, bags, plan):
@@ -205,18 +263,120 @@ def test_recordings_with_link_transforms_stage_what_the_per_message_path_stages(
     assert got == expected
 
 
+@pytest.mark.parametrize("seed", [12, 13, 14])
+def test_recordings_of_one_tf_layout_are_planned_from_arrays_as_from_their_rows(tf_batch, seed, row_reads,
+                                                                                 monkeypatch):
+    tmp, suite, cores = tf_batch
+    rng = np.random.default_rng(seed)
+    bags = [(write_bag(tmp / f"one{seed}_{k}", one_layout(rng, int(rng.integers(20, 300)))),
+             "receive" if k == 5 else "header") for k in range(6)]
+    expected = per_message(suite, cores, bags)
+    assert not any(core.stats.dropped for core in cores)
+    got = planned(suite, cores, bags)
+    assert row_reads == []  # every recording planned from its arrays
+    assert len(got) == len(expected) > 20
+    assert got == expected
+    arrays = [plan_bits(plan_of(bag, clock, core)) for core, (bag, clock) in zip(cores, bags)]
+    monkeypatch.setattr(lane_plan, "_array_inputs", lambda inputs, core: None)
+    assert arrays == [plan_bits(plan_of(bag, clock, core)) for core, (bag, clock) in zip(cores, bags)]
+    assert len(row_reads) == 6
+
+
+def seconds_too_old(oldest_ns: int, newest_ns: int, cache: float, f64: bool = False) -> bool:
+    """Whether a stamp is older than the newest by more than ``cache`` s as the TF buffer compares seconds: those
+    of the integer ns exactly rounded (or, ``f64``, of the ns as float64 first)."""
+    if f64:
+        oldest_ns, newest_ns = np.float64(oldest_ns), np.float64(newest_ns)
+    return bool(oldest_ns / NS < newest_ns / NS - cache)
+
+
+def test_reading_the_arrays_leaves_the_readers_decoders_as_they_were(tf_batch):
+    """(core_blocks then decodes as without them: the layouts it keeps, and so which rows share them.)"""
+    tmp, suite, cores = tf_batch
+    inputs = BagInputs(open_bag(write_bag(tmp / "decoders", one_layout(np.random.default_rng(16), 40))))
+    state = {name: dict(vars(decoder)) for name, decoder in inputs.reader.decoders.items()}
+    assert inputs.input_arrays(PLAN_MAX_MESSAGES) is not None
+    assert all(vars(decoder)[field] is value for name, decoder in inputs.reader.decoders.items()
+               for field, value in state[name].items())
+
+
+@pytest.mark.parametrize("base, old", [(20 * NS, None), (1_700_000_000_123_456_789, True),
+                                       (1_234_567_890_987_654_321, False)])
+def test_tf_ages_at_the_edge_of_the_buffer_window_are_judged_as_the_rows_judge_them(tf_batch, base, old, monkeypatch):
+    """Message 15's oldest transform 1 ns before, at and after the window's edge behind the newest stamp before it;
+    for stamps past 2⁵³ ns, where its seconds from float64 ns round otherwise than from the integers (``old``: too
+    old by the integers' seconds, not by the others', or the other way round)."""
+    tmp, suite, cores = tf_batch
+    cache, cache_ns = cores[0].tf.cache_time, round(cores[0].tf.cache_time * NS)
+    newest = base + 14 * 10_000_000
+    offsets, expected = [-1, 0, 1], [False, True, True]  # planned: none too old (1 ns past the edge, it is)
+    if old is not None:
+        d = next(d for d in range(-1000, 1000) if seconds_too_old(newest - cache_ns + d, newest, cache) is old and
+                 seconds_too_old(newest - cache_ns + d, newest, cache, f64=True) is not old)
+        offsets, expected = [d], [not old]
+    outcomes = []
+    for d in offsets:
+        items = [statics()]
+        for k in range(30):
+            t = 20.0 + 0.01 * k
+            stamps = [base + 10_000_000 * k] * 3
+            if k == 15:
+                stamps[1] = newest - cache_ns + d
+            items += [("/joint_states", ns(t), joint_state_msg([0.0, 0.01, 0.01], stamp=t)),
+                      ("/tf", ns(t), tf_ns(MOVABLE, stamps))]
+        bag = write_bag(tmp / f"edge_{base}_{d}", items)
+        monkeypatch.undo()
+        reads = []
+        monkeypatch.setattr(lane_plan, "_read", lambda blocks, core, read=lane_plan._read: reads.append(None) or
+                            read(blocks, core))
+        got = plan_bits(plan_of(bag, "header", cores[0]))
+        assert len(reads) == (got is None)  # a plan from the arrays, else the rows refused it too
+        monkeypatch.setattr(lane_plan, "_array_inputs", lambda inputs, core: None)
+        assert got == plan_bits(plan_of(bag, "header", cores[0]))
+        outcomes.append(got is not None)
+    assert outcomes == expected
+
+def test_static_messages_of_more_than_a_block_are_taken_from_arrays_as_from_their_rows(tf_batch, row_reads,
+                                                                                        monkeypatch):
+    """300 static TF messages of one size first, those of the first block of rows in one layout, the others in
+    another: the rows decode those of each block at once, each block in its first message's layout."""
+    tmp, suite, cores = tf_batch
+    rng = np.random.default_rng(15)
+    items = [("/tf_static", 0, tf_msg(("world", "base_link", (0.0, 0.0, 0.1), IDENTITY, 0.0),
+                                      ("world", camera, (0.0, 0.0, 0.0), IDENTITY, 0.0)))
+             for camera in ["camera_a"] * INPUT_BLOCK + ["camera_b"] * 44]
+    for k in range(40):
+        t = 20.0 + 0.01 * k
+        items += [("/joint_states", ns(t), joint_state_msg(rng.uniform(0, 0.04, 3), stamp=t)),
+                  ("/tf", ns(t), link_tf(rng, MOVABLE + FIXED, t))]
+    bag = write_bag(tmp / "statics", items)
+    got = plan_of(bag, "header", cores[0])
+    assert got is not None and len(got.ticks) > 20 and row_reads == []
+    assert [type(m) for _, m in got.prefix] == [TFRow] * (INPUT_BLOCK + 44)
+    monkeypatch.setattr(lane_plan, "_array_inputs", lambda inputs, core: None)
+    assert plan_bits(got) == plan_bits(plan_of(bag, "header", cores[0]))
+
+
 TF_CASES = ["late_static", "static_after_tf", "moving_root", "second_parent", "too_old", "nan", "nan_alone",
-            "not_unit", "not_unit_alone", "too_many", "too_many_static", "static_link", "loop", "no_root", "restart",
-            "empty", "other_frame"]
-PLANNED = ("empty", "other_frame")
+            "not_unit", "not_unit_alone", "too_many", "too_many_every", "too_many_static", "static_link", "loop",
+            "no_root", "restart", "empty", "other_frame", "renamed", "static_of_tf_size", "short_quat"]
+PLANNED = ("empty", "other_frame", "renamed", "static_of_tf_size")
 """Cases that change nothing a lane sees."""
-DROPPING = ("second_parent", "too_old", "nan", "nan_alone", "not_unit", "not_unit_alone", "too_many", "too_many_static",
-            "static_link", "loop")
+DROPPING = ("second_parent", "too_old", "nan", "nan_alone", "not_unit", "not_unit_alone", "short_quat", "too_many",
+            "too_many_every", "too_many_static", "static_link", "loop")
 """Cases whose TF inputs the core drops (counts, logs)."""
+FROM_ARRAYS = ("late_static", "restart")
+"""Cases whose inputs the array path of a plan takes (their ticks then refuse a plan); it leaves every other case to
+the rows: /tf messages of several sizes or layouts, or of no transform, a static TF message after a /tf message or of
+the /tf messages' size, any /tf message that the rows would not plan."""
+UNREAD = ("moving_root", "second_parent", "nan_alone", "not_unit_alone", "too_many", "empty", "other_frame", "renamed",
+          "static_of_tf_size")
+"""Cases whose inputs ``BagInputs.input_arrays`` does not read at once: /tf messages of several sizes or layouts, a
+static TF message of their size."""
 
 
 @pytest.mark.parametrize("case", TF_CASES)
-def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch, case):
+def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch, case, row_reads):
     tmp, suite, cores = tf_batch
     rng = np.random.default_rng(TF_CASES.index(case))
     items = [statics(("palm", "finger_left")) if case == "static_link" else
@@ -257,14 +417,30 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         del items[0]
     elif case == "restart":  # the joint states' time line jumps back
         items[42] = ("/joint_states", ns(20.2), joint_state_msg([0.0, 0.01, 0.01], stamp=19.5))
+    elif case == "too_many_every":  # /tf messages of one layout
+        items = [item if item[0] != "/tf" else (item[0], item[1], link_tf(rng, MOVABLE * 334, item[1] / NS))
+                 for item in items]
+    elif case == "renamed":  # a /tf message of the others' size and offsets but a frame outside the robot
+        items[15] = ("/tf", ns(20.07) - 1000, link_tf(rng, MOVABLE[:2] + (("palm", "finger_rigxt"),), 20.07))
+    elif case == "short_quat":  # a row of its block
+        items[15] = ("/tf", ns(20.07) - 1000, tf_msg(*((parent, child, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.99), 20.07)
+                                                       for parent, child in MOVABLE)))
+    elif case == "static_of_tf_size":  # a plan all the same
+        items[0] = ("/tf_static", 0, tf_msg(*((parent, child, (0.0, 0.0, 0.1), IDENTITY, 0.0) for parent, child in
+                                              (("world", "base_link"), ("world", "camera_a"), ("world", "camera_b")))))
     elif case == "empty":  # a plan all the same: these change nothing
         items.insert(15, ("/tf", ns(20.07) - 500, tf_msg()))
         items.insert(0, ("/tf", 0, tf_msg()))
     bag = write_bag(tmp / f"no_plan_{case}", items)
-    if case in ("nan", "not_unit", "not_unit_alone"):  # its odd message decoded with the others of its block, or alone
+    if case in ("renamed", "static_of_tf_size"):  # one size
+        topics = ["/tf", "/tf_static"] if case == "static_of_tf_size" else ["/tf"]
+        assert len({len(data) for _, _, _, data in open_bag(bag).raw_messages(topics)}) == 1
+    if case in ("nan", "not_unit", "not_unit_alone", "short_quat", "renamed"):  # its odd message decoded with the
+        # others of its block, or alone
         odd = [type(m) for block in BagInputs(open_bag(bag)).core_blocks() for kind, _, log_ns, _, m in block
                if log_ns == ns(20.07) - 1000]
-        assert odd == [DecodedTFMessage if case == "not_unit_alone" else TFRow]
+        assert odd == [DecodedTFMessage if case in ("not_unit_alone", "renamed") else TFRow]
+    assert (BagInputs(open_bag(bag)).input_arrays(PLAN_MAX_MESSAGES) is None) is (case in UNREAD)
     fed = []
     for plan in (True, False):  # with a plan asked for, fed message by message from the messages it read
         suite.rewind()
@@ -272,6 +448,7 @@ def test_recordings_whose_tf_could_change_what_a_lane_sees_get_no_plan(tf_batch,
         lane = lanes_of(cores[:1], [(bag, "header")], plan)[0]
         assert not plan or lane.follow_plan() is (case in PLANNED)
         assert (lane.plan is not None) is (plan and case in PLANNED)
+        assert len(row_reads) == (case not in FROM_ARRAYS)
         fed.append([])
         while (tick := lane.next_tick()) is not None:
             fed[-1].append((tick, lane.core.pose(tick.t_ns), lane.core.joint_positions()[1].tobytes()))

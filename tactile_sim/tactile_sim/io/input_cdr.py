@@ -21,8 +21,9 @@ A replay reads many messages of one publisher at once: ``decode_block`` of eithe
 of equal size and decodes every one that agrees with the first message's layout (the bytes that fix the layout are
 one array comparison for the whole block) into plain rows, their values one array for the block, without building
 message objects (:class:`JointStateRow`, :class:`TFRow`); each row is what ``decode`` of that message holds, bit for
-bit. ``JointStateDecoder.decode_arrays`` gives the same block as arrays, without a row per message
-(:class:`JointStateArrays`: a replay that plans a recording of joint states reads them all at once).
+bit. ``decode_arrays`` of either decoder gives the same block as arrays, without a row per message
+(:class:`JointStateArrays`, :class:`TFArrays`: a replay that plans a recording reads its joint states and ``/tf``
+messages all at once).
 """
 
 from __future__ import annotations
@@ -81,6 +82,22 @@ class TFRow(NamedTuple):
     children: tuple[str, ...]
     values: np.ndarray
     norms: list[float] | None
+
+
+class TFArrays(NamedTuple):
+    """m TFMessages of one size decoded at once in the first one's layout of n transforms
+    (:meth:`TFMessageDecoder.decode_arrays`): whether each agrees with that layout (bool [m]; the others' values are
+    not theirs), the header stamps (int64 [m, n], ns), the TF names of the parents and children of the layout, values
+    [m, n, 7] float64 (as :class:`TFRow`'s), whether every value of a message is finite (bool [m]) and the norms of
+    the quaternions [m, n] float64 (those of :class:`TFRow`, of the finite messages that agree; 0 for the others)."""
+
+    agree: np.ndarray
+    stamps_ns: np.ndarray
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    values: np.ndarray
+    finite: np.ndarray
+    norms: np.ndarray
 
 
 def block_bytes(datas: list[bytes]) -> tuple[bytes, np.ndarray]:
@@ -434,22 +451,30 @@ class TFMessageDecoder(_LittleEndianDecoder):
         """A :class:`TFRow` of each message of ``datas`` (CDR, every one of the same size) that agrees with the first
         one's little-endian layout, None for the others (decode those one by one); ValueError when the first ends
         early (as :meth:`decode`)."""
+        block = self.decode_arrays(datas)
+        if block is None:
+            return [None] * len(datas)
+        parents, children = block.parents, block.children
+        return [TFRow(s, parents, children, v, n if fin else None) if good else None
+                for good, s, v, n, fin in zip(block.agree.tolist(), block.stamps_ns.tolist(), block.values,
+                                              block.norms.tolist(), block.finite.tolist())]
+
+    def decode_arrays(self, datas: list[bytes]) -> TFArrays | None:
+        """The messages ``datas`` (CDR, every one of the same size) as arrays, in the first one's little-endian layout
+        (None for big-endian or too short bytes): the rows of :meth:`decode_block` are those of the messages that
+        agree with it; ValueError when the first ends early (as :meth:`decode`)."""
         layout = _block_layout(self, datas)
         if layout is None:
-            return [None] * len(datas)
+            return None
         blob, block = block_bytes(datas)
         ok = agreeing(block, layout.columns)
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
-        stamps = _stamps_ns(block[:, layout.sec_at], block[:, layout.nanosec_at]).tolist()
         finite = np.isfinite(values).all(axis=(1, 2))
         # norms of the finite rows of this layout only: the bytes of another layout read as its values may be any
         # double, and a huge one overflows when squared (zeros in the other rows, in the same strides: same bits)
         quats = np.where((ok & finite)[:, None, None], values, 0.0)[:, :, 3:]
-        norms = np.sqrt(np.vecdot(quats, quats)).tolist()
-        ok, finite = ok.tolist(), finite.tolist()
-        parents, children = layout.parents, layout.children
-        return [TFRow(s, parents, children, v, n if fin else None) if good else None
-                for good, s, v, n, fin in zip(ok, stamps, values, norms, finite)]
+        return TFArrays(ok, _stamps_ns(block[:, layout.sec_at], block[:, layout.nanosec_at]), layout.parents,
+                        layout.children, values, finite, np.sqrt(np.vecdot(quats, quats)))
 
     @staticmethod
     def _walk(data: bytes, count: int) -> _TFLayout:

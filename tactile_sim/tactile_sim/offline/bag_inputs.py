@@ -10,9 +10,9 @@ are left out, and a bag with neither joint states nor ``/tf`` cannot be replayed
 
 Messages are read one at a time (bounded memory), or, for a replay that only hands its inputs to a core
 (:meth:`BagInputs.core_blocks`), :data:`INPUT_BLOCK` at a time, their joint states and TF messages decoded a block
-at once into rows instead of message objects, and handed out a block at a time; or, the joint states of a
-recording of nothing else that a batched replay plans (:mod:`.lane_plan`), all at once into arrays
-(:meth:`BagInputs.joint_state_arrays`). A bag that cannot be opened, lacks the needed topics, has them with other
+at once into rows instead of message objects, and handed out a block at a time; or, for a batched replay that
+plans a recording (:mod:`.lane_plan`), all at once, its joint states and ``/tf`` messages into arrays
+(:meth:`BagInputs.input_arrays`). A bag that cannot be opened, lacks the needed topics, has them with other
 types, has unstamped clock messages under the header clock, or cannot be read on (a damaged or cut-off file) raises
 :class:`BagInputError` naming the bag, the topic and, mid-way, the last good time.
 """
@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from itertools import islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from ..io.bag import BagReader
-from ..io.input_cdr import JointStateArrays, JointStateDecoder, JointStateRow, TFMessageDecoder, TFRow
+from ..io.input_cdr import JointStateArrays, JointStateDecoder, JointStateRow, TFArrays, TFMessageDecoder, TFRow
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
@@ -38,6 +39,8 @@ CLOCKS: tuple[str, ...] = ("header", "receive")
 
 EXPECTED_TYPES = {"joint_states": JOINT_STATE, "tf": TF_MESSAGE, "tf_static": TF_MESSAGE, "robot_description": STRING}
 """Input kind → the message type its topic must carry."""
+KINDS = tuple(EXPECTED_TYPES)
+"""The input kinds (:meth:`BagInputs.input_arrays` numbers them by their place here)."""
 
 
 INPUT_BLOCK = 256
@@ -58,6 +61,25 @@ def _joint_state_time(log_ns: int, msg: Any) -> int:
 def _newest_transform_time(log_ns: int, msg: Any) -> int | None:
     stamps = tf_stamps_ns(msg)
     return max(stamps) if stamps else None
+
+
+class InputArrays(NamedTuple):
+    """The M input messages of a bag read at once (:meth:`BagInputs.input_arrays`), in receive order: their receive
+    times (int64 [M], ns), whether each sets the clock (bool [M]) and the clock time of each that does (int64 [C],
+    ns, as :meth:`BagInputs.events` gives it); whether each is a joint state (bool [M]) and the J joint states decoded
+    a group per message size: (where its messages are among the joint states, int [m]; their
+    :class:`~..io.input_cdr.JointStateArrays`); where the ``/tf`` messages are (int [T]) and they, of one size and
+    layout, decoded at once (:class:`~..io.input_cdr.TFArrays`; None: none); and (where among the M, kind, message)
+    of each other input (static TF messages, robot descriptions) as :meth:`BagInputs.core_blocks` gives it."""
+
+    receive_ns: np.ndarray
+    is_clock: np.ndarray
+    clock_ns: np.ndarray
+    is_joint: np.ndarray
+    joint_states: list[tuple[np.ndarray, JointStateArrays]]
+    tf_at: np.ndarray
+    tf: TFArrays | None
+    early: list[tuple[int, str, Any]]
 
 
 class BagInputError(ValueError):
@@ -197,46 +219,83 @@ class BagInputs:
             if len(block) < INPUT_BLOCK:
                 return
 
-    def joint_state_arrays(
-            self, limit: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, JointStateArrays]]] | None:
-        """For inputs of joint states only: the clock time and the receive time of each of their M messages in
-        receive order (int64 [M] each, ns; the clock time as :meth:`events` gives it: the header stamp or the receive
-        time) and the messages decoded at once, a group per message size: (where its messages are in that order,
-        int [m]; their :class:`~..io.input_cdr.JointStateArrays`). None where :meth:`core_blocks` would not give every message as a
-        :class:`~..io.input_cdr.JointStateRow` (other inputs, a message that does not agree with the layout of its
-        group's first, or whose bytes the library does not decode), where reading fails, or for more than ``limit``
-        messages."""
-        decoder = self.reader.decoders.get(JOINT_STATE)
-        if decoder is None or set(self.kinds.values()) != {"joint_states"}:
+    def input_arrays(self, limit: int) -> InputArrays | None:
+        """The inputs read at once (:class:`InputArrays`), with decoders of their own (the reader's are left as they
+        are for :meth:`core_blocks`). None where there are no joint states or more than ``limit`` messages; where
+        reading or decoding fails; where :meth:`core_blocks` would not give every joint state as a
+        :class:`~..io.input_cdr.JointStateRow` (one that does not agree with the layout of the first of its size, or
+        whose bytes the library does not decode); where the ``/tf`` messages are not all of one size and of the first
+        one's layout; and where a static TF message is of their size or one that :meth:`core_blocks` decodes
+        alone."""
+        if "joint_states" not in self.kinds.values() or JOINT_STATE not in self.reader.decoders:
             return None
-        receive, datas = [], []
+        decoders = {name: type(decoder)() for name, decoder in self.reader.decoders.items()}
+        joint_decoder = decoders[JOINT_STATE]
         try:
-            for _, _, log_ns, data in self.reader.raw_messages(self.kinds):
-                receive.append(log_ns)
-                datas.append(data)
-                if len(datas) > limit:
-                    return None
-        except Exception:  # noqa: BLE001 - damaged data surfaces as many exception types; core_blocks reports it
-            return None
-        try:
+            items = list(islice(self.reader.raw_messages(self.kinds), limit + 1))
+            if len(items) > limit:
+                return None
+            topics, _, receive, datas = zip(*items) if items else ((), (), (), ())
             receive = np.array(receive, dtype=np.int64)
-        except OverflowError:  # a receive time past int64 (the MCAP field is uint64)
+        except Exception:  # noqa: BLE001 - damaged data (many exception types; core_blocks reports it) or a receive
+            return None  # time past int64 (OverflowError: the MCAP field is uint64)
+        kind_of = {topic: KINDS.index(kind) for topic, kind in self.kinds.items()}
+        kinds = np.fromiter(map(kind_of.__getitem__, topics), np.int8, len(topics))
+        is_joint, tf_at = kinds == KINDS.index("joint_states"), np.flatnonzero(kinds == KINDS.index("tf"))
+        tf = [datas[i] for i in tf_at.tolist()]
+        if tf and (TF_MESSAGE not in decoders or len(set(map(len, tf))) > 1):
             return None
-        clock = receive.copy()
-        sizes = np.fromiter(map(len, datas), np.int64, len(datas))
+        joints = list(datas) if is_joint.all() else [datas[i] for i in np.flatnonzero(is_joint).tolist()]
+        sizes = np.fromiter(map(len, joints), np.int64, len(joints))
         groups = []
-        for size in np.unique(sizes).tolist():
-            at = np.flatnonzero(sizes == size)
-            try:
-                block = decoder.decode_arrays([datas[i] for i in at.tolist()])
-            except ValueError:
+        try:
+            tf_block = decoders[TF_MESSAGE].decode_arrays(tf) if tf else None
+            if tf and (tf_block is None or not tf_block.agree.all()):
                 return None
-            if block is None or not block.agree.all():
-                return None
-            if self.clock == "header":
+            for size in np.unique(sizes).tolist():
+                at = np.flatnonzero(sizes == size)
+                block = joint_decoder.decode_arrays([joints[i] for i in at.tolist()])
+                if block is None or not block.agree.all():
+                    return None
+                groups.append((at, block))
+        except ValueError:
+            return None
+        early = self._early_inputs(decoders, items, np.flatnonzero(~is_joint & (kinds != KINDS.index("tf"))),
+                                   len(tf[0]) if tf else None)
+        if early is None:
+            return None
+        if self.clock == "receive":
+            is_clock, clock = np.ones(len(items), dtype=bool), receive
+        else:  # the joint states' header stamps
+            is_clock, clock = is_joint, np.zeros(len(joints), dtype=np.int64)
+            for at, block in groups:
                 clock[at] = block.stamps_ns
-            groups.append((at, block))
-        return clock, receive, groups
+        return InputArrays(receive, is_clock, clock, is_joint, groups, tf_at, tf_block, early)
+
+    def _early_inputs(self, decoders: dict[str, JointStateDecoder | TFMessageDecoder],
+                      items: list[tuple[str, str, int, bytes]], where: np.ndarray,
+                      tf_size: int | None) -> list[tuple[int, str, Any]] | None:
+        """(where among ``items``, kind, message) of the static TF messages and robot descriptions of ``items``
+        (:meth:`~..io.bag.BagReader.raw_messages` of the inputs; those at ``where``), decoded by ``decoders`` as
+        :meth:`core_blocks` decodes them (a block of :data:`INPUT_BLOCK` at a time: :func:`block_rows`); None where
+        it would not decode them so (a static TF message of ``tf_size``, the ``/tf`` messages' size, or one it would
+        decode alone) or one does not decode."""
+        early = []
+        by_block: dict[int, list[int]] = {}
+        for i in where.tolist():
+            if items[i][1] in decoders and len(items[i][3]) == tf_size:
+                return None
+            by_block.setdefault(i // INPUT_BLOCK, []).append(i)
+        for at in by_block.values():
+            for i, row in zip(at, block_rows(decoders, [items[i] for i in at])):
+                topic, msgtype, _, data = items[i]
+                if row is None and msgtype in decoders:
+                    return None
+                try:
+                    early.append((i, self.kinds[topic], self.reader.decode(msgtype, data) if row is None else row))
+                except Exception:  # noqa: BLE001 - as a message that does not decode in core_blocks
+                    return None
+        return early
 
     def _stopped(self, count: int, last_ns: int | None, exc: Exception) -> BagInputError:
         """The error of reading that stopped at ``exc`` after ``count`` input messages (the last received at

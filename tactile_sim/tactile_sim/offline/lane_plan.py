@@ -12,14 +12,15 @@ front, and on ``/tf`` transforms that the TF buffer stores every one of (finite,
 frame refused) and that are not on the chain of the root link's pose (link transforms: a world lane poses links by
 forward kinematics), which is then the same static pose at every tick (:class:`_TFInputs`).
 
-:func:`plan_lane` reads such a recording through up front into :class:`_Inputs` (a recording of joint states only
-decoded at once into arrays: :meth:`~.bag_inputs.BagInputs.joint_state_arrays`; one with TF as the rows of
-:meth:`~.bag_inputs.BagInputs.core_blocks`), takes its ticks at once (:func:`~.tick_clock.line_ticks`: where
-:func:`fed_ticks` would take them, with the clock inputs fed before each) and counts the joint states fed before each
-tick (:class:`LanePlan`); :class:`PlannedSteps` then stages the joint samples and launch arguments of every planned
-lane of a suite step in one indexed copy each, as the lanes' cores and world lanes would one by one
-(:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and Δt). Anything else is fed message by
-message.
+:func:`plan_lane` reads such a recording through up front into :class:`_Inputs`: decoded at once into arrays
+(:meth:`~.bag_inputs.BagInputs.input_arrays`: its joint states, and its ``/tf`` messages where they have one size
+and layout, as ``robot_state_publisher`` sends them, checked all at once: :meth:`_TFInputs.dynamic_block`), or,
+where that refuses a recording with TF, as the rows of :meth:`~.bag_inputs.BagInputs.core_blocks`; takes its ticks
+at once (:func:`~.tick_clock.line_ticks`: where :func:`fed_ticks` would take them, with the clock inputs fed before
+each) and counts the joint states fed before each tick (:class:`LanePlan`); :class:`PlannedSteps` then stages the
+joint samples and launch arguments of every planned lane of a suite step in one indexed copy each, as the lanes'
+cores and world lanes would one by one (:func:`~..world.motion.next_joint_sample`: the stamps, sample argument and
+Δt). Anything else is fed message by message.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.input_cdr import JointStateRow, TFRow
+from ..io.input_cdr import JointStateRow, TFArrays, TFRow
 from ..io.stamps import NS_PER_S, ns_to_seconds
 from ..ros.inputs import decode_tf_batch, tf_stamps_ns, tf_transform_count
 from ..ros.node_core import MAX_TRANSFORMS_PER_MESSAGE, NodeCore
@@ -158,6 +159,13 @@ class _Unplanned(Exception):
     """A recording's TF inputs are not what a plan holds (:class:`_TFInputs`)."""
 
 
+def _too_old(oldest: Any, newest: Any, cache_time: float) -> Any:
+    """Whether a ``/tf`` message whose oldest stamp is ``oldest`` s is too old to be stored in a TF buffer of
+    ``cache_time`` s whose newest stamp is ``newest`` s (as :class:`~..world.tf_buffer.TFBuffer` compares seconds;
+    floats or arrays of them)."""
+    return oldest < newest - cache_time
+
+
 class _TFInputs:
     """The TF inputs of a recording that :func:`_fits`, taken in the order fed: the static TF messages and robot
     descriptions (:attr:`prefix`: (kind, message) in order; each before every ``/tf`` transform, and, which
@@ -187,9 +195,26 @@ class _TFInputs:
         if type(m) is not TFRow or type(last) is not TFRow or m.parents is not last.parents or \
                 m.children is not last.children:
             self._layouts.append(m)
-        if min(stamps) / NS_PER_S < self._newest - self._cache_time:  # as TFBuffer compares seconds
+        if _too_old(min(stamps) / NS_PER_S, self._newest, self._cache_time):
             raise _Unplanned
         self._newest = max(self._newest, max(stamps) / NS_PER_S)
+
+    def dynamic_block(self, block: TFArrays) -> None:
+        """Take the m ``/tf`` messages of ``block`` (one layout of at least one transform, in the order fed; the last
+        ``/tf`` inputs taken) as :func:`_fits` and :meth:`dynamic` take each: the first through :meth:`dynamic`, the
+        others checked at once: every value finite and the quaternions unit (by the largest and the smallest norm;
+        those of a message that is not finite are 0), none too old (by the same float seconds: ns / NS_PER_S of
+        Python ints, exactly rounded)."""
+        if not 0 < len(block.parents) <= MAX_TRANSFORMS_PER_MESSAGE or \
+                not unit_norms([float(block.norms.max()), float(block.norms.min())]):
+            raise _Unplanned
+        oldest = [ns / NS_PER_S for ns in block.stamps_ns.min(axis=1).tolist()]
+        newest = [ns / NS_PER_S for ns in block.stamps_ns.max(axis=1).tolist()]
+        self.dynamic(TFRow(block.stamps_ns[0].tolist(), block.parents, block.children, block.values[0],
+                           block.norms[0].tolist()))
+        before = np.maximum.accumulate([self._newest, *newest[1:-1]])  # the newest before each later message
+        if _too_old(np.array(oldest[1:]), before[:len(oldest) - 1], self._cache_time).any():
+            raise _Unplanned
 
     def inert(self, core: NodeCore) -> bool:
         """Whether the ``/tf`` transforms change nothing that ``core``'s world lane reads (it poses links by forward
@@ -238,24 +263,41 @@ class _Inputs(NamedTuple):
 
 
 def _array_inputs(inputs: BagInputs, core: NodeCore) -> _Inputs | None:
-    """The :class:`_Inputs` of a recording of joint states only, decoded at once
-    (:meth:`~.bag_inputs.BagInputs.joint_state_arrays`, at most :data:`PLAN_MAX_MESSAGES`: each a clock input);
-    None where they cannot be read so or are not whole joint states (module docstring)."""
-    read = inputs.joint_state_arrays(PLAN_MAX_MESSAGES)
+    """The :class:`_Inputs` of a recording read at once (:meth:`~.bag_inputs.BagInputs.input_arrays`, at most
+    :data:`PLAN_MAX_MESSAGES`): its joint states and ``/tf`` messages as arrays, checked as :func:`_fits` and
+    :class:`_TFInputs` check each (:meth:`_TFInputs.dynamic_block`); None where they cannot be read so or any check
+    fails (a recording with TF is then read through as rows: :func:`_row_inputs` decides)."""
+    read = inputs.input_arrays(PLAN_MAX_MESSAGES)
     if read is None:
         return None
-    clock, receive, groups = read
+    count = sum(len(at) for at, _ in read.joint_states)
     n = len(core.joint_positions()[0])
-    positions, velocities = np.zeros((len(clock), n)), np.zeros((len(clock), n))
-    has_velocity = np.zeros(len(clock), dtype=bool)
-    for at, block in groups:
+    positions, velocities = np.zeros((count, n)), np.zeros((count, n))
+    has_velocity = np.zeros(count, dtype=bool)
+    for at, block in read.joint_states:
         if not (block.finite.all() and block.position.shape[1] == n and block.velocity.shape[1] in (0, n)
                 and core.sets_every_joint(block.names)):
             return None
         positions[at] = block.position
         if block.velocity.shape[1]:
             velocities[at], has_velocity[at] = block.velocity, True
-    return _Inputs(clock, receive, np.arange(len(clock) + 1), positions, velocities, has_velocity, [], 0)
+    tf = _TFInputs(core.tf.cache_time)
+    first_tf = read.tf_at[0] if len(read.tf_at) else len(read.is_joint)
+    try:
+        for i, kind, message in read.early:
+            if i > first_tf:  # (_TFInputs.early refuses it)
+                return None
+            tf.early(kind, message)
+        if read.tf is not None:
+            tf.dynamic_block(read.tf)
+    except _Unplanned:
+        return None
+    if set(inputs.kinds.values()) != {"joint_states"} and not tf.inert(core):  # (joint states only: no TF inputs)
+        return None
+    joints_before = np.append((np.cumsum(read.is_joint) - read.is_joint)[read.is_clock], count)
+    prefix_clocks = int(np.count_nonzero(read.is_clock[:read.early[-1][0] + 1])) if read.early else 0
+    return _Inputs(read.clock_ns, read.receive_ns[read.is_clock], joints_before, positions, velocities, has_velocity,
+                   tf.prefix, prefix_clocks)
 
 
 def _row_inputs(read: list[list[tuple]], core: NodeCore) -> _Inputs | None:
@@ -299,10 +341,10 @@ def plan_lane(inputs: BagInputs, blocks: Iterable[list[tuple]], core: NodeCore, 
     """The :class:`LanePlan` of a recording's ``inputs`` (``blocks``: their :meth:`~.bag_inputs.BagInputs.core_blocks`,
     not yet read) for ``core`` on a clock of ``rate`` Hz and those thresholds (ns), or None when they are not what a
     plan holds (module docstring) or their time line restarts; with the blocks to feed them message by message (a
-    recording of joint states only is read apart from them: ``blocks`` itself; one with TF is read through them)."""
-    if set(inputs.kinds.values()) == {"joint_states"}:
-        taken, feed = _array_inputs(inputs, core), blocks
-    else:
+    recording read at once as arrays is read apart from them: ``blocks`` itself; one with TF that is not, through
+    them)."""
+    taken, feed = _array_inputs(inputs, core), blocks
+    if taken is None and set(inputs.kinds.values()) != {"joint_states"}:
         read, feed = _read(blocks, core)
         taken = None if read is None else _row_inputs(read, core)
     if taken is None:
