@@ -248,9 +248,13 @@ def test_a_kernel_that_clears_where_it_listed_reads_as_a_fill(sensor_type, extra
     itself at the points it listed into them last time (one contact list per slot): every read of both branches,
     over poses that move probes into and out of reach, with a reset of one env between, equals bit for bit that of
     the same suite with the slots filled before every launch; with fillers (stage 11 writes the ground truth) the
-    batch fills."""
+    batch fills. ContactDepthProbe fills by default (``clears_listed``: its one channel's fill is cheaper), but its
+    kernel clears as KinematicTaxel's when asked."""
     from tactile_sim.imperfections.pipeline import MeasuredBranch
+    from tactile_sim.sensors.contact_depth import ContactDepthProbeBatch
 
+    assert not _suite("ContactDepthProbe", [extra] * 3, "float32", fillers=False).batches[0][1].list_clears
+    monkeypatch.setattr(ContactDepthProbeBatch, "clears_listed", True)
     listed = _suite(sensor_type, [extra] * 3, "float32", fillers=False)
     assert not _suite(sensor_type, [extra] * 3, "float32").batches[0][1].list_clears  # fillers: a fill
     monkeypatch.setattr(MeasuredBranch, "sensor_writes_ground_truth", lambda self: False)

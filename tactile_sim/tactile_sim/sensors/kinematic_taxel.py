@@ -142,7 +142,7 @@ class KinematicTaxelBatch(FusedProbeBatch):
     sensor_type = "KinematicTaxel"
     channels = 6
     kernels = _TAXEL_KERNELS
-    listed = True
+    listed = clears_listed = True
 
     def model_tables(self) -> dict:
         coef = {k: per_probe(self.options, self.counts, k, self.ctx)

@@ -101,16 +101,21 @@ class FusedProbeBatch(ProbeSensorBatch):
     """A probe sensor whose raw values of both branches come from one fused warp kernel per step
     (:class:`~.probe_set.FusedProbeLaunch`) that writes them into the measured branch's staging buffers (small
     batches: every probe, the kernel writes the reading of a probe out of reach itself; large ones: ``clear`` fills
-    the buffers before the launch, :func:`~.probe_set.kernel_clears`, but a listed kernel on the CPU clears the
-    ground truth itself where it wrote into it last time, ``list_clears``); the branch then runs its stages and
-    commits in one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the working dtype to (kernel,
-    call struct type); ``model_tables()`` adds the model's per-probe tables, ``step_inputs(state)`` its per-step
-    inputs."""
+    the buffers before the launch, :func:`~.probe_set.kernel_clears`, but a listed kernel on the CPU that
+    ``clears_listed`` clears the ground truth itself where it wrote into it last time, ``list_clears``); the branch
+    then runs its stages and commits in one more launch (:meth:`MeasuredBranch.push_staged`). ``kernels`` maps the
+    working dtype to (kernel, call struct type); ``model_tables()`` adds the model's per-probe tables,
+    ``step_inputs(state)`` its per-step inputs."""
 
     kernels: dict = {}
     listed: bool = False
     """Whether the kernel is a :func:`~.cell_kernel.cell_kernel` with ``listed`` (its struct has
     :func:`~.cell_kernel.contact_list_fields`; the batch binds the contact lists)."""
+    clears_listed: bool = False
+    """Whether a listed kernel clears the ground-truth slots itself where it wrote last time, where it may
+    (``list_clears``), instead of a fill before every launch. It pays for many channels per probe (KinematicTaxel's
+    6: a 1.5 MB fill at 4096 probes × 16 envs); one channel's fill is cheaper than the scattered clears
+    (ContactDepthProbe 4096 × 16: a 3–9 % slower step with them)."""
 
     @classmethod
     def launched_kernels(cls, dtype: torch.dtype) -> list:
@@ -132,7 +137,7 @@ class FusedProbeBatch(ProbeSensorBatch):
         self.list_clears = False
         self._lists: dict[int, tuple[torch.Tensor, ...]] = {}
         if self.listed:
-            self.list_clears = (self.fill_before and ctx.device.type == "cpu"
+            self.list_clears = (self.clears_listed and self.fill_before and ctx.device.type == "cpu"
                                 and self.branch.sensor_writes_ground_truth())
             shared = contact_list_slot(ctx.n_envs, self.probes.n, self.probes.n_blocks, ctx.device)
             self._lists = {id(gt): contact_list_slot(ctx.n_envs, self.probes.n, self.probes.n_blocks, ctx.device)
