@@ -384,9 +384,10 @@ class MeasuredBranch:
         jitters = [sp.jitter for sp in self.specs]
         has_jitter = any(j > 0 for j in jitters)
         # the longest lag plus the latest evaluation: a delayed read never needs the slot that the next evaluation
-        # stages into (that slot may hold the current read, which is overwritten only once the evaluation commits);
-        # an even length, so that the phases of the ring are also those of the 2-slot ground truth. The fewer slots,
-        # the sooner a slot returns: a delay of one evaluation stages into the slot the last read copied (2 slots)
+        # stages into (that slot may hold the current delayed read, which nothing reads between the staging writes
+        # and the commit that moves the reads on); an even length, so that the phases of the ring are also those of
+        # the 2-slot ground truth. The fewer slots, the sooner a slot returns: a delay of one evaluation stages into
+        # the slot the last read copied (2 slots)
         lag_slots = max(delays) + (1 if has_jitter else 0) + 1
         self._ring_len = lag_slots + lag_slots % 2
         r = self._ring_len

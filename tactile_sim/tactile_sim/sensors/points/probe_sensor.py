@@ -112,10 +112,11 @@ class FusedProbeBatch(ProbeSensorBatch):
     """Whether the kernel is a :func:`~.cell_kernel.cell_kernel` with ``listed`` (its struct has
     :func:`~.cell_kernel.contact_list_fields`; the batch binds the contact lists)."""
     clears_listed: bool = False
-    """Whether a listed kernel clears the ground-truth slots itself where it wrote last time, where it may
-    (``list_clears``), instead of a fill before every launch. It pays for many channels per probe (KinematicTaxel's
-    6: a 1.5 MB fill at 4096 probes × 16 envs); one channel's fill is cheaper than the scattered clears
-    (ContactDepthProbe 4096 × 16: a 3–9 % slower step with them)."""
+    """Whether a listed kernel clears the ground-truth slots itself where it wrote last time (to zeros: only for a
+    sensor that keeps the default :meth:`clear`), where it may (``list_clears``), instead of a fill before every
+    launch. It pays for many channels per probe (KinematicTaxel's 6: a 1.5 MB fill at 4096 probes × 16 envs); one
+    channel's fill is cheaper than the scattered clears (ContactDepthProbe 4096 × 16: a 3–9 % slower step with
+    them)."""
 
     @classmethod
     def launched_kernels(cls, dtype: torch.dtype) -> list:
