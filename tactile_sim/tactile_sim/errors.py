@@ -1,5 +1,7 @@
 """Error types shared by every layer."""
 
+import os
+
 
 class ConfigError(ValueError):
     """A configuration or scene-description error.
@@ -17,3 +19,11 @@ def option_error(where: str, option: str, problem: str, got, allowed: str) -> Co
     """A :class:`ConfigError` in the docs/models/scene.md#common-options format: ``<where>.<option>: <problem>; got
     <got!r>; allowed: <allowed>``."""
     return ConfigError(f"{where}.{option}: {problem}; got {got!r}; allowed: {allowed}")
+
+
+def os_error_text(exc: OSError) -> str:
+    """What the file system refused, and where: ``<path>: <reason>`` (``<path> -> <path>: <reason>`` for a rename;
+    the reason alone when no path is known)."""
+    reason = exc.strerror or str(exc)
+    paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason

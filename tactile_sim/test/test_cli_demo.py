@@ -149,6 +149,15 @@ def test_bad_options_exit_2_with_the_reason(tmp_path, args, message):
     assert status == 2 and message in err
 
 
+def test_an_output_the_file_system_refuses_exits_2_before_the_build(tmp_path, monkeypatch):
+    from tactile_sim.offline import demo
+
+    monkeypatch.setattr(demo, "NodeCore", lambda *args, **kwargs: pytest.fail("built before the output was checked"))
+    too_long = tmp_path / ("y" * 300)  # one name past the 255 bytes of a file system's names
+    status, _, err = run_cli("demo", "-o", str(too_long), "--no-progress", "--no-pictures")
+    assert status == 2 and err.startswith(f"tactile-sim demo: error: {too_long}: File name too long"), err
+
+
 def test_an_unavailable_device_is_refused(tmp_path):
     import torch
 

@@ -262,6 +262,17 @@ def test_a_missing_bag_and_an_existing_output_are_refused(tmp_path):
     assert (bag / "metadata.yaml").is_file()
 
 
+@pytest.mark.parametrize("where", ["input", "output"])
+def test_a_path_the_file_system_refuses_exits_2_naming_it(tmp_path, where):
+    too_long = "y" * 300  # one name past the 255 bytes of a file system's names
+    bag = write_bag(tmp_path / "in", [static_tf(), joints(0.0, [0.0, OPEN, OPEN])])
+    inputs = (tmp_path / too_long, tmp_path / "out") if where == "input" else (bag, tmp_path / too_long)
+    status, _, err = run_cli("replay", str(inputs[0]), "--config", str(pads_yaml(tmp_path)), "-o", str(inputs[1]),
+                             "--no-progress")
+    assert status == 2 and "Traceback" not in err
+    assert err.startswith(f"tactile-sim replay: error: {tmp_path / too_long}: File name too long"), err
+
+
 # ------------------------------------------------------------------ storage, description, copies
 def test_sqlite3_in_and_out_with_the_inputs_copied(tmp_path):
     items = [static_tf()] + [joints(0.01 * k, [0.0, SQUEEZE, SQUEEZE]) for k in range(4)]

@@ -122,3 +122,17 @@ def test_installed_tactile_sim_files_resolve_without_ros(monkeypatch):
     assert "<name>tactile_sim</name>" in path.read_text()
     python_pkg = Path(tactile_sim.__file__).resolve().parent
     assert resolve_path("package://tactile_sim/errors.py", None) == python_pkg / "errors.py"
+
+
+def test_a_path_the_file_system_refuses_is_an_option_error_naming_it(tmp_path):
+    too_long = "x" * 300 + ".urdf"  # one name past the 255 bytes of a file system's names
+    with pytest.raises(OptionProblem, match="unusable path .File name too long.") as raised:
+        resolve_path(too_long, tmp_path)
+    assert f"got {too_long[:40]}" in str(raised.value).replace("'", "")
+    message = config_error_message(write_yaml(tmp_path, {"suite": {"dt": 0.01}, "robot": {"urdf": too_long}}))
+    assert "layout.yaml:robot.urdf: unusable path (File name too long)" in message
+
+
+def test_a_home_folder_of_an_unknown_user_is_an_option_error():
+    with pytest.raises(OptionProblem, match="unknown home folder in '~'"):
+        resolve_path("~no_such_user_tsim_xyz/r.urdf", None)

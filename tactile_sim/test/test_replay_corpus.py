@@ -120,6 +120,17 @@ def test_a_failing_recording_does_not_stop_the_others(tmp_path):
     assert all((tmp_path / "out" / name / f"{name}.mcap").is_file() for name in ("long", "slow", "reset"))
 
 
+@pytest.mark.parametrize("batch", ["1", "4"])
+def test_a_recording_whose_output_the_file_system_refuses_fails_alone(tmp_path, batch):
+    recs = recordings(tmp_path / "recs")
+    long_name = "r" * 255  # a folder name the file system takes, but not the output bag's file named after it
+    (recs / "long").rename(recs / long_name)
+    status, out, err = corpus(tmp_path, recs, extra=("--batch", batch))
+    assert status == 2 and f"1 of 3 recordings failed ({long_name})" in err, err
+    assert "Traceback" not in err and "File name too long" in out
+    assert all((tmp_path / "out" / name / f"{name}.mcap").is_file() for name in ("slow", "reset"))
+
+
 @pytest.mark.parametrize("inputs, extra, named", [
     (("recs",), ("--workers", "0"), "--workers"),
     (("recs",), ("--workers", "1.5"), "--workers"),

@@ -8,6 +8,8 @@ import sys
 
 from .. import __version__
 from .check import add_check_command
+from ..errors import os_error_text
+from .common import USAGE_ERROR, fail
 from .demo import add_demo_command
 from .plot import add_plot_command
 from .precompile import add_compile_command
@@ -47,3 +49,5 @@ def main(argv: list[str] | None = None) -> int:
         # traceback, and keep the interpreter's final flush of stdout from raising again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE_STATUS
+    except OSError as exc:  # a path the file system refuses: a name too long, no permission, a folder in the way...
+        return fail(args.command, os_error_text(exc), USAGE_ERROR)

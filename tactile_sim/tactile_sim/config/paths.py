@@ -92,10 +92,24 @@ def resolve_path(value: Any, base_dir: str | os.PathLike | None, kind: PathKind 
     elif "://" in text:
         raise OptionProblem("unsupported URI scheme", text, "a file path, file://<path> or package://<pkg>/<path>")
     else:
-        path = Path(text).expanduser()
+        try:
+            path = Path(text).expanduser()
+        except RuntimeError:  # ~user of an unknown user, or no home folder
+            raise OptionProblem("unknown home folder in '~'", text, "a path whose ~ or ~user names a known home folder") \
+                from None
         if not path.is_absolute():
             path = Path(base_dir if base_dir is not None else Path.cwd()) / path
     path = Path(os.path.normpath(path.absolute()))
+    try:
+        return _checked_place(path, text, kind)
+    except OSError as exc:  # a name too long for the file system, a folder that cannot be read, ...
+        raise OptionProblem(f"unusable path ({exc.strerror or exc})", text,
+                            "a path the file system accepts (each name at most 255 bytes)") from None
+
+
+def _checked_place(path: Path, text: str, kind: PathKind) -> Path:
+    """``path`` (resolved from the configured ``text``) when it is what ``kind`` asks for (:func:`resolve_path`), else
+    OptionProblem; OSError where the file system refuses to look."""
     if kind == "file" and not path.is_file():
         raise OptionProblem(f"file not found (resolved to {path})", text,
                             "an existing file; relative paths resolve against the YAML file's folder")

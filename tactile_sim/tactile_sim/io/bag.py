@@ -83,7 +83,11 @@ class BagWriter:
         self._counts: dict[str, int] = {}
         if storage == "mcap":
             self.path.mkdir(parents=True)
-            self._mcap: McapFile | None = McapFile(self.path / f"{self.path.name}.mcap", library=LIBRARY)
+            try:
+                self._mcap: McapFile | None = McapFile(self.path / f"{self.path.name}.mcap", library=LIBRARY)
+            except OSError:  # e.g. a file name one past the file system's limit: no empty bag folder left behind
+                self.path.rmdir()
+                raise
             self._writer = None
         else:
             self._mcap = None

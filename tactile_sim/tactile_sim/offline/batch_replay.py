@@ -362,7 +362,7 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
                 bag = stack.enter_context(ArrayOutput(job.output, core, rate=rate, overwrite=overwrite)
                                           if output_format == "npz" else
                                           OutputBag(job.output, node_name=core.name, overwrite=overwrite))
-            except (BagInputError, ConfigError, FileExistsError, ValueError):
+            except (BagInputError, ConfigError, OSError, ValueError):  # it goes alone, whose replay says why
                 lanes.append(job)
                 continue
             copy_inputs = options.get("copy_inputs", False)  # the copies need the messages, a core only their rows

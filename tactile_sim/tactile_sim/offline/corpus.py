@@ -31,7 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..constants import REPLAY_BATCH
-from ..errors import ConfigError
+from ..errors import ConfigError, os_error_text
 from .array_output import NPZ_SUFFIX, array_location
 from .output_bag import SUFFIX_STORAGE, bag_location, data_file_in
 
@@ -198,10 +198,14 @@ def run_job(config_source: str, options: dict[str, Any], verbose: bool, job: Rep
     try:
         result = replay_bag(job.source, _config(config_source), job.output, progress=False,
                             log=prefixed_log(job.name, verbose), cores=_cores(), **options)
-    except (BagInputError, ConfigError, ValueError, FileExistsError) as exc:
+    except (BagInputError, ConfigError, ValueError, OSError) as exc:  # OSError: a path the file system refuses
         written = output_file(job.output, options.get("output_format", "bag"))
-        return RecordingOutcome(job, str(written) if written.exists() else None, 0, 0.0,
-                                time.perf_counter() - start, 0, str(exc), 2)
+        try:
+            kept = str(written) if written.exists() else None
+        except OSError:
+            kept = None
+        error = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        return RecordingOutcome(job, kept, 0, 0.0, time.perf_counter() - start, 0, error, 2)
     status = 0 if result.error is None else 1 if result.read_failed else 2
     return RecordingOutcome(job, str(result.data_file), result.stats.ticks, result.stats.ticks / result.rate,
                             time.perf_counter() - start, sum(result.counts.values()), result.error, status)

@@ -86,9 +86,10 @@ def run_demo(output: str | Path, *, duration: float = DEFAULT_DURATION, rate: fl
     n_ticks = max(1, round(duration * rate))
     params = NodeParams(update_rate=float(rate), device=device, publish_ground_truth=ground_truth,
                         viz_rate=VIZ_RATE)
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)  # an output the file system refuses fails here, before the build
     core = NodeCore(load_config(DEMO_CONFIG), params, log=log)
     suite = core.suite
-    folder = Path(output)
     digest = RunDigest()
     with OutputBag(folder / DEMO_BAG, node_name=core.name, overwrite=True, on_write=digest.add) as bag, \
             ClockProgress(n_ticks / rate, description="demo", enabled=progress, start_ns=0) as bar:
