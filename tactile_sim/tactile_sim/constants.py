@@ -72,6 +72,23 @@ MAX_DEMO_DURATION = 3600.0
 MAX_TEXT_FILE_BYTES = 64 * 2**20
 """Largest text input read whole (a CSV layout, a URDF file): a larger one is refused before it is read."""
 
+RATE_RANGE = (1.0, 10000.0)
+"""Hz: the rates the node (``update_rate``) and a replay step at; a replay without ``--rate`` takes the
+configuration's."""
+
+STEP_RANGE = (1e-6, 1e5)
+"""s: the engine steps a configuration may set (``suite.dt``, or 1/``suite.rate``; a thermal scene in Python may step
+by minutes)."""
+
+LENGTH_RANGE = (1e-6, 1e4)
+"""m: the smallest and the largest dimension the geometry takes (shape radii, lengths and edges, a mesh's extent,
+sample spacings and SDF cells, from the sensor YAML or the URDF): 1 µm to 10 km. Past these, areas and volumes
+(squares and cubes) leave floating point or the sample counts derived from them stop being numbers."""
+
+MESH_SCALE_RANGE = (1e-6, 1e6)
+"""The smallest and the largest factor a mesh file's coordinates may be scaled by (its extent then checked against
+:data:`LENGTH_RANGE`)."""
+
 MAX_PROBES = 4_000_000
 """Probes of one sensor's layout above which the layout is refused before it is read or built
 (``config.budget.CAPS['probes']``)."""

@@ -82,7 +82,7 @@ CASES = [
     ("ContactDepthProbe", {"probe_local_pos": {"grid": {**GRID, "nz": 2}}}, "probe_local_pos.grid.nz", "2",
      "hi, lo, normal, nx, ny"),
     ("ContactDepthProbe", {"probe_local_pos": {"conforming": {"spacing": 0}}}, "probe_local_pos.conforming.spacing",
-     "0", "> 0"),
+     "0", ">= 1e-06 and <= 10000"),
     ("ContactDepthProbe", {"probe_local_pos": {"conforming": {"spacing": 0.01, "box": [[1, 0, 0], [0, 1, 1]]}}},
      "probe_local_pos.conforming.box", "[[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]", "lo <= hi"),
     ("ContactDepthProbe", {"probe_local_pos": {"conforming": {"spacing": 0.01, "min_cos": 1}}},
@@ -164,7 +164,7 @@ CASES = [
     ("TemperatureGrid", {"sensor_time_constant": -1}, "sensor_time_constant", "-1", ">= 0"),
     ("TemperatureGrid", {"contact_band": -1e-4}, "contact_band", "-0.0001", ">= 0"),
     ("TemperatureGrid", {"contact_conductance": 0}, "contact_conductance", "0", "> 0"),
-    ("TemperatureGrid", {"contact_sample_spacing": 0}, "contact_sample_spacing", "0", "> 0"),
+    ("TemperatureGrid", {"contact_sample_spacing": 0}, "contact_sample_spacing", "0", ">= 1e-06"),
     ("TemperatureGrid", {"temperature_bounds": [10, 10]}, "temperature_bounds", "[10, 10]", "lo < hi"),
     ("TemperatureGrid", {"debug_temperature_range": [1, 0]}, "debug_temperature_range", "[1, 0]", "lo < hi"),
     ("TemperatureGrid", {"contact_depth_weight": 0.5}, "contact_depth_weight", "0.5",
@@ -215,7 +215,7 @@ CASES = [
     ("ContactSensor", {"contact_damping": -1}, "contact_damping", "-1", ">= 0"),
     ("ContactSensor", {"friction_coefficient": -0.1}, "friction_coefficient", "-0.1", ">= 0"),
     ("ContactSensor", {"slip_velocity": 0}, "slip_velocity", "0", "> 0"),
-    ("ContactSensor", {"surface_sample_spacing": 0}, "surface_sample_spacing", "0", "> 0"),
+    ("ContactSensor", {"surface_sample_spacing": 0}, "surface_sample_spacing", "0", ">= 1e-06"),
     ("ContactSensor", {"sample_seed": -1}, "sample_seed", "-1", ">= 0"),
     ("ContactSensor", {"history_length": -2}, "history_length", "-2", ">= 0"),
     *[("ContactSensor", {key: 0.1}, key, "0.1", "remove this option") for key in (
@@ -273,6 +273,18 @@ def test_option_rule_names_file_path_value_and_allowed(tmp_path, case):
     assert message.startswith(str(tmp_path / "layout.yaml"))
 
 
+@pytest.mark.parametrize("kind, options, path", [
+    ("KinematicTaxel", {"normal_stiffness": True}, "normal_stiffness"),
+    ("KinematicTaxel", {"delay": False}, "delay"),
+    ("ContactDepthProbe", {"probe_local_pos": {"grid": {"lo": [0, 0, 0], "hi": [0.01, 0.01, 0], "nx": True, "ny": 2}}},
+     "probe_local_pos.grid.nx"),
+])
+def test_a_boolean_is_not_read_as_a_number(tmp_path, kind, options, path):
+    """YAML's true/yes/on would otherwise become 1 (and false/no/off 0) wherever a number is expected."""
+    message = sensor_error_message(tmp_path, {"type": kind, "name": "s", **BASE[kind], **options})
+    assert f"layout.yaml:sensors[1].{path}: a boolean where a number is expected; got " in message, message
+
+
 def test_python_api_errors_name_the_sensor_class_and_name():
     with pytest.raises(ConfigError) as info:
         config_from_python("KinematicTaxel", name="pad", link="l", probe_radius=[0.01, math.nan])
@@ -327,19 +339,22 @@ def test_genesis_index_options_name_their_replacement(tmp_path, kind, key, repla
 
 @pytest.mark.parametrize("suite, path, got, allowed", [
     ({"dt": 0.01, "rate": 100}, "suite.dt", "{'dt': 0.01, 'rate': 100", "not both"),
-    ({"device": "cpu"}, "suite.dt", "'neither'", "dt (s, > 0) or rate (Hz, > 0)"),
-    ({"dt": 0}, "suite.dt", "0", "> 0"),
-    ({"rate": -5}, "suite.rate", "-5", "> 0"),
+    ({"device": "cpu"}, "suite.dt", "'neither'", "dt (s, 1e-06 to 100000) or rate (Hz, 1e-05 to 1e+06)"),
+    ({"dt": 0}, "suite.dt", "0", ">= 1e-06"),
+    ({"rate": -5}, "suite.rate", "-5", ">= 1e-05"),
+    ({"rate": 1e300}, "suite.rate", "1e+300", "<= 1000000"),
+    ({"rate": True}, "suite.rate", "True", "a number (not true/false)"),
+    ({"dt": 0.01, "seed": True}, "suite.seed", "True", "a number (not true/false)"),
     ({"dt": 0.01, "device": "gpu"}, "suite.device", "'gpu'", "'cuda:<index>'"),
     ({"dt": 0.01, "dtype": "float16"}, "suite.dtype", "'float16'", "'float32' or 'float64'"),
     ({"dt": 0.01, "n_envs": -1}, "suite.n_envs", "-1", ">= 0"),
     ({"dt": 0.01, "seed": -1}, "suite.seed", "-1", ">= 0"),
     ({"dt": 0.01, "world_frame": ""}, "suite.world_frame", "''", "non-empty"),
     ({"dt": 0.01, "gravity": [0, -9.81]}, "suite.gravity", "[0, -9.81]", "3 finite numbers"),
-    ({"dt": 0.01, "sdf_cell_size": 0}, "suite.sdf_cell_size", "0", "> 0"),
+    ({"dt": 0.01, "sdf_cell_size": 0}, "suite.sdf_cell_size", "0", ">= 1e-06 and <= 10000"),
     ({"dt": 0.01, "sdf_max_nodes": 1}, "suite.sdf_max_nodes", "1", ">= 2"),
     ({"dt": 0.01, "sdf_padding": -0.01}, "suite.sdf_padding", "-0.01", ">= 0"),
-    ({"dt": 0.01, "lumped_sample_spacing": 0}, "suite.lumped_sample_spacing", "0", "> 0"),
+    ({"dt": 0.01, "lumped_sample_spacing": 0}, "suite.lumped_sample_spacing", "0", ">= 1e-06 and <= 10000"),
     ({"dt": 0.01, "step": 0.01}, "suite.step", "0.01", "dt"),
 ])
 def test_suite_settings_errors(tmp_path, suite, path, got, allowed):
@@ -362,11 +377,16 @@ def test_top_level_unknown_key_suggests(tmp_path):
 
 
 @pytest.mark.parametrize("obj, path, got, allowed", [
-    ({"geometry": [{"sphere": {"radius": 0}}]}, "geometry[0].sphere.radius", "0", "> 0"),
-    ({"geometry": [{"box": {"size": [1, 0, 1]}}]}, "geometry[0].box.size", "0", "3 edge lengths > 0"),
-    ({"geometry": [{"cylinder": {"radius": 0.1, "length": 0}}]}, "geometry[0].cylinder.length", "0", "> 0"),
+    ({"geometry": [{"sphere": {"radius": 0}}]}, "geometry[0].sphere.radius", "0", ">= 1e-06 and <= 10000"),
+    ({"geometry": [{"box": {"size": [1, 0, 1]}}]}, "geometry[0].box.size", "0", "3 edge lengths of 1e-06 to 10000 m"),
+    ({"geometry": [{"cylinder": {"radius": 0.1, "length": 0}}]}, "geometry[0].cylinder.length", "0", ">= 1e-06"),
     ({"geometry": [{"capsule": {"radius": 0.1, "length": -1}}]}, "geometry[0].capsule.length", "-1", ">= 0"),
-    ({"geometry": [{"capsule": {"radius": 0.1}}]}, "geometry[0].capsule.length", "nothing", ">= 0 in m"),
+    ({"geometry": [{"capsule": {"radius": 0.1}}]}, "geometry[0].capsule.length", "nothing", "0 or up to 10000 m"),
+    # past these, areas and volumes leave floating point (squares of 1e300, 1e-300) before anything is built
+    ({"geometry": [{"sphere": {"radius": 1e300}}]}, "geometry[0].sphere.radius", "1e+300", "<= 10000"),
+    ({"geometry": [{"cylinder": {"radius": 1e-300, "length": 1}}]}, "geometry[0].cylinder.radius", "1e-300",
+     ">= 1e-06"),
+    ({"geometry": [{"box": {"size": [1, 1, 1e5]}}]}, "geometry[0].box.size", "100000.0", "1e-06 to 10000 m each"),
     ({"geometry": [{"mesh": {"file": "nope.stl"}}]}, "geometry[0].mesh.file", "'nope.stl'", "existing file"),
     ({"geometry": [{"sphere": {"radius": 1}, "box": {"size": [1, 1, 1]}}]}, "geometry[0]", "['sphere', 'box']",
      "one of sphere, box, cylinder, capsule, plane, mesh"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 
 import numpy as np
@@ -102,3 +103,20 @@ def test_make_mesh_data_rejects_bad_indices():
         make_mesh_data(np.eye(3), [[0, 1, 3]], source="tri")
     with pytest.raises(SceneError, match="tri: mesh has no triangles"):
         make_mesh_data(np.eye(3), np.zeros((0, 3)), source="tri")
+
+
+@pytest.mark.parametrize("coordinate, scale, extent", [(1e300, 1.0, "1e+300"), (1e5, 1.0, "100000"),
+                                                       (1e-2, 1e-6, "1e-08")])
+def test_a_mesh_too_large_or_too_small_is_refused_naming_the_file_without_numpy_warnings(tmp_path, coordinate,
+                                                                                           scale, extent):
+    path = tmp_path / "tet.obj"  # a tetrahedron `coordinate` m across: its area is a square of it
+    path.write_text(f"v 0 0 0\nv {coordinate} 0 0\nv 0 {coordinate} 0\nv 0 0 {coordinate}\n"
+                    "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    refused = re.escape(f"{path}: a mesh must be 1e-06 to 10000 m across (after its scale); got {extent} m")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SceneError, match=refused):
+            load_mesh(path, scale=scale)
+    with pytest.raises(SceneError, match="tet: a mesh must be 1e-06 to 10000 m across"):
+        make_mesh_data(np.eye(3) * coordinate * scale, [[0, 1, 2]], source="tet")
+    assert len(load_mesh(path, scale=0.5 / coordinate).faces) == 4  # 0.5 m across: accepted

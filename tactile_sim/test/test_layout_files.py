@@ -97,9 +97,12 @@ def test_file_errors_name_the_file(tmp_path):
     raises_config_error(lambda: load_layout_file(f, W), f"'{f}'", "bad header", "nx, ny, nz together")
     f.write_text("# only a comment\n\n")
     raises_config_error(lambda: load_layout_file(f, W), f"'{f}'", "no probe lines", "allowed:")
-    f.write_text("row, col, x, y, z\n0, 0, 0, 0, 0\n0, 0, 1, 0, 0\n")
+    f.write_text("row, col, x, y, z\n0, 0, 0, 0, 0\n0, 0, 1, 0, 0\n1, 1, 0, 1, 0\n1, 0, 1, 1, 0\n")
     raises_config_error(lambda: load_layout_file(f, W), f"'{f}'", "grid cell [0, 0] appears 2 times",
                         "exactly once")
+    f.write_text("row, col, x, y, z\n0, 0, 0, 0, 0\n100000, 100000, 1, 0, 0\n")  # no 74.5 GiB count grid
+    raises_config_error(lambda: load_layout_file(f, W), f"'{f}'", "a 100001 x 100001 grid of 10000200001 cells for 2 "
+                        "probe lines", "exactly once")
     f.write_text("row, col, x, y, z\n0, 0.5, 0, 0, 0\n")
     raises_config_error(lambda: load_layout_file(f, W), f"'{f}'", "row/col must be integers", "allowed:")
 

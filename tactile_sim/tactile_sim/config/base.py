@@ -3,12 +3,15 @@ a section does not accept (replaced Genesis options, options rejected by one sen
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, PlainValidator, PrivateAttr, WrapValidator,
+                      model_validator)
 
-from .errors import suggest
+from .errors import OptionProblem, suggest
 
 GENESIS_REPLACEMENTS: Mapping[str, str] = {
     "entity_idx": "link",
@@ -40,6 +43,18 @@ class ConfigModel(BaseModel):
     rejected_options: ClassVar[Mapping[str, tuple[str, str]]] = {}
     replacements: ClassVar[Mapping[str, str]] = GENESIS_REPLACEMENTS
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, data: Any) -> Any:
+        """Refuse true/false (YAML's yes/no/on/off too) for a numeric option, which pydantic would read as 1/0."""
+        if isinstance(data, Mapping):
+            for key in _numeric_fields(cls):
+                if isinstance(data.get(key), bool):
+                    field = cls.model_fields[key]
+                    raise OptionProblem("a boolean where a number is expected", data[key],
+                                        field.description or "a number (not true/false)", key)
+        return data
+
     @classmethod
     def explain_unknown(cls, key: str) -> tuple[str, str, str]:
         """(problem, allowed, hint) for a key this section does not accept."""
@@ -52,6 +67,30 @@ class ConfigModel(BaseModel):
                     f"'{replacement}' ({REPLACEMENT_MEANING[replacement]})", "")
         accepted = sorted(cls.model_fields)
         return f"unknown option for {cls.__name__}", ", ".join(accepted), suggest(key, accepted, cutoff=0.6)
+
+
+def _takes_a_number(annotation: Any) -> bool:
+    """Whether a field of this type takes an int or a float (alone, optional or in a union) and no bool, and reads
+    its input with pydantic's own number rules (a type with a validator of its own before them says what it takes)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        own = any(isinstance(m, (BeforeValidator, PlainValidator, WrapValidator)) for m in args[1:])
+        return not own and _takes_a_number(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return bool not in args and any(_takes_a_number(a) for a in args)
+    return annotation in (int, float)
+
+
+_NUMERIC_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _numeric_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The names of ``model``'s numeric fields (:func:`_takes_a_number`), found once per model."""
+    names = _NUMERIC_FIELDS.get(model)
+    if names is None:
+        names = _NUMERIC_FIELDS[model] = tuple(k for k, f in model.model_fields.items()
+                                               if _takes_a_number(f.rebuild_annotation()))
+    return names
 
 
 class Located(BaseModel):

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
+from ..constants import LENGTH_RANGE
 from .errors import OptionProblem
 from .paths import PathKind, resolve_path
 
@@ -31,6 +32,11 @@ PosFloat = Annotated[float, Field(gt=0.0)]
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]
+Length = Annotated[float, Field(ge=LENGTH_RANGE[0], le=LENGTH_RANGE[1])]
+"""A dimension in m within :data:`~..constants.LENGTH_RANGE` (a radius, an edge, a spacing)."""
+NonNegLength = Annotated[float, Field(ge=0.0, le=LENGTH_RANGE[1])]
+"""A distance in m from 0 up to the largest of :data:`~..constants.LENGTH_RANGE` (a margin, a thickness)."""
+LENGTH_TEXT = f"{LENGTH_RANGE[0]:g} to {LENGTH_RANGE[1]:g} m"
 
 
 def _number(x: Any) -> float | None:

@@ -19,7 +19,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from ..constants import EPS_LEN
 from .base import ConfigModel
 from .errors import OptionProblem
-from .fields import FilePath, Name, NestedFloats, NonNegInt, PosFloat, PosInt, Vec3
+from .fields import LENGTH_TEXT, FilePath, Length, Name, NestedFloats, NonNegInt, PosInt, Vec3
 
 LAYOUT_SOURCE_KEYS = ("file", "grid", "conforming", "urdf_tactile")
 LAYOUT_FORM_ALLOWED = ("(N, 3) or (M, N, 3) positions in m, or a mapping with exactly one of "
@@ -61,7 +61,7 @@ class ConformingSpec(ConfigModel):
     """Taxels about ``spacing`` apart on the link's collision surface, optionally only where the outward normal n
     has n·f̂ > ``min_cos`` (``facing`` f, link frame) and inside ``box`` ((lo, hi) corners, link frame, m)."""
 
-    spacing: PosFloat = Field(description="a spacing > 0 in m")
+    spacing: Length = Field(description=f"a spacing of {LENGTH_TEXT}")
     facing: Vec3 | None = None
     min_cos: Annotated[float, Field(ge=-1.0, lt=1.0)] = 0.0
     box: tuple[Vec3, Vec3] | None = None

@@ -22,19 +22,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema, model_validator
 
-from ..constants import DEFAULT_GRAVITY, QUAT_NORM_TOL
+from ..constants import DEFAULT_GRAVITY, LENGTH_RANGE, MESH_SCALE_RANGE, QUAT_NORM_TOL, STEP_RANGE
 from .base import ConfigModel, Located
 from .budget import parse_memory
 from .errors import OptionProblem
-from .fields import AnyPath, DirPath, FilePath, Name, NonNegFloat, NonNegInt, PosFloat, Vec3, vector
+from .fields import AnyPath, DirPath, FilePath, Length, LENGTH_TEXT, Name, NonNegInt, NonNegLength, Vec3, vector
 from .materials import MaterialRef, TemperatureProperties
 from .sensor_options import SensorConfig, SensorOptions
 
 DEVICE_ALLOWED = "'cpu', 'cuda', 'cuda:<index>' or 'auto' (cuda when available, else cpu)"
+DEVICE_PATTERN = r"cpu|auto|cuda(:\d+)?"
+"""The device names a configuration, ``--device`` and the ``device`` parameter accept (:data:`DEVICE_ALLOWED`)."""
 
 
 def _device(value: Any) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"cpu|auto|cuda(:\d+)?", value):
+    if not isinstance(value, str) or not re.fullmatch(DEVICE_PATTERN, value):
         raise OptionProblem("unknown device", value, DEVICE_ALLOWED)
     return value
 
@@ -51,27 +53,30 @@ class OriginConfig(ConfigModel):
 
 
 class SphereSpec(ConfigModel):
-    radius: PosFloat = Field(description="a radius > 0 in m")
+    radius: Length = Field(description=f"a radius of {LENGTH_TEXT}")
+
+
+_EDGES = f"3 edge lengths of {LENGTH_TEXT} each"
 
 
 class BoxSpec(ConfigModel):
     """``size``: full edge lengths (x, y, z) in m (half-extents are size/2)."""
 
-    size: vector(3, lambda x: x > 0, "3 edge lengths > 0 in m") = Field(description="3 edge lengths > 0 in m")
+    size: vector(3, lambda x: LENGTH_RANGE[0] <= x <= LENGTH_RANGE[1], _EDGES) = Field(description=_EDGES)
 
 
 class CylinderSpec(ConfigModel):
     """Radius and length along local z, m."""
 
-    radius: PosFloat = Field(description="a radius > 0 in m")
-    length: PosFloat = Field(description="a length > 0 in m")
+    radius: Length = Field(description=f"a radius of {LENGTH_TEXT}")
+    length: Length = Field(description=f"a length of {LENGTH_TEXT}")
 
 
 class CapsuleSpec(ConfigModel):
     """Radius and distance between the cap centres along local z, m."""
 
-    radius: PosFloat = Field(description="a radius > 0 in m")
-    length: NonNegFloat = Field(description="a cap-centre distance >= 0 in m")
+    radius: Length = Field(description=f"a radius of {LENGTH_TEXT}")
+    length: NonNegLength = Field(description=f"a cap-centre distance of 0 or up to {LENGTH_RANGE[1]:g} m")
 
 
 class PlaneSpec(ConfigModel):
@@ -86,7 +91,8 @@ class MeshSpec(ConfigModel):
     """A triangle mesh file (any format trimesh reads); ``scale``: one factor or (sx, sy, sz), > 0."""
 
     file: FilePath = Field(description="an existing mesh file (path, file:// or package://)")
-    scale: Annotated[vector(3, lambda x: x > 0, "a factor > 0 or 3 factors > 0"),
+    scale: Annotated[vector(3, lambda x: MESH_SCALE_RANGE[0] <= x <= MESH_SCALE_RANGE[1],
+                            f"a factor of {MESH_SCALE_RANGE[0]:g} to {MESH_SCALE_RANGE[1]:g}, or 3 such factors"),
                      BeforeValidator(_mesh_scale)] = (1.0, 1.0, 1.0)
 
 
@@ -195,19 +201,19 @@ class SuiteSettings(ConfigModel):
     (bytes, or a text such as ``'8 GB'``; default half the machine's memory) bounds the estimated allocation
     (:mod:`.budget`)."""
 
-    dt: PosFloat | None = None
-    rate: PosFloat | None = None
+    dt: Annotated[float, Field(ge=STEP_RANGE[0], le=STEP_RANGE[1])] | None = None
+    rate: Annotated[float, Field(ge=1 / STEP_RANGE[1], le=1 / STEP_RANGE[0])] | None = None
     device: Device = "cpu"
     dtype: Literal["float32", "float64"] = "float32"
     n_envs: NonNegInt = 0
     seed: NonNegInt = 0
     world_frame: Name = "world"
     gravity: Vec3 = DEFAULT_GRAVITY
-    sdf_cell_size: PosFloat = 2e-3
+    sdf_cell_size: Length = 2e-3
     sdf_max_nodes: Annotated[int, Field(ge=2)] = 128
-    sdf_padding: NonNegFloat = 0.01
+    sdf_padding: NonNegLength = 0.01
     sdf_cache_dir: AnyPath | None = None
-    lumped_sample_spacing: PosFloat = 5e-3
+    lumped_sample_spacing: Length = 5e-3
     max_memory: Annotated[int, BeforeValidator(parse_memory),
                           WithJsonSchema({"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"type": "string"}]})] \
         | None = None
@@ -217,7 +223,8 @@ class SuiteSettings(ConfigModel):
         if (self.dt is None) == (self.rate is None):
             given = {k: getattr(self, k) for k in ("dt", "rate") if getattr(self, k) is not None}
             raise OptionProblem("exactly one of dt and rate is required", given or "neither",
-                                "dt (s, > 0) or rate (Hz, > 0), not both", "dt")
+                                f"dt (s, {STEP_RANGE[0]:g} to {STEP_RANGE[1]:g}) or rate (Hz, "
+                                f"{1 / STEP_RANGE[1]:g} to {1 / STEP_RANGE[0]:g}), not both", "dt")
         return self
 
     @property

@@ -31,12 +31,14 @@ from .fields import (
     Color3,
     Color4,
     FlatFloats,
+    Length,
     Name,
     NameList,
     NestedFloats,
     NonNegFlat,
     NonNegFloat,
     NonNegInt,
+    NonNegLength,
     PosFloat,
     PosInt,
     PositiveNested,
@@ -368,7 +370,7 @@ class ElastomerTaxel(TactileOptions, TrackedCloudOptions):
     shear_scale: NonNegFloat = 1.0
     normal_exponent: AtLeastOne = 2.0
     compressibility: UnitFloat = 1.0
-    elastomer_thickness: NonNegFloat = 0.0
+    elastomer_thickness: NonNegLength = 0.0
     contact_threshold: NonNegFloat = 1e-5
     release_threshold: float | None = -1e-4
 
@@ -438,7 +440,7 @@ class TemperatureGrid(LinkOptions, CandidateOptions):
     sensor_time_constant: NonNegFloat = 0.0
     contact_band: NonNegFloat = 1e-4
     contact_conductance: PosFloat | None = None
-    contact_sample_spacing: PosFloat | None = None
+    contact_sample_spacing: Length | None = None
     temperature_bounds: interval(True) = (-273.15, 1000.0)
     contact_depth_weight: float = 1.0
     debug_temperature_range: interval(True) = (0.0, 100.0)
@@ -519,7 +521,7 @@ class ContactSensor(SensorOptions, CandidateOptions):
     contact_damping: NonNegFloat = 0.0
     friction_coefficient: NonNegFloat = 0.5
     slip_velocity: PosFloat = 1e-3
-    surface_sample_spacing: PosFloat = 3e-3
+    surface_sample_spacing: Length = 3e-3
     sample_seed: NonNegInt = 0
     contact_depth_query: ContactDepthQuery = "sdf"
     debug_vis: bool = False

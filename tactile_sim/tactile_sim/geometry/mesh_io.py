@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..constants import LENGTH_RANGE
 from ..errors import SceneError
 from .shapes import MeshData
 
@@ -54,7 +55,8 @@ def load_mesh(path, scale=(1.0, 1.0, 1.0)) -> MeshData:
     import trimesh  # only for meshes: it costs seconds to import (through scipy)
 
     try:
-        loaded = trimesh.load(path, force="mesh", process=True)
+        with np.errstate(all="ignore"):  # overflows of absurd coordinates: the extent check below says what is wrong
+            loaded = trimesh.load(path, force="mesh", process=True)
     except Exception as exc:  # trimesh raises many types for bad or unsupported files
         raise SceneError(f"{path}: cannot read mesh file ({type(exc).__name__}: {exc}); allowed: STL, OBJ, DAE, PLY, "
                          "GLB/GLTF, OFF files with triangles") from exc
@@ -77,6 +79,10 @@ def _mesh_data(vertices, faces, source: str) -> MeshData:
         raise SceneError(f"{source}: face vertex index out of range [0, {len(v)}); got {int(f.min())}..{int(f.max())}")
     if not np.all(np.isfinite(v)):
         raise SceneError(f"{source}: mesh vertices must be finite")
+    low, high = LENGTH_RANGE
+    extent = float(np.ptp(v[f.reshape(-1)], axis=0).max())
+    if not low <= extent <= high:  # (before its area: a square of far larger coordinates overflows)
+        raise SceneError(f"{source}: a mesh must be {low:g} to {high:g} m across (after its scale); got {extent:g} m")
     import trimesh
 
     tm = trimesh.Trimesh(vertices=v, faces=f, process=False)

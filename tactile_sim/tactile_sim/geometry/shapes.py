@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..constants import LENGTH_RANGE
 from ..errors import SceneError
 
 
@@ -83,11 +84,13 @@ class Shape:
             raise SceneError(f"{where}: size needs {expected} values; got {tuple(self.size)}")
         if not all(math.isfinite(s) for s in self.size):
             raise SceneError(f"{where}: dimensions must be finite; got {tuple(self.size)}")
+        low, high = LENGTH_RANGE
         if self.kind == ShapeKind.CAPSULE:
-            if not (self.size[0] > 0 and self.size[1] >= 0):
-                raise SceneError(f"{where}: capsule needs radius > 0 and length >= 0; got {tuple(self.size)}")
-        elif any(s <= 0 for s in self.size):
-            raise SceneError(f"{where}: dimensions must be > 0; got {tuple(self.size)}")
+            if not (low <= self.size[0] <= high and 0 <= self.size[1] <= high):
+                raise SceneError(f"{where}: capsule needs a radius of {low:g} to {high:g} m and a length of 0 to "
+                                 f"{high:g} m; got {tuple(self.size)}")
+        elif not all(low <= s * (2 if self.kind == ShapeKind.BOX else 1) <= high for s in self.size):  # box: edges
+            raise SceneError(f"{where}: dimensions must be {low:g} to {high:g} m; got {tuple(self.size)}")
         if self.kind == ShapeKind.MESH:
             if self.mesh is None or len(self.mesh.faces) == 0 or not self.mesh.area > 0:
                 raise SceneError(f"{where}: a mesh needs triangles with positive total area")

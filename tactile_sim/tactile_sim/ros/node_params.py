@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..constants import RATE_RANGE
+
 DEFAULT_CONFIG_FILE = "package://tactile_sim/config/demo_sensors.yaml"
 
 TOPIC_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -53,7 +55,7 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "joint states are expected at; it replaces the configuration's suite rate, so sensor periods, delays "
               "and time constants count in steps of 1/update_rate. Changing it at run time rebuilds the sensors "
               "(their state starts afresh).",
-              read_only=False, range=(1.0, 10000.0)),
+              read_only=False, range=RATE_RANGE),
     ParamSpec("step_on", "timer",
               "What steps the suite: 'timer' (every 1/update_rate s of node time) or 'joint_states' (each accepted "
               "joint state, at the node time of its arrival; no update timer)."),

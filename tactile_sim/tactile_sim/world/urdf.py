@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..constants import MAX_TEXT_FILE_BYTES
+from ..constants import MAX_TEXT_FILE_BYTES, MESH_SCALE_RANGE
 from ..errors import SceneError
 from ..geometry.shapes import MeshData, Shape, ShapeKind
 from ..geometry.transforms import rpy_to_matrix_np
@@ -463,8 +463,10 @@ class _UrdfReader:
             self.fail(elem, what, "missing attribute 'filename'")
         sc = self.floats(elem, "scale", what, (1, 3), (1.0, 1.0, 1.0))
         scale = (sc[0],) * 3 if len(sc) == 1 else tuple(sc)
-        if any(s == 0 for s in scale):
-            self.fail(elem, what, f"mesh scale must be non-zero; got {scale}")
+        low, high = MESH_SCALE_RANGE
+        if not all(low <= abs(s) <= high for s in scale):
+            self.fail(elem, what, f"mesh scale factors must be {low:g} to {high:g} in size (a negative one mirrors); "
+                                  f"got {scale}")
         path = resolve_resource(uri, base_dir=self.base_dir, search_paths=self.search_paths,
                                 package_resolver=self.package_resolver, where=self.where(elem, what))
         key = (path.resolve(), scale)

@@ -480,6 +480,10 @@ def _load_csv(p: Path, where: str) -> LayoutFileData:
                           "allowed: integers >= 0")
     ri, ci = r_idx.astype(np.int64), c_idx.astype(np.int64)
     m, n = int(ri.max()) + 1, int(ci.max()) + 1
+    if m * n != len(out):  # (checked before the m x n count: a stray large index would make it huge)
+        raise ConfigError(f"{src}: rows and cols up to {m - 1}, {n - 1} make a {m} x {n} grid of {m * n} cells for "
+                          f"{len(out)} probe lines; allowed: every [row, col] of the grid exactly once (pad with "
+                          "radius 0 fillers)")
     count = np.zeros((m, n), dtype=np.int64)
     np.add.at(count, (ri, ci), 1)
     if np.any(count != 1):
