@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from .config.budget import check_budget
+from .config.errors import config_error
 from .config.loader import load_config
 from .config.schema import SuiteConfig
 from .config.suite_checks import evaluation_steps
@@ -55,11 +56,19 @@ def state_shape_problem(state: WorldState, envs: int, body_names: Sequence[str])
     return None
 
 
-def resolve_device(name: str) -> torch.device:
-    """``cpu``, ``cuda[:i]`` or ``auto`` (CUDA when available)."""
+def resolve_device(name: str, where: str = "device") -> torch.device:
+    """``cpu``, ``cuda[:i]`` or ``auto`` (CUDA when available). A CUDA device this machine does not have is a
+    ConfigError at ``where`` (the option that named it), raised before anything is allocated."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    device = torch.device(name)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (device.index or 0) >= count:
+            have = f"CUDA devices 0 to {count - 1}" if count else "no CUDA device"
+            raise config_error(where, "", f"this machine has {have}", name,
+                               "cpu or auto" + (f", cuda or cuda:<i> with i < {count}" if count else ""))
+    return device
 
 
 def suite_kernels(config: SuiteConfig, dtype: torch.dtype) -> list:
@@ -87,7 +96,8 @@ class SensorSuite:
         # also for a configuration validated without load_config (model_validate in Python), before any allocation
         check_budget(config, n_envs=n_envs, n_envs_where="SensorSuite(n_envs=...)" if n_envs is not None else "")
         self.config = config
-        self.device = resolve_device(device or s.device)
+        self.device = resolve_device(device or s.device, "SensorSuite(device=...)" if device else
+                                     f"{config.source or '<config>'}:suite.device")
         self.dtype = DTYPES[dtype or s.dtype]
         self.unbatched = (s.n_envs if n_envs is None else n_envs) == 0
         self.n_envs = max(1, s.n_envs if n_envs is None else n_envs)

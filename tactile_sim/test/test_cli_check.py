@@ -78,12 +78,53 @@ def test_check_finds_a_link_missing_from_the_robot(tmp_path):
     assert "fingertip_left" in err  # the closest name is suggested
 
 
+@pytest.mark.parametrize("sensor, option", [
+    ({"type": "ProximityTaxel", "name": "p", "link": "fingertip_left", "track": ["can", "nobody"]}, "track"),
+    ({"type": "KinematicTaxel", "name": "k", "link": "fingertip_left", "ignore": ["nobody"]}, "ignore"),
+])
+def test_check_finds_a_tracked_or_ignored_body_the_scene_lacks(tmp_path, sensor, option):
+    """As the build refuses it, but before the library is imported."""
+    raw = {"suite": {"dt": 0.01}, "objects": [{"name": "can", "geometry": [{"sphere": {"radius": 0.02}}]}],
+           "sensors": [sensor]}
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    status, _, err = run_cli("check", str(path), "--robot", str(DEMO_URDF))
+    assert status == 2 and f"{path}:sensors[0].{option}: no body of that name in {DEMO_URDF}; got 'nobody'" in err
+    assert "links and objects" in err, err
+
+
 @pytest.mark.parametrize("command", [["replay", "no_such.mcap", "-o", "out.mcap"], ["node", "--transport", "dds"]])
 def test_commands_refuse_a_bad_configuration_before_building(tmp_path, command):
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
     status, _, err = run_cli(*command, "--config", str(empty))
     assert status == 2 and f"tactile-sim {command[0]}: error: {empty}: {NOT_A_MAPPING}" in err
+
+
+@pytest.mark.parametrize("command", [["compile", str(DEMO_CONFIG)], ["demo", "-o", "out"],
+                                     ["replay", "no_such.mcap", "-o", "out.mcap", "--config", str(DEMO_CONFIG)]])
+def test_commands_refuse_an_unknown_device_naming_the_allowed_ones(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    status, _, err = run_cli(*command, "--device", "tpu")
+    assert status == 2 and "--device: unknown device; got 'tpu'; allowed: 'cpu', 'cuda', 'cuda:<index>'" in err, err
+
+
+@pytest.mark.parametrize("suite, option, got", [({"rate": 0.5}, "rate", "0.5"), ({"dt": 2.0}, "dt", "2.0")])
+def test_a_replay_at_the_configured_rate_refuses_one_the_node_cannot_step_at(tmp_path, monkeypatch, suite, option,
+                                                                              got):
+    from tactile_sim.offline import replay as replay_module
+
+    monkeypatch.setattr(replay_module, "replay_bag", lambda *a, **k: pytest.fail("replayed at a rate it refuses"))
+    from tactile_sim.config.paths import resolve_package_uri
+
+    data = yaml.safe_load(resolve_package_uri(DEMO_CONFIG).read_text())
+    del data["suite"]["rate"]
+    data["suite"].update(suite)
+    config = tmp_path / "slow.yaml"
+    config.write_text(yaml.safe_dump(data))
+    status, _, err = run_cli("replay", str(tmp_path / "in"), "--config", str(config), "-o", str(tmp_path / "o.mcap"))
+    assert status == 2 and f"{config}:suite.{option}: a replay steps at 0.5 Hz" in err and f"got {got}" in err, err
+    assert "allowed: 1 to 10000 Hz (dt 0.0001 to 1 s), or --rate HZ" in err
 
 
 def test_the_library_imports_trimesh_and_matplotlib_only_where_used():

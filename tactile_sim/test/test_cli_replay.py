@@ -258,8 +258,21 @@ def test_a_missing_bag_and_an_existing_output_are_refused(tmp_path):
     assert status == 2 and "already exists" in err
     assert replay(tmp_path, bag, pads_yaml(tmp_path), "--overwrite")[0] == 0
     status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--overwrite", out="in")
-    assert status == 2 and "would replace the input bag" in err
+    assert status == 2 and "would replace or write into the input bag" in err
     assert (bag / "metadata.yaml").is_file()
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), out="in/inner.mcap")
+    assert status == 2 and "would replace or write into the input bag" in err and not (bag / "inner").exists()
+    (tmp_path / "afile").write_text("")
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), out="afile/x.mcap")
+    assert status == 2 and f"{str(tmp_path / 'afile')!r} is a file, not a folder" in err, err
+    stopped = tmp_path / "stopped"  # what a run stopped before its end leaves: the data file, no metadata.yaml yet
+    stopped.mkdir()
+    (stopped / "stopped.mcap").write_bytes(b"\x89MCAP0\r\n")
+    assert replay(tmp_path, bag, pads_yaml(tmp_path), "--overwrite", out="stopped.mcap")[0] == 0
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("not ours")
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--overwrite", out="other.mcap")
+    assert status == 2 and "exists and is not a rosbag2 bag" in err and (tmp_path / "other" / "notes.txt").is_file()
 
 
 @pytest.mark.parametrize("where", ["input", "output"])
@@ -271,6 +284,25 @@ def test_a_path_the_file_system_refuses_exits_2_naming_it(tmp_path, where):
                              "--no-progress")
     assert status == 2 and "Traceback" not in err
     assert err.startswith(f"tactile-sim replay: error: {tmp_path / too_long}: File name too long"), err
+
+
+def test_a_configured_cuda_device_this_machine_lacks_exits_2_before_the_build(tmp_path, monkeypatch):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    from tactile_sim.offline import replay as replay_module
+
+    monkeypatch.setattr(replay_module, "replay_bag", lambda *a, **k: pytest.fail("replayed on a device it lacks"))
+    config = pads_yaml(tmp_path)
+    data = yaml.safe_load(config.read_text())
+    data["suite"]["device"] = "cuda"
+    config.write_text(yaml.safe_dump(data))
+    bag = write_bag(tmp_path / "in", [static_tf(), joints(0.0, [0.0, OPEN, OPEN])])
+    status, _, err = replay(tmp_path, bag, config)
+    assert status == 2 and f"{config}:suite.device: CUDA is not available on this machine; got 'cuda'" in err, err
+    monkeypatch.undo()
+    assert replay(tmp_path, bag, config, "--device", "cpu")[0] == 0  # the override is the device used
 
 
 # ------------------------------------------------------------------ storage, description, copies

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tactile_sim.cli.common import check_device
+from tactile_sim.errors import ConfigError
 from tactile_sim.geometry.struct_launch import warp_device
 from tactile_sim.ros.sensor_encoders import HostRows
 from tactile_sim.suite import resolve_device
@@ -24,8 +25,14 @@ class OnAnotherDevice(torch.Tensor):
 @pytest.mark.parametrize("available, expected", [(True, "cuda"), (False, "cpu")])
 def test_auto_picks_cuda_only_when_available(monkeypatch, available, expected):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2 if available else 0)
     assert resolve_device("auto") == torch.device(expected)
-    assert resolve_device("cpu") == torch.device("cpu") and resolve_device("cuda:1") == torch.device("cuda", 1)
+    assert resolve_device("cpu") == torch.device("cpu")
+    if available:
+        assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    refused, have = ("cuda:2", "CUDA devices 0 to 1") if available else ("cuda:1", "no CUDA device")
+    with pytest.raises(ConfigError, match=rf"x.yaml:suite.device: this machine has {have}; got '{refused}'"):
+        resolve_device(refused, "x.yaml:suite.device")
 
 
 @pytest.mark.parametrize("available", [True, False])

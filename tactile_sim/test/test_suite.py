@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from helpers_scenes import grid_layout, make_suite, step
+from helpers_scenes import grid_layout, make_suite, pad_object, step
+from tactile_sim.suite import SensorSuite
 from tactile_sim.errors import ConfigError
 
 R = 0.002
@@ -78,6 +79,18 @@ def test_unknown_link_names_the_closest_bodies():
     with pytest.raises(ConfigError) as err:
         make_suite([depth(link="pda")], [ball()])
     assert "sensors[0].link" in str(err.value) and "'pad'" in str(err.value)
+
+
+def test_a_cuda_device_this_machine_lacks_is_a_config_error_before_anything_is_built(monkeypatch):
+    import tactile_sim.suite as suite_module
+
+    monkeypatch.setattr(suite_module, "build_scene", lambda *a, **k: pytest.fail("built on a device it lacks"))
+    cfg = {"suite": {"dt": 0.01, "device": "cuda:99"}, "objects": [pad_object(), ball()], "sensors": []}
+    with pytest.raises(ConfigError, match=r"<dict>:suite.device: this machine has .*; got 'cuda:99'; allowed: cpu"):
+        SensorSuite.from_yaml(cfg)
+    cfg["suite"]["device"] = "cpu"
+    with pytest.raises(ConfigError, match=r"SensorSuite\(device=...\): this machine has .*; got 'cuda:99'"):
+        SensorSuite.from_yaml(cfg, device="cuda:99")
 
 
 def test_unknown_sensor_name_on_read():

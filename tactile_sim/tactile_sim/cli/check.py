@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..constants import RATE_RANGE
 from .common import check_device, fail
 
 DESCRIPTION = """\
@@ -55,27 +56,48 @@ class SensorSummary:
     topics: tuple[tuple[str, str], ...]
 
 
-def early_config(command: str, source, robot: str | Path | None = None) -> int | None:
-    """None for a valid configuration (and robot, see :func:`robot_names`), else the exit status after printing the
-    error: the check of every command that builds sensors, done before it imports the library."""
+def early_config(command: str, source, robot: str | Path | None = None, device: str = "",
+                 steps_at_its_rate: bool = False) -> int | None:
+    """None for a valid configuration (and robot, see :func:`robot_names`; without a ``device`` override, its
+    ``suite.device`` usable here; with ``steps_at_its_rate`` (a replay without ``--rate``), its engine rate within
+    :data:`~..constants.RATE_RANGE`), else the exit status after printing the error: the check of every command that
+    builds sensors, done before it imports the library."""
     from ..config.loader import load_config
     from ..errors import ConfigError
 
     try:
-        robot_names(load_config(source), robot)
+        config = load_config(source)
+        robot_names(config, robot)
     except ConfigError as exc:
         return fail(command, str(exc))
-    return None
+    where = f"{config.source or source}:suite"
+    problem = None if device else check_device(config.suite.device, f"{where}.device")
+    if problem is None and steps_at_its_rate:
+        problem = check_rate(config.suite, where)
+    return fail(command, problem) if problem else None
 
 
-def preflight(command: str, device: str, source, robot: str | Path | None, verbose: bool) -> int | None:
+def check_rate(suite, where: str) -> str | None:
+    """None when the engine rate of ``suite`` (its ``rate``, or 1/``dt``) is one the node and a replay step at, else
+    why not (``where``: ``<file>:suite``)."""
+    low, high = RATE_RANGE
+    rate = 1.0 / suite.step_dt
+    if low <= rate <= high:
+        return None
+    option, got = ("rate", suite.rate) if suite.rate is not None else ("dt", suite.dt)
+    return (f"{where}.{option}: a replay steps at {rate:g} Hz, outside what the node steps at; got {got!r}; allowed: "
+            f"{low:g} to {high:g} Hz (dt {1 / high:g} to {1 / low:g} s), or --rate HZ to step at another rate")
+
+
+def preflight(command: str, device: str, source, robot: str | Path | None, verbose: bool,
+              steps_at_its_rate: bool = False) -> int | None:
     """What a command that builds sensors checks before it imports the library: ``--device`` usable here
     (:func:`.common.check_device`) and the configuration valid (:func:`early_config`). None when both pass (Warp's
     own output then follows ``verbose``), else the exit status after printing the error."""
     problem = check_device(device)
     if problem:
         return fail(command, problem)
-    status = early_config(command, source, robot)
+    status = early_config(command, source, robot, device, steps_at_its_rate)
     if status is None:
         from ..geometry.warp_kernels import set_verbose  # imports warp: the command is about to need it
 
@@ -100,12 +122,17 @@ def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] |
     joints = {e.get("name") for e in root.iter("joint")}
     bodies = links | {o.name for o in config.objects}
     for opt in config.sensors:
-        names = [opt.link] if isinstance(getattr(opt, "link", None), str) else []
-        for key, known in (("link", bodies), ("joints", joints)):
-            for name in (names if key == "link" else getattr(opt, "joints", None) or []):
+        named = {"link": [opt.link] if isinstance(getattr(opt, "link", None), str) else [],
+                 "track": getattr(opt, "track", None) or [], "ignore": getattr(opt, "ignore", None) or [],
+                 "joints": getattr(opt, "joints", None) or []}
+        for key, names in named.items():
+            known = joints if key == "joints" else bodies
+            for name in names:
                 if name not in known:
-                    raise config_error(opt.where, key, f"no {key.rstrip('s')} of that name in {path}", name,
-                                       f"one of the {len(known)} names there", suggest(name, sorted(known)))
+                    where = {"link": "link", "joints": "joint"}.get(key, "body")
+                    raise config_error(opt.where, key, f"no {where} of that name in {path}", name,
+                                       f"one of the {len(known)} names there (links and objects)" if where != "joint"
+                                       else f"one of the {len(known)} names there", suggest(name, sorted(known)))
     return links, joints
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from ..config.schema import DEVICE_ALLOWED, DEVICE_PATTERN
 
 USAGE_ERROR = 2
 """Exit status for bad arguments, configurations or inputs (as argparse)."""
@@ -52,12 +55,17 @@ def number_arg(low: float, high: float, unit: str, *, low_inclusive: bool = Fals
     return parse
 
 
-def check_device(device: str) -> str | None:
-    """None when ``device`` ("" = the configuration's, cpu, auto, cuda[:i]) can be used here, else why not."""
+def check_device(device: str, where: str = "") -> str | None:
+    """None when ``device`` ("" = the configuration's, cpu, auto, cuda[:i]) can be used here, else why not;
+    ``where``: the YAML option that names it (``<file>:suite.device``; default: the ``--device`` option)."""
+    if device and not re.fullmatch(DEVICE_PATTERN, device):
+        return f"{where or '--device'}: unknown device; got {device!r}; allowed: {DEVICE_ALLOWED}"
     if device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
+            if where:
+                return f"{where}: CUDA is not available on this machine; got {device!r}; allowed here: cpu or auto"
             return f"--device {device}: CUDA is not available on this machine; allowed here: cpu or auto"
     return None
 

@@ -91,7 +91,7 @@ def run_node_command(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"tactile-sim node: {exc}", flush=True)
         return 2
-    status = early_config("node", params.config_file)
+    status = early_config("node", params.config_file, device=params.device)
     if status is not None:
         return status
     transport = args.transport

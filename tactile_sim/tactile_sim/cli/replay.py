@@ -89,7 +89,7 @@ def output_format(args: argparse.Namespace) -> str:
 
 
 def run_replay_command(args: argparse.Namespace) -> int:
-    status = preflight("replay", args.device, args.config, args.robot, args.verbose)
+    status = preflight("replay", args.device, args.config, args.robot, args.verbose, args.rate is None)
     if status is not None:
         return status
     from ..config.loader import load_config

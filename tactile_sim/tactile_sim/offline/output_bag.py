@@ -41,11 +41,14 @@ def data_file_in(directory: Path, storage: str) -> Path:
 
 
 def clear_old_bag(directory: Path) -> None:
-    """Remove a bag directory this project may overwrite: a rosbag2 bag (it has metadata.yaml) or an empty folder.
-    Anything else raises FileExistsError naming it."""
+    """Remove a bag directory this project may overwrite: a rosbag2 bag (it has metadata.yaml), an empty folder, or
+    the data file alone that a run stopped before its end left there (``<dir name>.mcap`` or ``.db3``, no
+    metadata.yaml yet). Anything else raises FileExistsError naming it."""
     if not directory.exists():
         return
-    if directory.is_dir() and ((directory / "metadata.yaml").is_file() or not any(directory.iterdir())):
+    left_by_a_run = {data_file_in(directory, storage).name for storage in ("mcap", "sqlite3")}
+    if directory.is_dir() and ((directory / "metadata.yaml").is_file()
+                               or {p.name for p in directory.iterdir()} <= left_by_a_run):
         shutil.rmtree(directory)
         return
     raise FileExistsError(f"output bag {str(directory)!r}: exists and is not a rosbag2 bag (no metadata.yaml); "

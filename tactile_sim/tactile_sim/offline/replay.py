@@ -83,13 +83,19 @@ def each_tick(*calls: Callable[[int], None] | None) -> Callable[[int], None] | N
 
 def check_output_place(source: str | Path, output: str | Path, output_format: OutputFormat) -> None:
     """ConfigError when the output of replaying ``source`` into ``output`` would replace the input bag or a folder
-    holding it."""
+    holding it, or write into it, or when a file stands where one of its folders would be (checked before the
+    sensors are built)."""
     source_folder = Path(source).resolve()
-    source_folder = source_folder.parent if source_folder.is_file() else source_folder
-    place = array_location(output) if output_format == "npz" else bag_location(output)[0]
-    if place.resolve() in (source_folder, *source_folder.parents):
-        raise ConfigError(f"replay output {str(output)!r}: it would replace the input bag {str(source)!r} (or a "
-                          "folder holding it); choose another output name")
+    bag_folder = not source_folder.is_file()  # a rosbag2 folder (a lone .mcap or .db3 file's folder is not the bag's)
+    source_folder = source_folder if bag_folder else source_folder.parent
+    place = (array_location(output) if output_format == "npz" else bag_location(output)[0]).resolve()
+    if place in (source_folder, *source_folder.parents) or (bag_folder and source_folder in place.parents):
+        raise ConfigError(f"replay output {str(output)!r}: it would replace or write into the input bag "
+                          f"{str(source)!r} (or a folder holding it); choose another output name")
+    blocking = next((p for p in place.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: an "
+                          "output whose folders are folders or do not exist yet")
 
 
 def default_rate(config: SuiteConfig) -> float:
