@@ -7,6 +7,7 @@ declared size. Every error names the file (or API call) and the option."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from helpers_config import SUITE, config_error_message, write_yaml
 from helpers_scenes import pad_object
 from tactile_sim.config import load_config
 from tactile_sim.config.budget import BYTES, CAPS, ELASTOMER_PAIR_ELEMENTS, VALUES_PER_PROBE, budget_problems, \
-    default_max_memory, machine_memory, sensor_items, estimated_bytes
+    default_max_memory, estimated_bytes, format_bytes, machine_memory, sensor_items
 from tactile_sim.errors import ConfigError
 from tactile_sim.suite import SensorSuite
 
@@ -218,7 +219,8 @@ def test_a_read_layout_is_counted_in_the_total(tmp_path):
     sensor = {**PAD, "probe_local_pos": {"file": str(npy)}}
     per_env = BYTES["sensor"] + 50 * BYTES["probe"]
     SensorSuite(load_config(doc(sensor, max_memory=per_env)))
-    with pytest.raises(ConfigError, match=r"probe_local_pos: the configuration would allocate about 29.7 kB"):
+    with pytest.raises(ConfigError, match=rf"probe_local_pos: the configuration would allocate about "
+                                          rf"{re.escape(format_bytes(per_env))}"):
         SensorSuite(load_config(doc(sensor, max_memory=per_env - 1)))
 
 

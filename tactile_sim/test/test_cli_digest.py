@@ -59,6 +59,22 @@ def test_chunked_taxel_series_equal_the_per_message_reduction(monkeypatch, chann
     assert series.peak_time == pytest.approx(0.01 * best)
 
 
+def test_a_series_holds_a_bounded_number_of_bytes_of_large_messages(monkeypatch):
+    """A sensor of many taxels: the messages waiting to be reduced stay under CHUNK_BYTES (plus one message), not
+    CHUNK messages (256 messages of 160 000 taxels would be 2 GB), and the reduction is the same."""
+    monkeypatch.setattr(digest_module, "CHUNK_BYTES", 10_000)
+    n, held, digest = 300, [], RunDigest()  # 300 taxels: 3600 bytes of forces and 1200 of radii per message
+    reduce_all = digest_module.TaxelSeries._reduce_all
+    monkeypatch.setattr(digest_module.TaxelSeries, "_reduce_all",
+                        lambda self, items, *a: (held.append(len(items)), reduce_all(self, items, *a)))
+    forces = [np.full(3 * n, 0.01 * (k + 1), np.float32) for k in range(10)]
+    for k, force in enumerate(forces):
+        digest.add("/node/pad", k, taxels(0.01 * k, "force", force, np.full(n, 0.01, np.float32)))
+    (series,) = digest.series.values()
+    assert held == [3, 3, 3, 1]  # flushed once 3 messages (14 400 bytes) were held; the last at the end
+    np.testing.assert_allclose(series.load, [n * float(np.linalg.norm(f[:3])) for f in forces], rtol=1e-6)
+
+
 def test_thermal_series_keep_the_first_hottest_message():
     digest = RunDigest()
     maxima = [30.0, 35.0, 35.0, 31.0]

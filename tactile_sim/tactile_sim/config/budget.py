@@ -46,13 +46,15 @@ tracked bodies), cells per TemperatureGrid (nx·ny·nz), ring slots per sensor (
 ``objects`` (each is built on its own)."""
 
 BYTES: Mapping[str, int] = {
-    "probe": 512,
+    "probe": 1024,
     "sample": 64,
     "cell": 128,
     "value": 8,
     "sensor": 4096,
 }
-"""Estimated bytes per env: per probe (state, readings, pipeline buffers), per sampled point (world-frame copy and
+"""Estimated bytes per env: per probe (state, readings, pipeline buffers, and where a node or a replay publishes them
+its message templates and encoders: ~400 B for the sensors, ~900 B with the node core, 1 M probes measured), per
+sampled point (world-frame copy and
 anchors), per grid cell (temperature, stencil, readings), per reading value and ring slot, and a fixed share per
 sensor."""
 

@@ -79,6 +79,17 @@ def sensor_of_topic(topic: str) -> str:
 
 CHUNK = 256
 """Messages a series holds before reducing them together (one numpy pass per chunk instead of per message)."""
+CHUNK_BYTES = 16 * 2**20
+"""Bytes of messages a series holds at most before reducing them (fewer than :data:`CHUNK` messages of a large
+sensor: 256 messages of 160 000 taxels would hold 2 GB)."""
+
+
+def held_bytes(msg: Any) -> int:
+    """About the bytes a message holds: its CDR bytes (a WireMessage), else its array fields' bytes."""
+    cdr = getattr(msg, "cdr", None)
+    if isinstance(cdr, (bytes, bytearray, memoryview)):
+        return len(cdr)
+    return sum(getattr(getattr(msg, name, None), "nbytes", 0) for name in getattr(msg, "__dataclass_fields__", ()))
 
 _STAMP = struct.Struct("<iI")
 _U32 = struct.Struct("<I")
@@ -166,11 +177,14 @@ class _ChunkedSeries:
 
     times: list[float] = field(default_factory=list)
     pending: list[Any] = field(default_factory=list, repr=False)
-    """messages not yet reduced (:meth:`RunDigest.add` appends and flushes once there are :data:`CHUNK`)"""
+    """messages not yet reduced (:meth:`RunDigest.add` appends and flushes once there are :data:`CHUNK`, or
+    :data:`CHUNK_BYTES` of them)"""
+    pending_bytes: int = field(default=0, repr=False)
+    """:func:`held_bytes` of the pending messages"""
 
     def flush(self) -> None:
         """Reduce the pending messages."""
-        pending, self.pending = self.pending, []
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
         if pending:
             rows = template_rows(pending)
             times = row_times(rows) if rows is not None else [header_seconds(msg) for msg in pending]
@@ -368,7 +382,8 @@ class RunDigest:
             return
         pending = series.pending
         pending.append(msg)
-        if len(pending) >= CHUNK:
+        series.pending_bytes += held_bytes(msg)
+        if len(pending) >= CHUNK or series.pending_bytes >= CHUNK_BYTES:
             series.flush()
 
     def _route(self, topic: str, msg: Any) -> tuple[Series | None, bool]:
