@@ -50,21 +50,21 @@ from genesis_pad import BALL_DEPTH, CLOCKS, ball_path
 from tactile_sim.sensors.layout.probe_layout import generate_grid_points_on_plane
 from tactile_sim.suite import SensorSuite
 
-GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend, 1 thread, typical imperfections
-    ("ContactDepthProbe", 64, 1): 0.26, ("ContactDepthProbe", 1024, 1): 0.41, ("ContactDepthProbe", 4096, 1): 0.54,
-    ("ContactDepthProbe", 64, 16): 0.40, ("ContactDepthProbe", 1024, 16): 0.76, ("ContactDepthProbe", 4096, 16): 1.66,
-    ("KinematicTaxel", 64, 1): 0.30, ("KinematicTaxel", 1024, 1): 0.51, ("KinematicTaxel", 4096, 1): 0.78,
-    ("KinematicTaxel", 64, 16): 0.45, ("KinematicTaxel", 1024, 16): 1.10, ("KinematicTaxel", 4096, 16): 3.01,
-    ("ElastomerTaxel", 64, 1): 0.84, ("ElastomerTaxel", 1024, 1): 1.32, ("ElastomerTaxel", 4096, 1): 2.06,
-    ("ElastomerTaxel", 64, 16): 1.31, ("ElastomerTaxel", 1024, 16): 3.78, ("ElastomerTaxel", 4096, 16): 11.24,
-    ("ElastomerTaxel/direct", 64, 1): 0.61, ("ElastomerTaxel/direct", 1024, 1): 2.20,
-    ("ElastomerTaxel/direct", 1024, 16): 22.0,
-    # issue #21: bench/genesis_pad.py's sensor update + read, the best of the interleaved rounds of this bench on the
-    # 2-core development machine (Genesis 1.4.5, CPU, 1 thread)
-    ("ProximityTaxel", 64, 1): 0.505, ("ProximityTaxel", 1024, 1): 0.751, ("ProximityTaxel", 4096, 1): 1.469,
-    ("ProximityTaxel", 64, 16): 0.750, ("ProximityTaxel", 1024, 16): 2.796, ("ProximityTaxel", 4096, 16): 10.37,
-    ("ContactDepthProbe", 1024, 64): 3.54, ("ContactDepthProbe", 1024, 256): 12.37,
-    ("KinematicTaxel", 1024, 64): 8.70, ("KinematicTaxel", 1024, 256): 41.9,
+GENESIS_MS = {  # (sensor, probes, envs) → ms/step, Genesis 1.4.5 CPU backend, 1 thread, typical imperfections:
+    # bench/genesis_pad.py's sensor update + read on the 2-core development machine (CPU clock), the smallest over 5
+    # processes of 3 interleaved rounds each (ElastomerTaxel/direct 1024 × 16: over 6 of 7, one process read 14.3)
+    ("ContactDepthProbe", 64, 1): 0.66, ("ContactDepthProbe", 1024, 1): 0.598, ("ContactDepthProbe", 4096, 1): 0.739,
+    ("ContactDepthProbe", 64, 16): 0.579, ("ContactDepthProbe", 1024, 16): 1.11, ("ContactDepthProbe", 4096, 16): 3.04,
+    ("KinematicTaxel", 64, 1): 0.715, ("KinematicTaxel", 1024, 1): 0.911, ("KinematicTaxel", 4096, 1): 1.51,
+    ("KinematicTaxel", 64, 16): 0.741, ("KinematicTaxel", 1024, 16): 2.82, ("KinematicTaxel", 4096, 16): 8.15,
+    ("ElastomerTaxel", 64, 1): 1.81, ("ElastomerTaxel", 1024, 1): 1.74, ("ElastomerTaxel", 4096, 1): 2.95,
+    ("ElastomerTaxel", 64, 16): 1.81, ("ElastomerTaxel", 1024, 16): 4.49, ("ElastomerTaxel", 4096, 16): 16.1,
+    ("ElastomerTaxel/direct", 64, 1): 1.13, ("ElastomerTaxel/direct", 1024, 1): 1.97,
+    ("ElastomerTaxel/direct", 1024, 16): 20.2,
+    ("ProximityTaxel", 64, 1): 0.684, ("ProximityTaxel", 1024, 1): 1.04, ("ProximityTaxel", 4096, 1): 1.72,
+    ("ProximityTaxel", 64, 16): 0.795, ("ProximityTaxel", 1024, 16): 4.05, ("ProximityTaxel", 4096, 16): 12.0,
+    ("ContactDepthProbe", 1024, 64): 3.48, ("ContactDepthProbe", 1024, 256): 9.15,
+    ("KinematicTaxel", 1024, 64): 7.95, ("KinematicTaxel", 1024, 256): 34.9,
 }
 # Genesis has no compressibility (its kernel is c = 1) and always takes its FFT path on a grid: the c < 1 row (our FFT
 # path; c = 1 on an orthogonal grid takes the separable lattice path) is compared with the same grid figures
