@@ -156,6 +156,9 @@ def test_an_output_the_file_system_refuses_exits_2_before_the_build(tmp_path, mo
     too_long = tmp_path / ("y" * 300)  # one name past the 255 bytes of a file system's names
     status, _, err = run_cli("demo", "-o", str(too_long), "--no-progress", "--no-pictures")
     assert status == 2 and err.startswith(f"tactile-sim demo: error: {too_long}: File name too long"), err
+    (tmp_path / "afile").write_text("")
+    status, _, err = run_cli("demo", "-o", str(tmp_path / "afile" / "out"), "--no-progress", "--no-pictures")
+    assert status == 2 and f"{str(tmp_path / 'afile')!r} is a file, not a folder" in err, err
 
 
 def test_an_unavailable_device_is_refused(tmp_path):

@@ -87,6 +87,10 @@ def run_demo(output: str | Path, *, duration: float = DEFAULT_DURATION, rate: fl
     params = NodeParams(update_rate=float(rate), device=device, publish_ground_truth=ground_truth,
                         viz_rate=VIZ_RATE)
     folder = Path(output)
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"demo output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: a folder, "
+                         "created when missing")
     folder.mkdir(parents=True, exist_ok=True)  # an output the file system refuses fails here, before the build
     core = NodeCore(load_config(DEMO_CONFIG), params, log=log)
     suite = core.suite
