@@ -249,6 +249,19 @@ def test_a_file_cut_short_cannot_be_opened_and_says_so(tmp_path):
     assert status == 2 and "cannot be opened as a rosbag2 bag" in err and "mcap recover" in err
 
 
+def test_a_record_longer_than_memory_reads_as_a_damaged_file(tmp_path, monkeypatch):
+    """rosbags reads a record's length before its bytes: a damaged length asks for more memory than there is."""
+    from tactile_sim.offline import bag_inputs
+
+    def too_long(path):
+        raise MemoryError()
+
+    bag = write_bag(tmp_path / "in", [static_tf(), joints(0.0, [0.0, OPEN, OPEN])])
+    monkeypatch.setattr(bag_inputs, "BagReader", too_long)
+    status, _, err = replay(tmp_path, bag, pads_yaml(tmp_path))
+    assert status == 2 and "(a record claims more bytes than memory holds: the file is damaged)" in err, err
+
+
 def test_a_missing_bag_and_an_existing_output_are_refused(tmp_path):
     status, _, err = replay(tmp_path, tmp_path / "nothing", pads_yaml(tmp_path))
     assert status == 2 and "not found" in err

@@ -105,7 +105,9 @@ def open_bag(path: str | Path) -> BagReader:
     try:
         return BagReader(path)
     except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds for unreadable files; all mean the same
-        raise BagInputError(f"bag {str(path)!r}: cannot be opened as a rosbag2 bag ({type(exc).__name__}: {exc}); "
+        why = "a record claims more bytes than memory holds: the file is damaged" if isinstance(exc, MemoryError) \
+            else f"{type(exc).__name__}: {exc}"
+        raise BagInputError(f"bag {str(path)!r}: cannot be opened as a rosbag2 bag ({why}); "
                             "an MCAP file cut short by a crash can be repaired with `mcap recover`, a bag folder "
                             "without metadata.yaml with `ros2 bag reindex`") from exc
 
