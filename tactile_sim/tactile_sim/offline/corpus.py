@@ -78,6 +78,9 @@ def expand_inputs(inputs: Sequence[str], list_file: str | None = None) -> list[P
                           "them, glob patterns, or --input-list FILE")
     found: dict[Path, Path] = {}
     for item in items:
+        if not item.strip():  # Path("") is the working folder
+            raise ConfigError(f"replay input {item!r}: an empty name; allowed: .mcap / .db3 files, rosbag2 folders, "
+                              "folders of them or glob patterns")
         paths = [Path(p) for p in sorted(glob.glob(item))] if glob.has_magic(item) else [Path(item)]
         recordings = []
         for path in paths:
@@ -115,8 +118,10 @@ def plan_jobs(recordings: Sequence[Path], folder: str | Path, output_format: str
     anything runs."""
     folder = Path(folder)
     if folder.suffix.lower() in (*RECORDING_SUFFIXES, NPZ_SUFFIX):
-        raise ConfigError(f"-o {str(folder)!r}: several recordings are written into a folder; allowed: a folder name "
-                          "(each recording's output is named after it)")
+        shown = ", ".join(repr(str(p)) for p in recordings[:3]) + (", …" if len(recordings) > 3 else "")
+        raise ConfigError(f"-o {str(folder)!r}: the inputs name {len(recordings)} recording(s) ({shown}; a folder "
+                          "without metadata.yaml is read as a folder of recordings), and a corpus is written into a "
+                          "folder; allowed: a folder name (each recording's output is named after it)")
     jobs, names = [], {}
     for path in recordings:
         name = recording_name(path)
