@@ -53,6 +53,29 @@ def test_each_output_equals_its_recording_replayed_alone(tmp_path):
     assert ticks == {"long": 61, "slow": 41, "reset": 21 + 11}  # every recording keeps its own length and clock
 
 
+def test_a_step_whose_every_lane_goes_alone_ends_the_batch_and_each_replays_alone(tmp_path, monkeypatch):
+    """JointTorque can send every lane left alone (the batch's last sample is another lane's): the batch then stops
+    instead of writing an empty step (it raised ValueError), and each recording's output is its lone replay's."""
+    from tactile_sim.offline import batch_replay
+
+    def every_lane_alone_from_step_5(suite, state, stepped):
+        if suite.steps < 5:
+            return [(lane, tick) for lane, tick, _ in stepped]
+        for lane, _, _ in stepped:
+            lane.alone = "sent alone by the test"
+        return []
+
+    monkeypatch.setattr(batch_replay, "torque_agrees", every_lane_alone_from_step_5)
+    recs = recordings(tmp_path / "recs")
+    status, out, err = corpus(tmp_path, recs, extra=("--batch", "3"))
+    assert status == 0 and "Traceback" not in err, err
+    monkeypatch.undo()
+    for name in ("long", "slow", "reset"):
+        alone(tmp_path, recs / name, f"alone/{name}.mcap")
+        assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
+            (tmp_path / "alone" / name / f"{name}.mcap").read_bytes()
+
+
 def test_recordings_share_one_rewound_core_and_no_output_depends_on_the_recordings_before(tmp_path, monkeypatch):
     built = []
 
