@@ -72,6 +72,10 @@ MAX_DEMO_DURATION = 3600.0
 MAX_TEXT_FILE_BYTES = 64 * 2**20
 """Largest text input read whole (a CSV layout, a URDF file): a larger one is refused before it is read."""
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: a joint value beyond it (finite in the message's float64) would be inf in a float32
+world model, so a joint state holding one is dropped as a non-finite one is, on every replay path alike."""
+
 RATE_RANGE = (1.0, 10000.0)
 """Hz: the rates the node (``update_rate``) and a replay step at; a replay without ``--rate`` takes the
 configuration's."""

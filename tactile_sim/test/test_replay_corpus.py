@@ -53,6 +53,21 @@ def test_each_output_equals_its_recording_replayed_alone(tmp_path):
     assert ticks == {"long": 61, "slow": 41, "reset": 21 + 11}  # every recording keeps its own length and clock
 
 
+def test_joint_values_beyond_float32_are_dropped_alike_alone_and_in_a_batch(tmp_path):
+    """1e300 is finite in a message's float64 but inf in the float32 world model: the lone replay dropped nothing
+    and failed every world update, while a batch's lanes (which do not check their joints again) wrote sensor
+    messages from inf joints. Both now drop those joint states."""
+    recs = recordings(tmp_path / "recs")
+    huge = [joints(0.01 * k, [0.0, 1e300 if k % 3 else SQUEEZE, SQUEEZE]) for k in range(30)]
+    write_bag(recs / "huge", [static_tf()] + huge)
+    status, out, err = corpus(tmp_path, recs, extra=("--batch", "4"))
+    assert status == 0, err
+    lone = alone(tmp_path, recs / "huge", "alone/huge.mcap")
+    assert "joint_states.non_finite 20" in lone
+    assert (tmp_path / "out" / "huge" / "huge.mcap").read_bytes() == \
+        (tmp_path / "alone" / "huge" / "huge.mcap").read_bytes()
+
+
 def test_a_step_whose_every_lane_goes_alone_ends_the_batch_and_each_replays_alone(tmp_path, monkeypatch):
     """JointTorque can send every lane left alone (the batch's last sample is another lane's): the batch then stops
     instead of writing an empty step (it raised ValueError), and each recording's output is its lone replay's."""

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..constants import FLOAT32_MAX
 from .msg_types import message_class
 from .stamps import NS_PER_S
 from .wire_message import WireMessage
@@ -45,10 +46,22 @@ _F64 = np.dtype("<f8")
 _I32, _U32_DTYPE = np.dtype("<i4"), np.dtype("<u4")
 
 
+def within_float32(values: np.ndarray) -> np.ndarray:
+    """Whether each input value is finite and at most :data:`~..constants.FLOAT32_MAX` in size (bool, the shape of
+    ``values``; NaN fails the comparison): what a joint value must be to stay finite in a float32 world model."""
+    return np.abs(values) <= FLOAT32_MAX
+
+
+def scan_within_float32(values: np.ndarray) -> bool:
+    """:func:`within_float32` of every value of the short 1-D host array ``values`` (one message's numbers): a
+    Python scan, cheaper than a NumPy reduction for a few values."""
+    return all(map(FLOAT32_MAX.__ge__, map(abs, values.tolist())))
+
+
 class JointStateRow(NamedTuple):
     """One JointState of a block (:meth:`JointStateDecoder.decode_block`): header stamp ns, joint names (shared by
     the messages of one layout), its position and velocity (n,) float64 (rows of the block's arrays) and whether
-    every one of their values is finite (checked for the block at once)."""
+    every one of their values is finite and within float32's range (checked for the block at once)."""
 
     stamp_ns: int
     names: tuple[str, ...]
@@ -61,7 +74,7 @@ class JointStateArrays(NamedTuple):
     """m JointStates of one size decoded at once in the first one's layout (:meth:`JointStateDecoder.decode_arrays`):
     whether each agrees with that layout (bool [m]; the others' values are not theirs), the header stamps (int64 [m],
     ns), the joint names of the layout, positions [m, n] and velocities [m, n'] float64 (read-only views of the bytes)
-    and whether every value of a message is finite (bool [m])."""
+    and whether every value of a message is finite and within float32's range (bool [m])."""
 
     agree: np.ndarray
     stamps_ns: np.ndarray
@@ -276,7 +289,7 @@ class JointStateDecoder(_LittleEndianDecoder):
         position, velocity = _rows(blob, size, m, at0, n0), _rows(blob, size, m, at1, n1)
         return JointStateArrays(agreeing(block, layout.columns), _stamps_ns(block[:, 4:8], block[:, 8:12]).ravel(),
                                 self._names, position, velocity,
-                                np.isfinite(position).all(axis=1) & np.isfinite(velocity).all(axis=1))
+                                within_float32(position).all(axis=1) & within_float32(velocity).all(axis=1))
 
     def _walk(self, data: bytes) -> _Layout:
         """The :class:`_Layout` of ``data`` read field by field (the names are decoded unless they are the previous

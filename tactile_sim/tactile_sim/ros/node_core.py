@@ -35,9 +35,8 @@ from ..config.errors import suggest
 from ..config.schema import SuiteConfig
 from ..config.suite_checks import check_suite
 from ..errors import ConfigError, SceneError
-from ..geometry.transforms import scan_finite
 from ..io.encode import DIAGNOSTIC_ARRAY, encode_diagnostics
-from ..io.input_cdr import TF_MESSAGE, TFMessageDecoder, sequence_count
+from ..io.input_cdr import TF_MESSAGE, TFMessageDecoder, scan_within_float32, sequence_count, within_float32
 from ..io.markers import MARKER_ARRAY, marker_array
 from ..io.msg_types import deserialize_cdr
 from ..io.readings import DiagnosticStatusReading
@@ -307,14 +306,14 @@ class NodeCore:
         if plan.duplicates:
             return self._drop("joint_states.duplicate_names",
                               f"dropped a joint state that names a joint twice ({listed(sample.names)})")
-        if not (sample.finite or scan_finite(sample.position) and (sample.velocity is None
-                                                                    or scan_finite(sample.velocity))):
-            bad = ~np.isfinite(sample.position)
+        if not (sample.finite or scan_within_float32(sample.position) and (sample.velocity is None
+                                                                            or scan_within_float32(sample.velocity))):
+            bad = ~within_float32(sample.position)
             if sample.velocity is not None:
-                bad |= ~np.isfinite(sample.velocity)
+                bad |= ~within_float32(sample.velocity)
             bad = np.flatnonzero(bad)
-            return self._drop("joint_states.non_finite", f"dropped a joint state with NaN/inf values for "
-                              f"{listed([sample.names[i] for i in bad[:NAMES_SHOWN]], bad.size)}")
+            return self._drop("joint_states.non_finite", f"dropped a joint state with NaN/inf values (or beyond "
+                              f"float32's range) for {listed([sample.names[i] for i in bad[:NAMES_SHOWN]], bad.size)}")
         if self.suite is None:  # not ready (the property's test, without its call on this per-message path)
             return False
         if plan.unknown:
