@@ -101,6 +101,13 @@ def test_commands_refuse_a_bad_configuration_before_building(tmp_path, command):
     assert status == 2 and f"tactile-sim {command[0]}: error: {empty}: {NOT_A_MAPPING}" in err
 
 
+@pytest.mark.parametrize("value, problem", [("[1", "expected ',' or ']'"), ("\t1", "found character '\\t'"),
+                                            ("!!python/object:os.system 1", "could not determine a constructor")])
+def test_a_node_parameter_that_is_not_yaml_exits_2_naming_it(value, problem):
+    status, out, err = run_cli("node", "--transport", "dds", "-p", f"update_rate:={value}")
+    assert status == 2 and f"-p {'update_rate:=' + value!r}: the value is not valid YAML ({problem}" in out + err
+
+
 @pytest.mark.parametrize("command", [["compile", str(DEMO_CONFIG)], ["demo", "-o", "out"],
                                      ["replay", "no_such.mcap", "-o", "out.mcap", "--config", str(DEMO_CONFIG)]])
 def test_commands_refuse_an_unknown_device_naming_the_allowed_ones(tmp_path, monkeypatch, command):

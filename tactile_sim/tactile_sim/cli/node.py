@@ -66,7 +66,12 @@ def parse_params(args: argparse.Namespace) -> dict[str, Any]:
 
             raise ValueError(f"-p {item!r}: unknown parameter {name!r}; allowed: {', '.join(SPECS)}"
                              + (f"; {suggest(name, SPECS)}" if suggest(name, SPECS) else ""))
-        value = yaml.safe_load(text) if text else ""
+        try:  # a value as ROS 2 reads one: YAML
+            value = yaml.safe_load(text) if text else ""
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem", None) or type(exc).__name__
+            raise ValueError(f"-p {item!r}: the value is not valid YAML ({where}); allowed: NAME:=VALUE with a YAML "
+                             "value (e.g. update_rate:=200, device:=cpu)") from None
         values[name] = tuple(value) if isinstance(value, list) else value
     if args.config:
         values["config_file"] = args.config
