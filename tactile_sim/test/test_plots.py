@@ -198,3 +198,22 @@ def test_plot_command_refuses_a_bag_without_sensor_messages(tmp_path):
     assert status == 2 and "no sensor messages of this project (measured branch)" in err
     status, _, err = run_cli("plot", str(tmp_path / "missing"))
     assert status == 2 and "not found" in err
+
+
+@pytest.mark.parametrize("forces, radii", [(np.zeros(7, np.float32), np.full(4, 0.01, np.float32)),  # 7 for 4 taxels
+                                           (np.zeros(0, np.float32), np.zeros(0, np.float32))])   # no taxels
+def test_plot_command_refuses_taxel_messages_whose_arrays_disagree(tmp_path, forces, radii):
+    """A bag not written by this project (here: crafted) whose TaxelArray arrays do not fit together: an error
+    naming the bag, not numpy's traceback from the reduction."""
+    from tactile_sim.io.encode import TAXEL_ARRAY
+    from tactile_sim.io.stamps import time_msg
+
+    def taxels(k):
+        head = new_message("std_msgs/msg/Header", stamp=time_msg(0.01 * k), frame_id="pad")
+        return new_message(TAXEL_ARRAY, header=head, sensor_name="pad", sensor_type="KinematicTaxel", radii=radii,
+                           ground_truth=False, force=forces)
+
+    bag = write_bag(tmp_path / "crafted", [(f"/{NODE}/pad", k, taxels(k)) for k in range(3)])
+    status, _, err = run_cli("plot", str(bag), "-o", str(tmp_path / "pictures"))
+    assert status == 2 and f"bag {str(bag)!r}: a sensor message does not hold what its type says" in err, err
+    assert "Traceback" not in err

@@ -41,22 +41,31 @@ def run_plot_command(args: argparse.Namespace) -> int:
 
     bag = Path(args.bag)
     digest = RunDigest(ground_truth=args.ground_truth)
+    malformed = (f"bag {str(bag)!r}: a sensor message does not hold what its type says (array sizes that disagree, "
+                 "no taxels or cells); allowed: messages as tactile-sim writes them")
     try:
         with open_bag(bag) as reader:
             for topic, log_ns, msg in reader.messages():
                 digest.add(topic, log_ns, msg)
+        series = digest.series  # every pending message reduced
     except BagInputError as exc:
         return fail("plot", str(exc))
+    except (ValueError, IndexError, TypeError, ZeroDivisionError) as exc:  # the digest's reductions of bad arrays
+        return fail("plot", f"{malformed} ({type(exc).__name__}: {exc})")
     except Exception as exc:  # noqa: BLE001 - a damaged bag raises many kinds mid-way
         return fail("plot", f"bag {str(bag)!r}: reading stopped: {type(exc).__name__}: {exc}")
-    if not digest.series:
+    if not series:
         return fail("plot", f"bag {str(bag)!r}: no sensor messages of this project "
                             f"({'ground truth' if args.ground_truth else 'measured'} branch)")
     folder = Path(args.output) if args.output else default_picture_folder(bag)
+    unknown = set(args.sensor or ()) - {s.name for s in series.values()}  # write_pictures refuses these
     try:
         written = write_pictures(digest, folder, args.sensor, title=f"tactile_sim: {bag.name}")
+        table = format_table(digest)
     except ValueError as exc:
-        return fail("plot", str(exc), USAGE_ERROR)
-    print(format_table(digest))
+        return fail("plot", str(exc) if unknown else f"{malformed} ({exc})", USAGE_ERROR)
+    except (IndexError, TypeError, ZeroDivisionError) as exc:
+        return fail("plot", f"{malformed} ({type(exc).__name__}: {exc})", USAGE_ERROR)
+    print(table)
     print("pictures:\n" + describe_files(written))
     return 0
