@@ -10,8 +10,8 @@ import pytest
 
 from helpers_offline import run_cli, write_bag
 from tactile_sim.offline import core_pool, corpus as corpus_module
-from tactile_sim.demo_trajectory import JOINT_NAMES, SQUEEZE
-from test_cli_replay import closing, joints, pads_yaml, static_tf
+from tactile_sim.demo_trajectory import JOINT_NAMES, OPEN, SQUEEZE
+from test_cli_replay import PADS, closing, joints, pads_yaml, static_tf
 
 
 def recordings(folder):
@@ -51,6 +51,27 @@ def test_each_output_equals_its_recording_replayed_alone(tmp_path):
             assert (tmp_path / "out" / name / part).read_bytes() == (tmp_path / "alone" / name / part).read_bytes()
         ticks[name] = int(next(line.split()[1] for line in out.splitlines() if line.startswith(name)))
     assert ticks == {"long": 61, "slow": 41, "reset": 21 + 11}  # every recording keeps its own length and clock
+
+
+def test_an_unplanned_lane_that_outlasts_every_planned_one_keeps_the_batch_going(tmp_path):
+    """A recording replayed message by message (its clock jumps back once) that steps past the end of every
+    planned lane: the planned inputs of a step no planned lane has are not looked
+    up (an IndexError killed the corpus), and every output is its lone replay's."""
+    recs = tmp_path / "recs"
+    write_bag(recs / "flip", [static_tf()] + closing(10.0, 21, 10.0) + closing(0.0, 90, 10.3))
+    write_bag(recs / "short", [static_tf()] + [joints(0.01 * k, [0.0, OPEN, OPEN]) for k in range(20)])
+    config = pads_yaml(tmp_path, names=PADS + ("joint_torque",))
+
+    def replay(inputs, out, *extra):
+        return run_cli("replay", *map(str, inputs), "--config", str(config), "-o", str(tmp_path / out),
+                       "--no-progress", *extra)  # at the configuration's 200 Hz: 39 planned ticks for "short"
+
+    status, out, err = replay([recs], "out", "--batch", "4")
+    assert "Traceback" not in err and status == 0, err
+    for name in ("flip", "short"):
+        replay([recs / name], f"alone/{name}.mcap")
+        assert (tmp_path / "out" / name / f"{name}.mcap").read_bytes() == \
+            (tmp_path / "alone" / name / f"{name}.mcap").read_bytes()
 
 
 def test_joint_values_beyond_float32_are_dropped_alike_alone_and_in_a_batch(tmp_path):
@@ -181,6 +202,7 @@ def test_a_recording_whose_output_the_file_system_refuses_fails_alone(tmp_path, 
     (("recs", "other"), (), "both would be written as 'long'"),
     (("recs/z*",), (), "matches nothing"),
     (("nowhere",), ("--input-list", "missing.txt"), "--input-list"),
+    ((), ("--input-list", "/dev/zero"), "--input-list '/dev/zero': not a regular file"),  # read without end
     ((), (), "no input"),
     (("recs",), ("--format", "npz", "--markers"), "--markers"),
 ])

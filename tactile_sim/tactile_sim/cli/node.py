@@ -76,8 +76,10 @@ def parse_params(args: argparse.Namespace) -> dict[str, Any]:
     if args.config:
         values["config_file"] = args.config
     if args.robot is not None:
+        from ..config.paths import read_text_file
+
         try:
-            values["robot_description"] = args.robot.read_text(encoding="utf-8")
+            values["robot_description"] = read_text_file(args.robot, "--robot")
         except OSError as exc:
             raise ValueError(f"--robot {str(args.robot)!r}: cannot read the URDF file ({exc.strerror})") from exc
     return values

@@ -58,10 +58,14 @@ def is_single(inputs: Sequence[str], list_file: str | None) -> bool:
 def read_list(list_file: str) -> list[str]:
     """The inputs of a list file: one per line, blank lines and ``#`` comments skipped, relative paths taken from the
     list file's folder. ConfigError when it cannot be read."""
+    from ..config.paths import read_text_file
+
     path = Path(list_file)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text_file(path, "--input-list")
+    except ValueError as exc:
+        raise ConfigError(f"{exc} (one recording, folder or pattern per line)") from None
+    except OSError as exc:
         raise ConfigError(f"--input-list {list_file!r}: cannot be read ({exc}); allowed: a text file with one "
                           "recording, folder or pattern per line") from None
     lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]

@@ -401,7 +401,10 @@ class PlannedSteps:
     def stage(self, step: int) -> None:
         """The inputs of suite step ``step`` (tick ``step`` of every planned lane that has it): the new joint samples'
         positions (and measured velocities) in their envs' staging rows, and every stepped env's launch arguments,
-        as each lane's world lane would set them (held inputs: sample 0, the other arguments kept)."""
+        as each lane's world lane would set them (held inputs: sample 0, the other arguments kept). Nothing past
+        the last planned tick (a lane fed message by message may step on after every planned lane ended)."""
+        if step >= self._sample.shape[1]:
+            return
         q, qd, sample, velocity_given, dt = self._inputs
         kinds = self._sample[:, step]
         new = kinds != 0
