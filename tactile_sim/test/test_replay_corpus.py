@@ -169,6 +169,14 @@ def test_arrays_of_a_pattern_and_a_list_in_two_processes_equal_each_alone(tmp_pa
         assert data["joints/position"][-1, 1] == pytest.approx(SQUEEZE)
 
 
+def test_a_folder_entry_that_looks_like_a_bag_without_metadata_is_named_not_skipped_silently(tmp_path):
+    recs = recordings(tmp_path / "recs")
+    (recs / "long" / "metadata.yaml").unlink()  # a copy without its metadata, or a recording cut short
+    status, out, err = corpus(tmp_path, recs)
+    assert status == 0 and "2 recordings" in out
+    assert f"[warn] replay: {str(recs / 'long')!r} holds a .mcap / .db3 file but no metadata.yaml: not replayed" in err
+
+
 def test_a_failing_recording_does_not_stop_the_others(tmp_path):
     recs = recordings(tmp_path / "recs")
     write_bag(recs / "empty", [static_tf()])  # no joint states, no /tf: cannot be replayed

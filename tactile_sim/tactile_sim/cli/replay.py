@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from .check import preflight
 from .common import RUN_ERROR, USAGE_ERROR, fail, number_arg, stderr_log
@@ -128,13 +130,17 @@ def run_corpus(args: argparse.Namespace, options: dict) -> int:
     from ..offline.corpus import expand_inputs, format_corpus, plan_jobs, replay_corpus
     from ..offline.replay import check_output_format
 
+    skipped: list[Path] = []
     try:
         check_output_format(options["output_format"], "", copy_inputs=args.copy_inputs, markers=args.markers)
         load_config(args.config)  # a bad configuration stops the corpus before it starts
-        jobs = plan_jobs(expand_inputs(args.input, args.input_list), args.output, options["output_format"],
+        jobs = plan_jobs(expand_inputs(args.input, args.input_list, skipped), args.output, options["output_format"],
                          args.overwrite)
     except (ConfigError, ValueError, FileExistsError) as exc:
         return fail("replay", str(exc), USAGE_ERROR)
+    for folder in skipped:
+        print(f"[warn] replay: {str(folder)!r} holds a .mcap / .db3 file but no metadata.yaml: not replayed "
+              f"(`ros2 bag reindex {folder}` writes one)", file=sys.stderr)
     outcomes, wall = replay_corpus(jobs, args.config, options, workers=args.workers, batch=args.batch,
                                    verbose=args.verbose, progress=not args.no_progress)
     print(format_corpus(outcomes, wall))

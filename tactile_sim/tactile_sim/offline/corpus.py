@@ -72,10 +72,13 @@ def read_list(list_file: str) -> list[str]:
     return [item if Path(item).is_absolute() else str(path.parent / item) for item in lines if item]
 
 
-def expand_inputs(inputs: Sequence[str], list_file: str | None = None) -> list[Path]:
+def expand_inputs(inputs: Sequence[str], list_file: str | None = None,
+                  skipped: list[Path] | None = None) -> list[Path]:
     """The recordings named by ``inputs`` and the list file, in order, each once: a recording as it is, a folder's
     recordings (its entries that are recordings, by name), a glob pattern's matches (recordings, or folders of
-    them). ConfigError naming an input that is not found, matches nothing or holds no recording."""
+    them). ConfigError naming an input that is not found, matches nothing or holds no recording. ``skipped``, when
+    given, receives a folder's entries that look like bags but are none (a sub-folder holding a .mcap or .db3 file
+    and no metadata.yaml: a recording cut short, or a copy without its metadata)."""
     items = list(inputs) + (read_list(list_file) if list_file is not None else [])
     if not items:
         raise ConfigError("replay: no input; allowed: recordings (.mcap / .db3 files, rosbag2 folders), folders of "
@@ -91,7 +94,12 @@ def expand_inputs(inputs: Sequence[str], list_file: str | None = None) -> list[P
             if is_recording(path):
                 recordings.append(path)
             elif path.is_dir():
-                recordings += [p for p in sorted(path.iterdir()) if is_recording(p)]
+                for entry in sorted(path.iterdir()):
+                    if is_recording(entry):
+                        recordings.append(entry)
+                    elif skipped is not None and entry.is_dir() and any(
+                            f.suffix.lower() in RECORDING_SUFFIXES for f in entry.iterdir()):
+                        skipped.append(entry)
         if not recordings:
             problem = "matches nothing" if not paths else "not found" if not paths[0].exists() else \
                 "is not a recording and holds none"
