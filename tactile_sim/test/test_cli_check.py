@@ -101,9 +101,11 @@ def test_commands_refuse_a_bad_configuration_before_building(tmp_path, command):
     assert status == 2 and f"tactile-sim {command[0]}: error: {empty}: {NOT_A_MAPPING}" in err
 
 
-def test_node_refuses_a_robot_file_it_would_read_without_end():
+def test_node_refuses_a_robot_file_it_would_read_without_end_and_an_empty_config_path():
     status, out, err = run_cli("node", "--transport", "dds", "--robot", "/dev/zero")
     assert status == 2 and "--robot '/dev/zero': not a regular file" in out + err
+    status, out, err = run_cli("node", "--transport", "dds", "--config", "")  # not the package's demo config
+    assert status == 2 and "--config '': an empty path" in out + err
 
 
 @pytest.mark.parametrize("value, problem", [("[1", "expected ',' or ']'"), ("\t1", "found character '\\t'"),

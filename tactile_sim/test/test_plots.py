@@ -188,8 +188,8 @@ def test_plot_command_draws_a_sensor_of_the_demo_bag(tmp_path):
     assert status == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pad_left_heatmap.png", "thermal_left_temperature.png"]
     assert "pad_left" in out and "range_right" in out  # the summary covers the whole bag
-    status, _, err = run_cli("plot", str(demo_bag()), "-o", str(tmp_path), "--sensor", "nope")
-    assert status == 2 and "no messages of sensors ['nope']" in err
+    status, _, err = run_cli("plot", str(demo_bag()), "-o", str(tmp_path / "new"), "--sensor", "nope")
+    assert status == 2 and "no messages of sensors ['nope']" in err and not (tmp_path / "new").exists()
 
 
 def test_plot_command_refuses_a_bag_without_sensor_messages(tmp_path):

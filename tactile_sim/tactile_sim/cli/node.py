@@ -73,7 +73,10 @@ def parse_params(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"-p {item!r}: the value is not valid YAML ({where}); allowed: NAME:=VALUE with a YAML "
                              "value (e.g. update_rate:=200, device:=cpu)") from None
         values[name] = tuple(value) if isinstance(value, list) else value
-    if args.config:
+    if args.config is not None:
+        if not args.config.strip():  # an empty value would leave the package's demo configuration in place
+            raise ValueError(f"--config {args.config!r}: an empty path; allowed: a sensor YAML file (path or "
+                             "package://)")
         values["config_file"] = args.config
     if args.robot is not None:
         from ..config.paths import read_text_file

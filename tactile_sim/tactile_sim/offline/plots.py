@@ -246,11 +246,11 @@ def write_pictures(digest: RunDigest, folder: str | Path, sensors: Sequence[str]
     """Write the pictures of the module docstring into ``folder`` (created); only those of ``sensors`` when given
     (the overview only without). Returns the files written. Raises ValueError for a sensor name the digest lacks."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     names = {s.name for s in digest.series.values()}
     unknown = [n for n in sensors or () if n not in names]
     if unknown:
         raise ValueError(f"pictures: no messages of sensors {unknown}; sensors with messages: {sorted(names)}")
+    folder.mkdir(parents=True, exist_ok=True)  # (after the names: a refused call leaves no folder behind)
     t0 = digest.first_time or 0.0
     figures: list[tuple[str, Figure]] = []
     for s in digest.series.values():
