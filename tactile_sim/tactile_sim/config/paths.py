@@ -118,7 +118,7 @@ def _checked_place(path: Path, text: str, kind: PathKind) -> Path:
         raise OptionProblem(f"folder not found (resolved to {path})", text,
                             "an existing folder; relative paths resolve against the YAML file's folder")
     if kind == "any":
-        blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        blocking = file_in_the_way(path)
         if blocking is not None:
             raise OptionProblem(f"not a folder: {blocking} is a file", text,
                                 "a folder, existing or to be created (not a regular file)")
@@ -141,3 +141,10 @@ def read_text_file(path: str | os.PathLike, what: str) -> str:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{what} {str(path)!r}: not UTF-8 text ({exc.reason} at byte {exc.start}); allowed: a "
                          "UTF-8 text file") from None
+
+
+def file_in_the_way(path: Path, *, itself: bool = True) -> Path | None:
+    """The first of ``path`` (unless not ``itself``) and its parents that exists and is not a folder: what stops
+    ``path`` from being made a folder (or made inside one); None when nothing does."""
+    return next((p for p in ((path,) if itself else ()) + tuple(path.parents) if p.exists() and not p.is_dir()),
+                None)

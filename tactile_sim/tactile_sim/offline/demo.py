@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config.loader import load_config
+from ..config.paths import file_in_the_way
 from ..demo_trajectory import CYCLE, DEMO_CONFIG, JOINT_NAMES, gripper_trajectory
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import TransformSample
@@ -87,7 +88,7 @@ def run_demo(output: str | Path, *, duration: float = DEFAULT_DURATION, rate: fl
     params = NodeParams(update_rate=float(rate), device=device, publish_ground_truth=ground_truth,
                         viz_rate=VIZ_RATE)
     folder = Path(output)
-    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    blocking = file_in_the_way(folder)
     if blocking is not None:
         raise ValueError(f"demo output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: a folder, "
                          "created when missing")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..config.paths import file_in_the_way
 from ..config.schema import SuiteConfig
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..errors import ConfigError
@@ -92,7 +93,7 @@ def check_output_place(source: str | Path, output: str | Path, output_format: Ou
     if place in (source_folder, *source_folder.parents) or (bag_folder and source_folder in place.parents):
         raise ConfigError(f"replay output {str(output)!r}: it would replace or write into the input bag "
                           f"{str(source)!r} (or a folder holding it); choose another output name")
-    blocking = next((p for p in place.parents if p.exists() and not p.is_dir()), None)
+    blocking = file_in_the_way(place, itself=False)
     if blocking is not None:
         raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: an "
                           "output whose folders are folders or do not exist yet")
