@@ -12,7 +12,8 @@ from tactile_sim.io.msg_types import new_message
 from tactile_sim.io.readings import JointTorqueReading, TaxelReading, ThermalReading
 from tactile_sim.cli.plot import default_picture_folder
 from tactile_sim.offline.digest import IN_RANGE, TOUCH_LEVEL, RunDigest, joint_units
-from tactile_sim.offline.plots import plane_axes, slice_axis, taxel_figure, thermal_figure, write_pictures
+from tactile_sim.offline.plots import (MAX_TORQUE_LINES, plane_axes, slice_axis, taxel_figure, thermal_figure,
+                                      torque_figure, write_pictures)
 from tactile_sim.offline.run_loop import RunStats
 from tactile_sim.offline.summary import format_run, format_table, summary_rows
 
@@ -146,6 +147,25 @@ def test_joint_units_follow_the_urdf():
     revolute = DEMO_URDF.read_text().replace('type="prismatic"', 'type="revolute"')
     assert joint_units(revolute, ["slide"]) == ["N·m"]
     assert joint_units(None, ["slide"]) == joint_units("<robot", ["slide"]) == ["N·m or N"]
+
+
+def test_a_torque_plot_of_many_joints_draws_those_of_largest_effort():
+    n = 3 * MAX_TORQUE_LINES
+    names = [f"j{k}" for k in range(n)]
+    peaks = RNG.permutation(n).astype(float)  # joint k peaks at |effort| = peaks[k]
+    peaks[5] = np.nan  # NaN counts as no effort
+    digest = RunDigest()
+    for t, sign in ((0.1, 0.5), (0.2, -1.0), (0.3, 0.25)):
+        digest.add(f"{NODE}/jt", 0, encode_joint_torque(JointTorqueReading(t, names, sign * peaks)))
+    fig = torque_figure(digest.series["jt"], 0.0, None)
+    drawn = [line.get_label().split(" ")[0] for line in fig.axes[0].get_lines()]
+    largest = sorted(np.argsort(-np.nan_to_num(peaks))[:MAX_TORQUE_LINES])
+    assert drawn == [names[k] for k in largest]
+    assert f"{MAX_TORQUE_LINES} of {n} joints" in fig.axes[0].get_title()
+    few = RunDigest()
+    few.add(f"{NODE}/jt", 0, encode_joint_torque(JointTorqueReading(0.1, names[:3], peaks[:3])))
+    fig = torque_figure(few.series["jt"], 0.0, None)
+    assert len(fig.axes[0].get_lines()) == 3 and "of" not in fig.axes[0].get_title().split(":")[1]
 
 
 def test_summary_table_rows_and_run_line(force_run):

@@ -38,6 +38,9 @@ AXIS_ALIGNED = 0.99
 """|cos| above which a layout plane counts as perpendicular to a link axis (its axes are then named x/y/z)."""
 DPI = 110
 LINE_STYLES = ("-", "--", ":", "-.")
+MAX_TORQUE_LINES = 12
+"""Most joints drawn in a joint-effort plot (:func:`plotted_joints`): more lines and legend entries are unreadable,
+and take matplotlib minutes for thousands of joints."""
 
 
 def _safe(name: str) -> str:
@@ -181,16 +184,31 @@ def thermal_figure(series: ThermalSeries, t0: float) -> Figure:
 
 
 # ------------------------------------------------------------------ joint torque
+def plotted_joints(efforts: np.ndarray) -> np.ndarray:
+    """Indexes of the joints (columns of ``efforts``, messages × joints) drawn as lines: all of them up to
+    :data:`MAX_TORQUE_LINES`, else that many with the largest peak |effort| (NaN counts as 0), in joint order."""
+    n = efforts.shape[1]
+    if n <= MAX_TORQUE_LINES:
+        return np.arange(n)
+    peak = np.nan_to_num(np.abs(efforts), nan=0.0).max(axis=0, initial=0.0)
+    return np.sort(np.argsort(-peak, kind="stable")[:MAX_TORQUE_LINES])
+
+
 def draw_torque(ax: Axes, series: TorqueSeries, t0: float, robot_description: str | None) -> None:
     times = np.asarray(series.times) - t0
     efforts = series.effort_array()
-    units = joint_units(robot_description, series.joints)
-    for k, joint in enumerate(series.joints):  # line styles keep coinciding efforts visible
-        ax.plot(times, efforts[:, k], lw=1.4, ls=LINE_STYLES[k % len(LINE_STYLES)], label=f"{joint} ({units[k]})")
+    drawn = plotted_joints(efforts)
+    joints = [series.joints[k] for k in drawn]
+    units = joint_units(robot_description, joints)
+    for line, (k, joint) in enumerate(zip(drawn.tolist(), joints)):  # line styles keep coinciding efforts visible
+        ax.plot(times, efforts[:, k], lw=1.4, ls=LINE_STYLES[line % len(LINE_STYLES)],
+                label=f"{joint} ({units[line]})")
     unit = units[0] if len(set(units)) == 1 else "N·m or N"
     ax.set_xlabel("time (s)")
     ax.set_ylabel(f"effort ({unit})")
-    ax.set_title(f"{series.name}: joint effort over time")
+    shown = "" if len(drawn) == len(series.joints) else \
+        f" ({len(drawn)} of {len(series.joints)} joints: the largest |effort|)"
+    ax.set_title(f"{series.name}: joint effort over time{shown}")
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
 
