@@ -249,6 +249,16 @@ def test_a_file_cut_short_cannot_be_opened_and_says_so(tmp_path):
     assert status == 2 and "cannot be opened as a rosbag2 bag" in err and "mcap recover" in err
 
 
+@pytest.mark.parametrize("name, hint", [("arrays.npz", "replay's array output"), ("text.db3", None)])
+def test_an_unreadable_file_gets_only_the_repair_hint_that_applies(tmp_path, name, hint):
+    bad = tmp_path / name
+    bad.write_bytes(b"PK\x03\x04 not a bag at all" * 4)
+    status, _, err = replay(tmp_path, bad, pads_yaml(tmp_path))
+    assert status == 2 and "cannot be opened as a rosbag2 bag" in err
+    assert "mcap recover" not in err and "reindex" not in err
+    assert hint is None or hint in err
+
+
 def test_a_record_longer_than_memory_reads_as_a_damaged_file(tmp_path, monkeypatch):
     """rosbags reads a record's length before its bytes: a damaged length asks for more memory than there is."""
     from tactile_sim.offline import bag_inputs

@@ -107,9 +107,21 @@ def open_bag(path: str | Path) -> BagReader:
     except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds for unreadable files; all mean the same
         why = "a record claims more bytes than memory holds: the file is damaged" if isinstance(exc, MemoryError) \
             else f"{type(exc).__name__}: {exc}"
-        raise BagInputError(f"bag {str(path)!r}: cannot be opened as a rosbag2 bag ({why}); "
-                            "an MCAP file cut short by a crash can be repaired with `mcap recover`, a bag folder "
-                            "without metadata.yaml with `ros2 bag reindex`") from exc
+        raise BagInputError(f"bag {str(path)!r}: cannot be opened as a rosbag2 bag ({why}){_repair_hint(path)}") \
+            from exc
+
+
+def _repair_hint(path: Path) -> str:
+    """What may make the unreadable bag at ``path`` readable, for its error message ('' when nothing applies)."""
+    if path.is_dir():
+        if not (path / "metadata.yaml").is_file():
+            return "; a bag folder without metadata.yaml is indexed again with `ros2 bag reindex`"
+        return ""
+    if path.suffix == ".mcap":
+        return "; an MCAP file cut short by a crash is repaired with `mcap recover`"
+    if path.suffix == ".npz":
+        return "; a .npz file is replay's array output (read it with numpy.load), not a bag"
+    return ""
 
 
 class BagInputs:
