@@ -89,6 +89,10 @@ def test_error_normal_shape_shows_both_shapes():
     raises_config_error(lambda: ProbeLayout.from_options(np.zeros((2, 3)), probe_local_normal=np.ones((3, 3)),
                                                          where=W),
                         f"{W}.probe_local_normal", "shape (3, 3)", "layout shape (2,)", "got", "allowed:")
+    # a 2-vector on a layout of two probes: the message must not read as "(2,) does not match (2,)"
+    raises_config_error(lambda: ProbeLayout.from_options(np.zeros((2, 3)), probe_local_normal=[0.0, 1.0], where=W),
+                        f"{W}.probe_local_normal: shape (2,) is neither (3,) (one normal for every probe) nor the "
+                        "layout shape (2,) + 3", "got [0.0, 1.0]")
 
 
 def test_error_no_positive_radius():

@@ -196,8 +196,8 @@ class ProbeLayout:
         allowed = f"one (3,) vector or layout shape + 3 = {shape + (3,)}, norm >= {EPS_LEN}"
         a = _as_float_array(DEFAULT_NORMAL if value is None else value, where, "probe_local_normal", allowed)
         if a.shape != (3,) and a.shape != shape + (3,):
-            raise ConfigError(f"{opt}: shape {a.shape} does not match the layout shape {shape}; got {_fmt(a)}; "
-                              f"allowed: {allowed}")
+            raise ConfigError(f"{opt}: shape {a.shape} is neither (3,) (one normal for every probe) nor the layout "
+                              f"shape {shape} + 3; got {_fmt(a)}; allowed: {allowed}")
         per_probe = a.ndim > 1
         flat = a.reshape(-1, 3)
         bad = np.flatnonzero(~np.all(np.isfinite(flat), axis=1))
