@@ -93,6 +93,26 @@ def test_check_finds_a_tracked_or_ignored_body_the_scene_lacks(tmp_path, sensor,
     assert "links and objects" in err, err
 
 
+@pytest.mark.parametrize("sensor, problem", [
+    ({"type": "KinematicTaxel", "name": "p\u00e4d", "link": "fingertip_left"},
+     "sensors[0].name: the node publishes each sensor on ~/<name>; got 'päd'; allowed: letters, digits and '_'"),
+    ({"type": "KinematicTaxel", "name": "markers", "link": "fingertip_left"}, "other than markers"),
+    ({"type": "ContactSensor", "name": "cs", "prim_path": "thumb_.*"},
+     "sensors[0].prim_path: matches no body; got 'thumb_.*'; allowed: a body name or a regular expression"),
+])
+@pytest.mark.parametrize("command", ["check", "replay"])
+def test_check_and_replay_refuse_what_the_node_refuses_before_the_build(tmp_path, sensor, problem, command):
+    """Sensor names that cannot be topics and ContactSensor patterns that match no body: refused as the build
+    refuses them, by check and by a replay before it imports the library."""
+    raw = {"suite": {"dt": 0.01}, "robot": {"urdf": str(DEMO_URDF)}, "sensors": [sensor]}
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    args = ["check", str(path)] if command == "check" else ["replay", "no_such.mcap", "-o", "out", "--config",
+                                                              str(path)]
+    status, _, err = run_cli(*args)
+    assert status == 2 and (f"{path}:{problem}" if "sensors[0]" in problem else problem) in err, err
+
+
 @pytest.mark.parametrize("command", [["replay", "no_such.mcap", "-o", "out.mcap"], ["node", "--transport", "dds"]])
 def test_commands_refuse_a_bad_configuration_before_building(tmp_path, command):
     empty = tmp_path / "empty.yaml"

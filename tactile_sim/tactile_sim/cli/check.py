@@ -10,7 +10,6 @@ before they import the library.
 from __future__ import annotations
 
 import argparse
-import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,16 +57,14 @@ class SensorSummary:
 
 def early_config(command: str, source, robot: str | Path | None = None, device: str = "",
                  steps_at_its_rate: bool = False) -> int | None:
-    """None for a valid configuration (and robot, see :func:`robot_names`; without a ``device`` override, its
-    ``suite.device`` usable here; with ``steps_at_its_rate`` (a replay without ``--rate``), its engine rate within
+    """None for a valid configuration (:func:`validated`; without a ``device`` override, its ``suite.device`` usable
+    here; with ``steps_at_its_rate`` (a replay without ``--rate``), its engine rate within
     :data:`~..constants.RATE_RANGE`), else the exit status after printing the error: the check of every command that
     builds sensors, done before it imports the library."""
-    from ..config.loader import load_config
     from ..errors import ConfigError
 
     try:
-        config = load_config(source)
-        robot_names(config, robot)
+        config, _ = validated(source, robot)
     except ConfigError as exc:
         return fail(command, str(exc))
     where = f"{config.source or source}:suite"
@@ -75,6 +72,20 @@ def early_config(command: str, source, robot: str | Path | None = None, device: 
     if problem is None and steps_at_its_rate:
         problem = check_rate(config.suite, where)
     return fail(command, problem) if problem else None
+
+
+def validated(source, robot: str | Path | None, ground_truth: bool = False):
+    """(the configuration at ``source``, its :func:`summarize` rows) once every rule decidable without building
+    the scene passes: the options (:func:`~..config.loader.load_config`), the names the sensors give the robot
+    (:func:`robot_names`), the sensors' names and topics (:func:`~..ros.topic_plan.published_topics`, as the node
+    refuses them) and the bodies of ContactSensor patterns; ConfigError otherwise."""
+    from ..config.loader import load_config
+    from ..ros.topic_plan import published_topics
+
+    config = load_config(source)
+    names = robot_names(config, robot)
+    published_topics(config, ground_truth=True)
+    return config, summarize(config, ground_truth, names[0] if names else None)
 
 
 def check_rate(suite, where: str) -> str | None:
@@ -138,6 +149,7 @@ def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] |
 
 def summarize(config, ground_truth: bool = False, links: set[str] | None = None) -> list[SensorSummary]:
     """One :class:`SensorSummary` per sensor of a validated configuration, in its order."""
+    from ..config.body_patterns import prim_path_bodies
     from ..config.layouts import declared_probe_count
     from ..config.suite_checks import evaluation_steps
     from ..ros.topic_plan import sensor_entries
@@ -157,7 +169,8 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None)
         elif opt.type == "ContactSensor":
             link, unit = opt.prim_path, "bodies"
             if links is not None:
-                bodies = sorted(n for n in links | {o.name for o in config.objects} if re.fullmatch(opt.prim_path, n))
+                names = [*links, *(o.name for o in config.objects)]
+                bodies = sorted(names[i] for i in prim_path_bodies(opt.prim_path, names, opt.where))
                 count = len(bodies)
         topics = tuple((e.topic, e.message_type)
                        for e in sensor_entries(opt, opt.where, ground_truth=ground_truth, bodies=bodies))
@@ -185,18 +198,12 @@ def format_summary(rows: list[SensorSummary]) -> str:
 
 
 def run_check_command(args: argparse.Namespace) -> int:
-    from ..config.loader import load_config
     from ..errors import ConfigError
 
-    from ..ros.topic_plan import published_topics
-
     try:
-        config = load_config(args.config)
-        robot = robot_names(config, args.robot)
-        published_topics(config)  # two outputs on one topic are refused as the node refuses them
+        config, rows = validated(args.config, args.robot, args.ground_truth)
     except ConfigError as exc:
         return fail("check", str(exc))
-    rows = summarize(config, args.ground_truth, robot[0] if robot else None)
     print(f"{args.config}: valid; {len(rows)} sensors, suite at {1.0 / config.suite.step_dt:g} Hz on "
           f"{config.suite.device} ({config.suite.dtype})")
     print(format_summary(rows))

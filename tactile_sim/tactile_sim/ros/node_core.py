@@ -47,7 +47,7 @@ from ..world.tf_buffer import TFBuffer, TFError, TFFull
 from ..world.urdf import RobotModel
 from .inputs import JointStateSample, TransformSample, decode_tf_batch, tf_transform_count
 from .name_tally import NAMES_SHOWN, NameTally, listed
-from .node_params import SPECS, TOPIC_TOKEN, NodeParams
+from .node_params import SPECS, NodeParams
 from .realtime import Scheduling
 from .scene_markers import ObjectMarkers
 from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder, TemplateMemory, node_encoders,
@@ -55,9 +55,6 @@ from .sensor_encoders import (BatchReads, MarkerSettings, Output, SensorEncoder,
 from .throttled_log import LogSink, ThrottledLog
 from .topic_plan import DIAGNOSTICS_TOPIC, MARKERS_TOPIC, published_topics
 from .update_stats import UpdateStats
-
-RESERVED_NAMES = ("markers",)
-"""Sensor names that would clash with the node's own topics."""
 
 OK, WARN, ERROR = 0, 1, 2
 
@@ -162,13 +159,7 @@ class NodeCore:
 
     # ------------------------------------------------------------------ set-up
     def _check_names(self) -> None:
-        for i, s in enumerate(self.config.sensors):
-            where = s.where or f"{self.config.source}:sensors[{i}]"
-            if not TOPIC_TOKEN.fullmatch(s.name) or s.name in RESERVED_NAMES:
-                raise ConfigError(f"{where}.name: the node publishes each sensor on ~/<name>; got {s.name!r}; "
-                                  f"allowed: letters, digits and '_', not starting with a digit, other than "
-                                  f"{', '.join(RESERVED_NAMES)}")
-        published_topics(self.config, ground_truth=True)  # two outputs on one topic: ConfigError naming the output
+        published_topics(self.config, ground_truth=True)  # names as topic tokens, two outputs on one topic
         names = [s.name for s in self.config.sensors]
         for name in self.params.sensor_data_qos:
             if name not in names:

@@ -21,6 +21,7 @@ from ..config.outputs import output_topic
 from ..errors import ConfigError
 from ..io.encode import DIAGNOSTIC_ARRAY, JOINT_STATE, LINK_CONTACT, TAXEL_ARRAY, THERMAL_GRID, WRENCH_STAMPED
 from ..io.markers import MARKER_ARRAY
+from .node_params import TOPIC_TOKEN
 
 SENSOR_MESSAGE = {
     **dict.fromkeys(("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
@@ -36,6 +37,8 @@ PROFILE_MESSAGE = {"pointcloud": "sensor_msgs/msg/PointCloud2", "wrench": WRENCH
 """Output profile → its message type."""
 
 MARKERS_TOPIC = "~/markers"
+RESERVED_NAMES = ("markers",)
+"""Sensor names that would clash with the node's own topics."""
 DIAGNOSTICS_TOPIC = "/diagnostics"
 BODY = "<body>"
 """Stands for a ContactSensor's body names where they are not given (they come from the robot description)."""
@@ -60,10 +63,15 @@ def published_topics(config: Any, *, ground_truth: bool = False, markers: bool =
     with ``~/``. ground_truth / markers: the node parameters ``publish_ground_truth`` and ``viz_rate > 0``;
     contact_bodies: ContactSensor name → its body names (else one ``~/<name>/<body>/wrench`` entry stands for them).
 
-    Raises ConfigError (``file:sensors[i].outputs[j].<option>``) when an output's topic is already published (other
-    than ``tactile_state`` outputs of one period sharing a topic with distinct channel names)."""
+    Raises ConfigError (``file:sensors[i].name``) for a sensor name that is not a topic token (or is one of
+    :data:`RESERVED_NAMES`), and (``file:sensors[i].outputs[j].<option>``) when an output's topic is already
+    published (other than ``tactile_state`` outputs of one period sharing a topic with distinct channel names)."""
     entries: list[Entry] = []
     for i, s in enumerate(config.sensors):
+        if not TOPIC_TOKEN.fullmatch(s.name) or s.name in RESERVED_NAMES:
+            raise ConfigError(f"{s.where or f'{config.source}:sensors[{i}]'}.name: the node publishes each sensor on "
+                              f"~/<name>; got {s.name!r}; allowed: letters, digits and '_', not starting with a "
+                              f"digit, other than {', '.join(RESERVED_NAMES)}")
         entries += sensor_entries(s, s.where or f"{config.source}:sensors[{i}]", ground_truth=ground_truth,
                                   bodies=(contact_bodies or {}).get(s.name))
     if markers:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from ..config.body_patterns import closest_names
 from ..errors import SceneError
 from ..geometry.shapes import Shape
 from .objects import DeclaredObject
@@ -28,11 +28,6 @@ class Body:
     visual_shapes: tuple[Shape, ...] | None
     material: str | None = None
     source: str = ""
-
-
-def closest_names(name: str, names: Iterable[str], n: int = 5) -> list[str]:
-    """Up to ``n`` names most similar to ``name`` (difflib ratio), best first."""
-    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.0)
 
 
 class Scene:

@@ -14,18 +14,17 @@ same :class:`ContactSensorData` (env axis first, S always present; ``data[e]`` d
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
 
+from ...config.body_patterns import closest_names, match_bodies, prim_path_bodies
 from ...constants import EPS_D, TIMER_TOL
 from ...errors import option_error
 from ...geometry.sampling import check_sample_spacing, sample_body_surface
 from ...geometry.shapes import ShapeKind
 from ...geometry.struct_launch import StructLaunch
-from ...world.scene import closest_names
 from ...world.state import WorldState
 from ..base import BuildContext, SensorBatch
 from ..points.body_samples import BodySamples, SampleCells
@@ -102,15 +101,6 @@ class ContactSensorData:
         return (t > 0.0) & (t < dt + abs_tol)
 
 
-def match_bodies(pattern: str, names: tuple[str, ...]) -> list[int]:
-    """Indices (scene order) of the bodies whose name equals ``pattern`` or matches it in full as a regex."""
-    try:
-        regex = re.compile(pattern)
-    except re.error:
-        return [i for i, n in enumerate(names) if n == pattern]
-    return [i for i, n in enumerate(names) if n == pattern or regex.fullmatch(n)]
-
-
 class ContactSensorBatch(SensorBatch):
     """ContactSensors of one evaluation period: all their bodies' samples in two warp launches per step
     (:mod:`.kernels`: the samples' penalty loads, then the per-body buffers).
@@ -133,11 +123,7 @@ class ContactSensorBatch(SensorBatch):
         self.sensor_bodies: list[list[int]] = []
         for o in self.options:
             where = ctx.where.get(o.name, f"ContactSensor(name={o.name!r})")
-            matched = match_bodies(o.prim_path, names)
-            if not matched:
-                raise option_error(where, "prim_path", "matches no body", o.prim_path,
-                                   f"a body name or a regular expression matching one in full; closest bodies: "
-                                   f"{closest_names(o.prim_path, names)}")
+            matched = prim_path_bodies(o.prim_path, names, where)
             ignore_mask = np.zeros(nb, dtype=bool)
             for name in o.ignore:
                 ignore_mask[scene.body_index(name, f"{where}.ignore")] = True

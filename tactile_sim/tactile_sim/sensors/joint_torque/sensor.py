@@ -33,7 +33,7 @@ from ...world.dynamics import WP_TYPES
 from ...world.state import WorldState
 from ...world.urdf import JointType
 from ..base import BuildContext, SensorBatch, imperfections_of
-from ..contact_sensor.sensor import match_bodies
+from ...config.body_patterns import match_bodies
 from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, JOINT_TORQUE_KERNELS, SOURCE_COLUMNS,
                      joint_torque_kernel)
 from ..warp_launch import SlotLaunches

@@ -21,7 +21,7 @@ import torch
 from ...errors import ConfigError
 from ...imperfections.lag import FirstOrderLag
 from ...imperfections.pipeline import MeasuredBranch
-from ...world.scene import closest_names
+from ...config.body_patterns import closest_names
 from ...world.state import WorldState
 from ..base import BuildContext, SensorBatch, imperfections_of
 from .kernels import CELL_KERNELS, CONTACT_KERNELS, READOUT_KERNELS
