@@ -1,6 +1,8 @@
 """Error types shared by every layer."""
 
+import difflib
 import os
+from collections.abc import Iterable
 
 
 class ConfigError(ValueError):
@@ -27,3 +29,9 @@ def os_error_text(exc: OSError) -> str:
     reason = exc.strerror or str(exc)
     paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if p is not None]
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def closest_names(name: str, names: Iterable[str], n: int = 5) -> list[str]:
+    """Up to ``n`` names most similar to ``name`` (difflib ratio), best first: what an error about an unknown
+    name lists."""
+    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.0)

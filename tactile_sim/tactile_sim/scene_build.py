@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 
 from .config.budget import CAPS
-from .config.layouts import ConformingLayout, FileLayout, GridLayout, UrdfTactileLayout
+from .config.layouts import UrdfTactileLayout
 from .config.schema import ObjectConfig, RobotConfig, ShapeConfig
 from .errors import ConfigError
 from .geometry.mesh_io import load_mesh
 from .geometry.shapes import Shape, ShapeKind
 from .geometry.transforms import pose_from_xyz_rpy, quat_to_matrix_np, rpy_to_matrix_np
-from .sensors.layout.probe_layout import ProbeLayout, generate_grid_points_on_plane, load_layout_file
+from .sensors.layout.declared import declared_layout, given_options, layout_defaults
+from .sensors.layout.probe_layout import ProbeLayout
 from .sensors.layout.sources import conforming_layout, urdf_tactile_layouts
 from .world.objects import DeclaredObject
 from .world.scene import Scene
@@ -75,18 +76,20 @@ def build_scene(objects: list[ObjectConfig], robot: RobotModel | None, world_fra
     return Scene(robot, [object_from_config(o, world_frame) for o in objects])
 
 
-def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius: float,
-                 allow_fillers: bool = True, urdf_source: str = "robot description") -> ProbeLayout:
-    """The resolved probe layout of one probe sensor (array, file, planar grid, conforming or urdf_tactile).
+def probe_layout(options, scene: Scene, urdf_text: str | None, *,
+                 urdf_source: str = "robot description") -> ProbeLayout:
+    """The resolved probe layout of one probe sensor: those the configuration declares
+    (:func:`~.sensors.layout.declared.declared_layout`), a conforming layout on its link or a urdf_tactile one.
 
-    ``urdf_source`` names the robot description (its file) in errors; files and ``<tactile>`` arrays larger than
-    the probe cap of :mod:`.config.budget` are refused before they are read or built."""
+    ``urdf_source`` names the robot description (its file) in errors; ``<tactile>`` arrays larger than the probe cap
+    of :mod:`.config.budget` are refused before they are built."""
+    declared = declared_layout(options)
+    if declared is not None:
+        return declared
     where = options.where
     src = options.probe_local_pos
-    given_radius = "probe_radius" in options.model_fields_set
-    radius = options.probe_radius if given_radius else None
-    normal = options.probe_local_normal if "probe_local_normal" in options.model_fields_set else None
-    common = dict(pos_offset=options.pos_offset, euler_offset=options.euler_offset, where=where)
+    radius, normal, common = given_options(options)
+    defaults = layout_defaults(options.type)
     if isinstance(src, UrdfTactileLayout):
         decls = (urdf_tactile_layouts(urdf_text, source=urdf_source, max_probes=CAPS["probes"]) if urdf_text
                  else {})
@@ -98,25 +101,10 @@ def probe_layout(options, scene: Scene, urdf_text: str | None, *, default_radius
         if decl.link != options.link:
             raise ConfigError(f"{where}.link: the urdf_tactile sensor {decl.name!r} is mounted on {decl.link!r}; "
                               f"got {options.link!r}; allowed: {decl.link!r}")
-        return decl.layout(radius, default_radius=default_radius, allow_fillers=allow_fillers, **common)
-    if isinstance(src, ConformingLayout):
-        spec = src.conforming
-        body = scene.body(scene.body_index(options.link, where))
-        lay = conforming_layout(body.shapes, spec.spacing, facing=spec.facing, min_cos=spec.min_cos, box=spec.box,
-                                seed=spec.seed, where=where)
-        return ProbeLayout.from_options(lay.positions, radius if radius is not None else lay.radius,
-                                        normal if normal is not None else lay.normals,
-                                        default_radius=default_radius, allow_fillers=allow_fillers, **common)
-    if isinstance(src, FileLayout):
-        data = load_layout_file(src.file, where, CAPS["probes"])
-        positions = data.positions
-        radius = radius if radius is not None else data.radius
-        normal = normal if normal is not None else data.normals
-    elif isinstance(src, GridLayout):
-        g = src.grid
-        positions = generate_grid_points_on_plane(g.lo, g.hi, g.normal, g.nx, g.ny)
-        normal = normal if normal is not None else g.normal
-    else:
-        positions = src
-    return ProbeLayout.from_options(positions, radius, normal, default_radius=default_radius,
-                                    allow_fillers=allow_fillers, **common)
+        return decl.layout(radius, **defaults, **common)
+    spec = src.conforming
+    body = scene.body(scene.body_index(options.link, where))
+    lay = conforming_layout(body.shapes, spec.spacing, facing=spec.facing, min_cos=spec.min_cos, box=spec.box,
+                            seed=spec.seed, where=where)
+    return ProbeLayout.from_options(lay.positions, radius if radius is not None else lay.radius,
+                                    normal if normal is not None else lay.normals, **defaults, **common)

@@ -127,10 +127,7 @@ class SensorSuite:
                 raise ConfigError(f"{opt.where}.type: sensor type {opt.type!r} is not available in this version; "
                                   f"got {opt.type!r}; allowed: {', '.join(BATCH_CLASSES)}")
             if opt.type in PROBE_SENSOR_TYPES:
-                self.layouts[opt.name] = probe_layout(
-                    opt, self.scene, self.urdf_text,
-                    default_radius=0.5 if opt.type == "SurfaceDistanceProbe" else 0.01,
-                    allow_fillers=opt.type != "SurfaceDistanceProbe", urdf_source=urdf_source)
+                self.layouts[opt.name] = probe_layout(opt, self.scene, self.urdf_text, urdf_source=urdf_source)
             groups[(opt.type, evaluation_steps(opt.update_period, self.dt))].append(opt)
             self._types[opt.name] = opt.type
         check_budget(config, n_envs=self.n_envs, probe_counts={k: v.n for k, v in self.layouts.items()})

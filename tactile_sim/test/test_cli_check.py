@@ -14,9 +14,12 @@ import yaml
 from helpers_offline import run_cli
 from tactile_sim.cli.check import summarize
 from tactile_sim.config import load_config
+from tactile_sim.config.paths import resolve_package_uri
 from tactile_sim.demo_trajectory import DEMO_CONFIG, DEMO_URDF
 from tactile_sim.ros.node_core import NodeCore
 from tactile_sim.ros.node_params import NodeParams
+from tactile_sim.errors import ConfigError
+from tactile_sim.suite import SensorSuite
 
 NOT_A_MAPPING = "the configuration is not a mapping; got None; allowed: a mapping with suite, robot"
 
@@ -39,8 +42,14 @@ def test_check_imports_neither_torch_nor_warp(tmp_path):
     bad = check_in_new_process(str(empty))
     assert bad.stdout.splitlines()[-1] == "status 2 heavy []"
     assert f"tactile-sim check: error: {empty}: {NOT_A_MAPPING}" in bad.stderr
-    good = check_in_new_process(DEMO_CONFIG)
-    assert good.stdout.splitlines()[-1] == "status 0 heavy []"
+    good = check_in_new_process(DEMO_CONFIG)  # scipy: the KD-tree of its ElastomerTaxel's layout scale
+    assert good.stdout.splitlines()[-1] == "status 0 heavy ['scipy']"
+    raw = yaml.safe_load(resolve_package_uri(DEMO_CONFIG).read_text())
+    raw["sensors"] = [s for s in raw["sensors"] if s["type"] != "ElastomerTaxel"]
+    raw["robot"]["urdf"] = str(DEMO_URDF)
+    no_gel = tmp_path / "no_gel.yaml"
+    no_gel.write_text(yaml.safe_dump(raw))
+    assert check_in_new_process(str(no_gel)).stdout.splitlines()[-1] == "status 0 heavy []"
 
 
 def test_check_describes_what_the_node_builds():
@@ -210,3 +219,62 @@ def test_check_lists_output_profiles_and_refuses_a_topic_used_twice(tmp_path):
     path.write_text(yaml.safe_dump({"suite": {"rate": 100}, "robot": {"urdf": str(DEMO_URDF)}, "sensors": [sensor]}))
     status, _, err = run_cli("check", str(path))
     assert status == 2 and f"{path}:sensors[0].outputs[3].topic: topic already published" in err
+
+
+METAL = {"base_temperature": 25.0, "conductivity": 200.0, "density": 2700.0, "specific_heat": 900.0,
+         "emissivity": 0.1}
+GRID_3X3 = {"grid": {"lo": [-0.004, -0.004, 0.0], "hi": [0.004, 0.004, 0.0], "nx": 3, "ny": 3}}
+BUILD_REFUSES = {
+    ".probe_local_pos: not a numeric array": {"type": "KinematicTaxel", "probe_local_pos": [[0, 0, 0], [0, 0]]},
+    ".probe_radius: shape (2,)": {"type": "ContactDepthProbe", "probe_local_pos": GRID_3X3,
+                                  "probe_radius": [0.001, 0.001]},
+    ".probe_local_normal: shape (2,)": {"type": "ContactProbe", "probe_local_pos": [[0, 0, 0], [0.002, 0, 0]],
+                                        "probe_local_normal": [0.0, 1.0]},
+    ".noise: wrong shape (9,)": {"type": "KinematicTaxel", "probe_local_pos": GRID_3X3, "noise": [0.01] * 9},
+    ".bias: wrong shape (2,)": {"type": "ProximityTaxel", "track": ["can"], "probe_local_pos": [[0, 0, 0]],
+                                "bias": [0.1] * 2},
+    ".crosstalk_strength: spatial crosstalk needs a regular planar": {
+        "type": "KinematicTaxel", "probe_local_pos": [[0, 0, 0], [0.002, 0, 0]], "crosstalk_strength": 0.2,
+        "crosstalk_sigma": 0.002},
+    ".probe_gain: wrong shape (1, 2)": {"type": "KinematicTaxel", "probe_local_pos": GRID_3X3,
+                                        "probe_gain": [[1.0, 1.0]]},
+    ".probe_local_pos: active probes coincide": {"type": "ElastomerTaxel", "track": ["can"],
+                                                 "probe_local_pos": [[0, 0, 0], [0, 0, 0], [0, 0, 0]]},
+    ": layout file": {"type": "ContactDepthProbe", "probe_local_pos": {"file": "pads.csv"}},
+    ".noise: wrong shape (2,)": {"type": "TemperatureGrid", "grid_size": [2, 2, 1], "noise": [0.1, 0.1],
+                                 "properties_dict": {"fingertip_left": METAL}},
+    ".bias: wrong shape (3,)": {"type": "JointTorque", "link": None, "joints": ["slide"], "bias": [0.1, 0.2, 0.3]},
+    ".filter_prim_paths_expr[0]: matches the sensor body": {"type": "ContactSensor", "link": None,
+                                                            "prim_path": "fingertip_left",
+                                                            "filter_prim_paths_expr": ["fingertip_.*"]},
+}
+"""What the build says (after ``sensors[0]``) → a sensor (on the demo gripper, beside a can) that it refuses for
+what the configuration declares."""
+
+
+@pytest.mark.parametrize("case", list(BUILD_REFUSES))
+def test_check_refuses_what_the_build_refuses_with_the_same_message(tmp_path, case):
+    sensor = {"name": "s", "link": "fingertip_left", **BUILD_REFUSES[case]}
+    sensor = {k: v for k, v in sensor.items() if v is not None}  # None: no link
+    (tmp_path / "pads.csv").write_text("x,y,z\n0,0,0\n0.002,zero,0\n")
+    raw = {"suite": {"dt": 0.01}, "robot": {"urdf": str(DEMO_URDF)},
+           "objects": [{"name": "can", "geometry": [{"sphere": {"radius": 0.02}}]}], "sensors": [sensor]}
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as built:
+        SensorSuite(load_config(path))
+    assert f"sensors[0]{case}" in str(built.value)
+    status, _, err = run_cli("check", str(path))
+    assert status == 2 and err.strip() == f"tactile-sim check: error: {built.value}", (err, str(built.value))
+
+
+def test_check_reads_a_layout_file_without_torch_and_counts_its_taxels(tmp_path):
+    (tmp_path / "pads.csv").write_text("x,y,z\n" + "".join(f"{0.002 * k},0,0\n" for k in range(7)))
+    raw = {"suite": {"dt": 0.01},
+           "sensors": [{"type": "ElastomerTaxel", "name": "gel", "link": "pad", "probe_local_pos": {"file": "pads.csv"},
+                        "track": ["can"], "euler_offset": [0.0, 90.0, 0.0], "noise": [0.01] * 21}]}
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    run = check_in_new_process(str(path))
+    assert run.stdout.splitlines()[-1] == "status 0 heavy ['scipy']", run.stderr  # scipy: the gel's layout scale
+    assert re.search(r"gel\s+ElastomerTaxel\s+pad\s+7 taxels", run.stdout)

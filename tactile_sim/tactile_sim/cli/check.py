@@ -148,37 +148,72 @@ def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] |
 
 
 def summarize(config, ground_truth: bool = False, links: set[str] | None = None) -> list[SensorSummary]:
-    """One :class:`SensorSummary` per sensor of a validated configuration, in its order."""
-    from ..config.body_patterns import prim_path_bodies
-    from ..config.layouts import declared_probe_count
+    """One :class:`SensorSummary` per sensor of a validated configuration, in its order, after the checks the build
+    makes of what the configuration declares (:func:`checked_size`) and of the bodies of ContactSensor patterns
+    (``links``: the robot's; ConfigError otherwise)."""
+    from ..config.body_patterns import filter_bodies, prim_path_bodies
+    from ..config.budget import check_budget
     from ..config.suite_checks import evaluation_steps
     from ..ros.topic_plan import sensor_entries
 
     dt = config.suite.step_dt
-    out = []
+    out, probes = [], {}
     for opt in config.sensors:
         bodies = None
-        link, unit, count = getattr(opt, "link", ""), "taxels", None
-        if opt.type in TAXEL_TYPES:
-            count = declared_probe_count(opt.probe_local_pos)
+        steps = evaluation_steps(opt.update_period, dt)
+        link, unit, count = getattr(opt, "link", ""), "taxels", checked_size(opt, steps * dt)
+        if opt.type in TAXEL_TYPES and count is not None:
+            probes[opt.name] = count
         elif opt.type == "TemperatureGrid":
-            unit, count = "cells", opt.grid_size[0] * opt.grid_size[1] * opt.grid_size[2]
+            unit = "cells"
         elif opt.type == "JointTorque":
-            unit, count = "joints", len(opt.joints) if opt.joints is not None else None
-            link = opt.robot or "robot"
+            unit, link = "joints", opt.robot or "robot"
         elif opt.type == "ContactSensor":
             link, unit = opt.prim_path, "bodies"
             if links is not None:
                 names = [*links, *(o.name for o in config.objects)]
-                bodies = sorted(names[i] for i in prim_path_bodies(opt.prim_path, names, opt.where))
+                matched = prim_path_bodies(opt.prim_path, names, opt.where)
+                filter_bodies(opt.filter_prim_paths_expr, names, matched, opt.where)
+                bodies = sorted(names[i] for i in matched)
                 count = len(bodies)
         topics = tuple((e.topic, e.message_type)
                        for e in sensor_entries(opt, opt.where, ground_truth=ground_truth, bodies=bodies))
         defaults = type(opt).model_fields
         on = tuple(k for k in PIPELINE_OPTIONS if k in defaults and getattr(opt, k) != defaults[k].default)
-        out.append(SensorSummary(opt.name, opt.type, link, count, unit,
-                                 1.0 / (evaluation_steps(opt.update_period, dt) * dt), on, topics))
+        out.append(SensorSummary(opt.name, opt.type, link, count, unit, 1.0 / (steps * dt), on, topics))
+    check_budget(config, probe_counts=probes)  # with the probes of layout files
     return out
+
+
+def checked_size(opt, period: float) -> int | None:
+    """The taxels, cells or joints of one sensor (None: known only once the scene is built) after the checks the
+    build makes of its declared layout (an array, a grid or a layout file, read here:
+    :func:`~..sensors.layout.declared.declared_layout`, left unrotated) and of its imperfection options against
+    that layout and its evaluation ``period`` (s); ConfigError otherwise."""
+    from ..config.sensor_options import MEASURED_CHANNELS
+    from ..imperfections.spec import imperfections_from_options
+    from ..sensors.layout.declared import declared_layout
+
+    layout, validity = None, False
+    if opt.type in TAXEL_TYPES:
+        layout = declared_layout(opt, rotate=False)
+        if layout is None:
+            return None
+        if opt.type == "ElastomerTaxel":
+            layout.epsilon0()  # coincident probes
+        n, shape = layout.n, layout.shape
+    elif opt.type == "TemperatureGrid":
+        shape = tuple(opt.grid_size)
+        n = shape[0] * shape[1] * shape[2]
+    elif opt.type == "JointTorque" and opt.joints is not None:
+        n, shape, validity = len(opt.joints), (len(opt.joints),), True
+    else:
+        return None
+    imperfections_from_options(opt, seed=0, dt=period, where=opt.where, n=n,
+                               channels=MEASURED_CHANNELS.get(opt.type, 1), layout_shape=shape,
+                               active=None if layout is None else layout.active,
+                               grid=None if layout is None else layout.grid, sample_validity=validity)
+    return n
 
 
 def format_summary(rows: list[SensorSummary]) -> str:

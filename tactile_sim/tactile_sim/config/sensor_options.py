@@ -178,6 +178,10 @@ PROBE_KEYS = ("probe_local_pos", "probe_radius", "probe_local_normal", "probe_ra
 TACTILE_KEYS = ("probe_gain", "probe_gain_resample_range", "dead_taxel_probability", "dead_taxel_value_range",
                 "hysteresis_strength", "hysteresis_tau", "contact_depth_query")
 PIPELINE_KEYS = ("noise", "bias", "resolution", "random_walk", "delay", "jitter")
+MEASURED_CHANNELS = {"KinematicTaxel": 6, "ProximityTaxel": 6, "ElastomerTaxel": 3}
+"""Values per probe of a probe sensor's measured output, by type, where more than one (force then torque; marker
+displacement x, y, z); 1 for the others. Per-channel options (noise, bias, resolution, random_walk) hold one value,
+or one per probe and channel."""
 NO_OUTPUTS = _reject(("outputs",), "output profiles exist only on the taxel sensors",
                      "remove it (ContactProbe, ContactDepthProbe, KinematicTaxel, ElastomerTaxel, ProximityTaxel and "
                      "SurfaceDistanceProbe accept outputs)")

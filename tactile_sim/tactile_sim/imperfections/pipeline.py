@@ -42,7 +42,7 @@ import warp as wp
 
 from ..geometry.struct_launch import StructLaunch, warp_struct
 from ..geometry.warp_kernels import unique_kernel
-from .crosstalk import CrosstalkMember, GridCrosstalk
+from .grid_crosstalk import CrosstalkMember, GridCrosstalk
 from .latch import SchmittLatch
 from .rng import (
     CPU_CHUNK,

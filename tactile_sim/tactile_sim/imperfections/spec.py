@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config.sensor_options import CROSSTALK_KEYS
 from ..constants import steps_from_period
 from ..errors import ConfigError
 from .crosstalk import CrosstalkKernel, crosstalk_kernel_from_options
@@ -261,3 +262,34 @@ class SensorImperfections:
             strength=s, sigma=sigma, kernel=self.crosstalk_kernel, delta_u=du, delta_v=dv,
             channels=self.channels, normal=self.grid_normal, where=self.where,
         )
+
+
+OPTION_KEYS = ("noise", "bias", "resolution", "random_walk", "delay", "jitter", "history_length",
+               "probe_radius_noise", "probe_gain", "probe_gain_resample_range", "dead_taxel_probability",
+               "dead_taxel_value_range", "hysteresis_strength", "hysteresis_tau",
+               "crosstalk_strength", "crosstalk_sigma", "crosstalk_kernel")
+"""The options of a sensor's config model that :func:`imperfections_from_options` takes (those it has)."""
+PAIR_KEYS = ("probe_gain_resample_range", "dead_taxel_value_range")
+"""Options given as a (lo, hi) pair, not as an array."""
+
+
+def imperfections_from_options(options, *, seed: int, dt: float, where: str, n: int, channels: int,
+                               layout_shape: tuple[int, ...], active: np.ndarray | None = None, grid=None,
+                               sample_validity: bool = False) -> SensorImperfections:
+    """The validated imperfection options of one sensor from its config model (only the keys it has): seed, dt
+    (its evaluation period, s), where (error prefix), n, channels, layout_shape, active and sample_validity as
+    :class:`SensorImperfections` takes them; grid: the layout's :class:`~..sensors.layout.probe_layout.GridInfo` (its spacing
+    and normal where it is regular and crosstalk is configured) or None."""
+    kwargs: dict = {}
+    for key in OPTION_KEYS:
+        if hasattr(options, key):
+            value = getattr(options, key)
+            if isinstance(value, (list, tuple)) and key not in PAIR_KEYS:
+                value = np.asarray(value, dtype=np.float64)
+            kwargs[key] = value
+    if grid is not None and grid.regular and any(k in kwargs for k in CROSSTALK_KEYS):
+        kwargs["grid_spacing"] = (grid.du, grid.dv)
+        kwargs["grid_normal"] = grid.shared_normal if grid.shared_normal is not None else np.cross(grid.t_u, grid.t_v)
+    return SensorImperfections(name=options.name, seed=seed, n_probes=n, dt=dt, channels=channels,
+                               layout_shape=tuple(layout_shape), where=where, active=active,
+                               sample_validity=sample_validity, **kwargs)

@@ -17,7 +17,7 @@ from ..geometry.query import ShapeQuery
 from ..geometry.warp_kernels import table_kernels
 from ..imperfections.pipeline import MeasuredBranch
 from ..imperfections.rng import sensor_seed
-from ..imperfections.spec import SensorImperfections
+from ..imperfections.spec import SensorImperfections, imperfections_from_options
 from ..world.scene import Scene
 from ..world.state import WorldState
 
@@ -49,31 +49,14 @@ class BuildContext:
         return torch.as_tensor(np.asarray(x), device=self.device, dtype=dtype or self.dtype)
 
 
-PIPELINE_KEYS = ("noise", "bias", "resolution", "random_walk", "delay", "jitter", "history_length")
-PROBE_KEYS = ("probe_radius_noise", "probe_gain", "probe_gain_resample_range", "dead_taxel_probability",
-              "dead_taxel_value_range", "hysteresis_strength", "hysteresis_tau")
-CROSSTALK_KEYS = ("crosstalk_strength", "crosstalk_sigma", "crosstalk_kernel")
-
-
 def imperfections_of(options, ctx: BuildContext, *, n: int, channels: int, layout_shape: tuple[int, ...],
                      active: np.ndarray | None = None, grid=None, sample_validity: bool = False) -> SensorImperfections:
-    """The validated imperfection options of one sensor from its config model (only the keys it has)."""
-    kwargs: dict[str, Any] = {}
-    for key in PIPELINE_KEYS + PROBE_KEYS + CROSSTALK_KEYS:
-        if hasattr(options, key):
-            value = getattr(options, key)
-            if isinstance(value, (list, tuple)) and key not in ("probe_gain_resample_range", "dead_taxel_value_range"):
-                value = np.asarray(value, dtype=np.float64)
-            kwargs[key] = value
-    if grid is not None and grid.regular and any(k in kwargs for k in CROSSTALK_KEYS):
-        kwargs["grid_spacing"] = (grid.du, grid.dv)
-        kwargs["grid_normal"] = grid.shared_normal if grid.shared_normal is not None else np.cross(grid.t_u, grid.t_v)
-    return SensorImperfections(
-        name=options.name,
-        seed=sensor_seed(ctx.scene_seed, options.name, getattr(options, "seed", None)),
-        n_probes=n, dt=ctx.dt, channels=channels, layout_shape=tuple(layout_shape),
-        where=ctx.where.get(options.name, ""), active=active, sample_validity=sample_validity, **kwargs,
-    )
+    """The validated imperfection options of one sensor from its config model
+    (:func:`~..imperfections.spec.imperfections_from_options` with the build's seed, period and error prefix)."""
+    return imperfections_from_options(
+        options, seed=sensor_seed(ctx.scene_seed, options.name, getattr(options, "seed", None)), dt=ctx.dt,
+        where=ctx.where.get(options.name, ""), n=n, channels=channels, layout_shape=layout_shape, active=active,
+        grid=grid, sample_validity=sample_validity)
 
 
 class SensorBatch:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import torch
 import warp as wp
 
+from ..config.sensor_options import MEASURED_CHANNELS
 from ..constants import EPS_D
 from ..world.state import WorldState
 from .points.probe_sensor import FusedProbeBatch, per_probe
@@ -140,7 +141,7 @@ class KinematicTaxelBatch(FusedProbeBatch):
     measured branch's staging buffers (zeros for probes out of contact)."""
 
     sensor_type = "KinematicTaxel"
-    channels = 6
+    channels = MEASURED_CHANNELS[sensor_type]
     kernels = _TAXEL_KERNELS
     listed = clears_listed = True
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from ..config.sensor_options import MEASURED_CHANNELS
 from ..geometry.query import ROUND_OFF_ULPS
 from ..geometry.struct_launch import StructLaunch, warp_struct
 from ..geometry.warp_kernels import unique_kernel
@@ -371,7 +372,7 @@ class ProximityTaxelBatch(ProbeSensorBatch):
     the measured branch's staging buffers."""
 
     sensor_type = "ProximityTaxel"
-    channels = 6
+    channels = MEASURED_CHANNELS[sensor_type]
     kernel_tables = (_KERNELS, _REST_KERNELS)
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:

@@ -9,8 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..config.body_patterns import closest_names
-from ..errors import SceneError
+from ..errors import SceneError, closest_names
 from ..geometry.shapes import Shape
 from .objects import DeclaredObject
 from .urdf import RobotModel

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import torch
 
-from ...config.body_patterns import closest_names, match_bodies, prim_path_bodies
+from ...config.body_patterns import filter_bodies, prim_path_bodies
 from ...constants import EPS_D, TIMER_TOL
 from ...errors import option_error
 from ...geometry.sampling import check_sample_spacing, sample_body_surface
@@ -136,17 +136,8 @@ class ContactSensorBatch(SensorBatch):
                 clouds.append(self._sample(scene.bodies[b], o, where))
                 bodies.append(b)
             columns = []
-            for f, pattern in enumerate(o.filter_prim_paths_expr):
-                hit = match_bodies(pattern, names)
-                clash = [names[b] for b in hit if b in matched]
-                if clash:
-                    raise option_error(where, f"filter_prim_paths_expr[{f}]", f"matches the sensor body {clash[0]!r}",
-                                       pattern, "bodies other than those matched by prim_path")
-                if not any(candidates[b] for b in hit):
-                    touchable = [n for i, n in enumerate(names) if candidates[i]]
-                    raise option_error(where, f"filter_prim_paths_expr[{f}]", "matches no candidate body", pattern,
-                                       f"a name or regular expression matching a body the sensor can touch; closest "
-                                       f"bodies: {closest_names(pattern, touchable)}")
+            for hit in filter_bodies(o.filter_prim_paths_expr, names, matched, where,
+                                     np.flatnonzero(candidates).tolist()):
                 col = np.zeros(nb, dtype=bool)
                 col[hit] = True
                 columns.append(col)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from ...config.sensor_options import MEASURED_CHANNELS
 from ...geometry.struct_launch import warp_struct
 from ...geometry.warp_kernels import unique_kernel
 from ...world.state import WorldState
@@ -132,7 +133,7 @@ class ElastomerTaxelBatch(ProbeSensorBatch):
     """Gel-skin marker displacement of the batch's sensors (3 channels per probe)."""
 
     sensor_type = "ElastomerTaxel"
-    channels = 3
+    channels = MEASURED_CHANNELS[sensor_type]
     kernel_tables = (_DEPTH_KERNELS, _EMIT_KERNELS) + ShearAnchors.kernel_tables  # shear: on by default
 
     def probe_geometry(self, options, layout) -> ProbeSensorGeometry:

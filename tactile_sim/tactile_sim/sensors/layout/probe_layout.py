@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES, MAX_TEXT_FILE_BYTES
 from ...errors import ConfigError
-from ...geometry.transforms import euler_deg_to_matrix_np
 
 DEFAULT_NORMAL = (0.0, 0.0, 1.0)
 """Default probe normal (link frame) when `probe_local_normal` is not given (docs/models/layouts.md#normals)."""
@@ -116,6 +114,7 @@ class ProbeLayout:
         default_radius: float = 0.01,
         allow_fillers: bool = True,
         where: str = "SensorClass(name='x')",
+        rotate: bool = True,
     ) -> ProbeLayout:
         """Validate the layout options of a probe sensor (docs/models/probes.md#probes, docs/models/layouts.md#layouts)
         and apply the offsets (docs/models/layouts.md#normals).
@@ -125,8 +124,11 @@ class ProbeLayout:
         layout shape + (3,), default (0, 0, 1), normalised here; pos_offset t (3,) m and euler_offset (3,) degrees
         (fixed-axis X-Y-Z) map p ← R_off p + t, a ← R_off a. ``allow_fillers=False`` (SurfaceDistanceProbe) requires
         radius > 0 everywhere. Raises ConfigError (docs/models/scene.md#common-options format) naming ``where``, the
-        option, the value and what is
-        allowed.
+        option, the value and what is allowed.
+
+        ``rotate=False`` checks everything but leaves out R_off (p ← p + t): no rule depends on it (distances, grid
+        spacing and regularity are the same), and its matrix needs torch (the same arithmetic as the scene's), which
+        ``tactile-sim check`` does not import.
         """
         pos_allowed = "(N, 3) or (M, N, 3) finite coordinates in m, N, M >= 1"
         if probe_local_pos is None:
@@ -153,9 +155,14 @@ class ProbeLayout:
         if e.shape != (3,) or not np.all(np.isfinite(e)):
             raise ConfigError(f"{where}.euler_offset: need 3 finite angles; got {_fmt(e)}; "
                               "allowed: (roll, pitch, yaw) in degrees, fixed-axis X-Y-Z")
-        rot = euler_deg_to_matrix_np(e)
-        pos = pos @ rot.T + t
-        normals = normals @ rot.T
+        if rotate:
+            from ...geometry.transforms import euler_deg_to_matrix_np  # torch: imported where a layout is built
+
+            rot = euler_deg_to_matrix_np(e)
+            pos = pos @ rot.T + t
+            normals = normals @ rot.T
+        else:
+            pos = pos + t
         return cls(_readonly(pos), _readonly(radius), _readonly(normals), where)
 
     @staticmethod
@@ -288,6 +295,8 @@ class ProbeLayout:
         if len(pts) == 1:
             eps0 = 2.0 * float(self.flat_radius[act][0])
         else:
+            from scipy.spatial import cKDTree  # only here: scipy.spatial takes ~0.4 s to import
+
             d, _ = cKDTree(pts).query(pts, k=2)
             eps0 = float(np.median(d[:, 1]))
         if eps0 <= EPS_LEN:

@@ -18,10 +18,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...errors import ConfigError
+from ...errors import ConfigError, closest_names
 from ...imperfections.lag import FirstOrderLag
 from ...imperfections.pipeline import MeasuredBranch
-from ...config.body_patterns import closest_names
 from ...world.state import WorldState
 from ..base import BuildContext, SensorBatch, imperfections_of
 from .kernels import CELL_KERNELS, CONTACT_KERNELS, READOUT_KERNELS
