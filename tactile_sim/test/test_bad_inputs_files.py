@@ -69,20 +69,26 @@ def test_an_unwritable_sdf_cache_warns_and_still_builds(tmp_path):
     np.testing.assert_array_equal(grid.values, reference.values)
 
 
-def test_text_inputs_over_the_size_cap_are_not_read(tmp_path, monkeypatch):
+def test_text_inputs_over_the_size_cap_or_not_regular_files_are_not_read(tmp_path, monkeypatch):
+    from tactile_sim import text_files
     from tactile_sim.sensors.layout import probe_layout
-    from tactile_sim.world import urdf
     from tactile_sim.world.urdf import RobotModel
 
-    monkeypatch.setattr(probe_layout, "MAX_TEXT_FILE_BYTES", 20)
-    monkeypatch.setattr(urdf, "MAX_TEXT_FILE_BYTES", 40)
+    monkeypatch.setattr(text_files, "MAX_TEXT_FILE_BYTES", 25)
     csv = tmp_path / "taxels.csv"
     csv.write_text("0, 0, 0\n0.01, 0, 0\n")  # 20 bytes: read
     assert probe_layout.load_layout_file(csv, "w").positions.shape == (2, 3)
     csv.write_text("0, 0, 0\n0.01, 0, 0\n0.02, 0, 0\n")
-    with pytest.raises(ConfigError, match=f"w: layout file '{csv}': too large to read; got 30 bytes"):
+    with pytest.raises(ConfigError, match=f"w: layout file '{csv}': 30 bytes; allowed: a text file of at most 25"):
         probe_layout.load_layout_file(csv, "w")
     big = tmp_path / "big.urdf"
     big.write_text('<robot name="r"><link name="base"/></robot>')
-    with pytest.raises(ConfigError, match=f"{big}: URDF file too large; got 43 bytes; allowed: at most 40"):
+    with pytest.raises(ConfigError, match=f"URDF file '{big}': 43 bytes; allowed: a text file of at most 25"):
         RobotModel.from_urdf(big)
+    # a device would be read without end: refused by kind, not by its size (0)
+    with pytest.raises(ConfigError, match="URDF file '/dev/zero': not a regular file"):
+        RobotModel.from_urdf("/dev/zero")
+    device = tmp_path / "zero.csv"
+    device.symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match=f"w: layout file '{device}': not a regular file"):
+        probe_layout.load_layout_file(device, "w")

@@ -96,6 +96,11 @@ def test_unknown_package_and_missing_file_errors(package_root, tmp_path):
             "got 'package://no_such_pkg_xyz/r.urdf'") in message
     assert (f"layout.yaml:objects[0].geometry[0].mesh.file: file not found (resolved to "
             f"{package_root / 'meshes' / 'none.obj'}); got 'package://{PKG}/meshes/none.obj'") in message
+    doc = {"suite": {"dt": 0.01}, "robot": {"urdf": "/dev/zero"}, "objects": [
+        {"name": "cup", "geometry": [{"mesh": {"file": str(tmp_path)}}]}]}
+    message = config_error_message(write_yaml(tmp_path, doc))
+    assert "robot.urdf: not a regular file (a folder, a device or a pipe) (resolved to /dev/zero)" in message
+    assert f"mesh.file: not a regular file (a folder, a device or a pipe) (resolved to {tmp_path})" in message
 
 
 @pytest.mark.parametrize("uri", ["package://", f"package://{PKG}", f"package://{PKG}/", "package:///x"])

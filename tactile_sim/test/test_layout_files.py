@@ -80,7 +80,7 @@ def test_npy_round_trip(tmp_path, shape):
 
 def test_file_errors_name_the_file(tmp_path):
     missing = tmp_path / "nope.csv"
-    raises_config_error(lambda: load_layout_file(missing, W), W, f"'{missing}'", "cannot be read", "allowed:")
+    raises_config_error(lambda: load_layout_file(missing, W), W, f"'{missing}'", "not found", "allowed:")
     raises_config_error(lambda: load_layout_file(tmp_path / "a.json", W), W, "a.json", "unsupported extension",
                         "got '.json'", "allowed: .csv, .txt, .npy")
 

@@ -79,7 +79,7 @@ def parse_params(args: argparse.Namespace) -> dict[str, Any]:
                              "package://)")
         values["config_file"] = args.config
     if args.robot is not None:
-        from ..config.paths import read_text_file
+        from ..text_files import read_text_file
 
         try:
             values["robot_description"] = read_text_file(args.robot, "--robot")

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from ..constants import MAX_TEXT_FILE_BYTES
 from ..world.resources import _ament_share
 from .errors import OptionProblem
 
@@ -112,7 +111,8 @@ def _checked_place(path: Path, text: str, kind: PathKind) -> Path:
     """``path`` (resolved from the configured ``text``) when it is what ``kind`` asks for (:func:`resolve_path`), else
     OptionProblem; OSError where the file system refuses to look."""
     if kind == "file" and not path.is_file():
-        raise OptionProblem(f"file not found (resolved to {path})", text,
+        found = "not a regular file (a folder, a device or a pipe)" if path.exists() else "file not found"
+        raise OptionProblem(f"{found} (resolved to {path})", text,
                             "an existing file; relative paths resolve against the YAML file's folder")
     if kind == "dir" and not path.is_dir():
         raise OptionProblem(f"folder not found (resolved to {path})", text,
@@ -123,24 +123,6 @@ def _checked_place(path: Path, text: str, kind: PathKind) -> Path:
             raise OptionProblem(f"not a folder: {blocking} is a file", text,
                                 "a folder, existing or to be created (not a regular file)")
     return path
-
-
-def read_text_file(path: str | os.PathLike, what: str) -> str:
-    """The UTF-8 text of the regular file ``path`` (``what`` names it in errors: an option or argument): ValueError
-    for another kind of file (a device such as /dev/zero would be read without end), one over
-    :data:`~..constants.MAX_TEXT_FILE_BYTES`, or bytes that are not UTF-8; OSError as the file system raises it."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{what} {str(path)!r}: not a regular file; allowed: an existing text file")
-    size = path.stat().st_size
-    if size > MAX_TEXT_FILE_BYTES:
-        raise ValueError(f"{what} {str(path)!r}: {size} bytes; allowed: a text file of at most {MAX_TEXT_FILE_BYTES} "
-                         "bytes")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} {str(path)!r}: not UTF-8 text ({exc.reason} at byte {exc.start}); allowed: a "
-                         "UTF-8 text file") from None
 
 
 def file_in_the_way(path: Path, *, itself: bool = True) -> Path | None:

@@ -58,7 +58,7 @@ def is_single(inputs: Sequence[str], list_file: str | None) -> bool:
 def read_list(list_file: str) -> list[str]:
     """The inputs of a list file: one per line, blank lines and ``#`` comments skipped, relative paths taken from the
     list file's folder. ConfigError when it cannot be read."""
-    from ..config.paths import read_text_file
+    from ..text_files import read_text_file
 
     path = Path(list_file)
     try:

@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..constants import MAX_TEXT_FILE_BYTES, MESH_SCALE_RANGE
+from ..constants import MESH_SCALE_RANGE
 from ..errors import SceneError
 from ..geometry.shapes import MeshData, Shape, ShapeKind
 from ..geometry.transforms import rpy_to_matrix_np
+from ..text_files import read_file_bytes
 from .resources import PackageResolver, resolve_resource
 
 GEOMETRY_GROUPS = ("collision", "visual")
@@ -252,12 +253,12 @@ def _read_source(urdf) -> tuple[bytes, str, Path | None]:
     if isinstance(urdf, str) and urdf.lstrip().startswith("<"):
         return urdf.encode("utf-8"), "<urdf string>", None
     path = Path(urdf).expanduser()
-    if not path.is_file():
+    if not path.exists():
         raise SceneError(f"URDF file {str(path)!r} not found; pass an existing file path or the URDF XML text")
-    if path.stat().st_size > MAX_TEXT_FILE_BYTES:
-        raise SceneError(f"{path}: URDF file too large; got {path.stat().st_size} bytes; allowed: at most "
-                         f"{MAX_TEXT_FILE_BYTES} bytes")
-    return path.read_bytes(), str(path), path.parent.resolve()
+    try:
+        return read_file_bytes(path, "URDF file"), str(path), path.parent.resolve()
+    except ValueError as exc:
+        raise SceneError(str(exc)) from None
 
 
 class _UrdfReader:

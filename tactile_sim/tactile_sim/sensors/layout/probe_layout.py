@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES, MAX_TEXT_FILE_BYTES
+from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES
 from ...errors import ConfigError
+from ...text_files import read_text_file
 
 DEFAULT_NORMAL = (0.0, 0.0, 1.0)
 """Default probe normal (link frame) when `probe_local_normal` is not given (docs/models/layouts.md#normals)."""
@@ -429,11 +430,10 @@ def _load_npy(p: Path, where: str, max_probes: int) -> LayoutFileData:
 def _load_csv(p: Path, where: str) -> LayoutFileData:
     src = f"{where}: layout file '{p}'"
     try:
-        if p.stat().st_size > MAX_TEXT_FILE_BYTES:
-            raise ConfigError(f"{src}: too large to read; got {p.stat().st_size} bytes; allowed: at most "
-                              f"{MAX_TEXT_FILE_BYTES} bytes (a .npy layout for more probes)")
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_text_file(p, "layout file")
+    except ValueError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    except OSError as e:
         raise ConfigError(f"{src}: cannot be read ({e}); allowed: a readable text file") from None
     rows: list[tuple[int, list[str]]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
