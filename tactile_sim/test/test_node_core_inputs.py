@@ -204,6 +204,9 @@ def test_missing_base_transform_waits_then_steps():
     core = NodeCore(config_of(demo_dict()), NodeParams(), log=log)
     core.on_joint_state(decode_joint_state(joint_state_msg(SQUEEZED)))
     assert core.update(0) == [] and "base_link" in core.waiting_for_tf
+    # the world frame is no link of the gripper: the message says where it comes from (a mistyped option?)
+    assert "the world frame 'world' is <dict>:suite.world_frame, not a link of the robot, so TF poses its root " \
+           "'base_link'" in core.waiting_for_tf
     status = core.diagnostics(ns(0.005)).status[0]
     assert status.level == 1 and "waiting for TF" in status.message
     assert log.matching("waiting for TF")

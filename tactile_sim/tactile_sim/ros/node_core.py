@@ -469,7 +469,7 @@ class NodeCore:
                                             self._qd if pending and self._all_qd_known else None)
         except TFError as exc:
             needed = ", ".join(f"{self.world_frame} -> {f}" for f in self.tf_frames())
-            self.waiting_for_tf = f"{exc} (needed: {needed})"
+            self.waiting_for_tf = f"{exc} (needed: {needed}{self._world_frame_note()})"
             self.log("warn", "tf.waiting", f"{self.name}: not stepping, waiting for TF: {self.waiting_for_tf}")
             return None
         except ValueError as exc:  # e.g. TF stamps of a body went backwards while the node clock did not
@@ -570,6 +570,15 @@ class NodeCore:
                 self.object_markers = ObjectMarkers(self.suite.scene, self.world_frame)
             markers += self.object_markers.markers(rot, pos, state.t)
         return marker_array(markers) if markers else None
+
+    def _world_frame_note(self) -> str:
+        """Where the world frame comes from, when it is not a link of the robot (so TF must give the robot's pose):
+        for a message about missing TF, which may be a mistyped ``suite.world_frame``."""
+        robot = self.suite.robot
+        if robot is None or self.world_frame in robot.link_names:
+            return ""
+        return (f"; the world frame {self.world_frame!r} is {self.config.source or 'the configuration'}:"
+                f"suite.world_frame, not a link of the robot, so TF poses its root {robot.root_link!r}")
 
     def tf_frames(self) -> list[str]:
         """The TF frames the world model looks up in the world frame: the robot's root link (when posed by TF) and
