@@ -244,6 +244,7 @@ BUILD_REFUSES = {
     ".noise: wrong shape (2,)": {"type": "TemperatureGrid", "grid_size": [2, 2, 1], "noise": [0.1, 0.1],
                                  "properties_dict": {"fingertip_left": METAL}},
     ".bias: wrong shape (3,)": {"type": "JointTorque", "link": None, "joints": ["slide"], "bias": [0.1, 0.2, 0.3]},
+    ".noise: wrong shape (1,)": {"type": "JointTorque", "link": None, "dofs_idx_local": [0, 1], "noise": [0.1]},
     ".filter_prim_paths_expr[0]: matches the sensor body": {"type": "ContactSensor", "link": None,
                                                             "prim_path": "fingertip_left",
                                                             "filter_prim_paths_expr": ["fingertip_.*"]},

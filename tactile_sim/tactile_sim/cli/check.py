@@ -205,8 +205,9 @@ def checked_size(opt, period: float) -> int | None:
     elif opt.type == "TemperatureGrid":
         shape = tuple(opt.grid_size)
         n = shape[0] * shape[1] * shape[2]
-    elif opt.type == "JointTorque" and opt.joints is not None:
-        n, shape, validity = len(opt.joints), (len(opt.joints),), True
+    elif opt.type == "JointTorque" and (opt.joints is not None or opt.dofs_idx_local is not None):
+        n = len(opt.joints if opt.joints is not None else opt.dofs_idx_local)
+        shape, validity = (n,), True
     else:
         return None
     imperfections_from_options(opt, seed=0, dt=period, where=opt.where, n=n,
