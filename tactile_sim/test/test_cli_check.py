@@ -269,13 +269,35 @@ def test_check_refuses_what_the_build_refuses_with_the_same_message(tmp_path, ca
     assert status == 2 and err.strip() == f"tactile-sim check: error: {built.value}", (err, str(built.value))
 
 
-def test_check_reads_a_layout_file_without_torch_and_counts_its_taxels(tmp_path):
+@pytest.mark.parametrize("euler, heavy", [([0.0, 0.0, 0.0], ["scipy"]), ([0.0, 90.0, 0.0], ["scipy", "torch"])])
+def test_check_reads_a_layout_file_and_counts_its_taxels_with_torch_only_to_rotate_it(tmp_path, euler, heavy):
+    """scipy: the gel's layout scale (a KD-tree); torch: its euler_offset's rotation, computed as the build does."""
     (tmp_path / "pads.csv").write_text("x,y,z\n" + "".join(f"{0.002 * k},0,0\n" for k in range(7)))
     raw = {"suite": {"dt": 0.01},
            "sensors": [{"type": "ElastomerTaxel", "name": "gel", "link": "pad", "probe_local_pos": {"file": "pads.csv"},
-                        "track": ["can"], "euler_offset": [0.0, 90.0, 0.0], "noise": [0.01] * 21}]}
+                        "track": ["can"], "euler_offset": euler, "noise": [0.01] * 21}]}
     path = tmp_path / "scene.yaml"
     path.write_text(yaml.safe_dump(raw))
     run = check_in_new_process(str(path))
-    assert run.stdout.splitlines()[-1] == "status 0 heavy ['scipy']", run.stderr  # scipy: the gel's layout scale
+    assert run.stdout.splitlines()[-1] == f"status 0 heavy {heavy}", run.stderr
     assert re.search(r"gel\s+ElastomerTaxel\s+pad\s+7 taxels", run.stdout)
+
+
+@pytest.mark.parametrize("euler", [[0.0, 0.0, 0.0], [0.3, 2.0, 10.0]])
+@pytest.mark.parametrize("gap", [1e-9, 1.0000001e-9, 0.9999999e-9])
+def test_check_decides_coincident_gel_markers_at_the_bound_as_the_build(tmp_path, euler, gap):
+    """ε₀ a hair from its bound, after a rotation: check and build compute the same distances."""
+    sensor = {"type": "ElastomerTaxel", "name": "gel", "link": "fingertip_left", "track": ["can"],
+              "probe_local_pos": [[0, 0, 0.01], [gap, 0, 0.01], [0.003, 0, 0.01]], "pos_offset": [0.001, 0, 0],
+              "euler_offset": euler}
+    raw = {"suite": {"dt": 0.01}, "robot": {"urdf": str(DEMO_URDF)},
+           "objects": [{"name": "can", "geometry": [{"sphere": {"radius": 0.02}}]}], "sensors": [sensor]}
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    try:
+        SensorSuite(load_config(path))
+        built = None
+    except ConfigError as exc:
+        built = str(exc)
+    status, _, err = run_cli("check", str(path))
+    assert (status, err.strip()) == ((0, "") if built is None else (2, f"tactile-sim check: error: {built}"))

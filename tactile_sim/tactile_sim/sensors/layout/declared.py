@@ -28,11 +28,10 @@ def given_options(options) -> tuple[Any, Any, dict[str, Any]]:
             {"pos_offset": options.pos_offset, "euler_offset": options.euler_offset, "where": options.where})
 
 
-def declared_layout(options, *, rotate: bool = True) -> ProbeLayout | None:
+def declared_layout(options) -> ProbeLayout | None:
     """The validated layout of a probe sensor whose ``probe_local_pos`` is an array, a planar grid or a layout file
     (read here; refused past the probe cap of :mod:`~...config.budget` before it is read); None for the layouts
-    that need the scene or the robot description (conforming, urdf_tactile). ``rotate``: as
-    :meth:`ProbeLayout.from_options`."""
+    that need the scene or the robot description (conforming, urdf_tactile)."""
     src = options.probe_local_pos
     radius, normal, common = given_options(options)
     if isinstance(src, FileLayout):
@@ -48,5 +47,4 @@ def declared_layout(options, *, rotate: bool = True) -> ProbeLayout | None:
         return None
     else:
         positions = src
-    return ProbeLayout.from_options(positions, radius, normal, rotate=rotate, **layout_defaults(options.type),
-                                    **common)
+    return ProbeLayout.from_options(positions, radius, normal, **layout_defaults(options.type), **common)

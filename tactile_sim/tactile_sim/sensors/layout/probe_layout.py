@@ -115,7 +115,6 @@ class ProbeLayout:
         default_radius: float = 0.01,
         allow_fillers: bool = True,
         where: str = "SensorClass(name='x')",
-        rotate: bool = True,
     ) -> ProbeLayout:
         """Validate the layout options of a probe sensor (docs/models/probes.md#probes, docs/models/layouts.md#layouts)
         and apply the offsets (docs/models/layouts.md#normals).
@@ -127,9 +126,9 @@ class ProbeLayout:
         radius > 0 everywhere. Raises ConfigError (docs/models/scene.md#common-options format) naming ``where``, the
         option, the value and what is allowed.
 
-        ``rotate=False`` checks everything but leaves out R_off (p ← p + t): no rule depends on it (distances, grid
-        spacing and regularity are the same), and its matrix needs torch (the same arithmetic as the scene's), which
-        ``tactile-sim check`` does not import.
+        Without an euler_offset R_off is the identity and is not applied (it would change no coordinate): only a
+        layout with one imports torch, which computes R_off with the same arithmetic as every other rotation of the
+        scene (``tactile-sim check`` imports no torch for the others).
         """
         pos_allowed = "(N, 3) or (M, N, 3) finite coordinates in m, N, M >= 1"
         if probe_local_pos is None:
@@ -156,8 +155,8 @@ class ProbeLayout:
         if e.shape != (3,) or not np.all(np.isfinite(e)):
             raise ConfigError(f"{where}.euler_offset: need 3 finite angles; got {_fmt(e)}; "
                               "allowed: (roll, pitch, yaw) in degrees, fixed-axis X-Y-Z")
-        if rotate:
-            from ...geometry.transforms import euler_deg_to_matrix_np  # torch: imported where a layout is built
+        if np.any(e != 0.0):
+            from ...geometry.transforms import euler_deg_to_matrix_np  # torch
 
             rot = euler_deg_to_matrix_np(e)
             pos = pos @ rot.T + t
