@@ -62,6 +62,16 @@ def test_history_three_with_delay_one(dtype):
         assert valid[0].tolist() == [n - 1 - i >= 1 for i in range(3)]
 
 
+def test_a_long_history_builds_in_memory_linear_in_its_length():
+    """H = 100 000 slots (within the ring cap): the newest-first order is computed per read, not kept for every
+    step of the ring (H² indices: 80 GB, built for minutes)."""
+    b = MeasuredBranch([spec(n_probes=1, history_length=100_000)], n_envs=1, dtype=torch.float64)
+    reads = run(b, ramp(b, 3))
+    value, valid = reads[-1]
+    assert value.shape == (1, 100_000, 1) and value[0, :4, 0].tolist() == [3.0, 2.0, 1.0, 0.0]
+    assert valid[0, :4].tolist() == [True, True, True, False] and not valid[0, 3:].any()
+
+
 def test_ground_truth_history_is_not_delayed():
     b = MeasuredBranch([spec(n_probes=1, delay=2 * DT, history_length=2)], n_envs=1, dtype=torch.float64)
     reads = run(b, ramp(b, 4), ground_truth=True)

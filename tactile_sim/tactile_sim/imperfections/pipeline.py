@@ -442,8 +442,8 @@ class MeasuredBranch:
             self._hist_valid = torch.zeros((e, h, s), dtype=torch.bool, device=dev)
             self._gt_hist = torch.zeros((e, h, p, k), dtype=self.dtype, device=dev)
             self._gt_hist_valid = torch.zeros((e, h, s), dtype=torch.bool, device=dev)
-            pos = torch.arange(h, device=dev)
-            self._newest_first = [(q - pos) % h for q in range(h)]
+            self._hist_ages = torch.arange(h, device=dev)
+            """Ages 0 … H − 1 of the history slots (steps back from the newest)."""
         self._history_of = [sp.history_length for sp in self.specs]
         self._ring_sensor_views = [
             [self._shaped(i, v[:, sl]) for i, sl in enumerate(self.slices)] for v in self._ring_views
@@ -754,7 +754,7 @@ class MeasuredBranch:
         return self._gt_sensor_views[g % 2][i].clone(), valid
 
     def _history(self, i: int, values: torch.Tensor, valids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        order = self._newest_first[self._count % self._hist_len][: self._history_of[i]]
+        order = (self._count - self._hist_ages[: self._history_of[i]]) % self._hist_len  # newest first
         value = values[:, :, self.slices[i]].index_select(1, order)
         return self._shaped(i, value), valids[:, :, i].index_select(1, order)
 
