@@ -56,7 +56,17 @@ def test_delay_counts_engine_steps_against_the_ring_cap(tmp_path):
     at_cap = CAPS["ring_slots"] * dt
     assert budget_problems(load_config(doc({**PAD, "delay": at_cap}, max_memory="1 TB"))) == []
     msg = config_error_message(write_yaml(tmp_path, doc({**PAD, "delay": at_cap + 2 * dt})))
-    assert "layout.yaml:sensors[0].delay: 1000002 ring slots" in msg and "got 10000.02" in msg
+    assert f"layout.yaml:sensors[0].delay: {CAPS['ring_slots'] + 2} ring slots" in msg
+    assert f"got {at_cap + 2 * dt:g}" in msg
+
+
+def test_a_long_delay_counts_the_host_bytes_of_its_ring_slots(tmp_path):
+    """Each delay slot keeps views and launch arguments on the host (1.6 kB measured), once for all envs."""
+    config = load_config(doc({**PAD, "delay": 50_000 * 0.01}, max_memory="1 GB"))
+    assert budget_problems(config) == []
+    many = {**doc(max_memory="1 GB"), "sensors": [{**PAD, "name": f"p{k}", "delay": 50_000 * 0.01} for k in range(12)]}
+    msg = config_error_message(write_yaml(tmp_path, many))  # 12 × 50 000 slots × 2 kB = 1.2 GB
+    assert "above suite.max_memory" in msg and "102 MB shared by the envs" in msg
 
 
 @pytest.mark.parametrize("settings, option, got", [

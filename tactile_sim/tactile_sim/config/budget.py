@@ -34,7 +34,7 @@ CAPS: Mapping[str, int] = {
     "probes": MAX_PROBES,
     "samples": 4_000_000,
     "cells": 16_777_216,
-    "ring_slots": 1_000_000,
+    "ring_slots": 100_000,
     "n_envs": 1_000_000,
     "sdf_max_nodes": 512,
     "sensors": 1000,
@@ -63,6 +63,10 @@ ELASTOMER_PAIR_ELEMENTS = 2**24
 probe pair, up to this many: ``sensors.elastomer.dilation.DENSE_LIMIT``) or, for larger layouts, the CPU's cache
 of source rows (``sensors.elastomer.source_rows.ROW_CACHE_LIMIT``). A sensor whose layout is not declared as a grid
 counts min(4·P², this) elements of 8 bytes; a declared grid takes the lattice or FFT path, which keeps none."""
+
+RING_SLOT_HOST_BYTES = 2048
+"""Host bytes per slot of a delay ring, shared by the envs: the views and launch arguments kept for each slot
+(measured 1.6 kB: a delay of 100 000 steps holds 160 MB and takes 2.4 s to build)."""
 
 VALUES_PER_PROBE = 8
 """Reading channels counted per probe for the imperfection rings (the widest model, KinematicTaxel, has 6)."""
@@ -188,7 +192,8 @@ def sensor_items(opt: Any, engine_dt: float, probe_counts: Mapping[str, int]) ->
     delay = getattr(opt, "delay", 0.0)
     if delay > 0:
         steps = math.ceil(delay / engine_dt)
-        items.append(Item(where, "delay", delay, steps * slot, steps, "ring_slots"))
+        items.append(Item(where, "delay", delay, steps * slot, steps, "ring_slots",
+                          shared=steps * RING_SLOT_HOST_BYTES))
     return items
 
 
