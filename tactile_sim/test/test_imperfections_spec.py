@@ -32,6 +32,7 @@ def bad(option_match: str, **options):
         ("noise", [0.1, -0.2], "negative at [1]"),
         ("noise", [0.1, 0.2, 0.3], "wrong shape (3,)"),
         ("bias", [[0.0, 1.0]], "wrong shape (1, 2)"),
+        ("probe_gain", [[1.1, 1.1], [1.2, 1.2]], "wrong shape (2, 2); got [[1.1, 1.1], [1.2, 1.2]];"),  # one line
         ("noise", "abc", "not a number"),
         ("probe_radius_noise", -1e-3, "out of range"),
         ("probe_gain", 0.0, "not positive"),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from helpers_layout import raises_config_error
-from tactile_sim.sensors.layout.probe_layout import ProbeLayout
+from tactile_sim.sensors.layout.probe_layout import ProbeLayout, euler_offset_matrix
 
 W = "KinematicTaxel(name='pad')"
 
@@ -67,6 +67,29 @@ def test_offsets_move_positions_and_normals():
     r = ProbeLayout.from_options(pts, euler_offset=(10.0, -35.0, 170.0))
     np.testing.assert_allclose(np.linalg.norm(r.positions, axis=1), np.linalg.norm(pts, axis=1), rtol=1e-14)
     np.testing.assert_allclose(np.linalg.norm(r.normals, axis=1), 1.0, rtol=1e-14)
+
+
+def test_the_offset_rotation_is_the_scenes_fixed_axis_rotation():
+    """The layout's own rotation (Python floats, so that check needs no torch) against the scene's (torch)."""
+    import torch
+
+    from tactile_sim.geometry.transforms import rpy_to_matrix
+
+    rng = np.random.default_rng(5)
+    for euler in [(0.0, 0.0, 0.0), (90.0, 0.0, 90.0), *rng.uniform(-720, 720, (50, 3))]:
+        scene = rpy_to_matrix(torch.tensor(np.radians(euler), dtype=torch.float64)).numpy()
+        np.testing.assert_allclose(euler_offset_matrix(np.asarray(euler)), scene, rtol=0, atol=4e-16)
+    np.testing.assert_array_equal(euler_offset_matrix(np.zeros(3)), np.eye(3))
+
+
+@pytest.mark.parametrize("options", [{"probe_local_pos": [[0, 0, 0], [1e300, 0, 0]]},
+                                     {"probe_local_pos": [[0, 0, 0]], "pos_offset": (0.0, -2e4, 0.0)},
+                                     {"probe_local_pos": [[0, 0, 0], [0, 0, 9e3]], "pos_offset": (0.0, 0.0, 2e3),
+                                      "euler_offset": (0.0, 0.0, 45.0)}])
+def test_error_probes_farther_than_the_largest_length_from_their_link(options):
+    """Coordinates near 1e300 overflowed the cell grid of a ProximityTaxel (a ValueError from numpy)."""
+    raises_config_error(lambda: ProbeLayout.from_options(**options, where=W), f"{W}.probe_local_pos: probe at",
+                        "is over 10000 m from its link", "allowed: link-frame coordinates within 10000 m")
 
 
 # ---------------------------------------------------------------------- errors (docs/models/scene.md#common-options

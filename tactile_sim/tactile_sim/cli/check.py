@@ -1,12 +1,12 @@
 """``tactile-sim check CONFIG.yaml [--robot URDF]``: validate a sensor configuration and print what it would build —
 per sensor its type, link, taxel count, evaluation rate, the imperfections that are on and the topics the node
-would publish — without importing Warp or torch (but to rotate a layout that has an ``euler_offset``), so that a
-configuration error arrives in well under a second. The layouts the configuration declares (arrays, grids, layout
-files) and every per-probe and per-channel option are checked against each other with the build's own functions.
+would publish — without importing torch or Warp, so that a configuration error arrives in well under a second. The
+layouts the configuration declares (arrays, grids, layout files) and every per-probe and per-channel option are
+checked against each other with the build's own functions.
 
 With a robot (``--robot``, else the configuration's ``robot.urdf``) the links, joints and ContactSensor patterns that
-sensors name are checked against the URDF's too. ``replay``, ``node`` and ``demo`` validate the same way (:func:`early_config`)
-before they import the library.
+sensors name are checked against the URDF's too. ``replay``, ``node`` and ``demo`` validate the same way
+(:func:`early_config`) before they import the library.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from .common import check_device, fail
 DESCRIPTION = """\
 Validate SENSORS.yaml (every option, every cross-section rule) and print the sensors it resolves to: type, link,
 taxel count, evaluation rate, which imperfections are on and the topics tactile_sim_node would publish. Exit status
-0 when valid, 2 with the file, option, value and what is allowed when not. Warp is not imported, nor torch unless
-a layout has an euler_offset to rotate."""
+0 when valid, 2 with the file, option, value and what is allowed when not. Torch and Warp are not imported."""
 
 TAXEL_TYPES = ("ContactProbe", "ContactDepthProbe", "KinematicTaxel", "ElastomerTaxel", "ProximityTaxel",
                "SurfaceDistanceProbe")
@@ -191,9 +190,8 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None)
 def checked_size(opt, period: float) -> int | None:
     """The taxels, cells or joints of one sensor (None: known only once the scene is built) after the checks the
     build makes of its declared layout (an array, a grid or a layout file, read here:
-    :func:`~..sensors.layout.declared.declared_layout`; torch only for one with an euler_offset, which it rotates as
-    the build does) and of its imperfection options against that layout and its evaluation ``period`` (s);
-    ConfigError otherwise."""
+    :func:`~..sensors.layout.declared.declared_layout`) and of its imperfection options against that layout and its
+    evaluation ``period`` (s); ConfigError otherwise."""
     from ..config.sensor_options import MEASURED_CHANNELS
     from ..imperfections.spec import imperfections_from_options
     from ..sensors.layout.declared import declared_layout
@@ -203,8 +201,6 @@ def checked_size(opt, period: float) -> int | None:
         layout = declared_layout(opt)
         if layout is None:
             return None
-        if opt.type == "ElastomerTaxel":
-            layout.epsilon0()  # coincident probes
         n, shape = layout.n, layout.shape
     elif opt.type == "TemperatureGrid":
         shape = tuple(opt.grid_size)
@@ -218,6 +214,8 @@ def checked_size(opt, period: float) -> int | None:
                                channels=MEASURED_CHANNELS.get(opt.type, 1), layout_shape=shape,
                                active=None if layout is None else layout.active,
                                grid=None if layout is None else layout.grid, sample_validity=validity)
+    if opt.type == "ElastomerTaxel":
+        layout.epsilon0()  # coincident probes, after the imperfections as in the build
     return n
 
 

@@ -177,8 +177,3 @@ def normalize(v: torch.Tensor, eps: float = EPS_LEN) -> torch.Tensor:
 def pose_from_xyz_rpy(xyz, rpy) -> tuple[np.ndarray, np.ndarray]:
     """(rotation 3×3, translation 3) float64 from a URDF/YAML ``xyz`` (m) and ``rpy`` (rad)."""
     return rpy_to_matrix_np(rpy), np.asarray(xyz, dtype=np.float64)
-
-
-def euler_deg_to_matrix_np(euler_deg) -> np.ndarray:
-    """Genesis-style ``euler_offset`` in degrees (fixed-axis X-Y-Z) → 3×3 float64."""
-    return rpy_to_matrix_np([math.radians(float(a)) for a in euler_deg])

@@ -35,7 +35,7 @@ def _fmt(value) -> str:
     if isinstance(value, np.ndarray):
         if value.size > 8:
             return f"array of shape {tuple(value.shape)}"
-        return np.array2string(value, separator=", ")
+        return " ".join(np.array2string(value, separator=", ").split())  # one line, also for 2-D arrays
     return repr(value)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, MAX_PROBES
+from ...constants import EPS_LEN, EPS_NORMAL, GRID_FIT_ABS, GRID_FIT_REL, LENGTH_RANGE, MAX_PROBES
 from ...errors import ConfigError
 from ...text_files import read_text_file
 
@@ -50,6 +50,17 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.float64)
     a.setflags(write=False)
     return a
+
+
+def euler_offset_matrix(euler_deg: np.ndarray) -> np.ndarray:
+    """R_off = Rz(yaw) Ry(pitch) Rx(roll) (3×3 float64) of a layout's ``euler_offset`` (roll, pitch, yaw) in degrees,
+    fixed-axis X-Y-Z as Genesis; on Python floats (no torch: ``tactile-sim check`` rotates layouts as the build
+    does)."""
+    r, p, y = (math.radians(float(a)) for a in euler_deg)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,9 +137,8 @@ class ProbeLayout:
         radius > 0 everywhere. Raises ConfigError (docs/models/scene.md#common-options format) naming ``where``, the
         option, the value and what is allowed.
 
-        Without an euler_offset R_off is the identity and is not applied (it would change no coordinate): only a
-        layout with one imports torch, which computes R_off with the same arithmetic as every other rotation of the
-        scene (``tactile-sim check`` imports no torch for the others).
+        Probes must lie within :data:`~...constants.LENGTH_RANGE`'s largest length of the link (coordinates beyond
+        it leave floating point in the sensors' cell grids).
         """
         pos_allowed = "(N, 3) or (M, N, 3) finite coordinates in m, N, M >= 1"
         if probe_local_pos is None:
@@ -155,14 +165,15 @@ class ProbeLayout:
         if e.shape != (3,) or not np.all(np.isfinite(e)):
             raise ConfigError(f"{where}.euler_offset: need 3 finite angles; got {_fmt(e)}; "
                               "allowed: (roll, pitch, yaw) in degrees, fixed-axis X-Y-Z")
-        if np.any(e != 0.0):
-            from ...geometry.transforms import euler_deg_to_matrix_np  # torch
-
-            rot = euler_deg_to_matrix_np(e)
-            pos = pos @ rot.T + t
-            normals = normals @ rot.T
-        else:
-            pos = pos + t
+        rot = euler_offset_matrix(e)
+        pos = pos @ rot.T + t
+        normals = normals @ rot.T
+        far = np.flatnonzero(np.abs(pos.reshape(-1, 3)).max(axis=1) > LENGTH_RANGE[1])
+        if far.size:
+            i = int(far[0])
+            raise ConfigError(f"{where}.probe_local_pos: probe at {_index(shape, i)} is over {LENGTH_RANGE[1]:g} m from "
+                              f"its link (pos_offset and euler_offset applied); got {_fmt(pos.reshape(-1, 3)[i])}; "
+                              f"allowed: link-frame coordinates within {LENGTH_RANGE[1]:g} m")
         return cls(_readonly(pos), _readonly(radius), _readonly(normals), where)
 
     @staticmethod
