@@ -245,6 +245,10 @@ BUILD_REFUSES = {
                                  "properties_dict": {"fingertip_left": METAL}},
     ".bias: wrong shape (3,)": {"type": "JointTorque", "link": None, "joints": ["slide"], "bias": [0.1, 0.2, 0.3]},
     ".noise: wrong shape (1,)": {"type": "JointTorque", "link": None, "dofs_idx_local": [0, 1], "noise": [0.1]},
+    ".random_walk: wrong shape (2,)": {"type": "JointTorque", "link": None, "random_walk": [0.1, 0.1]},  # all 3
+    ".joints: joint 'fingertip_left_joint' is fixed": {"type": "JointTorque", "link": None,
+                                                       "joints": ["slide", "fingertip_left_joint"], "noise": [0.1]},
+    ".joints: unknown joint; got 'elbow'": {"type": "JointTorque", "link": None, "joints": ["elbow"]},
     ".filter_prim_paths_expr[0]: matches the sensor body": {"type": "ContactSensor", "link": None,
                                                             "prim_path": "fingertip_left",
                                                             "filter_prim_paths_expr": ["fingertip_.*"]},

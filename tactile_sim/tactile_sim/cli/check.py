@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def validated(source, robot: str | Path | None, ground_truth: bool = False):
     config = load_config(source)
     names = robot_names(config, robot)
     published_topics(config, ground_truth=True)
-    return config, summarize(config, ground_truth, names[0] if names else None)
+    return config, summarize(config, ground_truth, *(names or (None, None)))
 
 
 def check_rate(suite, where: str) -> str | None:
@@ -118,9 +119,11 @@ def preflight(command: str, device: str, source, robot: str | Path | None, verbo
     return status
 
 
-def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] | None:
-    """(link names, joint names) of the robot (``robot``, else the configuration's ``robot.urdf``; None without one),
-    after checking that every link and joint the sensors name exists; ConfigError otherwise."""
+def robot_names(config, robot: str | Path | None) -> tuple[set[str], tuple[list[str], list[str]]] | None:
+    """(link names, (joint names, movable joint names) in URDF order) of the robot (``robot``, else the
+    configuration's ``robot.urdf``; None without one), after checking that every link and body the sensors name
+    exists; ConfigError otherwise. (JointTorque's joints are checked by :func:`checked_size`, as the build selects
+    them.)"""
     from ..config.errors import config_error, suggest
 
     path = robot or (config.robot.urdf if config.robot is not None else None)
@@ -132,27 +135,28 @@ def robot_names(config, robot: str | Path | None) -> tuple[set[str], set[str]] |
         raise config_error(str(path), "", f"cannot read the robot URDF ({exc})", str(path),
                            "a readable URDF (XML) file") from None
     links = {e.get("name") for e in root.iter("link")}
-    joints = {e.get("name") for e in root.iter("joint")}
+    joints = [e.get("name") for e in root.iter("joint")]
+    movable = [e.get("name") for e in root.iter("joint") if e.get("type") != "fixed"]
     bodies = links | {o.name for o in config.objects}
     for opt in config.sensors:
         named = {"link": [opt.link] if isinstance(getattr(opt, "link", None), str) else [],
-                 "track": getattr(opt, "track", None) or [], "ignore": getattr(opt, "ignore", None) or [],
-                 "joints": getattr(opt, "joints", None) or []}
+                 "track": getattr(opt, "track", None) or [], "ignore": getattr(opt, "ignore", None) or []}
         for key, names in named.items():
-            known = joints if key == "joints" else bodies
             for name in names:
-                if name not in known:
-                    where = {"link": "link", "joints": "joint"}.get(key, "body")
+                if name not in bodies:
+                    where = "link" if key == "link" else "body"
                     raise config_error(opt.where, key, f"no {where} of that name in {path}", name,
-                                       f"one of the {len(known)} names there (links and objects)" if where != "joint"
-                                       else f"one of the {len(known)} names there", suggest(name, sorted(known)))
-    return links, joints
+                                       f"one of the {len(bodies)} names there (links and objects)",
+                                       suggest(name, sorted(bodies)))
+    return links, (joints, movable)
 
 
-def summarize(config, ground_truth: bool = False, links: set[str] | None = None) -> list[SensorSummary]:
+def summarize(config, ground_truth: bool = False, links: set[str] | None = None,
+              joints: tuple[Sequence[str], Sequence[str]] | None = None) -> list[SensorSummary]:
     """One :class:`SensorSummary` per sensor of a validated configuration, in its order, after the checks the build
-    makes of what the configuration declares (:func:`checked_size`) and of the bodies of ContactSensor patterns
-    (``links``: the robot's; ConfigError otherwise)."""
+    makes of what the configuration declares (:func:`checked_size`), of the bodies of ContactSensor patterns
+    (``links``: the robot's) and of the joints of JointTorque sensors (``joints``: the robot's joint names and
+    movable joint names, as :func:`robot_names` gives them); ConfigError otherwise."""
     from ..config.body_patterns import filter_bodies, prim_path_bodies
     from ..config.budget import check_budget
     from ..config.suite_checks import evaluation_steps
@@ -163,7 +167,7 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None)
     for opt in config.sensors:
         bodies = None
         steps = evaluation_steps(opt.update_period, dt)
-        link, unit, count = getattr(opt, "link", ""), "taxels", checked_size(opt, steps * dt)
+        link, unit, count = getattr(opt, "link", ""), "taxels", checked_size(opt, steps * dt, joints)
         if opt.type in TAXEL_TYPES and count is not None:
             probes[opt.name] = count
         elif opt.type == "TemperatureGrid":
@@ -187,11 +191,13 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None)
     return out
 
 
-def checked_size(opt, period: float) -> int | None:
+def checked_size(opt, period: float, joints: tuple[Sequence[str], Sequence[str]] | None = None) -> int | None:
     """The taxels, cells or joints of one sensor (None: known only once the scene is built) after the checks the
     build makes of its declared layout (an array, a grid or a layout file, read here:
-    :func:`~..sensors.layout.declared.declared_layout`) and of its imperfection options against that layout and its
-    evaluation ``period`` (s); ConfigError otherwise."""
+    :func:`~..sensors.layout.declared.declared_layout`) or its joint selection (``joints``: the robot's joint names
+    and movable joint names, when known), and of its imperfection options against them and its evaluation
+    ``period`` (s); ConfigError otherwise."""
+    from ..config.joint_selection import selected_joints
     from ..config.sensor_options import MEASURED_CHANNELS
     from ..imperfections.spec import imperfections_from_options
     from ..sensors.layout.declared import declared_layout
@@ -205,6 +211,9 @@ def checked_size(opt, period: float) -> int | None:
     elif opt.type == "TemperatureGrid":
         shape = tuple(opt.grid_size)
         n = shape[0] * shape[1] * shape[2]
+    elif opt.type == "JointTorque" and joints is not None:
+        n = len(selected_joints(opt, opt.where, *joints))
+        shape, validity = (n,), True
     elif opt.type == "JointTorque" and (opt.joints is not None or opt.dofs_idx_local is not None):
         n = len(opt.joints if opt.joints is not None else opt.dofs_idx_local)
         shape, validity = (n,), True

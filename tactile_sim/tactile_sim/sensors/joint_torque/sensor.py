@@ -34,6 +34,7 @@ from ...world.state import WorldState
 from ...world.urdf import JointType
 from ..base import BuildContext, SensorBatch, imperfections_of
 from ...config.body_patterns import match_bodies
+from ...config.joint_selection import selected_joints
 from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, JOINT_TORQUE_KERNELS, SOURCE_COLUMNS,
                      joint_torque_kernel)
 from ..warp_launch import SlotLaunches
@@ -77,7 +78,8 @@ class JointTorqueBatch(SensorBatch):
         movable = list(robot.movable_joint_names)
         n = len(movable)
         self.n_mov = n
-        selections = [self._selection(o, where, robot, movable) for o, where in zip(self.options, wheres)]
+        selections = [selected_joints(o, where, robot.joint_names, movable)
+                      for o, where in zip(self.options, wheres)]
         self._joint_names = [[movable[j] for j in sel] for sel in selections]
         self._warn_massless(movable)
         s, e = len(self.options), ctx.n_envs
@@ -124,29 +126,6 @@ class JointTorqueBatch(SensorBatch):
         self.dropped_samples = 0
 
     # ------------------------------------------------------------------ build helpers
-    @staticmethod
-    def _selection(o, where: str, robot, movable: list[str]) -> list[int]:
-        if not movable:
-            raise option_error(where, "joints", "empty joint selection: the robot has no movable joints", [],
-                               "a robot with revolute, continuous or prismatic joints")
-        if o.joints is not None:
-            sel = []
-            for name in o.joints:
-                if name in movable:
-                    sel.append(movable.index(name))
-                elif name in robot.joint_names:
-                    raise option_error(where, "joints", f"joint {name!r} is fixed", name, f"movable joints: {movable}")
-                else:
-                    raise option_error(where, "joints", "unknown joint", name, f"movable joints: {movable}")
-            return sel
-        if o.dofs_idx_local is not None:
-            for i in o.dofs_idx_local:
-                if i >= len(movable):
-                    raise option_error(where, "dofs_idx_local", "index out of range", i,
-                                       f"0 <= index < {len(movable)} (movable joints {movable})")
-            return list(o.dofs_idx_local)
-        return list(range(len(movable)))
-
     def _warn_massless(self, movable: list[str]) -> None:
         mass = self.dynamics.mass  # [L]
         subtree = (self.dynamics.kin.ancestor * mass[:, None]).sum(0)  # [n_mov]
