@@ -83,10 +83,11 @@ def validated(source, robot: str | Path | None, ground_truth: bool = False):
     (:func:`robot_names`), the sensors' names and topics (:func:`~..ros.topic_plan.published_topics`, as the node
     refuses them) and the bodies of ContactSensor patterns; ConfigError otherwise."""
     from ..config.loader import load_config
-    from ..ros.topic_plan import published_topics
 
     config = load_config(source)
     names = robot_names(config, robot)
+    from ..ros.topic_plan import published_topics  # here: a configuration that does not load needs none of it
+
     published_topics(config, ground_truth=True)
     return config, summarize(config, ground_truth, *(names or (None, None)))
 
