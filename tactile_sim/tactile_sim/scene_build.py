@@ -19,6 +19,7 @@ from .geometry.shapes import Shape, ShapeKind
 from .geometry.transforms import pose_from_xyz_rpy, quat_to_matrix_np, rpy_to_matrix_np
 from .sensors.layout.declared import declared_layout, given_options, layout_defaults
 from .sensors.layout.probe_layout import ProbeLayout
+from .sensors.thermal.materials import declared_material
 from .sensors.layout.sources import conforming_layout, urdf_tactile_layouts
 from .world.objects import DeclaredObject
 from .world.scene import Scene
@@ -53,9 +54,8 @@ def object_from_config(cfg: ObjectConfig, world_frame: str) -> DeclaredObject:
         elif cfg.pose.rpy is not None:
             rot = rpy_to_matrix_np(cfg.pose.rpy)
     frame = None if cfg.frame in (None, world_frame) else cfg.frame
-    material = cfg.material if isinstance(cfg.material, str) or cfg.material is None else cfg.name
     return DeclaredObject(cfg.name, tuple(shapes), rot=rot, pos=pos, frame=frame, follow=cfg.follow,
-                          material=material, source=cfg.where)
+                          material=declared_material(cfg), source=cfg.where)
 
 
 def load_robot(robot: RobotConfig | None, description: str | None = None) -> tuple[RobotModel | None, str | None]:

@@ -243,6 +243,10 @@ BUILD_REFUSES = {
     ": layout file": {"type": "ContactDepthProbe", "probe_local_pos": {"file": "pads.csv"}},
     ".noise: wrong shape (2,)": {"type": "TemperatureGrid", "grid_size": [2, 2, 1], "noise": [0.1, 0.1],
                                  "properties_dict": {"fingertip_left": METAL}},
+    ".properties_dict: no material for the sensor link 'fingertip_left'": {
+        "type": "TemperatureGrid", "grid_size": [2, 2, 1], "properties_dict": {"can": METAL}},
+    ".properties_dict: unknown body 'cup'": {"type": "TemperatureGrid", "grid_size": [2, 2, 1],
+                                             "properties_dict": {"fingertip_left": METAL, "cup": METAL}},
     ".bias: wrong shape (3,)": {"type": "JointTorque", "link": None, "joints": ["slide"], "bias": [0.1, 0.2, 0.3]},
     ".noise: wrong shape (1,)": {"type": "JointTorque", "link": None, "dofs_idx_local": [0, 1], "noise": [0.1]},
     ".random_walk: wrong shape (2,)": {"type": "JointTorque", "link": None, "random_walk": [0.1, 0.1]},  # all 3

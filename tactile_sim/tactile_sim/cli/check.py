@@ -155,16 +155,19 @@ def robot_names(config, robot: str | Path | None) -> tuple[set[str], tuple[list[
 def summarize(config, ground_truth: bool = False, links: set[str] | None = None,
               joints: tuple[Sequence[str], Sequence[str]] | None = None) -> list[SensorSummary]:
     """One :class:`SensorSummary` per sensor of a validated configuration, in its order, after the checks the build
-    makes of what the configuration declares (:func:`checked_size`), of the bodies of ContactSensor patterns
-    (``links``: the robot's) and of the joints of JointTorque sensors (``joints``: the robot's joint names and
+    makes of what the configuration declares (:func:`checked_size`), of the bodies of ContactSensor patterns and
+    the materials of TemperatureGrid links (``links``: the robot's) and of the joints of JointTorque sensors (``joints``: the robot's joint names and
     movable joint names, as :func:`robot_names` gives them); ConfigError otherwise."""
     from ..config.body_patterns import filter_bodies, prim_path_bodies
     from ..config.budget import check_budget
     from ..config.suite_checks import evaluation_steps
     from ..ros.topic_plan import sensor_entries
+    from ..sensors.thermal.materials import link_material, resolve_materials
 
     dt = config.suite.step_dt
     out, probes = [], {}
+    names = None if links is None else [*links, *(o.name for o in config.objects)]
+    materials = None
     for opt in config.sensors:
         bodies = None
         steps = evaluation_steps(opt.update_period, dt)
@@ -173,12 +176,16 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None,
             probes[opt.name] = count
         elif opt.type == "TemperatureGrid":
             unit = "cells"
+            if names is not None:
+                if materials is None:
+                    materials = resolve_materials([s for s in config.sensors if s.type == "TemperatureGrid"], config,
+                                                  names, {})
+                link_material(materials, names.index(opt.link), opt.link, opt.where)
         elif opt.type == "JointTorque":
             unit, link = "joints", opt.robot or "robot"
         elif opt.type == "ContactSensor":
             link, unit = opt.prim_path, "bodies"
-            if links is not None:
-                names = [*links, *(o.name for o in config.objects)]
+            if names is not None:
                 matched = prim_path_bodies(opt.prim_path, names, opt.where)
                 filter_bodies(opt.filter_prim_paths_expr, names, matched, opt.where)
                 bodies = sorted(names[i] for i in matched)

@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from ...errors import ConfigError
+from .materials import Material, link_material
 from ...geometry.sampling import check_sample_spacing, sample_body_surface
 from ...geometry.shapes import ShapeKind
 from ...world.state import WorldState
@@ -60,28 +61,6 @@ from .pairs import PairRelaxation
 DENSE_CONDUCTION_CELLS = 64
 """Grids of at most this many (padded) cells conduct through one dense operator in a kernel; larger ones through
 the separable DCT in torch (the same linear map; the dense form avoids six small matrix products per step)."""
-
-
-@dataclass(frozen=True)
-class Material:
-    """One thermal material: base temperature °C, conductivity W/(m·K), density kg/m³, specific heat J/(kg·K),
-    emissivity."""
-
-    base_temperature: float
-    conductivity: float
-    density: float
-    specific_heat: float
-    emissivity: float
-
-    @classmethod
-    def of(cls, props) -> "Material":
-        return cls(float(props.base_temperature), float(props.conductivity), float(props.density),
-                   float(props.specific_heat), float(props.emissivity))
-
-    @property
-    def heat_capacity_density(self) -> float:
-        """ρc, J/(m³·K)."""
-        return self.density * self.specific_heat
 
 
 @dataclass(frozen=True)
@@ -235,11 +214,7 @@ class ThermalSystem:
         shape_body = np.array([b for b, _ in scene.shape_table()], dtype=np.int64)
         for g, spec in enumerate(self.grids):
             body = scene.bodies[spec.link]
-            mat = self.materials[spec.link]
-            if mat is None:
-                raise ConfigError(f"{spec.where}.properties_dict: no material for the sensor link {body.name!r}; "
-                                  f"got no entry; allowed: an entry for {body.name!r}, an object material or a "
-                                  "'default' entry")
+            mat = link_material(self.materials, spec.link, body.name, spec.where)
             lo, hi = link_bounds(body.shapes, spec.where, body.name)
             n = np.array(spec.grid_size, dtype=np.int64)
             delta = (hi - lo) / n

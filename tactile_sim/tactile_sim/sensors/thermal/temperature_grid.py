@@ -18,51 +18,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...errors import ConfigError, closest_names
 from ...imperfections.lag import FirstOrderLag
 from ...imperfections.pipeline import MeasuredBranch
 from ...world.state import WorldState
 from ..base import BuildContext, SensorBatch, imperfections_of
 from .kernels import CELL_KERNELS, CONTACT_KERNELS, READOUT_KERNELS
-from .system import GridSpec, Material, ThermalSystem
+from .materials import resolve_materials
+from .system import GridSpec, ThermalSystem
 from ..warp_launch import SlotLaunches
 
-DEFAULT_KEY = "default"
 DEFAULT_AMBIENT = 21.0
 DEFAULT_CONVECTION = 1.0
-
-
-def resolve_materials(grids, config, scene, where: dict[str, str]) -> list[Material | None]:
-    """Material of every scene body: its merged ``properties_dict`` entry, else its object material, else the
-    ``"default"`` entry, else None (no heat exchange). Unknown body names in ``properties_dict`` and a body whose
-    entry contradicts its object material are errors."""
-    merged: dict[str, tuple[Material, str]] = {}
-    for g in grids:
-        w = where.get(g.name, g.where)
-        for key, ref in g.properties_dict.items():
-            if key != DEFAULT_KEY and key not in scene.body_names:
-                raise ConfigError(f"{w}.properties_dict: unknown body {key!r}; got {key!r}; allowed: 'default' or a "
-                                  f"body name; closest bodies: {closest_names(key, scene.body_names)}")
-            merged.setdefault(key, (Material.of(config.material(ref)), w))
-    object_material = {}
-    for obj in scene.objects:
-        if obj.material is None:
-            continue
-        if obj.material in config.materials:
-            object_material[obj.name] = Material.of(config.materials[obj.material])
-        else:
-            inline = next((o.material for o in config.objects if o.name == obj.name), None)
-            if inline is not None and not isinstance(inline, str):
-                object_material[obj.name] = Material.of(inline)
-    default = merged.get(DEFAULT_KEY, (None, ""))[0]
-    out = []
-    for name in scene.body_names:
-        entry, own = merged.get(name), object_material.get(name)
-        if entry is not None and own is not None and entry[0] != own:
-            raise ConfigError(f"{entry[1]}.properties_dict.{name}: contradicts the material of object {name!r}; "
-                              f"got {entry[0]}; allowed: the object's material {own} (or drop one of them)")
-        out.append(entry[0] if entry is not None else own if own is not None else default)
-    return out
 
 
 class TemperatureGridBatch(SensorBatch):
@@ -81,7 +47,7 @@ class TemperatureGridBatch(SensorBatch):
         config = ctx.extras["suite"].config
         scene = ctx.scene
         every = [s for s in config.sensors if s.type == "TemperatureGrid"]
-        materials = resolve_materials(every, config, scene, ctx.where)
+        materials = resolve_materials(every, config, scene.body_names, ctx.where)
         ambient = next((g.ambient_temperature for g in every if g.ambient_temperature is not None), DEFAULT_AMBIENT)
         convection = next((g.convection_coefficient for g in every if g.convection_coefficient is not None),
                           DEFAULT_CONVECTION)
