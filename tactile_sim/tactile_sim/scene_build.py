@@ -19,8 +19,8 @@ from .geometry.shapes import Shape, ShapeKind
 from .geometry.transforms import pose_from_xyz_rpy, quat_to_matrix_np, rpy_to_matrix_np
 from .sensors.layout.declared import declared_layout, given_options, layout_defaults
 from .sensors.layout.probe_layout import ProbeLayout
-from .sensors.thermal.materials import declared_material
 from .sensors.layout.sources import conforming_layout, urdf_tactile_layouts
+from .sensors.thermal.materials import declared_material
 from .world.objects import DeclaredObject
 from .world.scene import Scene
 from .world.urdf import RobotModel

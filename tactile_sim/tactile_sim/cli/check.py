@@ -156,8 +156,9 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None,
               joints: tuple[Sequence[str], Sequence[str]] | None = None) -> list[SensorSummary]:
     """One :class:`SensorSummary` per sensor of a validated configuration, in its order, after the checks the build
     makes of what the configuration declares (:func:`checked_size`), of the bodies of ContactSensor patterns and
-    the materials of TemperatureGrid links (``links``: the robot's) and of the joints of JointTorque sensors (``joints``: the robot's joint names and
-    movable joint names, as :func:`robot_names` gives them); ConfigError otherwise."""
+    the materials of TemperatureGrid links (``links``: the robot's) and of the joints of JointTorque sensors
+    (``joints``: the robot's joint names and movable joint names, as :func:`robot_names` gives them); ConfigError
+    otherwise."""
     from ..config.body_patterns import filter_bodies, prim_path_bodies
     from ..config.budget import check_budget
     from ..config.suite_checks import evaluation_steps

@@ -278,8 +278,8 @@ def imperfections_from_options(options, *, seed: int, dt: float, where: str, n: 
                                sample_validity: bool = False) -> SensorImperfections:
     """The validated imperfection options of one sensor from its config model (only the keys it has): seed, dt
     (its evaluation period, s), where (error prefix), n, channels, layout_shape, active and sample_validity as
-    :class:`SensorImperfections` takes them; grid: the layout's :class:`~..sensors.layout.probe_layout.GridInfo` (its spacing
-    and normal where it is regular and crosstalk is configured) or None."""
+    :class:`SensorImperfections` takes them; grid: the layout's :class:`~..sensors.layout.probe_layout.GridInfo`
+    (its spacing and normal where it is regular and crosstalk is configured) or None."""
     kwargs: dict = {}
     for key in OPTION_KEYS:
         if hasattr(options, key):

@@ -25,8 +25,8 @@ from ..io.stamps import NS_PER_S, ns_to_seconds, time_msg_to_ns, time_msg_to_sec
 class JointStateSample(NamedTuple):
     """One ``sensor_msgs/JointState``: stamp s (header), joint names, position (n,) float64 (rad or m) and
     velocity (n,) float64 (rad/s or m/s) or None when the message carries none; finite: True when the decoder
-    found every value of both finite and within float32's range (False: not known). Lengths are as received (a named tuple: immutable, and
-    cheap to build once per message)."""
+    found every value of both finite and within float32's range (False: not known). Lengths are as received (a
+    named tuple: immutable, and cheap to build once per message)."""
 
     stamp: float
     names: tuple[str, ...]

@@ -27,14 +27,14 @@ import numpy as np
 import torch
 import warp as wp
 
+from ...config.body_patterns import match_bodies
+from ...config.joint_selection import selected_joints
 from ...errors import option_error
 from ...imperfections.pipeline import MeasuredBranch
 from ...world.dynamics import WP_TYPES
 from ...world.state import WorldState
 from ...world.urdf import JointType
 from ..base import BuildContext, SensorBatch, imperfections_of
-from ...config.body_patterns import match_bodies
-from ...config.joint_selection import selected_joints
 from .kernel import (ACC_ESTIMATED, ACC_GIVEN, ACC_GIVEN_WITH_VELOCITY, JOINT_TORQUE_KERNELS, SOURCE_COLUMNS,
                      joint_torque_kernel)
 from ..warp_launch import SlotLaunches

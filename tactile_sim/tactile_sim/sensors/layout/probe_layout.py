@@ -171,9 +171,10 @@ class ProbeLayout:
         far = np.flatnonzero(np.abs(pos.reshape(-1, 3)).max(axis=1) > LENGTH_RANGE[1])
         if far.size:
             i = int(far[0])
-            raise ConfigError(f"{where}.probe_local_pos: probe at {_index(shape, i)} is over {LENGTH_RANGE[1]:g} m from "
-                              f"its link (pos_offset and euler_offset applied); got {_fmt(pos.reshape(-1, 3)[i])}; "
-                              f"allowed: link-frame coordinates within {LENGTH_RANGE[1]:g} m")
+            raise ConfigError(f"{where}.probe_local_pos: probe at {_index(shape, i)} is over {LENGTH_RANGE[1]:g} m "
+                              f"from its link (pos_offset and euler_offset applied); got "
+                              f"{_fmt(pos.reshape(-1, 3)[i])}; allowed: link-frame coordinates within "
+                              f"{LENGTH_RANGE[1]:g} m")
         return cls(_readonly(pos), _readonly(radius), _readonly(normals), where)
 
     @staticmethod

@@ -48,7 +48,6 @@ import numpy as np
 import torch
 
 from ...errors import ConfigError
-from .materials import Material, link_material
 from ...geometry.sampling import check_sample_spacing, sample_body_surface
 from ...geometry.shapes import ShapeKind
 from ...world.state import WorldState
@@ -56,6 +55,7 @@ from ...geometry.struct_launch import StructLaunch
 from ..points.body_samples import BodySamples, SampleCells
 from ..points.probe_set import FusedProbeLaunch
 from .kernels import CELL_KERNELS, CONTACT_KERNELS, EXCHANGE_KERNELS, FIXED, GRIDDED, LUMPED, LUMPED_KERNELS
+from .materials import Material, link_material
 from .pairs import PairRelaxation
 
 DENSE_CONDUCTION_CELLS = 64
