@@ -252,6 +252,41 @@ def test_fields_along_the_link_axes_are_interleaved_into_out(group, c):
             assert np.abs(out.double().numpy() - want).max() <= tolerance * np.abs(want).max(), window
 
 
+@pytest.mark.parametrize("exponent,shared", [(1.0, True), (2.0, True), (2.0, False)])
+def test_separable_products_are_the_matmul_formula_bit_for_bit(exponent, shared):
+    # the separable path's products run as bmm calls between views and buffers kept per window, and a call whose
+    # maps hold the last call's bits returns the fields held: every call must give, bit for bit, the matmul formula
+    # of the model (G_v H K_uᵀ, K_v H G_uᵀ, −G_v H^p G_uᵀ on the window), for two members of one shape in three
+    # envs, H and H^p as halves of one buffer or apart, windows that repeat, and values changed in place in a window
+    m, n, e = 9, 12, 3
+    layout = ProbeLayout.from_options(lattice(m, n, 0.003, 0.004), 0.002, where="ElastomerTaxel(name='sep')")
+    prms = [DilationParameters(20000.0, 1.0, layout.epsilon0(), 0.0, scale, exponent) for scale in (1.0, 0.6)]
+    params = torch.tensor([prm.row() for prm in prms], dtype=torch.float64)
+    p = m * n
+    rng = np.random.default_rng(8)
+    for dtype in (torch.float32, torch.float64):
+        conv = SeparableLattice([(0, 0, layout), (1, p, layout)], params, [exponent] * 2, torch.device("cpu"), dtype)
+        depths = torch.zeros((2, e, 2 * p), dtype=dtype)
+        depth, depth_p = depths.unbind(0) if shared else (depths[0].clone(), depths[1].clone())
+        for window in WINDOWS[:4] + WINDOWS[:4]:
+            r0, r1, c0, c1 = window
+            for refill in range(2):                   # new values in place in the same window: not the held fields
+                h = np.zeros((e, 2, m, n))
+                h[..., r0:r1, c0:c1] = rng.uniform(0.0, 1e-3, (e, 2, r1 - r0, c1 - c0))
+                depth.copy_(torch.as_tensor(h.reshape(e, -1)))
+                depth_p.copy_(depth ** exponent)
+                got = conv(depth, depth_p, window=window).clone()
+                maps = conv.maps(depth, depth_p, window)
+                right, left_u, left_v = conv.right[..., c0:c1, :], conv.left_u[..., r0:r1], conv.left_v[..., r0:r1]
+                along = torch.matmul(maps[:, :, 0], right)
+                normal = torch.matmul(maps[:, :, 1], right[..., n:]) if conv.powered else along[..., n:]
+                fields = torch.stack([torch.matmul(left_u, along[..., :n]), torch.matmul(left_v, along[..., n:]),
+                                      torch.matmul(left_u, normal).neg_()], 2)
+                want = conv.emit(fields, None)
+                assert torch.equal(got, want), (dtype, window, refill)
+                assert torch.equal(conv(depth, depth_p, window=window), want), (dtype, window, refill)
+
+
 def test_scaled_interleave_writes_u_and_gain_times_u():
     # the interleave's variant for the staging buffers: out holds u as returned (a torch permute), measured the torch
     # product u·g with the probe gain per probe, bit for bit, over windows of several widths, back and forth

@@ -579,6 +579,8 @@ class SeparableLattice(_LatticeGroup):
         U_u = G_v H K_uᵀ,   U_v = K_v H G_uᵀ,   N = G_v H^p G_uᵀ;   u = dilate_scale (U_u t_u + U_v t_v − N a)
 
     — the same exact linear convolution as the FFT path, as batched matrix products. Call as LatticeConvolution.
+    The products run between views and buffers made once per window (:class:`_SeparableProducts`); on the CPU, maps
+    with the bits of the last call's (a contact at rest) reuse its fields, as the FFT path does.
     """
 
     def __init__(self, members: Sequence[tuple[int, int, ProbeLayout]], params: torch.Tensor,
@@ -606,23 +608,79 @@ class SeparableLattice(_LatticeGroup):
         self.left_u = torch.as_tensor(np.stack(left_u), **kw)[None]        # [1, S_g, M, M]
         self.left_v = torch.as_tensor(np.stack(left_v), **kw)[None]
         self.set_basis(bases, dtype)
+        self._products: _SeparableProducts | None = None
 
     def __call__(self, depth: torch.Tensor, depth_p: torch.Tensor, out: torch.Tensor | None = None,
                  window: tuple[int, int, int, int] | None = None,
                  scaled: tuple[torch.Tensor, torch.Tensor] | None = None):
         """As LatticeConvolution; window (r₀, r₁, c₀, c₁): the rows and columns outside it hold H = 0 in every
         member and env, so their (exactly zero) terms are left out of the products. scaled: see :meth:`emit`."""
-        n = self.shape[1]
-        maps = self.maps(depth, depth_p, window)                           # [E, S_g, 1|2, M, N] or windowed
-        right, left_u, left_v = self.right, self.left_u, self.left_v
-        if window is not None:
-            r0, r1, c0, c1 = window
-            right, left_u, left_v = right[..., c0:c1, :], left_u[..., r0:r1], left_v[..., r0:r1]
-        along = torch.matmul(maps[:, :, 0], right)                         # [E, S_g, M, 2N]: H K_uᵀ, H G_uᵀ
-        normal = torch.matmul(maps[:, :, 1], right[..., n:]) if self.powered else along[..., n:]
-        fields = torch.stack([torch.matmul(left_u, along[..., :n]), torch.matmul(left_v, along[..., n:]),
-                              torch.matmul(left_u, normal).neg_()], 2)
-        return self.emit(fields, out, scaled)
+        m, n = self.shape
+        window = (0, m, 0, n) if window is None else tuple(window)
+        # the maps as :meth:`maps` makes them (H^p's stacked into a fresh, aligned copy): MKL's float64 products
+        # can round differently on operands at other alignments
+        maps = self.maps(depth, depth_p, window)                          # [E, S_g, 1|2, w_r, w_c]
+        products = self._products
+        if products is None or products.window != window or products.shape != maps.shape:
+            products = self._products = _SeparableProducts(self, window, maps.shape, maps.dtype, maps.device)
+        return self.emit(products(maps), out, scaled)
+
+
+class _SeparableProducts:
+    """The products of a :class:`SeparableLattice` for one window (r₀, r₁, c₀, c₁) and one shape of window maps
+    [E, S_g, 1|2, w_r, w_c]: with the weights' window rows and columns,
+
+        along = H [K_uᵀ | G_uᵀ]  (and H^p G_uᵀ when some exponent is not 1),
+        fields = [G_v along_K, K_v along_G, −G_v (H^p G_uᵀ)]  [E, S_g, 3, M, N] (returned; overwritten next call).
+
+    Each product is the ``torch.bmm`` that ``torch.matmul`` makes of it (operands batched over E·S_g, the weights
+    expanded over the envs), here between views and buffers made once, so the same values without matmul's per-call
+    broadcasting and reshaping. On the CPU, maps with the bits of the last call's return the fields held."""
+
+    def __init__(self, lattice: SeparableLattice, window: tuple[int, int, int, int], shape: torch.Size,
+                 dtype: torch.dtype, device):
+        e, s, _, wr, wc = shape
+        m, n = lattice.shape
+        r0, r1, c0, c1 = window
+        self.window, self.shape, self.powered = window, shape, lattice.powered
+        b = e * s
+
+        def batched(weights: torch.Tensor, rows: int, cols: int) -> torch.Tensor:   # [1, S_g, rows, cols]
+            return weights.expand(e, s, rows, cols).reshape(b, rows, cols)
+
+        right = lattice.right[..., c0:c1, :]
+        self.right = batched(right, wc, 2 * n)
+        self.right_g = batched(right[..., n:], wc, n)
+        self.left_u = batched(lattice.left_u[..., r0:r1], m, wr)
+        self.left_v = batched(lattice.left_v[..., r0:r1], m, wr)
+        kw = dict(dtype=dtype, device=device)
+        self.along = torch.empty((b, wr, 2 * n), **kw)
+        self.along_k, self.along_g = self.along[..., :n], self.along[..., n:]
+        self.normal = torch.empty((b, wr, n), **kw) if self.powered else self.along_g
+        self.parts = [torch.empty((b, m, n), **kw) for _ in range(3)]
+        self.part_maps = [p.view(e, s, m, n) for p in self.parts]
+        self.fields = torch.empty((e, s, 3, m, n), **kw)
+        self.bits = torch.int32 if dtype == torch.float32 else torch.int64
+        self.held = torch.empty(shape, **kw) if torch.device(device).type == "cpu" else None
+        self.holds = False
+        """Whether :attr:`held` holds the maps of the fields (CPU only: the comparison would wait for a GPU)."""
+
+    def __call__(self, maps: torch.Tensor) -> torch.Tensor:
+        """fields [E, S_g, 3, M, N] of the window maps [E, S_g, 1|2, w_r, w_c]."""
+        if self.holds and torch.equal(self.held.view(self.bits), maps.view(self.bits)):
+            return self.fields
+        b, (_, _, _, wr, wc) = len(self.along), self.shape
+        torch.bmm(maps[:, :, 0].reshape(b, wr, wc), self.right, out=self.along)
+        if self.powered:
+            torch.bmm(maps[:, :, 1].reshape(b, wr, wc), self.right_g, out=self.normal)
+        torch.bmm(self.left_u, self.along_k, out=self.parts[0])
+        torch.bmm(self.left_v, self.along_g, out=self.parts[1])
+        torch.bmm(self.left_u, self.normal, out=self.parts[2]).neg_()
+        torch.stack(self.part_maps, 2, out=self.fields)
+        if self.held is not None:
+            self.held.copy_(maps)
+            self.holds = True
+        return self.fields
 
 
 # ---------------------------------------------------------------------------------------------- direct path
