@@ -106,7 +106,8 @@ def contact_list_fields(dtype: torch.dtype) -> dict:
     point (``contact_point``, int32), its nearest shape (``contact_shape``, int32), signed distance
     (``contact_sd``, m), world normal (``contact_normal``) and world position (``contact_x``, m); the length of
     every block's run (``block_count`` [E, blocks] int32) and ``list_clears`` [1] int32 (1: the kernel clears the
-    list's previous points, :func:`contact_list_slot`)."""
+    list's previous points, :func:`contact_list_slot`). The shape, sd, normal and position are scratch of one row
+    [1, P] on the CPU, shared by the envs (:func:`contact_list_buffers`): a row of a field with one row is row 0."""
     f, v, _ = WP_TYPES[dtype]
     i32 = wp.array2d(dtype=wp.int32)
     return {"contact_point": i32, "contact_shape": i32, "contact_sd": wp.array2d(dtype=f),
@@ -117,10 +118,12 @@ def contact_list_fields(dtype: torch.dtype) -> dict:
 def contact_list_buffers(n_envs: int, n_points: int, device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Tensors [E, P] (P points; vectors [E, P, 3]) of :func:`contact_list_fields` but the points and run lengths
     (:func:`contact_list_slot`) and ``list_clears``: scratch the kernel writes before it reads, so they need no
-    initialisation."""
-    return {"contact_shape": torch.empty((n_envs, n_points), dtype=torch.int32, device=device),
-            "contact_sd": torch.empty((n_envs, n_points), dtype=dtype, device=device),
-            **{k: torch.empty((n_envs, n_points, 3), dtype=dtype, device=device)
+    initialisation. On the CPU, where the kernel's threads run one after another and each reads only what it wrote,
+    one row [1, P] for all envs: it stays in cache instead of a row per env being written back to memory."""
+    rows = 1 if torch.device(device).type == "cpu" else n_envs
+    return {"contact_shape": torch.empty((rows, n_points), dtype=torch.int32, device=device),
+            "contact_sd": torch.empty((rows, n_points), dtype=dtype, device=device),
+            **{k: torch.empty((rows, n_points, 3), dtype=dtype, device=device)
                for k in ("contact_normal", "contact_x")}}
 
 
@@ -151,7 +154,9 @@ def listed_model(name: str, call_type, dtype: torch.dtype, body: str):
     accessors = f"""
     using T = {"float" if dtype == torch.float32 else "double"};
 {ARRAY_AT_CPP}
-    auto row = [e](const auto& a) {{ return reinterpret_cast<char*>(a.data) + int64_t(e) * a.strides[0]; }};
+    auto row = [e](const auto& a) {{  // row e, or row 0 of a one-row field (the CPU's shared scratch)
+        return reinterpret_cast<char*>(a.data) + int64_t(a.shape[0] > 1 ? e : 0) * a.strides[0];
+    }};
     auto in_row = [](char* r, const auto& a, int j) -> auto& {{
         return *reinterpret_cast<decltype(a.data)>(r + int64_t(j) * a.strides[1]);
     }};
@@ -273,14 +278,15 @@ def _listed_cell(dtype: torch.dtype) -> str:
         }}
     }}
     int count = 0;
+    const int scratch = call.contact_sd.shape[0] > 1 ? e : 0;  // the CPU's scratch: one row for all envs
     for (int k = 0; k < n; ++k) {{
         if (hit[k]) {{
             const int m = slot + count;
             at2(call.contact_point, e, m) = probe[k];
-            at2(call.contact_shape, e, m) = s;
-            at2(call.contact_sd, e, m) = sds[k];
-            at2(call.contact_normal, e, m) = V3(normals[0][k], normals[1][k], normals[2][k]);
-            at2(call.contact_x, e, m) = V3(xs[0][k], xs[1][k], xs[2][k]);
+            at2(call.contact_shape, scratch, m) = s;
+            at2(call.contact_sd, scratch, m) = sds[k];
+            at2(call.contact_normal, scratch, m) = V3(normals[0][k], normals[1][k], normals[2][k]);
+            at2(call.contact_x, scratch, m) = V3(xs[0][k], xs[1][k], xs[2][k]);
             ++count;
         }}
     }}
@@ -365,6 +371,7 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
         if wp.static(listed):  # the run of the block's contacts: slots [first_slot, first_slot + count)
             first_slot = call.cell_start[first]
             count = int(0)
+            scratch = wp.min(e, call.contact_sd.shape[0] - 1)  # the CPU's scratch: one row for all envs
         for c in range(first, stop):
             center = rl @ call.cell_center[c] + ol
             radius = call.cell_radius[c]
@@ -413,10 +420,10 @@ def cell_kernel(name: str, call_type, dtype: torch.dtype, evaluate, clear=None, 
                             if wp.static(listed):
                                 slot = first_slot + count
                                 call.contact_point[e, slot] = i
-                                call.contact_shape[e, slot] = s
-                                call.contact_sd[e, slot] = sd
-                                call.contact_normal[e, slot] = normal
-                                call.contact_x[e, slot] = x
+                                call.contact_shape[scratch, slot] = s
+                                call.contact_sd[scratch, slot] = sd
+                                call.contact_normal[scratch, slot] = normal
+                                call.contact_x[scratch, slot] = x
                                 count += 1
                             else:
                                 evaluate(call, tables, e, i, x, sd, s, normal, link, rl, ol)
