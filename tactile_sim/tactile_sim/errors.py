@@ -31,7 +31,7 @@ def os_error_text(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
 
 
-def closest_names(name: str, names: Iterable[str], n: int = 5) -> list[str]:
-    """Up to ``n`` names most similar to ``name`` (difflib ratio), best first: what an error about an unknown
-    name lists."""
-    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.0)
+def closest_names(name: str, names: Iterable[str], n: int = 5, cutoff: float = 0.0) -> list[str]:
+    """Up to ``n`` names most similar to ``name`` (difflib ratio ≥ ``cutoff``; 0: the closest whatever they are),
+    best first: what an error about an unknown name lists."""
+    return difflib.get_close_matches(name, list(names), n=n, cutoff=cutoff)

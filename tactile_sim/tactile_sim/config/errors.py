@@ -6,11 +6,10 @@ Every message reads ``<where>.<option>: <problem>; got <value>; allowed: <allowe
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, closest_names
 
 MAX_VALUE_CHARS = 120
 """Longer renderings of a received value are cut (with an ellipsis) so that one message stays readable."""
@@ -94,7 +93,7 @@ def suggest(name: str, candidates: Iterable[str], *, cutoff: float = 0.0, limit:
     or ``""`` when none qualifies. The default cutoff 0 always lists the closest existing names
     (docs/models/scene.md#common-options: unknown
     body names list up to five closest existing names); option keys use 0.6 to avoid unrelated guesses."""
-    close = difflib.get_close_matches(str(name), sorted(set(candidates)), n=limit, cutoff=cutoff)
+    close = closest_names(str(name), sorted(set(candidates)), limit, cutoff)
     if not close:
         return ""
     return "did you mean " + ", ".join(repr(c) for c in close) + "?"

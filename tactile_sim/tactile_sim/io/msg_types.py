@@ -10,7 +10,6 @@ Type names are accepted in the full form ``pkg/msg/Type`` and in the short form 
 
 from __future__ import annotations
 
-import difflib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.base import Nodetype
 from rosbags.typesys.store import Typestore
 
+from ..errors import closest_names
 from .typestore_cache import Definitions, cached_definitions, lazy_typestore
 from .wire_message import WireMessage
 
@@ -145,7 +145,7 @@ def full_type_name(typename: str) -> str:
 def _known(typename: str) -> str:
     name = full_type_name(typename)
     if name not in typestore().fielddefs:
-        close = difflib.get_close_matches(name, typestore().fielddefs, n=5)
+        close = closest_names(name, typestore().fielddefs, cutoff=0.6)
         raise ValueError(f"message type {typename!r} is unknown; closest known types: {close}")
     return name
 

@@ -68,12 +68,12 @@ def published_topics(config: Any, *, ground_truth: bool = False, markers: bool =
     published (other than ``tactile_state`` outputs of one period sharing a topic with distinct channel names)."""
     entries: list[Entry] = []
     for i, s in enumerate(config.sensors):
+        where = s.where or f"{config.source}:sensors[{i}]"
         if not TOPIC_TOKEN.fullmatch(s.name) or s.name in RESERVED_NAMES:
-            raise ConfigError(f"{s.where or f'{config.source}:sensors[{i}]'}.name: the node publishes each sensor on "
-                              f"~/<name>; got {s.name!r}; allowed: letters, digits and '_', not starting with a "
-                              f"digit, other than {', '.join(RESERVED_NAMES)}")
-        entries += sensor_entries(s, s.where or f"{config.source}:sensors[{i}]", ground_truth=ground_truth,
-                                  bodies=(contact_bodies or {}).get(s.name))
+            raise ConfigError(f"{where}.name: the node publishes each sensor on ~/<name>; got {s.name!r}; allowed: "
+                              f"letters, digits and '_', not starting with a digit, other than "
+                              f"{', '.join(RESERVED_NAMES)}")
+        entries += sensor_entries(s, where, ground_truth=ground_truth, bodies=(contact_bodies or {}).get(s.name))
     if markers:
         entries.append(Entry(MARKERS_TOPIC, MARKER_ARRAY))
     entries.append(Entry(DIAGNOSTICS_TOPIC, DIAGNOSTIC_ARRAY))

@@ -12,7 +12,6 @@ are normalised.
 from __future__ import annotations
 
 import bisect
-import difflib
 import math
 import operator
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ import numpy as np
 import torch
 
 from ..constants import QUAT_NORM_TOL
+from ..errors import closest_names
 from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np, scan_finite
 
 
@@ -430,7 +430,7 @@ class TFBuffer:
 
     def _require(self, frame: str):
         if not self.has_frame(frame):
-            close = difflib.get_close_matches(frame, self.frames, n=5, cutoff=0.0) if self._edges else []
+            close = closest_names(frame, self.frames) if self._edges else []
             hint = f"; closest known frames: {close}" if close else "; the buffer holds no frames yet"
             raise TFError(f"TF: unknown frame {frame!r}{hint}")
 
