@@ -401,3 +401,14 @@ def test_object_material_and_conflicting_entry():
     cfg["sensors"] = [grid(properties_dict={"pad": material(10.0)})]
     with pytest.raises(ConfigError, match=r"properties_dict\.pad: contradicts the material of object 'pad'"):
         SensorSuite.from_yaml(cfg)
+
+
+def test_inline_object_material_is_its_own_beside_a_named_material_of_its_name():
+    # an object's inline material is the object's, even where the configuration also names a material after the
+    # object (it read that named material instead)
+    cfg = {"suite": {"dt": 1.0, "dtype": "float64"}, "materials": {"pad": material(60.0, conductivity=40.0)},
+           "objects": [{**pad(), "material": material(20.0, conductivity=40.0)}],
+           "sensors": [grid(convection_coefficient=0.0)]}
+    suite = SensorSuite.from_yaml(cfg)
+    suite.update(1.0)
+    assert suite.read("tg").item() == pytest.approx(20.0, abs=1e-12)

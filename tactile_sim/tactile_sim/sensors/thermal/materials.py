@@ -35,8 +35,9 @@ class Material:
 
 
 def declared_material(obj) -> str | None:
-    """The material name a declared object (an ``objects`` entry) carries: its ``material`` when a name, its own
-    name for an inline material (looked up in the configuration by :func:`resolve_materials`), or None."""
+    """The material name a declared object (an ``objects`` entry) carries in the scene: its ``material`` when a
+    name, its own name for an inline material (which :func:`resolve_materials` takes from the object itself), or
+    None."""
     return obj.material if isinstance(obj.material, str) or obj.material is None else obj.name
 
 
@@ -54,12 +55,10 @@ def resolve_materials(grids, config, body_names: Sequence[str], where: dict[str,
             merged.setdefault(key, (Material.of(config.material(ref)), w))
     object_material = {}
     for obj in config.objects:
-        material = declared_material(obj)
-        if material is None:
-            continue
-        if material in config.materials:
-            object_material[obj.name] = Material.of(config.materials[material])
-        elif not isinstance(obj.material, str):
+        if isinstance(obj.material, str):
+            if obj.material in config.materials:
+                object_material[obj.name] = Material.of(config.materials[obj.material])
+        elif obj.material is not None:  # inline: its own, even where a named material has the object's name
             object_material[obj.name] = Material.of(obj.material)
     default = merged.get(DEFAULT_KEY, (None, ""))[0]
     out = []
