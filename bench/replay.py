@@ -26,7 +26,10 @@ S, the hand closing to 50–90 % of its flexion) replayed as one corpus in one p
 (``tactile_sim.offline.corpus.replay_corpus``, what ``tactile-sim replay`` of many recordings runs, bags written), up
 to B recordings at a time as the envs of one suite (``--batch B ...``, a row per B, repeated values for
 interleaved rounds: ``--batch 1 16 1 16``; B = 1: one after another, each with its run digest, the sensors built
-once and rewound for each further recording), in a fresh process per row so that its peak memory is its own:
+once and rewound for each further recording), in a fresh process per row so that its peak memory is its own.
+``--workers W ...`` adds a row per W for each B: the corpus split over W worker processes (``tactile-sim replay
+--workers W``: batches of up to min(B, N / W) recordings, one torch thread each), the CPU seconds then the workers'
+and this process's together, and no memory figures (a forked worker's peak is not its own). Columns:
 aggregate x real time = simulated seconds of all N ÷ wall seconds of the whole corpus (the build included), and ÷
 its CPU seconds (user + system: steadier on a shared machine); 'sys s' = the system part of those CPU seconds,
 mostly the kernel copying the bags into the page cache; 'RSS MiB' = the process's peak resident memory, 'growth' =
@@ -35,7 +38,7 @@ virtual machine whose memory the host backs on first use, each row would otherwi
 page cache holding every earlier row's bags, and its system time would grow with its place in the table (0.1 s →
 1 s for the hand corpus's 332 MB).
 
-    python bench/replay.py [--seconds S] [--corpus N ...] [--batch B ...] [--only-corpus]
+    python bench/replay.py [--seconds S] [--corpus N ...] [--batch B ...] [--workers W ...] [--only-corpus]
 """
 
 from __future__ import annotations
@@ -190,45 +193,49 @@ def peak_rss_mib() -> float:
 
 
 def cpu_s() -> tuple[float, float]:
-    """(user, system) CPU seconds of this process so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime, usage.ru_stime
+    """(user, system) CPU seconds of this process and its ended (waited for) child processes so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + children.ru_utime, own.ru_stime + children.ru_stime
 
 
-def corpus_in_process(folder: str, config_source: str, out: str,
-                      batch: int) -> tuple[int, float, float, float, float, float, float]:
+def corpus_in_process(folder: str, config_source: str, out: str, batch: int,
+                      workers: int) -> tuple[int, float, float, float, float, float, float]:
     """(ticks, simulated s, wall s, CPU s, its system part, max RSS MiB, its growth MiB during the corpus) of
-    replaying every recording in ``folder`` into ``out`` in this process on one thread, up to ``batch`` at a time as
-    the envs of one suite (run in a fresh process)."""
+    replaying every recording in ``folder`` into ``out`` in this process on one thread (or in ``workers``
+    processes: the memory figures NaN), up to ``batch`` at a time as the envs of one suite (run in a fresh
+    process)."""
     torch.set_num_threads(1)
     before = peak_rss_mib()
     jobs = plan_jobs(expand_inputs([folder]), out, "bag", False)
     user_0, system_0 = cpu_s()
-    outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, batch=batch, progress=False)
+    outcomes, wall = replay_corpus(jobs, config_source, {"rate": RATE}, batch=batch, workers=workers,
+                                   progress=False)
     user, system = cpu_s()
     user, system = user - user_0, system - system_0
     failed = [o.error for o in outcomes if o.status]
     if failed:
         raise RuntimeError(f"corpus replay failed: {failed[:3]}")
-    rss = peak_rss_mib()
+    rss = peak_rss_mib() if workers == 1 else math.nan
     return sum(o.ticks for o in outcomes), sum(o.simulated_s for o in outcomes), wall, user + system, system, rss, \
         rss - before
 
 
-def corpus(label: str, config_source: str, variant, counts: list[int], batches: list[int], folder: Path) -> None:
-    """One row per N of ``counts`` and batch size of ``batches``: N variants ``variant(i, n)`` → (config, events)
-    replayed as one corpus."""
+def corpus(label: str, config_source: str, variant, counts: list[int], batches: list[int], workers: list[int],
+           folder: Path) -> None:
+    """One row per N of ``counts``, batch size of ``batches`` and worker count of ``workers``: N variants
+    ``variant(i, n)`` → (config, events) replayed as one corpus."""
     for n in counts:
         recordings = folder / f"{label.replace(' ', '_')}_{n}"
         for i in range(n):
             record(recordings / f"rec_{i:03d}", variant(i, n)[1])
-        for row, batch in enumerate(batches):
+        for row, (batch, w) in enumerate((batch, w) for batch in batches for w in workers):
             out = folder / f"{recordings.name}_{row}_out"
             with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
                 ticks, simulated, wall, cpu, system, rss, growth = pool.submit(
-                    corpus_in_process, str(recordings), config_source, str(out), batch).result()
+                    corpus_in_process, str(recordings), config_source, str(out), batch, w).result()
             shutil.rmtree(out)  # the next row writes into the pages these bags held (see the module doc)
-            print(f"{label:>9} {n:>4} {batch:>5} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} {1e3 * wall / ticks:8.3f} "
+            print(f"{label:>9} {n:>4} {batch:>5} {w:>7} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} "
+                  f"{1e3 * wall / ticks:8.3f} "
                   f"{simulated / wall:8.2f} | {cpu:7.2f} {simulated / cpu:8.2f} {system:7.2f} | {rss:8.0f} "
                   f"{growth:8.1f}", flush=True)
 
@@ -241,6 +248,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[16], metavar="B",
                         help="corpus: up to B recordings at a time as the envs of one suite, a row per B (default 16; "
                              "1: one after another; repeat them for interleaved rounds: 1 16 1 16)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1], metavar="W",
+                        help="corpus: also a row per W worker processes for each B (default 1: this process only)")
     parser.add_argument("--only-corpus", action="store_true", help="only the third table")
     args = parser.parse_args()
     seconds = args.seconds
@@ -263,15 +272,15 @@ def main() -> None:
         if args.corpus:
             hand_yaml = folder / "hand.yaml"
             hand_yaml.write_text(yaml.safe_dump(hand_config(urdf)))
-            print(f"\ncorpus: N recordings of about {seconds:g} s in one process, one thread, bags written; "
-                  "x real = aggregate (all simulated s / wall s, then / CPU s of the whole corpus)\n"
-                  f"{'scene':>9} {'N':>4} {'batch':>5} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} "
+            print(f"\ncorpus: N recordings of about {seconds:g} s in one process (or W workers), one thread each, "
+                  "bags written; x real = aggregate (all simulated s / wall s, then / CPU s of the whole corpus)\n"
+                  f"{'scene':>9} {'N':>4} {'batch':>5} {'workers':>7} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} "
                   f"{'x real':>8} | {'CPU s':>7} {'x real':>8} {'sys s':>7} | {'RSS MiB':>8} {'growth':>8}")
             corpus("demo", DEMO_CONFIG, lambda i, n: demo_inputs(seconds * (0.75 + 0.5 * i / max(n - 1, 1))),
-                   args.corpus, args.batch, folder)
+                   args.corpus, args.batch, args.workers, folder)
             corpus("hand 368", str(hand_yaml),
                    lambda i, n: hand_inputs(seconds, urdf, 0.5 + 0.4 * i / max(n - 1, 1)), args.corpus,
-                   args.batch, folder)
+                   args.batch, args.workers, folder)
 
 
 if __name__ == "__main__":
