@@ -206,9 +206,11 @@ def test_options_that_a_shared_suite_cannot_give_are_named(tmp_path, options, wh
 
 
 def test_batches_differ_in_size_by_at_most_one():
-    sizes = [len(g) for g in batch_replay.split(list(range(17)), 16)]
-    assert sizes == [9, 8]
-    assert [len(g) for g in batch_replay.split(list(range(5)), 16)] == [5]
+    from tactile_sim.offline.corpus import ReplayJob, job_groups
+
+    jobs = [ReplayJob(f"r{i}", f"in/r{i}.mcap", f"out/r{i}") for i in range(17)]
+    assert [len(g) for g in job_groups(jobs, 16, workers=1)] == [9, 8]
+    assert job_groups(jobs[:5], 16, workers=1) == [jobs[:5]]
 
 
 def test_batches_are_cut_so_that_every_worker_process_gets_one(tmp_path):

@@ -169,6 +169,60 @@ def test_arrays_of_a_pattern_and_a_list_in_two_processes_equal_each_alone(tmp_pa
         assert data["joints/position"][-1, 1] == pytest.approx(SQUEEZE)
 
 
+def sized_jobs(folder, sizes):
+    """A job per size: a .mcap file of that many bytes (a rosbag2 folder of that many for every third)."""
+    jobs = []
+    for i, size in enumerate(sizes):
+        if i % 3 == 2:
+            (folder / f"r{i}").mkdir()
+            (folder / f"r{i}" / "metadata.yaml").write_bytes(b"m" * 10)
+            (folder / f"r{i}" / f"r{i}.mcap").write_bytes(b"x" * (size - 10))
+            source = folder / f"r{i}"
+        else:
+            source = folder / f"r{i}.mcap"
+            source.write_bytes(b"x" * size)
+        jobs.append(corpus_module.ReplayJob(f"r{i}", str(source), str(folder / "out" / f"r{i}")))
+    return jobs
+
+
+def group_work(groups, jobs, sizes):
+    work = {job: size for job, size in zip(jobs, sizes)}
+    return [sum(work[job] for job in group) for group in groups]
+
+
+def test_batches_over_workers_are_balanced_by_recording_size(tmp_path):
+    sizes = [750 + 500 * i // 15 for i in range(16)]  # 16 recordings of 0.75 to 1.25 times a length, shortest first
+    jobs = sized_jobs(tmp_path, sizes)
+    groups = corpus_module.job_groups(jobs, 8, workers=2)
+    assert [len(g) for g in groups] == [8, 8]
+    assert sorted(job.name for g in groups for job in g) == sorted(job.name for job in jobs)
+    assert all(g == sorted(g, key=jobs.index) for g in groups)  # each batch keeps the order given
+    first, second = group_work(groups, jobs, sizes)
+    assert abs(first - second) <= max(sizes)  # cut in order: 6931 and 9064 bytes
+    assert abs(first - second) <= 0.02 * (first + second)
+
+
+def test_more_batches_than_workers_hold_recordings_of_similar_size_longest_first(tmp_path):
+    sizes = [300, 900, 100, 700, 500, 1100, 200, 1000, 600, 400, 800, 1200]
+    jobs = sized_jobs(tmp_path, sizes)
+    groups = corpus_module.job_groups(jobs, 4, workers=1)
+    assert [sorted(sizes[jobs.index(j)] for j in g) for g in groups] == [
+        [900, 1000, 1100, 1200], [500, 600, 700, 800], [100, 200, 300, 400]]
+    assert all(g == sorted(g, key=jobs.index) for g in groups)
+    assert [len(g) for g in corpus_module.job_groups(jobs[:10], 4, workers=1)] == [4, 3, 3]  # sizes differ by ≤ 1
+    # one process replaying one at a time: the order given; one at a time in processes: the longest first
+    assert corpus_module.job_groups(jobs, 1, workers=1) == [[job] for job in jobs]
+    assert [g[0] for g in corpus_module.job_groups(jobs, 1, workers=2)] == \
+        [jobs[i] for i in sorted(range(len(jobs)), key=lambda i: -sizes[i])]
+
+
+def test_a_recording_that_cannot_be_read_is_grouped_as_empty(tmp_path):
+    jobs = sized_jobs(tmp_path, [100, 200])
+    jobs.append(corpus_module.ReplayJob("gone", str(tmp_path / "gone.mcap"), str(tmp_path / "out" / "gone")))
+    assert corpus_module.recording_bytes(jobs[-1].source) == 0
+    assert corpus_module.job_groups(jobs, 1, workers=4) == [[jobs[1]], [jobs[0]], [jobs[2]]]
+
+
 def test_a_folder_entry_that_looks_like_a_bag_without_metadata_is_named_not_skipped_silently(tmp_path):
     recs = recordings(tmp_path / "recs")
     (recs / "long" / "metadata.yaml").unlink()  # a copy without its metadata, or a recording cut short

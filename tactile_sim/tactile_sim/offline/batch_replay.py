@@ -62,18 +62,6 @@ def batch_problem(config: SuiteConfig, options: dict[str, Any]) -> str | None:
     return None
 
 
-def split(jobs: Sequence[ReplayJob], size: int) -> list[list[ReplayJob]]:
-    """``jobs`` in order as the fewest batches of at most ``size`` jobs, their sizes differing by at most one."""
-    count = -(-len(jobs) // size)
-    base, extra = divmod(len(jobs), count)
-    groups, start = [], 0
-    for i in range(count):
-        end = start + base + (i < extra)
-        groups.append(list(jobs[start:end]))
-        start = end
-    return groups
-
-
 class EnvSuite:
     """Env ``env`` of a shared suite as a node core uses it: the suite's scene, robot, layouts, sensors and step count,
     and env ``env`` of the suite's world model as a lane of its own (:class:`~..world.lane_motion.LaneWorldModel`,

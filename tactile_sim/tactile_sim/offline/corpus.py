@@ -8,7 +8,9 @@ into the same name: the bag
 ``OUT/<name>/<name>.mcap`` (with its ``metadata.yaml``) or the arrays ``OUT/<name>.npz``, ``<name>`` the
 recording's folder name or file stem. Recordings are evaluated one after another in each process, or up to ``batch``
 at a time as the envs of one suite (:mod:`.batch_replay`; same outputs); ``workers`` > 1 processes (forked where
-possible, each loading the configuration once) take the next recording or batch as they finish one.
+possible, each loading the configuration once) take the next recording or batch as they finish one. Batches are
+formed by the recordings' sizes (:func:`job_groups`): balanced over the workers, or of recordings of similar
+lengths.
 """
 
 from __future__ import annotations
@@ -284,18 +286,63 @@ def run_group(config_source: str, options: dict[str, Any], verbose: bool,
 
 def groups_of(jobs: Sequence[ReplayJob], config_source: str, options: dict[str, Any], batch: int,
               workers: int = 1) -> list[list[ReplayJob]]:
-    """The jobs as batches of at most ``batch`` recordings (:func:`~.batch_replay.split`), and small enough that each
-    of ``workers`` processes gets one where there are that many jobs; one by one when batch = 1 or the configuration
-    and options cannot be batched (:func:`~.batch_replay.batch_problem`)."""
+    """The jobs as batches of at most ``batch`` recordings, and small enough that each of ``workers`` processes gets
+    one where there are that many jobs (:func:`job_groups`); one by one when batch = 1 or the configuration and
+    options cannot be batched (:func:`~.batch_replay.batch_problem`)."""
     if batch > 1 and len(jobs) > 1:
-        from .batch_replay import batch_problem, split
+        from .batch_replay import batch_problem
 
         try:
             if batch_problem(_config(config_source), options) is None:
-                return split(jobs, min(batch, -(-len(jobs) // max(1, workers))))
+                return job_groups(jobs, min(batch, -(-len(jobs) // max(1, workers))), workers)
         except ConfigError:
             pass  # each job reports it
-    return [[job] for job in jobs]
+    return job_groups(jobs, 1, workers)
+
+
+def recording_bytes(source: str | Path) -> int:
+    """Bytes of a recording (a file, or the files of a rosbag2 folder): the measure of its replay's work by which
+    :func:`job_groups` balances (0 where it cannot be read; its replay then reports why)."""
+    path = Path(source)
+    try:
+        if path.is_dir():
+            return sum(entry.stat().st_size for entry in path.iterdir() if entry.is_file())
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def job_groups(jobs: Sequence[ReplayJob], size: int, workers: int) -> list[list[ReplayJob]]:
+    """``jobs`` as the fewest groups of at most ``size`` jobs, their sizes differing by at most one, by the jobs'
+    work (:func:`recording_bytes`):
+
+    * no more groups than ``workers``: each job, largest first, joins the group of least work that has room, so that
+      the workers end at about the same time;
+    * more groups: the jobs by decreasing work cut into consecutive groups, so that a batch holds recordings of about
+      the same length (it steps as long as its longest), and the longest groups start first (the processes take
+      the groups in order).
+
+    Each group keeps its jobs in the order given; one process running one job at a time takes them in that order."""
+    count = -(-len(jobs) // size) if jobs else 0
+    if count == 0 or (workers <= 1 and size == 1):
+        return [[job] for job in jobs]
+    base, extra = divmod(len(jobs), count)
+    room = [base + (g < extra) for g in range(count)]
+    work = [recording_bytes(job.source) for job in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: -work[i])  # stable: equal work in the order given
+    members: list[list[int]] = [[] for _ in range(count)]
+    if count <= workers:
+        load = [0] * count
+        for i in order:
+            group = min((g for g in range(count) if len(members[g]) < room[g]), key=lambda g: load[g])
+            members[group].append(i)
+            load[group] += work[i]
+    else:
+        start = 0
+        for group in range(count):
+            members[group] = order[start:start + room[group]]
+            start += room[group]
+    return [[jobs[i] for i in sorted(group)] for group in members]
 
 
 @functools.cache
