@@ -235,9 +235,8 @@ def corpus(label: str, config_source: str, variant, counts: list[int], batches: 
                     corpus_in_process, str(recordings), config_source, str(out), batch, w).result()
             shutil.rmtree(out)  # the next row writes into the pages these bags held (see the module doc)
             print(f"{label:>9} {n:>4} {batch:>5} {w:>7} {ticks:>7} {simulated:>7.1f} | {wall:7.2f} "
-                  f"{1e3 * wall / ticks:8.3f} "
-                  f"{simulated / wall:8.2f} | {cpu:7.2f} {simulated / cpu:8.2f} {system:7.2f} | {rss:8.0f} "
-                  f"{growth:8.1f}", flush=True)
+                  f"{1e3 * wall / ticks:8.3f} {simulated / wall:8.2f} | {cpu:7.2f} {simulated / cpu:8.2f} "
+                  f"{system:7.2f} | {rss:8.0f} {growth:8.1f}", flush=True)
 
 
 def main() -> None:
@@ -274,8 +273,9 @@ def main() -> None:
             hand_yaml.write_text(yaml.safe_dump(hand_config(urdf)))
             print(f"\ncorpus: N recordings of about {seconds:g} s in one process (or W workers), one thread each, "
                   "bags written; x real = aggregate (all simulated s / wall s, then / CPU s of the whole corpus)\n"
-                  f"{'scene':>9} {'N':>4} {'batch':>5} {'workers':>7} {'ticks':>7} {'sim s':>7} | {'wall s':>7} {'ms/tick':>8} "
-                  f"{'x real':>8} | {'CPU s':>7} {'x real':>8} {'sys s':>7} | {'RSS MiB':>8} {'growth':>8}")
+                  f"{'scene':>9} {'N':>4} {'batch':>5} {'workers':>7} {'ticks':>7} {'sim s':>7} | {'wall s':>7} "
+                  f"{'ms/tick':>8} {'x real':>8} | {'CPU s':>7} {'x real':>8} {'sys s':>7} | {'RSS MiB':>8} "
+                  f"{'growth':>8}")
             corpus("demo", DEMO_CONFIG, lambda i, n: demo_inputs(seconds * (0.75 + 0.5 * i / max(n - 1, 1))),
                    args.corpus, args.batch, args.workers, folder)
             corpus("hand 368", str(hand_yaml),
