@@ -40,7 +40,6 @@ import os
 import pstats
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -67,7 +67,6 @@ needs_dfti = pytest.mark.skipif(not dfti.available(), reason="torch without MKL'
 @pytest.mark.parametrize("n", [40, 27])
 def test_committed_transforms_equal_torch_fft_bit_for_bit(dtype, n):
     rng = np.random.default_rng(n)
-    complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
     real = torch.as_tensor(rng.normal(size=(2, 5, n)), dtype=dtype)
     half = torch.as_tensor(rng.normal(size=(2, 5, n // 2 + 1, 2)), dtype=dtype)
     half = torch.view_as_complex(half).contiguous()

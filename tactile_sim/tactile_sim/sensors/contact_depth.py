@@ -28,12 +28,11 @@ def _no_depth(call: Any, e: int, first: int, stop: int):
         call.measured[e, i, 0] = zero
 
 
-def _listed_depths(dtype: torch.dtype) -> str:
-    """C++ body of both branches' depth of the listed contacts in slots [first, stop) of env e (probe i at signed
-    distance sd; :func:`.points.cell_kernel.cell_kernel` with ``listed``): ``max(R_i − sd, 0)`` and
-    ``max(R̃_i − sd, 0)·g_i`` (warp's ``wp::`` operations in that order). With one buffer for both branches (no
-    imperfection: R̃ = R, g = 1) the second write stores the same value again."""
-    return f"""
+# C++ body of both branches' depth of the listed contacts in slots [first, stop) of env e (probe i at signed
+# distance sd; :func:`.points.cell_kernel.cell_kernel` with ``listed``): ``max(R_i − sd, 0)`` and
+# ``max(R̃_i − sd, 0)·g_i`` (warp's ``wp::`` operations in that order). With one buffer for both branches (no
+# imperfection: R̃ = R, g = 1) the second write stores the same value again.
+_LISTED_DEPTHS = """
     const T zero = T(0.0);
     char* point = row(call.contact_point);
     char* sd_of = row(call.contact_sd);
@@ -41,7 +40,7 @@ def _listed_depths(dtype: torch.dtype) -> str:
     char* gain = row(call.gain);
     char* truth = row(call.ground_truth);
     char* measured = row(call.measured);
-    for (int m = first; m < stop; ++m) {{
+    for (int m = first; m < stop; ++m) {
         const int i = in_row(point, call.contact_point, m);
         const T sd = in_row(sd_of, call.contact_sd, m);
         const T depth_measured = wp::max(wp::sub(in_row(radius_measured, call.radius_measured, i), sd), zero);
@@ -49,7 +48,7 @@ def _listed_depths(dtype: torch.dtype) -> str:
             wp::max(wp::sub(at(call.radius, i), sd), zero);
         *reinterpret_cast<T*>(measured + int64_t(i) * call.measured.strides[1]) =
             wp::mul(depth_measured, in_row(gain, call.gain, i));
-    }}
+    }
 """
 
 
@@ -60,7 +59,7 @@ def _depth_kernel(dtype: torch.dtype):
         "ground_truth": wp.array3d(dtype=f), "measured": wp.array3d(dtype=f), **contact_list_fields(dtype)})
     name = f"contact_depth_probe_{f.__name__}"
 
-    listed = listed_model(name, call_type, dtype, _listed_depths(dtype))
+    listed = listed_model(name, call_type, dtype, _LISTED_DEPTHS)
     return cell_kernel(name, call_type, dtype, listed, _no_depth, listed=True), call_type
 
 
