@@ -2,11 +2,14 @@
 through (a restart with a warning naming the option; the ticks are those of the two time lines replayed apart),
 an empty bag exits 2, and numeric options of ``replay`` and ``demo`` are validated like configuration options
 (finite, in range, the option named), through the command line (in process and as a subprocess) and the Python API.
+A pipe where a bag (or a file of a bag folder) is expected, and a loop of symbolic links as the input or the output,
+are refused with the path named instead of blocking or ending in a traceback.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import time
@@ -73,6 +76,33 @@ def test_an_empty_bag_exits_2(tmp_path):
         writer.add_topic("/joint_states", "sensor_msgs/msg/JointState")
     status, _, err = replay(tmp_path, tmp_path / "empty", pads_yaml(tmp_path))
     assert status == 2 and "produced no sensor messages" in err, err
+
+
+@pytest.mark.parametrize("command, pipe", [("replay", "in.mcap"), ("replay", "bag/bag.mcap"), ("plot", "in.mcap"),
+                                           ("plot", "bag/bag.mcap"), ("plot", "bag/metadata.yaml")])
+def test_a_pipe_as_a_bag_or_a_bag_file_is_refused_without_reading_it(tmp_path, command, pipe):
+    bag = write_bag(tmp_path / "bag", [static_tf()] + line(0.0, 3))
+    target = tmp_path / pipe
+    name = "in.mcap" if pipe == "in.mcap" else "bag"
+    if target.exists():
+        target.unlink()
+    os.mkfifo(target)  # opened for reading, it would block until a writer comes: the test would hang
+    args = (tmp_path, tmp_path / name, pads_yaml(tmp_path)) if command == "replay" else ()
+    status, _, err = replay(*args) if command == "replay" else run_cli("plot", str(tmp_path / name))
+    assert status == 2 and f"bag '{tmp_path / name}'" in err and "not a regular file" in err, err
+    assert bag.exists() and (pipe == "in.mcap" or f"its '{target.name}'" in err)
+
+
+@pytest.mark.parametrize("side", ["input", "output", "output folder"])
+def test_a_loop_of_symbolic_links_is_named_not_a_traceback(tmp_path, side):
+    bag = write_bag(tmp_path / "bag", [static_tf()] + line(0.0, 3))
+    (tmp_path / "loop_a").symlink_to(tmp_path / "loop_b")
+    (tmp_path / "loop_b").symlink_to(tmp_path / "loop_a")
+    source = tmp_path / "loop_a" if side == "input" else bag
+    out = {"input": "o.mcap", "output": "loop_a", "output folder": "loop_a/o.mcap"}[side]
+    status, _, err = replay(tmp_path, source, pads_yaml(tmp_path), out=out)
+    assert status == 2 and f"replay {side.split()[0]} '" in err and "loop of symbolic links" in err, err
+    assert "Traceback" not in err
 
 
 BAD_NUMBERS = ["nan", "inf", "-inf", "-1", "0", "abc", "1e400"]

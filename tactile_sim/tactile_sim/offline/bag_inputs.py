@@ -32,6 +32,7 @@ from ..io.input_cdr import JointStateArrays, JointStateDecoder, JointStateRow, T
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import joint_state_stamp_ns, tf_stamps_ns
 from .input_messages import JOINT_STATE, STRING, TF_MESSAGE
+from .output_bag import SUFFIX_STORAGE
 from .run_loop import InputEvent
 
 Clock = Literal["header", "receive"]
@@ -102,6 +103,11 @@ def open_bag(path: str | Path) -> BagReader:
     path = Path(path)
     if not path.exists():
         raise BagInputError(f"bag {str(path)!r}: not found; allowed: a rosbag2 folder or a .mcap / .db3 file")
+    special = _special_file(path)
+    if special is not None:
+        what = "not a regular file" if special == path else f"its {special.name!r} is not a regular file"
+        raise BagInputError(f"bag {str(path)!r}: {what} (a pipe, a device or a socket, which would be read without "
+                            "end); allowed: a rosbag2 folder or a .mcap / .db3 file")
     try:
         return BagReader(path)
     except Exception as exc:  # noqa: BLE001 - rosbags raises many kinds for unreadable files; all mean the same
@@ -109,6 +115,14 @@ def open_bag(path: str | Path) -> BagReader:
             else f"{type(exc).__name__}: {exc}"
         raise BagInputError(f"bag {str(path)!r}: cannot be opened as a rosbag2 bag ({why}){_repair_hint(path)}") \
             from exc
+
+
+def _special_file(path: Path) -> Path | None:
+    """The first of the files a bag reader opens for ``path`` (the file itself, or a folder's metadata.yaml and
+    storage files) that exists and is neither a regular file nor a folder; None when there is none."""
+    opened = [path] if not path.is_dir() else [path / "metadata.yaml", *(
+        entry for entry in sorted(path.iterdir()) if entry.suffix.lower() in SUFFIX_STORAGE)]
+    return next((p for p in opened if p.exists() and not p.is_file() and not p.is_dir()), None)
 
 
 def _repair_hint(path: Path) -> str:

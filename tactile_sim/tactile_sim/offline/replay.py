@@ -86,10 +86,11 @@ def check_output_place(source: str | Path, output: str | Path, output_format: Ou
     """ConfigError when the output of replaying ``source`` into ``output`` would replace the input bag or a folder
     holding it, or write into it, or when a file stands where one of its folders would be (checked before the
     sensors are built)."""
-    source_folder = Path(source).resolve()
+    source_folder = _resolved(Path(source), "replay input")
     bag_folder = not source_folder.is_file()  # a rosbag2 folder (a lone .mcap or .db3 file's folder is not the bag's)
     source_folder = source_folder if bag_folder else source_folder.parent
-    place = (array_location(output) if output_format == "npz" else bag_location(output)[0]).resolve()
+    place = _resolved(array_location(output) if output_format == "npz" else bag_location(output)[0],
+                      "replay output")
     if place in (source_folder, *source_folder.parents) or (bag_folder and source_folder in place.parents):
         raise ConfigError(f"replay output {str(output)!r}: it would replace or write into the input bag "
                           f"{str(source)!r} (or a folder holding it); choose another output name")
@@ -97,6 +98,15 @@ def check_output_place(source: str | Path, output: str | Path, output_format: Ou
     if blocking is not None:
         raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: an "
                           "output whose folders are folders or do not exist yet")
+
+
+def _resolved(path: Path, what: str) -> Path:
+    """``path`` made absolute with its symbolic links followed; ConfigError (naming ``what``) for a link loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop, before Python 3.13
+        raise ConfigError(f"{what} {str(path)!r}: cannot be followed ({exc}); allowed: a path without a loop of "
+                          "symbolic links") from None
 
 
 def default_rate(config: SuiteConfig) -> float:
