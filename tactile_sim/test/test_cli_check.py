@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import trimesh
 import yaml
 
 from helpers_offline import run_cli
@@ -309,3 +310,43 @@ def test_check_decides_coincident_gel_markers_at_the_bound_as_the_build(tmp_path
         built = str(exc)
     status, _, err = run_cli("check", str(path))
     assert (status, err.strip()) == ((0, "") if built is None else (2, f"tactile-sim check: error: {built}"))
+
+
+def robot_with_a_relative_mesh(folder):
+    """A one-link URDF in ``folder`` whose collision mesh is named relative to it, and a pad sensor on that link."""
+    folder.mkdir()
+    trimesh.creation.box(extents=(0.08, 0.08, 0.02)).export(folder / "pad.stl")
+    (folder / "robot.urdf").write_text('<robot name="r"><link name="pad"><collision><geometry>'
+                                       '<mesh filename="pad.stl"/></geometry></collision></link></robot>\n')
+    config = folder.parent / "pad.yaml"
+    config.write_text(yaml.safe_dump({
+        "suite": {"dt": 0.01},
+        "sensors": [{"type": "KinematicTaxel", "name": "skin", "link": "pad",
+                     "probe_local_pos": {"grid": {"lo": [-0.03, -0.03, 0.01], "hi": [0.03, 0.03, 0.01], "nx": 4,
+                                                  "ny": 4}}}]}))
+    return config
+
+
+def test_a_robot_file_on_the_command_line_is_read_as_robot_urdf_would_be(tmp_path, monkeypatch):
+    """--robot names a file: its meshes resolve against its folder (not the working directory) as they do when the
+    YAML's robot.urdf names it."""
+    config = robot_with_a_relative_mesh(tmp_path / "robot")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for command in ("check", "compile"):
+        status, out, err = run_cli(command, str(config), "--robot", "../robot/robot.urdf")
+        assert status == 0, err
+    assert "skin" in run_cli("check", str(config), "--robot", "../robot/robot.urdf")[1]
+
+
+@pytest.mark.parametrize("command", ["check", "compile", "replay"])
+def test_a_robot_file_that_is_a_pipe_or_over_the_size_cap_is_not_read(tmp_path, monkeypatch, command):
+    config = robot_with_a_relative_mesh(tmp_path / "robot")
+    pipe = tmp_path / "robot.urdf"
+    os.mkfifo(pipe)  # read, it would block until a writer comes: the test would hang
+    extra = ["never_read.mcap", "-o", str(tmp_path / "o.mcap"), "--config"] if command == "replay" else []
+    status, _, err = run_cli(command, *extra, str(config), "--robot", str(pipe))
+    assert status == 2 and "--robot: not a regular file" in err and f"got '{pipe}'" in err, err
+    monkeypatch.setattr("tactile_sim.text_files.MAX_TEXT_FILE_BYTES", 100)
+    status, _, err = run_cli(command, *extra, str(config), "--robot", str(tmp_path / "robot" / "robot.urdf"))
+    assert status == 2 and "bytes; allowed: a text file of at most 100 bytes" in err, err

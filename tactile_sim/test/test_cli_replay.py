@@ -366,5 +366,5 @@ def test_the_python_api_reports_what_it_did(tmp_path):
     assert result.data_file == tmp_path / "api_out" / "api_out.mcap" and result.data_file.is_file()
     with pytest.raises(BagInputError, match="not found"):
         replay_bag(tmp_path / "missing", demo_config(set(PADS)), tmp_path / "x", progress=False)
-    with pytest.raises(ConfigError, match="URDF file not found"):
+    with pytest.raises(ConfigError, match="^--robot: file not found"):
         replay_bag(tmp_path / "api", demo_config(set(PADS)), tmp_path / "y", robot=tmp_path / "no.urdf")

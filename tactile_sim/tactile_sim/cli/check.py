@@ -82,10 +82,12 @@ def validated(source, robot: str | Path | None, ground_truth: bool = False):
     the scene passes: the options (:func:`~..config.loader.load_config`), the names the sensors give the robot
     (:func:`robot_names`), the sensors' names and topics (:func:`~..ros.topic_plan.published_topics`, as the node
     refuses them) and the bodies of ContactSensor patterns; ConfigError otherwise."""
-    from ..config.loader import load_config
+    from ..config.loader import load_config, with_robot_file
 
     config = load_config(source)
-    names = robot_names(config, robot)
+    if robot:
+        config = with_robot_file(config, robot)
+    names = robot_names(config)
     from ..ros.topic_plan import published_topics  # here: a configuration that does not load needs none of it
 
     published_topics(config, ground_truth=True)
@@ -120,19 +122,19 @@ def preflight(command: str, device: str, source, robot: str | Path | None, verbo
     return status
 
 
-def robot_names(config, robot: str | Path | None) -> tuple[set[str], tuple[list[str], list[str]]] | None:
-    """(link names, (joint names, movable joint names) in URDF order) of the robot (``robot``, else the
-    configuration's ``robot.urdf``; None without one), after checking that every link and body the sensors name
-    exists; ConfigError otherwise. (JointTorque's joints are checked by :func:`checked_size`, as the build selects
-    them.)"""
+def robot_names(config) -> tuple[set[str], tuple[list[str], list[str]]] | None:
+    """(link names, (joint names, movable joint names) in URDF order) of the configuration's robot (its
+    ``robot.urdf``; None without one), after checking that every link and body the sensors name exists; ConfigError
+    otherwise. (JointTorque's joints are checked by :func:`checked_size`, as the build selects them.)"""
     from ..config.errors import config_error, suggest
+    from ..text_files import read_file_bytes
 
-    path = robot or (config.robot.urdf if config.robot is not None else None)
-    if path is None:
+    if config.robot is None:
         return None
+    path = config.robot.urdf
     try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as exc:
+        root = ET.fromstring(read_file_bytes(path, "URDF file"))
+    except (OSError, ValueError, ET.ParseError) as exc:
         raise config_error(str(path), "", f"cannot read the robot URDF ({exc})", str(path),
                            "a readable URDF (XML) file") from None
     links = {e.get("name") for e in root.iter("link")}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from .check import preflight
 from .common import USAGE_ERROR, fail
@@ -35,14 +34,15 @@ def run_compile_command(args: argparse.Namespace) -> int:
         return status
     import warp as wp
 
-    from ..config.loader import load_config
+    from ..config.loader import load_config, with_robot_file
     from ..errors import ConfigError
     from ..suite import SensorSuite
 
     start = time.perf_counter()
     try:
-        robot = Path(args.robot).read_text(encoding="utf-8") if args.robot else None
-        suite = SensorSuite(load_config(args.config), robot_description=robot, device=args.device or None)
+        config = load_config(args.config)
+        suite = SensorSuite(with_robot_file(config, args.robot) if args.robot else config,
+                            device=args.device or None)
         suite.update(0.0)  # the launches a batch records at its first evaluation
     except (ConfigError, ValueError, OSError) as exc:
         return fail("compile", str(exc), USAGE_ERROR)

@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from .budget import check_budget, entry_problems
 from .errors import Got, OptionProblem, combined_error, config_error, suggest
 from .paths import resolve_path
-from .schema import SuiteConfig
+from .schema import RobotConfig, SuiteConfig
 from .sensor_options import SENSOR_TYPES, SensorOptions
 from .suite_checks import check_suite
 from .validation_errors import problem_lines
@@ -268,6 +268,20 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     check_suite(config)
     check_budget(config)
     return config
+
+
+def with_robot_file(config: SuiteConfig, urdf: str | os.PathLike, option: str = "--robot") -> SuiteConfig:
+    """``config`` with the URDF file ``urdf`` (a command line's ``option``: relative to the working directory,
+    file:// or package://) in place of its ``robot.urdf``, the configuration's search_paths and inertia_check kept:
+    the robot is then read as if the YAML named it (mesh paths relative to its folder, errors naming it).
+    ConfigError naming ``option`` when it is not an existing regular file."""
+    try:
+        path = resolve_path(urdf, None, "file")
+    except OptionProblem as exc:
+        raise config_error(option, "", exc.problem, exc.got, "an existing URDF file (path relative to the working "
+                                                             "directory, file:// or package://<pkg>/<path>)") from None
+    robot = config.robot.model_copy(update={"urdf": path}) if config.robot is not None else RobotConfig(urdf=path)
+    return config.model_copy(update={"robot": robot})
 
 
 def config_from_python(sensor_class_name: str, /, **options: Any) -> SensorOptions:

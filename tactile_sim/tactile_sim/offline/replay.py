@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..config.loader import with_robot_file
 from ..config.paths import file_in_the_way
 from ..config.schema import SuiteConfig
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
@@ -139,19 +140,15 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
     check_output_format(output_format, output, copy_inputs=copy_inputs, markers=markers)
     rate = float(rate) if rate is not None else default_rate(config)
     check_output_place(source, output, output_format)
-    description = ""
     if robot is not None:
-        path = Path(robot)
-        if not path.is_file():
-            raise ConfigError(f"--robot {str(robot)!r}: URDF file not found")
-        description = path.read_text()
+        config = with_robot_file(config, robot)
     with open_bag(source) as reader:
         inputs = BagInputs(reader, topics, clock)
-        if not description and config.robot is None and "robot_description" not in inputs.kinds.values():
+        if config.robot is None and "robot_description" not in inputs.kinds.values():
             raise ConfigError(f"replay of {str(source)!r}: no robot description; allowed: --robot URDF, robot.urdf in "
                               f"{config.source or 'the configuration'}, or a {topics.robot_description!r} topic in "
                               "the bag")
-        params = NodeParams(update_rate=rate, device=device, robot_description=description,
+        params = NodeParams(update_rate=rate, device=device,
                             publish_ground_truth=ground_truth, viz_rate=VIZ_RATE if markers else 0.0)
         core = cores.take(config, params, log) if cores is not None else NodeCore(config, params, log=log)
         try:
