@@ -1,9 +1,13 @@
 """Layouts stored in CSV / NPY files (load_layout_file): round trips and error messages naming the file."""
 
+import re
+import tracemalloc
+
 import numpy as np
 import pytest
 
 from helpers_layout import raises_config_error
+from tactile_sim.config.option_docs import OPTION_DOCS
 from tactile_sim.sensors.layout.probe_layout import ProbeLayout, load_layout_file
 
 W = "pads.yaml:sensors[0].probe_local_pos"
@@ -111,3 +115,56 @@ def test_file_errors_name_the_file(tmp_path):
     raises_config_error(lambda: load_layout_file(g, W), f"'{g}'", "got shape (4, 5)", "allowed:")
     g.write_bytes(b"not an npy file")
     raises_config_error(lambda: load_layout_file(g, W), f"'{g}'", "cannot be read", "allowed:")
+
+
+def test_csv_over_the_probe_cap_is_refused_with_or_without_a_header(tmp_path):
+    f = tmp_path / "many.csv"
+    probe = "0.01, 0, 0\n"
+    for text, ok in [(probe * 5, True), (probe * 6, False), ("x, y, z\n" + probe * 5, True),
+                     ("x, y, z\n" + probe * 6, False), ("# comments and blank lines are not probes\n\n" * 9 + probe * 5,
+                                                        True)]:
+        f.write_text(text)
+        if ok:
+            assert load_layout_file(f, W, max_probes=5).positions.shape == (5, 3)
+        else:
+            raises_config_error(lambda: load_layout_file(f, W, max_probes=5), W, f"'{f}'", "too many probes",
+                                "got more than 5 probe lines", "allowed: at most 5 probes per sensor")
+
+
+def test_csv_over_the_probe_cap_is_refused_before_its_lines_are_parsed(tmp_path):
+    # the 7th line, past a cap of 5 (and a possible header), would be a parse error if it were read
+    f = tmp_path / "many.csv"
+    f.write_text("0.01, 0, 0\n" * 6 + "zero, 0, 0\n" + "0, 0\n" * 1000)
+    raises_config_error(lambda: load_layout_file(f, W, max_probes=5), f"'{f}'", "too many probes",
+                        "got more than 5 probe lines")
+
+
+def test_csv_over_the_probe_cap_keeps_no_per_line_objects(tmp_path):
+    # 200 000 lines of a 1.2 MB file: parsed lines would take tens of MB, the refusal takes the file's text only
+    f = tmp_path / "many.csv"
+    f.write_text("0 0 0\n" * 200_000)
+    tracemalloc.start()
+    try:
+        raises_config_error(lambda: load_layout_file(f, W, max_probes=100_000), "too many probes",
+                            "got more than 100000 probe lines")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * f.stat().st_size, peak
+
+
+@pytest.mark.parametrize("header", ["", "x, y, z\n"])
+def test_csv_with_a_utf8_byte_order_mark(tmp_path, header):
+    f = tmp_path / "bom.csv"
+    f.write_bytes(("\ufeff" + header + "0.01, 0, 0\n0, 0.02, 0\n").encode("utf-8"))
+    np.testing.assert_array_equal(load_layout_file(f, W).positions, [[0.01, 0, 0], [0, 0.02, 0]])
+
+
+def test_file_layout_option_doc_names_exactly_the_extensions_the_loader_accepts(tmp_path):
+    msg = raises_config_error(lambda: load_layout_file(tmp_path / "a.json", W), "allowed: ")
+    accepted = set(re.findall(r"\.\w+", msg.split("allowed: ")[1]))
+    meaning = OPTION_DOCS["FileLayout.file"].meaning
+    assert set(re.findall(r"`(\.\w+)`", meaning)) == accepted == {".csv", ".txt", ".npy"}
+    for ext in accepted:  # each one reaches its reader (here: the file is missing)
+        assert "unsupported extension" not in raises_config_error(lambda: load_layout_file(tmp_path / f"a{ext}", W))
+    assert "x, y, z [, radius [, nx, ny, nz]]" in meaning and "`row`, `col`" in meaning

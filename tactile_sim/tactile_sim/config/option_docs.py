@@ -95,8 +95,10 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "linear": OptionDoc("m/s", "linear velocity of the body origin, world frame"),
     "angular": OptionDoc("rad/s", "angular velocity, world frame"),
     # ---- layouts
-    "FileLayout.file": OptionDoc("", "layout file: `.npy` / `.npz` / `.csv` / `.yaml` with positions (and "
-                                     "optionally radii and normals) in the link frame, m"),
+    "FileLayout.file": OptionDoc("", "layout file: a `.npy` array (N, C) or (M, N, C), or a `.csv` / `.txt` file with "
+                                     "one probe per line; columns x, y, z [, radius [, nx, ny, nz]] (C = 3, 4 or 7), "
+                                     "or in a CSV any order under a header line naming them (and `row`, `col` to "
+                                     "place probes in a grid); link frame, m"),
     "grid": OptionDoc("", "a regular planar grid of probes"),
     "lo": OptionDoc("m", "one corner of the grid, link frame"),
     "hi": OptionDoc("m", "the opposite corner of the grid, link frame"),

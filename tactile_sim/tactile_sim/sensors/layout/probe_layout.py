@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -378,15 +380,16 @@ def load_layout_file(path, where: str, max_probes: int = MAX_PROBES) -> LayoutFi
     comment. Without a header the columns are ``x y z [radius [nx ny nz]]`` (3, 4 or 7 per line). With a header line
     (the first non-comment line, any non-numeric field) the columns are named, in any order, from
     ``x y z radius nx ny nz row col``: x, y, z are required, nx/ny/nz come together, and ``row`` + ``col`` (integers
-    ≥ 0) place every probe in an (M, N) grid that they must fill exactly once; at most ``MAX_TEXT_FILE_BYTES``.
-    Errors name ``where`` and the file;
-    a .npy header is checked (shape, dtype, data length, at most ``max_probes`` probes) before its data is read.
+    ≥ 0) place every probe in an (M, N) grid that they must fill exactly once; at most ``MAX_TEXT_FILE_BYTES``,
+    UTF-8 with or without a byte order mark. Errors name ``where`` and the file; at most ``max_probes`` probes: a .npy
+    header is checked (shape, dtype, data length, probe count) before its data is read, and a CSV is refused at the
+    first probe line past the cap.
     """
     p = Path(path)
     if p.suffix.lower() == ".npy":
         return _load_npy(p, where, max_probes)
     if p.suffix.lower() in (".csv", ".txt"):
-        return _load_csv(p, where)
+        return _load_csv(p, where, max_probes)
     raise ConfigError(f"{where}: layout file '{p}' has an unsupported extension; got '{p.suffix}'; "
                       "allowed: .csv, .txt, .npy")
 
@@ -438,19 +441,38 @@ def _load_npy(p: Path, where: str, max_probes: int) -> LayoutFileData:
     return _split_columns(a)
 
 
-def _load_csv(p: Path, where: str) -> LayoutFileData:
+_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE = re.compile(f"[^{_BREAKS}]*(?:\r\n|[{_BREAKS}])|[^{_BREAKS}]+")
+"""One line of a text with its line break (the breaks of ``str.splitlines``), matched one at a time."""
+
+
+def _probe_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number from 1, text) of each line of ``text`` that is not blank once its ``#`` comment is cut."""
+    for lineno, match in enumerate(_LINE.finditer(text), start=1):
+        line = match.group().split("#", 1)[0].strip()
+        if line:
+            yield lineno, line
+
+
+def _too_many_probes(src: str, max_probes: int) -> ConfigError:
+    """The error for a CSV layout file of more than ``max_probes`` probe lines."""
+    return ConfigError(f"{src}: too many probes; got more than {max_probes} probe lines; "
+                       f"allowed: at most {max_probes} probes per sensor")
+
+
+def _load_csv(p: Path, where: str, max_probes: int) -> LayoutFileData:
     src = f"{where}: layout file '{p}'"
     try:
-        text = read_text_file(p, "layout file")
+        text = read_text_file(p, "layout file").removeprefix("\ufeff")
     except ValueError as e:
         raise ConfigError(f"{where}: {e}") from None
     except OSError as e:
         raise ConfigError(f"{src}: cannot be read ({e}); allowed: a readable text file") from None
-    rows: list[tuple[int, list[str]]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            rows.append((lineno, [f for f in re.split(r"[,\s]+", line) if f]))
+    # more line breaks than a header and max_probes probes need: refuse a (max_probes + 2)-th probe line before
+    # parsing any (counting stops there; no per-line objects are kept)
+    if sum(map(text.count, _BREAKS)) > max_probes and any(islice(_probe_lines(text), max_probes + 1, None)):
+        raise _too_many_probes(src, max_probes)
+    rows = [(lineno, [f for f in re.split(r"[,\s]+", line) if f]) for lineno, line in _probe_lines(text)]
     if not rows:
         raise ConfigError(f"{src}: no probe lines; got an empty file; allowed: one 'x, y, z' line per probe")
 
@@ -469,6 +491,8 @@ def _load_csv(p: Path, where: str) -> LayoutFileData:
             raise ConfigError(f"{src}: bad header; got {header}; allowed: nx, ny, nz together and row, col together")
     if not rows:
         raise ConfigError(f"{src}: no probe lines after the header; allowed: one line per probe")
+    if len(rows) > max_probes:
+        raise _too_many_probes(src, max_probes)
 
     width = len(header) if header is not None else len(rows[0][1])
     if header is None and width not in (3, 4, 7):
