@@ -3,7 +3,9 @@ through (a restart with a warning naming the option; the ticks are those of the 
 an empty bag exits 2, and numeric options of ``replay`` and ``demo`` are validated like configuration options
 (finite, in range, the option named), through the command line (in process and as a subprocess) and the Python API.
 A pipe where a bag (or a file of a bag folder) is expected, and a loop of symbolic links as the input or the output,
-are refused with the path named instead of blocking or ending in a traceback.
+are refused with the path named instead of blocking or ending in a traceback. A recording whose joint states set none
+of the robot's joints (each one dropped, or naming other joints) is an error, not sensor data of the robot at its
+zero configuration; joints that no joint state names are warned about, alone and in a batch.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 import pytest
 
 from helpers_offline import NODE, read_bag, run_cli, write_bag
-from test_cli_replay import PADS, SQUEEZE, joints, pads_yaml, replay, static_tf
+from test_cli_replay import JOINT_NAMES, PADS, SQUEEZE, joints, pads_yaml, replay, static_tf
 from tactile_sim.config import load_config
 from tactile_sim.constants import GAP_THRESHOLD
 from tactile_sim.io.bag import BagWriter
@@ -103,6 +105,46 @@ def test_a_loop_of_symbolic_links_is_named_not_a_traceback(tmp_path, side):
     status, _, err = replay(tmp_path, source, pads_yaml(tmp_path), out=out)
     assert status == 2 and f"replay {side.split()[0]} '" in err and "loop of symbolic links" in err, err
     assert "Traceback" not in err
+
+
+UNUSABLE_JOINT_STATES = {
+    "non_finite": lambda t: joints(t, [float("nan"), SQUEEZE, SQUEEZE]),
+    "unknown_names": lambda t: joints(t, [0.1, SQUEEZE, SQUEEZE], names=("a", "b", "c")),
+    "length_mismatch": lambda t: ("/joint_states", round(t * 1e9),
+                                  joint_states_with(joints(t, Q)[2], position=[0.0, SQUEEZE])),
+}
+
+
+def joint_states_with(msg, **fields):
+    """``msg`` with ``fields`` replaced (a JointState whose arrays disagree in length)."""
+    import dataclasses
+
+    import numpy as np
+
+    return dataclasses.replace(msg, **{k: np.asarray(v, dtype=np.float64) for k, v in fields.items()})
+
+
+@pytest.mark.parametrize("reason", sorted(UNUSABLE_JOINT_STATES))
+def test_joint_states_that_set_no_joint_are_an_error_not_zero_configuration_data(tmp_path, reason):
+    bag = write_bag(tmp_path / reason, [static_tf()] + [UNUSABLE_JOINT_STATES[reason](0.01 * k) for k in range(6)])
+    status, out, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100")
+    assert status == 2, err
+    assert f"no joint state on '/joint_states' set any of the robot's 3 joints (6 dropped (joint_states.{reason}))" \
+        in err and "zero configuration" in err and all(name in err for name in JOINT_NAMES), err
+    assert f"joint_states.{reason} 6" in out
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_joints_no_joint_state_names_are_warned_about(tmp_path, batch):
+    names = JOINT_NAMES[:1]  # the slide only: the fingers stay at 0
+    slide_only = [joints(0.01 * k, [0.0], names=names, velocity=()) for k in range(6)]
+    partial = write_bag(tmp_path / "partial", [static_tf()] + slide_only)
+    whole = write_bag(tmp_path / "whole", [static_tf()] + line(0.0, 6))
+    status, _, err = run_cli("replay", str(partial), str(whole), "--config", str(pads_yaml(tmp_path)), "-o",
+                             str(tmp_path / "out"), "--no-progress", "--rate", "100", "--batch", str(batch))
+    assert status == 0, err
+    unset = f"no joint state on '/joint_states' set {list(JOINT_NAMES[1:])}: held at 0"
+    assert err.count(unset) == 1 and "partial: " in err.split(unset)[0].splitlines()[-1], err
 
 
 BAD_NUMBERS = ["nan", "inf", "-inf", "-1", "0", "abc", "1e400"]

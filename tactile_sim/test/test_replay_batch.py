@@ -29,8 +29,9 @@ def recordings(folder):
     late[10:12] = [("/joint_states", r10, m11), ("/joint_states", r11, m10)]  # one a step back: the clock holds
     items = {
         "long": [joints(0.01 * k, [0.0, q, q]) for k, q in enumerate(np.linspace(0.015, SQUEEZE, 61))],
-        "slow": [joints(0.04 * k, [q, q], names=JOINT_NAMES[1:], velocity=(0.0, 0.0))
-                 for k, q in enumerate(np.linspace(0.02, SQUEEZE, 11))],
+        "slow": [joints(0.0, [0.0], names=JOINT_NAMES[:1], velocity=())]  # the slide once, then the fingers
+        + [joints(0.04 * k, [q, q], names=JOINT_NAMES[1:], velocity=(0.0, 0.0))
+           for k, q in enumerate(np.linspace(0.02, SQUEEZE, 11))],
         "fast": [joints(0.005 * k, [q, q, 0.0], names=JOINT_NAMES[::-1], velocity=(0.1, 0.1, 0.0))
                  for k, q in enumerate(np.linspace(0.018, SQUEEZE, 50))],
         "late": late,

@@ -13,9 +13,9 @@ stepped on holding its last joints and poses, read by nobody.
 What one shared suite cannot reproduce is replayed alone (:func:`~.corpus.run_job`, the lane's output replaced): a
 recording whose time line restarts (a backwards jump or a forward gap: the suite would have to be rewound for one
 env), one whose update does not step the suite (waiting for TF, a failed world update), one that cannot be opened or
-read through, one that ticks nothing, and, with a JointTorque sensor, one whose joint samples the sensor would not
-see as in its lone replay (:func:`torque_agrees`). Options that cannot be batched at all (:func:`batch_problem`)
-replay every recording alone.
+read through, one that ticks nothing or leaves joints unset (:func:`~.replay.unset_joints_problem`), and, with a
+JointTorque sensor, one whose joint samples the sensor would not see as in its lone replay (:func:`torque_agrees`).
+Options that cannot be batched at all (:func:`batch_problem`) replay every recording alone.
 """
 
 from __future__ import annotations
@@ -181,6 +181,14 @@ class Lane:
         self.alone: str | None = None
         """Why this recording is to be replayed alone (None while it runs in the batch)."""
         self._due = fed_ticks(self.clock, blocks, input_handlers(core), bag.write_all if copy_inputs else None)
+
+    def leaves_joints_unset(self) -> bool:
+        """Whether actuated joints stayed unset by the joint states taken so far (a lone replay warns or fails:
+        :func:`~.replay.unset_joints_problem`). A plan followed (:meth:`follow_plan`) sets every joint from its first
+        joint state on, without its core taking them."""
+        if self.plan is not None and self.plan.ticks:
+            return not len(self.plan.positions) and bool(self.core.joint_positions()[0])
+        return bool(self.core.unset_joints())
 
     def follow_plan(self) -> bool:
         """Read the inputs through for their :class:`~.lane_plan.LanePlan` (:attr:`plan`), which the caller follows
@@ -365,7 +373,7 @@ def run_batch(config_source: str, options: dict[str, Any], verbose: bool,
     for lane in lanes:
         if isinstance(lane, ReplayJob):
             outcomes.append(run_job(config_source, options, verbose, lane))
-        elif lane.alone is not None or lane.productive_ticks == 0:
+        elif lane.alone is not None or lane.productive_ticks == 0 or lane.leaves_joints_unset():  # alone says why
             outcomes.append(run_job(config_source, {**options, "overwrite": True}, verbose, lane.job))
         else:
             log = prefixed_log(lane.job.name, verbose)

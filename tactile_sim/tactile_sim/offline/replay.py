@@ -21,6 +21,7 @@ from ..config.schema import SuiteConfig
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..errors import ConfigError
 from ..ros.node_core import NodeCore
+from ..ros.name_tally import listed
 from ..ros.node_params import NodeParams
 from ..ros.throttled_log import LogSink
 from .array_output import ArrayOutput, array_location
@@ -110,6 +111,26 @@ def _resolved(path: Path, what: str) -> Path:
                           "symbolic links") from None
 
 
+def unset_joints_problem(core: NodeCore, has_joint_states: bool, topic: str, source: str | Path) -> str | None:
+    """The error of a replay of ``source`` whose recording has joint states on ``topic`` of which none set any
+    actuated joint (each dropped, or naming other joints): every tick posed the robot at its zero configuration.
+    Joints that stayed unset otherwise (no joint state in the recording, or some joints never named) are a warning
+    in ``core``'s log; None then, and when every joint was set."""
+    unset = core.unset_joints()
+    if not unset:
+        return None
+    joints, _ = core.joint_positions()
+    if len(unset) == len(joints) and has_joint_states:
+        dropped = {k: n for k, n in core.stats.dropped.items() if k.startswith("joint_states.")}
+        why = ", ".join(f"{n} dropped ({k})" for k, n in sorted(dropped.items())) or "none named them"
+        return (f"replay of {str(source)!r}: no joint state on {topic!r} set any of the robot's {len(joints)} "
+                f"joints ({why}), so every tick posed it at its zero configuration; allowed: joint states naming "
+                f"its joints ({listed(joints)}), or --joint-states-topic naming another topic")
+    core.log.always("warn", f"{core.name}: no joint state on {topic!r} set {listed(unset)}: held at 0 (the zero "
+                            "configuration) for the whole replay")
+    return None
+
+
 def default_rate(config: SuiteConfig) -> float:
     """The configuration's engine rate, Hz (1 / ``suite.dt`` or ``suite.rate``)."""
     return 1.0 / config.suite.step_dt
@@ -175,6 +196,9 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
                 reason = core.build_error or waiting or ("no robot description arrived" if not core.ready
                                                          else "no tick produced a message")
                 error = f"replay of {str(source)!r} produced no sensor messages ({stats.ticks} ticks): {reason}"
+            elif error is None:
+                error = unset_joints_problem(core, "joint_states" in inputs.kinds.values(), topics.joint_states,
+                                             source)
             return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate,
                                 dict(core.stats.dropped), error, read_failed)
         finally:

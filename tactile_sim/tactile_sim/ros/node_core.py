@@ -144,6 +144,8 @@ class NodeCore:
         self._qd_known = np.zeros(0, dtype=bool)
         self._all_qd_known = True  # self._qd_known.all()
         self._any_qd_known = False  # self._qd_known.any()
+        self._q_set = np.zeros(0, dtype=bool)  # per actuated joint: set by an accepted joint state since the build
+        self._all_q_set = True  # self._q_set.all()
         self._have_joints = False
         self._pending_joints = False
         self._last_t: float | None = None
@@ -196,17 +198,19 @@ class NodeCore:
         self.object_markers = None  # built by the first markers() call: most runs draw none
         robot = suite.robot
         actuated = robot.actuated_joint_names if robot is not None else ()
-        q_old = {n: (self._q[i], self._qd[i], self._qd_known[i]) for n, i in self._joint_index.items()}
+        q_old = {n: (self._q[i], self._qd[i], self._qd_known[i], self._q_set[i])
+                 for n, i in self._joint_index.items()}
         self._joint_index = {n: i for i, n in enumerate(actuated)}
         self._plan = None
         self._derived_joints = set(robot.joint_names) - set(actuated) if robot is not None else set()
         self._q, self._qd = np.zeros(len(actuated)), np.zeros(len(actuated))
-        self._qd_known = np.zeros(len(actuated), dtype=bool)
-        for n, (q, qd, known) in q_old.items():
+        self._qd_known, self._q_set = np.zeros(len(actuated), dtype=bool), np.zeros(len(actuated), dtype=bool)
+        for n, (q, qd, known, set_) in q_old.items():
             if n in self._joint_index:
                 i = self._joint_index[n]
-                self._q[i], self._qd[i], self._qd_known[i] = q, qd, known
+                self._q[i], self._qd[i], self._qd_known[i], self._q_set[i] = q, qd, known, set_
         self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), bool(self._qd_known.any())
+        self._all_q_set = bool(self._q_set.all())
         self._pending_joints = self._have_joints
         self.stats.restart_timing()
 
@@ -316,6 +320,9 @@ class NodeCore:
         if not plan.count:
             return True
         self._q[plan.target] = sample.position[plan.source]
+        if not self._all_q_set:  # else nothing to mark
+            self._q_set[plan.target] = True
+            self._all_q_set = bool(self._q_set.all())
         if sample.velocity is None:
             if self._any_qd_known:  # else nothing to unmark
                 self._qd_known[plan.target] = False
@@ -338,6 +345,11 @@ class NodeCore:
         """(actuated joint names, a copy of their held positions rad or m): what the next update poses the robot
         with (zeros for joints no joint state has set yet); empty before the suite is built."""
         return list(self._joint_index), self._q.copy()
+
+    def unset_joints(self) -> list[str]:
+        """The actuated joints no accepted joint state has set since the build (or :meth:`rewind`): held at 0 (the
+        zero configuration) on every update so far; empty before the suite is built."""
+        return [] if self._all_q_set else [n for n, i in self._joint_index.items() if not self._q_set[i]]
 
     def _joint_plan(self, names: tuple[str, ...]) -> JointPlan:
         """The :class:`JointPlan` of a joint state's names (the latest one is kept: a publisher repeats its names)."""
@@ -536,9 +548,10 @@ class NodeCore:
         self.waiting_for_tf = None
         self._plan = None
         self._ignored_joint_names = NameTally()
-        for values in (self._q, self._qd, self._qd_known):
+        for values in (self._q, self._qd, self._qd_known, self._q_set):
             values.fill(0)
         self._all_qd_known, self._any_qd_known = bool(self._qd_known.all()), False
+        self._all_q_set = bool(self._q_set.all())
         self._have_joints = self._pending_joints = False
         self._last_t = self.last_step_ns = None
         self._rewind_sensors()
