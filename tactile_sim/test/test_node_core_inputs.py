@@ -120,6 +120,22 @@ def test_a_partial_joint_state_moves_only_its_joints():
     np.testing.assert_allclose(q, [0.003, SQUEEZE, SQUEEZE], atol=1e-7)
 
 
+def test_joints_no_joint_state_has_set_are_listed_and_reported_until_set():
+    core = demo_core()
+    assert core.unset_joints() == ["slide", "finger_left_joint", "finger_right_joint"]
+    core.on_joint_state(decode_joint_state(joint_state_msg([0.01, 0.02], names=("finger_right_joint", "slide"))))
+    assert core.unset_joints() == ["finger_left_joint"]
+    core.update(0)
+    status = core.diagnostics(ns(1.0)).status[0]
+    assert status.level == 1 and "joints no joint state has set (held at 0): ['finger_left_joint']" in status.message
+    core.on_joint_state(decode_joint_state(joint_state_msg([float("nan")], names=("finger_left_joint",))))
+    assert core.unset_joints() == ["finger_left_joint"]  # a dropped joint state sets nothing
+    core.on_joint_state(decode_joint_state(joint_state_msg([0.0], names=("finger_left_joint",))))
+    assert core.unset_joints() == [] and "joints no joint state" not in core.diagnostics(ns(2.0)).status[0].message
+    core.rewind()
+    assert len(core.unset_joints()) == 3
+
+
 def test_message_velocities_are_used_when_every_joint_has_one():
     core = demo_core()
     core.on_joint_state(decode_joint_state(joint_state_msg(SQUEEZED, [0.01, -0.02, 0.03])))

@@ -628,6 +628,8 @@ class NodeCore:
             level = WARN
         if self.ready and self._joint_index and not self._have_joints:
             problems.append("no joint state received yet (robot at the zero configuration)")
+        elif self.ready and not self._all_q_set:
+            problems.append(f"joints no joint state has set (held at 0): {listed(self.unset_joints())}")
         if self.waiting_for_tf:
             problems.append(f"waiting for TF: {self.waiting_for_tf}")
         if stale:
