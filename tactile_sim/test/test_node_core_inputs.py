@@ -24,6 +24,7 @@ from helpers_ros import (
 )
 from tactile_sim.demo_trajectory import DEMO_URDF, SQUEEZE
 from tactile_sim.errors import ConfigError
+from tactile_sim.io.input_cdr import TFMessageDecoder
 from tactile_sim.io.msg_types import serialize_cdr
 from tactile_sim.io.stamps import time_msg
 from tactile_sim.ros.inputs import JointStateSample, decode_joint_state, decode_tf_message
@@ -200,6 +201,24 @@ def test_tf_for_unknown_frames_is_stored_and_changes_nothing():
     assert stored == 2 and core.tf.has_frame("mystery")
     assert pad_bytes(core, 0.0) == pad_bytes(reference, 0.0)
     assert sum(core.stats.dropped.values()) == 0
+
+
+@pytest.mark.parametrize("how", ["objects", "cdr", "cdr block"])
+@pytest.mark.parametrize("x", [1e300, -3.5e38, float("inf")])
+def test_a_translation_beyond_float32_is_dropped_on_every_tf_path(how, x):
+    """A translation finite in the message's float64 but inf in a float32 world model is dropped as a NaN is, by
+    the transform objects, the CDR decoder of one message and the block decoder of a replay."""
+    core = squeezed_core()
+    far = tf_msg(("world", "far", (0.0, x, 0.0), (0, 0, 0, 1), 0.0))
+    if how == "objects":
+        core.on_tf_message(far)
+    elif how == "cdr":
+        core.on_tf_cdr(serialize_cdr(far))
+    else:
+        (row,) = TFMessageDecoder().decode_block([serialize_cdr(far)])
+        assert row is not None and row.norms is None  # not checked: the core checks it
+        core.on_tf_message(row)
+    assert core.stats.dropped["tf.invalid"] == 1 and not core.tf.has_frame("far")
 
 
 def test_invalid_transforms_are_dropped_and_counted():

@@ -139,6 +139,8 @@ def test_bad_values():
     tf = TFBuffer()
     with pytest.raises(TFError, match="translation must be 3 finite numbers"):
         tf.set_transform("a", "b", [0, float("inf"), 0], 0.0, quat=quat_z(0))
+    with pytest.raises(TFError, match="within float32's range"):  # inf in a float32 world model
+        tf.set_transform("a", "b", [0, 1e39, 0], 0.0, quat=quat_z(0))
     with pytest.raises(TFError, match="stamp must be finite"):
         tf.set_transform("a", "b", [0, 0, 0], float("nan"), quat=quat_z(0))
     with pytest.raises(ValueError, match="cache_time must be finite and > 0"):

@@ -87,8 +87,8 @@ class JointStateArrays(NamedTuple):
 class TFRow(NamedTuple):
     """One TFMessage of a block (:meth:`TFMessageDecoder.decode_block`): the header stamp ns of each transform, the
     TF names of their parents and children (shared by the messages of one layout), values [n, 7] float64 (a row
-    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w)) and, when every value is finite, the
-    norm of each quaternion (float64, per quaternion NumPy's dot and a square root; None otherwise)."""
+    of the block's array: translation (x, y, z) m, quaternion (x, y, z, w)) and, when every value is finite and
+    within float32's range (:func:`within_float32`), the norm of each quaternion (float64, per quaternion NumPy's dot and a square root; None otherwise)."""
 
     stamps_ns: list[int]
     parents: tuple[str, ...]
@@ -101,8 +101,9 @@ class TFArrays(NamedTuple):
     """m TFMessages of one size decoded at once in the first one's layout of n transforms
     (:meth:`TFMessageDecoder.decode_arrays`): whether each agrees with that layout (bool [m]; the others' values are
     not theirs), the header stamps (int64 [m, n], ns), the TF names of the parents and children of the layout, values
-    [m, n, 7] float64 (as :class:`TFRow`'s), whether every value of a message is finite (bool [m]) and the norms of
-    the quaternions [m, n] float64 (those of :class:`TFRow`, of the finite messages that agree; 0 for the others)."""
+    [m, n, 7] float64 (as :class:`TFRow`'s), whether every value of a message is :func:`within_float32` (bool [m])
+    and the norms of the quaternions [m, n] float64 (those of :class:`TFRow`, of the finite messages that agree; 0
+    for the others)."""
 
     agree: np.ndarray
     stamps_ns: np.ndarray
@@ -482,7 +483,7 @@ class TFMessageDecoder(_LittleEndianDecoder):
         blob, block = block_bytes(datas)
         ok = agreeing(block, layout.columns)
         values = np.ascontiguousarray(_rows(blob, len(datas[0]), len(datas), 4, (layout.end - 4) // 8)[:, layout.index])
-        finite = np.isfinite(values).all(axis=(1, 2))
+        finite = within_float32(values).all(axis=(1, 2))
         # norms of the finite rows of this layout only: the bytes of another layout read as its values may be any
         # double, and a huge one overflows when squared (zeros in the other rows, in the same strides: same bits)
         quats = np.where((ok & finite)[:, None, None], values, 0.0)[:, :, 3:]

@@ -22,7 +22,8 @@ import torch
 
 from ..constants import QUAT_NORM_TOL
 from ..errors import closest_names
-from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np, scan_finite
+from ..geometry.transforms import check_quaternion, check_rotation, matrix_to_quat, quat_to_matrix_np
+from ..io.input_cdr import scan_within_float32
 
 
 PENDING_MAX = 1024
@@ -210,9 +211,9 @@ class TFBuffer:
         if not math.isfinite(stamp):
             raise TFError(f"{_where(parent, child)}: stamp must be finite; got {stamp}")
         t = np.asarray(trans, dtype=np.float64)
-        if t.shape != (3,) or not scan_finite(t):
-            raise TFError(f"{_where(parent, child)}: translation must be 3 finite numbers (m); got "
-                          f"{np.asarray(trans).tolist()}")
+        if t.shape != (3,) or not scan_within_float32(t):
+            raise TFError(f"{_where(parent, child)}: translation must be 3 finite numbers within float32's range "
+                          f"(m); got {np.asarray(trans).tolist()}")
         q, r = self._rotation(rot, quat, parent, child)
         return self._store(parent, child, stamp, t, q, r, static)
 
@@ -241,8 +242,9 @@ class TFBuffer:
         trans, quats = values[:, :3], values[:, 3:]
         if norms is None:
             norms = quaternion_norms(quats)
-            # every value finite: the translations' check (a non-finite quaternion fails its norm's check anyway)
-            finite = all(map(math.isfinite, values.ravel().tolist()))
+            # every value finite and within float32's range (a float32 world model would hold inf): the translations'
+            # check (a quaternion out of range fails its norm's check anyway)
+            finite = scan_within_float32(values.ravel())
         else:
             finite = True
         checked = finite and all(map(math.isfinite, stamps)) and unit_norms(norms)
