@@ -3,7 +3,8 @@ expansion counted at each use (bound tested at the bound and one node past it), 
 level past it, in sequences, mappings and through aliases), recursive anchors; and the same through the command
 line, as a subprocess exiting 2 with the file named. Characters YAML does not allow and values their tag cannot make
 (an impossible date, ``!!float abc``) are ConfigErrors at their line and column. Each case runs with both loaders
-(libyaml's parser and PyYAML's Python one), which read every document alike."""
+(libyaml's parser and PyYAML's Python one), which read every document alike. A number beyond float32's range is
+refused naming its YAML path."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 import yaml
 
 from helpers_config import config_error_message
-from tactile_sim.config import loader, read_yaml
+from helpers_scenes import pad_object
+from tactile_sim.config import load_config, loader, read_yaml
 from tactile_sim.errors import ConfigError
 
 
@@ -248,3 +250,31 @@ def test_merge_keys_merge_and_own_keys_win(tmp_path, yaml_loader):
     path = write(tmp_path, "base: &b {a: 1}\nx: {<<: *b, a: 2, a: 3}\n", "dup.yaml")
     with pytest.raises(ConfigError, match=r"dup.yaml:2: duplicate key 'a'"):
         read_yaml(path, yaml_loader)
+
+
+def pad_config(**sensor) -> dict:
+    return {"suite": {"dt": 0.01}, "objects": [pad_object()],
+            "sensors": [{"type": "KinematicTaxel", "name": "skin", "link": "pad",
+                         "probe_local_pos": [[0.0, 0.0, 0.01], [0.01, 0.0, 0.01]], **sensor}]}
+
+
+@pytest.mark.parametrize("sensor, where, got", [
+    ({"normal_stiffness": 1e300}, "sensors[0].normal_stiffness", "1e+300"),
+    ({"normal_stiffness": 10**39}, "sensors[0].normal_stiffness", str(10**39)),
+    ({"probe_local_pos": [[0.0, 0.0, 0.01], [0.01, -4e38, 0.01]]}, "sensors[0].probe_local_pos[1][1]", "-4e+38"),
+    ({"euler_offset": [0.0, 1e300, 0.0]}, "sensors[0].euler_offset[1]", "1e+300"),
+])
+def test_a_number_beyond_float32_is_refused_naming_its_yaml_path(tmp_path, sensor, where, got):
+    """Finite in YAML's float64 but inf in a float32 sensor model: refused, in a file and in a mapping alike."""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(pad_config(**sensor)))
+    for source, label in ((path, str(path)), (pad_config(**sensor), "<dict>")):
+        message = config_error_message(source)
+        assert message == (f"{label}:{where}: beyond float32's range (inf in the sensor models); got {got}; "
+                           "allowed: a number at most 3.4028235e+38 in size"), message
+
+
+def test_numbers_up_to_float32s_largest_are_left_to_their_options():
+    message = config_error_message(pad_config(normal_stiffness=-3.4e38))
+    assert "normal_stiffness" in message and "float32" not in message  # the option's own rule (> 0) answers
+    load_config(pad_config(normal_stiffness=3.4e38))

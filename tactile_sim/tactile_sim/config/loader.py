@@ -5,6 +5,8 @@ format)."""
 from __future__ import annotations
 
 import io
+import math
+import numbers
 import os
 import re
 import sys
@@ -15,9 +17,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..constants import FLOAT32_MAX
 from ..errors import ConfigError
 from .budget import check_budget, entry_problems
-from .errors import Got, OptionProblem, combined_error, config_error, suggest
+from .errors import Got, OptionProblem, combined_error, config_error, format_problem, join_location, suggest
 from .paths import resolve_path
 from .schema import RobotConfig, SuiteConfig
 from .sensor_options import SENSOR_TYPES, SensorOptions
@@ -260,6 +263,8 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
         config = SuiteConfig.model_validate(data, context={"base_dir": base})
     except ValidationError as exc:
         raise combined_error(problem_lines(exc, SuiteConfig, f"{label}:")) from None
+    if numbers_beyond_float32(label, data):  # after the options' own ranges, which say more
+        raise combined_error(numbers_beyond_float32(label, data))
     config._source = label
     for i, sensor in enumerate(config.sensors):
         sensor.located(f"{label}:sensors[{i}]")
@@ -268,6 +273,25 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     check_suite(config)
     check_budget(config)
     return config
+
+
+def numbers_beyond_float32(label: str, data: Any, limit: int = 5) -> list[str]:
+    """Problem lines (at most ``limit``) for the numbers of the raw configuration ``data`` (``label``: its file)
+    beyond float32's range: finite in YAML's float64, they would be inf in the sensor models (a non-finite one is
+    left to the option's own check)."""
+    lines: list[str] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack and len(lines) < limit:
+        where, value = stack.pop()
+        if isinstance(value, Mapping):
+            stack.extend((join_location(where, str(k)), v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool) and abs(value) > FLOAT32_MAX and \
+                (isinstance(value, numbers.Integral) or math.isfinite(value)):
+            lines.append(format_problem(f"{label}:{where}", "", "beyond float32's range (inf in the sensor models)",
+                                        value, f"a number at most {FLOAT32_MAX:.8g} in size"))
+    return lines
 
 
 def with_robot_file(config: SuiteConfig, urdf: str | os.PathLike, option: str = "--robot") -> SuiteConfig:
