@@ -44,13 +44,18 @@ def test_a_non_finite_npy_value_names_the_file_and_index(tmp_path):
 
 
 @pytest.mark.parametrize("under", [False, True])
-def test_sdf_cache_dir_on_a_regular_file_is_a_config_error(tmp_path, under):
+@pytest.mark.parametrize("blocker_kind", ["file", "dangling link"])
+def test_sdf_cache_dir_on_a_regular_file_is_a_config_error(tmp_path, under, blocker_kind):
     blocker = tmp_path / "not_a_folder"
-    blocker.write_text("x")
+    if blocker_kind == "file":
+        blocker.write_text("x")
+    else:
+        blocker.symlink_to(tmp_path / "gone")
     target = blocker / "sdf" if under else blocker
     path = write_yaml(tmp_path, {"suite": {"dt": 0.01, "sdf_cache_dir": str(target)}})
     msg = config_error_message(path)
-    assert msg.startswith(f"{path}:suite.sdf_cache_dir: not a folder: {blocker} is a file"), msg
+    what = "is a file" if blocker_kind == "file" else "is a symbolic link that leads nowhere (dangling, or a loop)"
+    assert msg.startswith(f"{path}:suite.sdf_cache_dir: not a folder: {blocker} {what}"), msg
 
 
 def test_a_new_sdf_cache_dir_is_accepted(tmp_path):

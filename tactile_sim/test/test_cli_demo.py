@@ -159,6 +159,9 @@ def test_an_output_the_file_system_refuses_exits_2_before_the_build(tmp_path, mo
     (tmp_path / "afile").write_text("")
     status, _, err = run_cli("demo", "-o", str(tmp_path / "afile" / "out"), "--no-progress", "--no-pictures")
     assert status == 2 and f"{str(tmp_path / 'afile')!r} is a file, not a folder" in err, err
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")  # mkdir would say only "File exists"
+    status, _, err = run_cli("demo", "-o", str(tmp_path / "loop"), "--no-progress", "--no-pictures")
+    assert status == 2 and f"{str(tmp_path / 'loop')!r} is a symbolic link that leads nowhere" in err, err
 
 
 def test_an_unavailable_device_is_refused(tmp_path):

@@ -210,6 +210,9 @@ def test_plot_command_draws_a_sensor_of_the_demo_bag(tmp_path):
     assert "pad_left" in out and "range_right" in out  # the summary covers the whole bag
     status, _, err = run_cli("plot", str(demo_bag()), "-o", str(tmp_path / "new"), "--sensor", "nope")
     assert status == 2 and "no messages of sensors ['nope']" in err and not (tmp_path / "new").exists()
+    (tmp_path / "afile").write_text("")
+    status, _, err = run_cli("plot", str(demo_bag()), "-o", str(tmp_path / "afile" / "pictures"))
+    assert status == 2 and f"(-o): {str(tmp_path / 'afile')!r} is a file, not a folder; allowed: a folder" in err, err
 
 
 def test_plot_command_refuses_a_bag_without_sensor_messages(tmp_path):

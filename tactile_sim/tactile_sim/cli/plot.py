@@ -34,6 +34,7 @@ def add_plot_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_plot_command(args: argparse.Namespace) -> int:
+    from ..config.paths import file_in_the_way, in_the_way
     from ..offline.bag_inputs import BagInputError, open_bag
     from ..offline.digest import RunDigest
     from ..offline.plots import write_pictures
@@ -58,6 +59,10 @@ def run_plot_command(args: argparse.Namespace) -> int:
         return fail("plot", f"bag {str(bag)!r}: no sensor messages of this project "
                             f"({'ground truth' if args.ground_truth else 'measured'} branch)")
     folder = Path(args.output) if args.output else default_picture_folder(bag)
+    blocking = file_in_the_way(folder)
+    if blocking is not None:
+        return fail("plot", f"picture folder {str(folder)!r} (-o): {str(blocking)!r} {in_the_way(blocking)}, not a "
+                            "folder; allowed: a folder, created when missing")
     unknown = set(args.sensor or ()) - {s.name for s in series.values()}  # write_pictures refuses these
     try:
         written = write_pictures(digest, folder, args.sensor, title=f"tactile_sim: {bag.name}")

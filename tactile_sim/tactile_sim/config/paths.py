@@ -120,13 +120,21 @@ def _checked_place(path: Path, text: str, kind: PathKind) -> Path:
     if kind == "any":
         blocking = file_in_the_way(path)
         if blocking is not None:
-            raise OptionProblem(f"not a folder: {blocking} is a file", text,
+            raise OptionProblem(f"not a folder: {blocking} {in_the_way(blocking)}", text,
                                 "a folder, existing or to be created (not a regular file)")
     return path
 
 
 def file_in_the_way(path: Path, *, itself: bool = True) -> Path | None:
-    """The first of ``path`` (unless not ``itself``) and its parents that exists and is not a folder: what stops
-    ``path`` from being made a folder (or made inside one); None when nothing does."""
-    return next((p for p in ((path,) if itself else ()) + tuple(path.parents) if p.exists() and not p.is_dir()),
-                None)
+    """The first of ``path`` (unless not ``itself``) and its parents that exists and is not a folder, or is a
+    symbolic link that leads nowhere: what stops ``path`` from being made a folder (or made inside one); None when
+    nothing does (:func:`in_the_way` says what it is)."""
+    return next((p for p in ((path,) if itself else ()) + tuple(path.parents)
+                 if (p.exists() and not p.is_dir()) or (p.is_symlink() and not p.exists())), None)
+
+
+def in_the_way(blocking: Path) -> str:
+    """What the :func:`file_in_the_way` ``blocking`` is, for an error: "is a file" or a link that leads nowhere."""
+    if blocking.is_symlink() and not blocking.exists():
+        return "is a symbolic link that leads nowhere (dangling, or a loop)"
+    return "is a file"

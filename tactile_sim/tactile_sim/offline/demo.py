@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config.loader import load_config
-from ..config.paths import file_in_the_way
+from ..config.paths import file_in_the_way, in_the_way
 from ..demo_trajectory import CYCLE, DEMO_CONFIG, JOINT_NAMES, gripper_trajectory
 from ..io.stamps import NS_PER_S
 from ..ros.inputs import TransformSample
@@ -90,8 +90,8 @@ def run_demo(output: str | Path, *, duration: float = DEFAULT_DURATION, rate: fl
     folder = Path(output)
     blocking = file_in_the_way(folder)
     if blocking is not None:
-        raise ValueError(f"demo output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: a folder, "
-                         "created when missing")
+        raise ValueError(f"demo output {str(output)!r}: {str(blocking)!r} {in_the_way(blocking)}, not a folder; "
+                         "allowed: a folder, created when missing")
     folder.mkdir(parents=True, exist_ok=True)  # an output the file system refuses fails here, before the build
     core = NodeCore(load_config(DEMO_CONFIG), params, log=log)
     suite = core.suite

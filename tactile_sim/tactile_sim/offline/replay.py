@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..config.loader import with_robot_file
-from ..config.paths import file_in_the_way
+from ..config.paths import file_in_the_way, in_the_way
 from ..config.schema import SuiteConfig
 from ..constants import GAP_THRESHOLD, JUMP_THRESHOLD, MAX_RESTARTS
 from ..errors import ConfigError
@@ -98,8 +98,8 @@ def check_output_place(source: str | Path, output: str | Path, output_format: Ou
                           f"{str(source)!r} (or a folder holding it); choose another output name")
     blocking = file_in_the_way(place, itself=False)
     if blocking is not None:
-        raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} is a file, not a folder; allowed: an "
-                          "output whose folders are folders or do not exist yet")
+        raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} {in_the_way(blocking)}, not a folder; "
+                          "allowed: an output whose folders are folders or do not exist yet")
 
 
 def _resolved(path: Path, what: str) -> Path:
