@@ -254,6 +254,8 @@ BUILD_REFUSES = {
     ".joints: joint 'fingertip_left_joint' is fixed": {"type": "JointTorque", "link": None,
                                                        "joints": ["slide", "fingertip_left_joint"], "noise": [0.1]},
     ".joints: unknown joint; got 'elbow'": {"type": "JointTorque", "link": None, "joints": ["elbow"]},
+    ".armature.elbow: not a movable joint": {"type": "JointTorque", "link": None, "armature": {"elbow": 0.1}},
+    ".robot: unknown robot; got 'arm'": {"type": "JointTorque", "link": None, "robot": "arm"},
     ".filter_prim_paths_expr[0]: matches the sensor body": {"type": "ContactSensor", "link": None,
                                                             "prim_path": "fingertip_left",
                                                             "filter_prim_paths_expr": ["fingertip_.*"]},

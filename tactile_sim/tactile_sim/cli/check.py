@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..constants import RATE_RANGE
 from .common import check_device, fail
+
+if TYPE_CHECKING:  # imported where used: the command line imports this module for every command
+    from ..config.joint_selection import RobotJoints
 
 DESCRIPTION = """\
 Validate SENSORS.yaml (every option, every cross-section rule) and print the sensors it resolves to: type, link,
@@ -122,11 +125,12 @@ def preflight(command: str, device: str, source, robot: str | Path | None, verbo
     return status
 
 
-def robot_names(config) -> tuple[set[str], tuple[list[str], list[str]]] | None:
-    """(link names, (joint names, movable joint names) in URDF order) of the configuration's robot (its
-    ``robot.urdf``; None without one), after checking that every link and body the sensors name exists; ConfigError
-    otherwise. (JointTorque's joints are checked by :func:`checked_size`, as the build selects them.)"""
+def robot_names(config) -> tuple[set[str], RobotJoints] | None:
+    """(link names, its name and joint names in URDF order) of the configuration's robot (its ``robot.urdf``; None
+    without one), after checking that every link and body the sensors name exists; ConfigError otherwise.
+    (JointTorque's joints are checked by :func:`checked_size`, as the build selects them.)"""
     from ..config.errors import config_error, suggest
+    from ..config.joint_selection import RobotJoints
     from ..text_files import read_file_bytes
 
     if config.robot is None:
@@ -151,15 +155,15 @@ def robot_names(config) -> tuple[set[str], tuple[list[str], list[str]]] | None:
                     raise config_error(opt.where, key, f"no {where} of that name in {path}", name,
                                        f"one of the {len(bodies)} names there (links and objects)",
                                        suggest(name, sorted(bodies)))
-    return links, (joints, movable)
+    return links, RobotJoints(root.get("name", ""), joints, movable)
 
 
 def summarize(config, ground_truth: bool = False, links: set[str] | None = None,
-              joints: tuple[Sequence[str], Sequence[str]] | None = None) -> list[SensorSummary]:
+              joints: RobotJoints | None = None) -> list[SensorSummary]:
     """One :class:`SensorSummary` per sensor of a validated configuration, in its order, after the checks the build
     makes of what the configuration declares (:func:`checked_size`), of the bodies of ContactSensor patterns and
     the materials of TemperatureGrid links (``links``: the robot's) and of the joints of JointTorque sensors
-    (``joints``: the robot's joint names and movable joint names, as :func:`robot_names` gives them); ConfigError
+    (``joints``: the robot's name and joint names, as :func:`robot_names` gives them); ConfigError
     otherwise."""
     from ..config.body_patterns import filter_bodies, prim_path_bodies
     from ..config.budget import check_budget
@@ -202,11 +206,11 @@ def summarize(config, ground_truth: bool = False, links: set[str] | None = None,
     return out
 
 
-def checked_size(opt, period: float, joints: tuple[Sequence[str], Sequence[str]] | None = None) -> int | None:
+def checked_size(opt, period: float, joints: RobotJoints | None = None) -> int | None:
     """The taxels, cells or joints of one sensor (None: known only once the scene is built) after the checks the
     build makes of its declared layout (an array, a grid or a layout file, read here:
-    :func:`~..sensors.layout.declared.declared_layout`) or its joint selection (``joints``: the robot's joint names
-    and movable joint names, when known), and of its imperfection options against them and its evaluation
+    :func:`~..sensors.layout.declared.declared_layout`) or its joint selection (``joints``: the robot's name and
+    joint names, when known), and of its imperfection options against them and its evaluation
     ``period`` (s); ConfigError otherwise."""
     from ..config.joint_selection import selected_joints
     from ..config.sensor_options import MEASURED_CHANNELS
@@ -223,7 +227,7 @@ def checked_size(opt, period: float, joints: tuple[Sequence[str], Sequence[str]]
         shape = tuple(opt.grid_size)
         n = shape[0] * shape[1] * shape[2]
     elif opt.type == "JointTorque" and joints is not None:
-        n = len(selected_joints(opt, opt.where, *joints))
+        n = len(selected_joints(opt, opt.where, joints))
         shape, validity = (n,), True
     elif opt.type == "JointTorque" and (opt.joints is not None or opt.dofs_idx_local is not None):
         n = len(opt.joints if opt.joints is not None else opt.dofs_idx_local)

@@ -1,19 +1,35 @@
 """The joints a JointTorque sensor reads (``joints`` names, ``dofs_idx_local`` indices, or every movable joint),
-selected from a robot's joints by name and type only: the build selects them so from its robot model, and
-``tactile-sim check`` from the URDF's joint elements, without building the robot."""
+selected from a robot's joints by name and type only, with its ``robot`` and ``armature`` options checked against
+them: the build selects them so from its robot model, and ``tactile-sim check`` from the URDF's elements, without
+building the robot."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..errors import option_error
 
 
-def selected_joints(options, where: str, joint_names: Sequence[str], movable: Sequence[str]) -> list[int]:
-    """Indices into ``movable`` (the robot's movable joints, in URDF order) of the joints a JointTorque's
-    ``options`` select, or the ConfigError (``where``: the sensor's location) of a selection that names a fixed or
-    unknown joint, an index out of range, or a robot without movable joints (``joint_names``: all its joints)."""
-    movable = list(movable)
+class RobotJoints(NamedTuple):
+    """A robot's name and its joints' names: all (``joint_names``) and the movable ones (URDF order)."""
+
+    name: str
+    joint_names: Sequence[str]
+    movable: Sequence[str]
+
+
+def selected_joints(options, where: str, robot: RobotJoints) -> list[int]:
+    """Indices into ``robot.movable`` of the joints a JointTorque's ``options`` select, or the ConfigError (``where``:
+    the sensor's location) of a ``robot`` option naming another robot, an ``armature`` entry naming no movable joint,
+    a selection that names a fixed or unknown joint, an index out of range, or a robot without movable joints."""
+    if options.robot is not None and options.robot != robot.name:
+        raise option_error(where, "robot", "unknown robot", options.robot, f"{robot.name!r} (the only robot)")
+    movable, joint_names = list(robot.movable), robot.joint_names
+    for name in options.armature:
+        if name not in movable:
+            raise option_error(where, f"armature.{name}", "not a movable joint", name,
+                               f"names of movable joints: {movable}")
     if not movable:
         raise option_error(where, "joints", "empty joint selection: the robot has no movable joints", [],
                            "a robot with revolute, continuous or prismatic joints")

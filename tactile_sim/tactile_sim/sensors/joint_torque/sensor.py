@@ -28,7 +28,7 @@ import torch
 import warp as wp
 
 from ...config.body_patterns import match_bodies
-from ...config.joint_selection import selected_joints
+from ...config.joint_selection import RobotJoints, selected_joints
 from ...errors import option_error
 from ...imperfections.pipeline import MeasuredBranch
 from ...world.dynamics import WP_TYPES
@@ -71,26 +71,21 @@ class JointTorqueBatch(SensorBatch):
         for o, where in zip(self.options, wheres):
             if robot is None:
                 raise option_error(where, "robot", "the scene has no robot", o.robot, "a configuration with robot.urdf")
-            if o.robot is not None and o.robot != robot.name:
-                raise option_error(where, "robot", "unknown robot", o.robot, f"{robot.name!r} (the only robot)")
         self.robot = robot
         self.dynamics = suite.world.dynamics
         movable = list(robot.movable_joint_names)
         n = len(movable)
         self.n_mov = n
-        selections = [selected_joints(o, where, robot.joint_names, movable)
-                      for o, where in zip(self.options, wheres)]
+        robot_joints = RobotJoints(robot.name, robot.joint_names, movable)
+        selections = [selected_joints(o, where, robot_joints) for o, where in zip(self.options, wheres)]
         self._joint_names = [[movable[j] for j in sel] for sel in selections]
         self._warn_massless(movable)
         s, e = len(self.options), ctx.n_envs
         joints = [robot.joint(name) for name in movable]
         motor = np.array([o.include_motor_terms for o in self.options], dtype=float)
         armature = np.zeros((s, n))
-        for k, (o, where) in enumerate(zip(self.options, wheres)):
-            for name, value in o.armature.items():
-                if name not in movable:
-                    raise option_error(where, f"armature.{name}", "not a movable joint", name,
-                                       f"names of movable joints: {movable}")
+        for k, o in enumerate(self.options):
+            for name, value in o.armature.items():  # movable joints (selected_joints checked them)
                 armature[k, movable.index(name)] = value
         self.sources = [self._sources(o, where, suite.config.sensors, robot, ctx.scene)
                         for o, where in zip(self.options, wheres)]
