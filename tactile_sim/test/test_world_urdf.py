@@ -166,6 +166,16 @@ def test_resolve_resource_finds_second_search_path(tmp_path):
         resolve_resource("http://example.invalid/x.stl")
 
 
+@pytest.mark.parametrize("mesh", ["/dev/zero", "folder"])
+def test_a_mesh_path_that_is_not_a_regular_file_says_what_it_is(tmp_path, mesh):
+    (tmp_path / "folder").mkdir()
+    body = f'<link name="a"><collision><geometry><mesh filename="{mesh}"/></geometry></collision></link>'
+    with pytest.raises(SceneError) as e:
+        RobotModel.from_urdf(urdf(body), search_paths=[tmp_path])
+    assert f"{mesh!r} is not a regular file (a folder, a device or a pipe)" in str(e.value), str(e.value)
+    assert "<link name='a'> <collision> <mesh>" in str(e.value) and "file not found" not in str(e.value)
+
+
 def test_missing_mesh_names_uri_and_every_path(tmp_path):
     body = ('<link name="a"><collision><geometry><mesh filename="package://ghost/meshes/m.stl"/></geometry>'
             '</collision></link>')

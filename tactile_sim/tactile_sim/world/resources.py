@@ -64,12 +64,17 @@ def candidate_paths(uri: str, *, base_dir: str | os.PathLike | None = None, sear
 
 def resolve_resource(uri: str, *, base_dir: str | os.PathLike | None = None, search_paths: Iterable = (),
                      package_resolver: PackageResolver | None = None, where: str = "") -> Path:
-    """The first existing file for ``uri``; SceneError naming ``where``, the URI and every path tried otherwise."""
+    """The first existing file for ``uri``; SceneError naming ``where``, the URI and every path tried otherwise (or the
+    first that exists but is not a regular file)."""
     tried = candidate_paths(uri, base_dir=base_dir, search_paths=search_paths, package_resolver=package_resolver)
     for path in tried:
         if path.is_file():
             return path
     prefix = f"{where}: " if where else ""
+    special = [p for p in tried if p.exists()]  # each a folder, a device or a pipe (not a regular file)
+    if special:
+        raise SceneError(f"{prefix}{uri!r} is not a regular file (a folder, a device or a pipe): {special[0]}; "
+                         "allowed: a mesh file")
     listing = ", ".join(str(p) for p in tried) if tried else "none (no package resolver, ament index or search path)"
     raise SceneError(f"{prefix}file not found for {uri!r}; tried: {listing}; "
                      "fix the path or add the folder that holds it to search_paths")
