@@ -105,6 +105,6 @@ def probe_layout(options, scene: Scene, urdf_text: str | None, *,
     spec = src.conforming
     body = scene.body(scene.body_index(options.link, where))
     lay = conforming_layout(body.shapes, spec.spacing, facing=spec.facing, min_cos=spec.min_cos, box=spec.box,
-                            seed=spec.seed, where=where)
+                            seed=spec.seed, where=f"{where}.probe_local_pos.conforming")
     return ProbeLayout.from_options(lay.positions, radius if radius is not None else lay.radius,
                                     normal if normal is not None else lay.normals, **defaults, **common)

@@ -6,9 +6,12 @@ import trimesh
 from scipy.spatial import cKDTree
 
 from helpers_layout import raises_config_error
+from tactile_sim.config import load_config
+from tactile_sim.errors import ConfigError
 from tactile_sim.geometry.shapes import MeshData, Shape, ShapeKind
 from tactile_sim.geometry.transforms import rpy_to_matrix_np
 from tactile_sim.sensors.layout.sources import conforming_layout
+from tactile_sim.suite import SensorSuite
 
 H = np.array([0.02, 0.015, 0.008])  # box half extents, m
 S = 0.003  # spacing, m
@@ -140,3 +143,16 @@ def test_errors():
     raises_config_error(lambda: conforming_layout(box, 0.01, box=((1, 1, 1), (2, 2, 2)), where=w),
                         f"{w}: no surface point is left", "box=", "allowed:")
     raises_config_error(lambda: conforming_layout(box, 1e-6, where=w), f"{w}.spacing: too small", "got 1e-06")
+
+
+@pytest.mark.parametrize("conforming, error", [
+    ({"spacing": 1e-6}, "probe_local_pos.conforming.spacing: too small for this link"),
+    ({"spacing": 0.004, "box": [[1, 1, 1], [2, 2, 2]]}, "probe_local_pos.conforming: no surface point is left"),
+])
+def test_a_suite_names_the_yaml_path_of_a_conforming_layout_it_cannot_build(tmp_path, conforming, error):
+    config = load_config({"suite": {"dt": 0.01}, "objects": [{"name": "pad", "geometry": [{"box": {"size": [
+        0.04, 0.03, 0.016]}}]}], "sensors": [{"type": "ContactDepthProbe", "name": "s", "link": "pad",
+                                              "probe_local_pos": {"conforming": conforming}}]})
+    with pytest.raises(ConfigError) as info:
+        SensorSuite(config)
+    assert str(info.value).startswith(f"<dict>:sensors[0].{error}"), str(info.value)
