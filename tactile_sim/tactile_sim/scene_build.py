@@ -13,7 +13,7 @@ import numpy as np
 from .config.budget import CAPS
 from .config.layouts import UrdfTactileLayout
 from .config.schema import ObjectConfig, RobotConfig, ShapeConfig
-from .errors import ConfigError
+from .errors import ConfigError, SceneError
 from .geometry.mesh_io import load_mesh
 from .geometry.shapes import Shape, ShapeKind
 from .geometry.transforms import pose_from_xyz_rpy, quat_to_matrix_np, rpy_to_matrix_np
@@ -45,7 +45,13 @@ def shape_from_config(cfg: ShapeConfig, name: str) -> Shape:
 
 def object_from_config(cfg: ObjectConfig, world_frame: str) -> DeclaredObject:
     """A declared object: shapes, fixed pose in ``frame`` or the TF frame it follows, material name."""
-    shapes = [shape_from_config(s, f"{cfg.name}[{i}]") for i, s in enumerate(cfg.geometry)]
+    shapes = []
+    for i, shape in enumerate(cfg.geometry):
+        try:
+            shapes.append(shape_from_config(shape, f"{cfg.name}[{i}]"))
+        except SceneError as exc:  # a mesh file that cannot be read: named by its YAML path too
+            raise SceneError(f"{cfg.where}.geometry[{i}]{'.mesh.file' if shape.kind == 'mesh' else ''}: {exc}") \
+                from None
     rot, pos = np.eye(3), np.zeros(3)
     if cfg.pose is not None:
         pos = np.asarray(cfg.pose.xyz, dtype=np.float64)

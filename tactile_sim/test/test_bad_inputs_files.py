@@ -12,7 +12,7 @@ import trimesh
 from helpers_config import config_error_message, write_yaml
 from helpers_scenes import pad_object
 from tactile_sim.config import load_config
-from tactile_sim.errors import ConfigError
+from tactile_sim.errors import ConfigError, SceneError
 from tactile_sim.geometry.mesh_io import make_mesh_data
 from tactile_sim.geometry.sdf_grid import build_sdf_grid
 from tactile_sim.suite import SensorSuite
@@ -97,3 +97,13 @@ def test_text_inputs_over_the_size_cap_or_not_regular_files_are_not_read(tmp_pat
     device.symlink_to("/dev/zero")
     with pytest.raises(ConfigError, match=f"w: layout file '{device}': not a regular file"):
         probe_layout.load_layout_file(device, "w")
+
+
+def test_an_object_mesh_that_cannot_be_read_names_its_yaml_path(tmp_path):
+    (tmp_path / "not_a_mesh.stl").write_text("these are not triangles\n")
+    cup = {"name": "cup", "geometry": [{"sphere": {"radius": 0.01}}, {"mesh": {"file": "not_a_mesh.stl"}}]}
+    config = load_config({"suite": {"dt": 0.01}, "objects": [pad_object(), cup]}, base_dir=tmp_path)
+    with pytest.raises(SceneError) as info:
+        SensorSuite(config)
+    assert str(info.value) == (f"<dict>:objects[1].geometry[1].mesh.file: {tmp_path / 'not_a_mesh.stl'}: mesh file "
+                               "holds no triangles"), str(info.value)
