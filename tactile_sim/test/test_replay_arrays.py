@@ -162,6 +162,7 @@ def test_npz_is_chosen_by_the_name_and_an_existing_file_needs_overwrite(tmp_path
     (("--format", "npz", "--copy-inputs"), "--copy-inputs"),
     (("--format", "npz", "-o", "x.mcap"), "-o"),
     (("--format", "npz", "-o", "x.db3"), "-o"),
+    (("--format", "bag", "-o", "x.npz"), "-o 'x.npz': an array name (.npz) with --format bag"),
 ])
 def test_bad_format_options_exit_2_naming_the_option(tmp_path, extra, named):
     assert demo_run()[0] == 0

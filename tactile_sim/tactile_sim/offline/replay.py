@@ -40,11 +40,14 @@ OUTPUT_FORMATS: tuple[str, ...] = ("bag", "npz")
 
 
 def check_output_format(output_format: str, output: str | Path, *, copy_inputs: bool, markers: bool) -> None:
-    """ValueError naming the option when ``output_format`` is unknown, or npz is asked for with bag-only options or
-    a bag name (``.mcap`` / ``.db3``)."""
+    """ValueError naming the option when ``output_format`` is unknown, a bag is asked for with an array name
+    (``.npz``), or npz with bag-only options or a bag name (``.mcap`` / ``.db3``)."""
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output_format: unknown; got {output_format!r}; allowed: {', '.join(OUTPUT_FORMATS)}")
     if output_format != "npz":
+        if Path(output).suffix.lower() == ".npz":
+            raise ValueError(f"-o {str(output)!r}: an array name (.npz) with --format bag; allowed: OUT, OUT.mcap or "
+                             "OUT.db3, or --format npz")
         return
     for option, asked in (("--copy-inputs", copy_inputs), ("--markers", markers)):
         if asked:
