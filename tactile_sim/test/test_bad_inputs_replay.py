@@ -2,8 +2,9 @@
 through (a restart with a warning naming the option; the ticks are those of the two time lines replayed apart),
 an empty bag exits 2, and numeric options of ``replay`` and ``demo`` are validated like configuration options
 (finite, in range, the option named), through the command line (in process and as a subprocess) and the Python API.
-A pipe where a bag (or a file of a bag folder) is expected, and a loop of symbolic links as the input or the output,
-are refused with the path named instead of blocking or ending in a traceback. A recording whose joint states set none
+A pipe where a bag (or a file of a bag folder) is expected, a loop of symbolic links as the input or the output, and
+a link that leads nowhere as the output or its folder are refused with the path named instead of blocking, ending in
+a traceback or replacing the link. A recording whose joint states set none
 of the robot's joints (each one dropped, or naming other joints) is an error, not sensor data of the robot at its
 zero configuration; joints that no joint state names are warned about, alone and in a batch.
 """
@@ -105,6 +106,19 @@ def test_a_loop_of_symbolic_links_is_named_not_a_traceback(tmp_path, side):
     status, _, err = replay(tmp_path, source, pads_yaml(tmp_path), out=out)
     assert status == 2 and f"replay {side.split()[0]} '" in err and "loop of symbolic links" in err, err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("out, named", [("gone.npz", "'gone.npz' is"), ("gone/o.mcap", "'gone' is"),
+                                        ("gone", "'gone' is")])
+def test_a_link_that_leads_nowhere_is_not_an_output(tmp_path, monkeypatch, out, named):
+    """A dangling link as -o, or as its folder, is named; before, a bag folder failed on mkdir with "File exists"
+    and an .npz output silently replaced the link with a file."""
+    bag = write_bag(tmp_path / "bag", [static_tf()] + line(0.0, 3))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / out.split("/")[0]).symlink_to(tmp_path / "nowhere")
+    status, _, err = run_cli("replay", str(bag), "--config", str(pads_yaml(tmp_path)), "-o", out, "--no-progress")
+    assert status == 2 and f"{named} a symbolic link that leads nowhere (dangling, or a loop)" in err, err
+    assert (tmp_path / out.split("/")[0]).is_symlink() and not (tmp_path / "nowhere").exists()
 
 
 UNUSABLE_JOINT_STATES = {

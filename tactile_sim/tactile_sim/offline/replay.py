@@ -89,20 +89,24 @@ def each_tick(*calls: Callable[[int], None] | None) -> Callable[[int], None] | N
 
 def check_output_place(source: str | Path, output: str | Path, output_format: OutputFormat) -> None:
     """ConfigError when the output of replaying ``source`` into ``output`` would replace the input bag or a folder
-    holding it, or write into it, or when a file stands where one of its folders would be (checked before the
-    sensors are built)."""
+    holding it, or write into it, when a file stands where one of its folders would be, or when it or one of its
+    folders is a symbolic link that leads nowhere (checked before the sensors are built)."""
     source_folder = _resolved(Path(source), "replay input")
     bag_folder = not source_folder.is_file()  # a rosbag2 folder (a lone .mcap or .db3 file's folder is not the bag's)
     source_folder = source_folder if bag_folder else source_folder.parent
-    place = _resolved(array_location(output) if output_format == "npz" else bag_location(output)[0],
-                      "replay output")
+    location = array_location(output) if output_format == "npz" else bag_location(output)[0]
+    place = _resolved(location, "replay output")
     if place in (source_folder, *source_folder.parents) or (bag_folder and source_folder in place.parents):
         raise ConfigError(f"replay output {str(output)!r}: it would replace or write into the input bag "
                           f"{str(source)!r} (or a folder holding it); choose another output name")
-    blocking = file_in_the_way(place, itself=False)
+    blocking = file_in_the_way(location, itself=False)
+    if blocking is None and location.is_symlink() and not location.exists():
+        blocking = location  # (an existing output itself may be replaced, with overwrite)
     if blocking is not None:
-        raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} {in_the_way(blocking)}, not a folder; "
-                          "allowed: an output whose folders are folders or do not exist yet")
+        folder = ", not a folder" if blocking != location else ""
+        raise ConfigError(f"replay output {str(output)!r}: {str(blocking)!r} {in_the_way(blocking)}{folder}; "
+                          "allowed: an output whose folders are folders or do not exist yet, and no link that leads "
+                          "nowhere")
 
 
 def _resolved(path: Path, what: str) -> Path:
