@@ -139,13 +139,26 @@ def joint_states_with(msg, **fields):
 
 
 @pytest.mark.parametrize("reason", sorted(UNUSABLE_JOINT_STATES))
-def test_joint_states_that_set_no_joint_are_an_error_not_zero_configuration_data(tmp_path, reason):
+@pytest.mark.parametrize("out", ["out.mcap", "out.npz"])
+def test_joint_states_that_set_no_joint_are_an_error_not_zero_configuration_data(tmp_path, reason, out):
     bag = write_bag(tmp_path / reason, [static_tf()] + [UNUSABLE_JOINT_STATES[reason](0.01 * k) for k in range(6)])
-    status, out, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100")
+    status, stdout, err = replay(tmp_path, bag, pads_yaml(tmp_path), "--rate", "100", out=out)
     assert status == 2, err
     assert f"no joint state on '/joint_states' set any of the robot's 3 joints (6 dropped (joint_states.{reason}))" \
         in err and "zero configuration" in err and all(name in err for name in JOINT_NAMES), err
-    assert f"joint_states.{reason} 6" in out
+    assert f"joint_states.{reason} 6" in stdout and "its output was removed" in err and "wrote " not in stdout
+    assert not list(tmp_path.glob("out*"))  # nothing left to mistake for data
+
+
+def test_a_corpus_keeps_no_output_of_a_recording_whose_joint_states_set_no_joint(tmp_path):
+    write_bag(tmp_path / "recs" / "good", [static_tf()] + line(0.0, 6))
+    write_bag(tmp_path / "recs" / "nan", [static_tf()] + [UNUSABLE_JOINT_STATES["non_finite"](0.01 * k)
+                                                          for k in range(6)])
+    status, out, err = run_cli("replay", str(tmp_path / "recs"), "--config", str(pads_yaml(tmp_path)), "-o",
+                               str(tmp_path / "out"), "--no-progress", "--rate", "100", "--batch", "2")
+    assert status == 2 and "1 of 2 recordings failed (nan)" in err, err
+    assert next(row for row in out.splitlines() if row.startswith("nan ")).split()[5:7] == ["nothing", "written;"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["good"]
 
 
 @pytest.mark.parametrize("batch", [1, 2])

@@ -116,7 +116,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
         return fail("replay", str(exc), USAGE_ERROR)
     print(format_table(result.digest, result.stats.wall_s))
     print(format_run(result.stats, result.rate, result.dropped))
-    print(f"wrote {result.data_file} ({sum(result.counts.values())} messages on {len(result.counts)} topics)")
+    if not result.discarded:
+        print(f"wrote {result.data_file} ({sum(result.counts.values())} messages on {len(result.counts)} topics)")
     if result.error:
         return fail("replay", result.error, RUN_ERROR if result.read_failed else USAGE_ERROR)
     return 0

@@ -226,7 +226,8 @@ def run_job(config_source: str, options: dict[str, Any], verbose: bool, job: Rep
         error = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
         return RecordingOutcome(job, kept, 0, 0.0, time.perf_counter() - start, 0, error, 2)
     status = 0 if result.error is None else 1 if result.read_failed else 2
-    return RecordingOutcome(job, str(result.data_file), result.stats.ticks, result.stats.ticks / result.rate,
+    kept = None if result.discarded else str(result.data_file)
+    return RecordingOutcome(job, kept, result.stats.ticks, result.stats.ticks / result.rate,
                             time.perf_counter() - start, sum(result.counts.values()), result.error, status)
 
 

@@ -28,7 +28,7 @@ from .array_output import ArrayOutput, array_location
 from .bag_inputs import BagInputError, BagInputs, Clock, InputTopics, open_bag
 from .core_pool import CorePool
 from .digest import RunDigest
-from .output_bag import SUFFIX_STORAGE, OutputBag, bag_location
+from .output_bag import SUFFIX_STORAGE, OutputBag, bag_location, clear_old_bag
 from .progress import ClockProgress
 from .run_loop import RunLoop, RunStats, check_count, check_threshold
 
@@ -61,7 +61,9 @@ class ReplayResult:
     """What :func:`replay_bag` did: output bag folder and data file, the loop's stats, the per-sensor digest,
     messages written per topic, the rate (Hz), inputs the core dropped or partly ignored (reason → count), and
     ``error``: why reading stopped early (None when the whole bag was replayed) or why nothing was produced;
-    ``read_failed``: True when the error is a bag that stopped being readable (False: the inputs produced nothing)."""
+    ``read_failed``: True when the error is a bag that stopped being readable (False: the inputs produced nothing);
+    ``discarded``: True when the output was removed, since it held the robot at its zero configuration only
+    (:func:`unset_joints_problem`)."""
 
     bag: Path
     data_file: Path
@@ -72,6 +74,7 @@ class ReplayResult:
     dropped: dict[str, int]
     error: str | None
     read_failed: bool = False
+    discarded: bool = False
 
 
 def each_tick(*calls: Callable[[int], None] | None) -> Callable[[int], None] | None:
@@ -197,7 +200,7 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
                 except BagInputError as exc:
                     error = f"{exc}; the output holds everything before that"
                 stats = loop.finish()
-            read_failed = error is not None
+            read_failed, discarded = error is not None, False
             if error is None and stats.productive_ticks == 0:
                 waiting = f"waiting for TF: {core.waiting_for_tf}" if core.waiting_for_tf else None
                 reason = core.build_error or waiting or ("no robot description arrived" if not core.ready
@@ -206,8 +209,15 @@ def replay_bag(source: str | Path, config: SuiteConfig, output: str | Path, *, r
             elif error is None:
                 error = unset_joints_problem(core, "joint_states" in inputs.kinds.values(), topics.joint_states,
                                              source)
+                discarded = error is not None
+            if discarded:  # sensor data of the robot at its zero configuration: not to be mistaken for a result
+                if output_format == "npz":
+                    bag.data_file.unlink()
+                else:
+                    clear_old_bag(bag.path)
+                error += "; its output was removed"
             return ReplayResult(bag.path, bag.data_file, stats, digest, dict(bag.counts), rate,
-                                dict(core.stats.dropped), error, read_failed)
+                                dict(core.stats.dropped), error, read_failed, discarded)
         finally:
             if cores is not None:
                 cores.give_back(core)
