@@ -257,14 +257,16 @@ def load_config(source: str | os.PathLike | Mapping, *, base_dir: str | os.PathL
     if not isinstance(data, Mapping):
         raise config_error(label, "", "the configuration is not a mapping", data,
                            "a mapping with suite, robot, materials, objects, sensors")
-    if entry_problems(label, data):
-        raise combined_error(entry_problems(label, data))
+    problems = entry_problems(label, data)
+    if problems:
+        raise combined_error(problems)
     try:
         config = SuiteConfig.model_validate(data, context={"base_dir": base})
     except ValidationError as exc:
         raise combined_error(problem_lines(exc, SuiteConfig, f"{label}:")) from None
-    if numbers_beyond_float32(label, data):  # after the options' own ranges, which say more
-        raise combined_error(numbers_beyond_float32(label, data))
+    problems = numbers_beyond_float32(label, data)  # after the options' own ranges, which say more
+    if problems:
+        raise combined_error(problems)
     config._source = label
     for i, sensor in enumerate(config.sensors):
         sensor.located(f"{label}:sensors[{i}]")

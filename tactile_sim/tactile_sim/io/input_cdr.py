@@ -88,7 +88,8 @@ class TFRow(NamedTuple):
     """One TFMessage of a block (:meth:`TFMessageDecoder.decode_block`): the header stamp ns of each transform, the
     TF names of their parents and children (shared by the messages of one layout), values [n, 7] float64 (a row
     of the block's array: translation (x, y, z) m, quaternion (x, y, z, w)) and, when every value is finite and
-    within float32's range (:func:`within_float32`), the norm of each quaternion (float64, per quaternion NumPy's dot and a square root; None otherwise)."""
+    within float32's range (:func:`within_float32`), the norm of each quaternion (float64, per quaternion NumPy's
+    dot and a square root; None otherwise)."""
 
     stamps_ns: list[int]
     parents: tuple[str, ...]
